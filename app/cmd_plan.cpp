@@ -1,0 +1,219 @@
+// `tandem plan`: what shared-memory shaping would do to a kernel on a GPU, from the occupancy model
+// alone (no GPU, no CUDA call), so users can plan for GPUs they do not have.
+//
+// For every residency the kernel can be shaped to (natural down to 1 block per SM) it prints the
+// padding to request, the occupancy left, and whether one communication CTA fits beside the
+// compute blocks now, or only once one of them retires (which is when priority decides who goes
+// first). The level shape:auto would pick is marked.
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tandem/error.h"
+#include "tandem/footprint_text.h"
+#include "tandem/gpu_catalog.h"
+#include "tandem/occupancy.h"
+
+namespace tandem::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string gpu;
+  std::string kernel;
+  std::string comm;  // empty: the catalogue's typical NCCL footprint
+  std::string json_path;
+};
+
+struct PlanLevel {
+  int blocks_per_sm = 0;
+  int64_t dynamic_smem = 0;
+  Residency residency;
+  double compute_fraction = 0;  // blocks / natural blocks
+  bool comm_fits = false;
+  bool comm_fits_after_retire = false;
+  bool is_auto = false;
+};
+
+std::string catalog_key_of(const DeviceLimits& limits) {
+  const auto keys = gpu_catalog_keys();
+  for (const auto& key : keys)
+    if (gpu_limits(key).name == limits.name) return key;
+  return limits.name;
+}
+
+std::vector<PlanLevel> plan_levels(const DeviceLimits& gpu, const KernelFootprint& kernel,
+                                   const KernelFootprint& comm, const std::optional<ShapePlan>& chosen) {
+  std::vector<PlanLevel> levels;
+  const int natural = residency(gpu, kernel).blocks_per_sm;
+  for (int blocks = natural; blocks >= 1; --blocks) {
+    const auto dynamic = dynamic_smem_for_target(gpu, kernel, blocks);
+    if (!dynamic) continue;  // no padding lands exactly on this level
+    KernelFootprint shaped = kernel;
+    shaped.dynamic_smem = *dynamic;
+    PlanLevel level;
+    level.blocks_per_sm = blocks;
+    level.dynamic_smem = *dynamic;
+    level.residency = residency(gpu, shaped);
+    level.compute_fraction = static_cast<double>(blocks) / natural;
+    level.comm_fits = fits_beside(gpu, shaped, blocks, comm);
+    level.comm_fits_after_retire = fits_beside(gpu, shaped, blocks - 1, comm);
+    level.is_auto = chosen && chosen->blocks_per_sm == blocks;
+    levels.push_back(level);
+  }
+  return levels;
+}
+
+void print_header(const std::string& key, const DeviceLimits& g, const KernelFootprint& kernel,
+                  const Residency& natural, const KernelFootprint& comm, bool comm_is_default) {
+  std::printf("# tandem plan: occupancy model only (no GPU used)\n");
+  std::printf("# gpu     %s: %s (%s), %d SMs, HBM %.1f GB/s\n", key.c_str(), g.name.c_str(), g.arch.c_str(),
+              g.sm_count, g.hbm_bandwidth_gbps);
+  std::printf("# per SM  %d threads, %d blocks, %d regs (%d per warp unit, %d subpartitions), %lld B shared memory\n",
+              g.max_threads_per_sm, g.max_blocks_per_sm, g.regs_per_sm, g.reg_alloc_unit, g.reg_subpartitions,
+              static_cast<long long>(g.smem_per_sm));
+  const std::string clusters =
+      g.max_cluster_size > 0 ? "clusters of up to " + std::to_string(g.max_cluster_size) : std::string("no clusters");
+  std::printf("# per blk %d threads, %d regs/thread, %d regs, %lld B shared memory (unit %lld B, %lld B reserved), "
+              "warp %d, %s\n",
+              g.max_threads_per_block, g.max_regs_per_thread, g.max_regs_per_block,
+              static_cast<long long>(g.max_smem_per_block), static_cast<long long>(g.smem_alloc_unit),
+              static_cast<long long>(g.smem_reserved_per_block), g.warp_size, clusters.c_str());
+  std::printf("# kernel  %s: natural %d blocks/SM, limited by %s\n", footprint_to_string(kernel).c_str(),
+              natural.blocks_per_sm, to_string(natural.limiter));
+  std::printf("# comm    %s%s\n", footprint_to_string(comm).c_str(),
+              comm_is_default ? " (typical for this GPU; on a real GPU tandem measures the NCCL kernel's own)" : "");
+  std::printf("# model   clusters are limited per SM like single blocks; their placement across SMs is not modelled\n");
+  std::printf("# columns dsmem: dynamic shared memory to request per block (the kernel's own included); compute: "
+              "blocks/SM relative to unshaped; comm_fits: one comm CTA fits beside the compute blocks; "
+              "after_retire: it fits once one compute block retires\n");
+}
+
+void print_table(const std::vector<PlanLevel>& levels) {
+  std::printf("%9s %10s %10s %11s %10s %-13s %-9s %-12s %s\n", "blocks/SM", "dsmem[B]", "dsmem[KiB]", "warp_occ[%]",
+              "compute[%]", "limiter", "comm_fits", "after_retire", "shape:auto");
+  for (const auto& l : levels) {
+    std::printf("%9d %10lld %10.1f %11.1f %10.1f %-13s %-9s %-12s %s\n", l.blocks_per_sm,
+                static_cast<long long>(l.dynamic_smem), l.dynamic_smem / 1024.0, 100.0 * l.residency.warp_occupancy,
+                100.0 * l.compute_fraction, to_string(l.residency.limiter), l.comm_fits ? "yes" : "no",
+                l.comm_fits_after_retire ? "yes" : "no", l.is_auto ? "<- auto" : "");
+  }
+}
+
+nlohmann::json footprint_json(const KernelFootprint& k) {
+  return {{"name", k.name},           {"threads_per_block", k.threads_per_block}, {"regs_per_thread", k.regs_per_thread},
+          {"static_smem", k.static_smem}, {"dynamic_smem", k.dynamic_smem},       {"cluster_size", k.cluster_size}};
+}
+
+nlohmann::json limits_json(const std::string& key, const DeviceLimits& g) {
+  return {{"key", key},
+          {"name", g.name},
+          {"arch", g.arch},
+          {"sm_count", g.sm_count},
+          {"warp_size", g.warp_size},
+          {"max_threads_per_sm", g.max_threads_per_sm},
+          {"max_threads_per_block", g.max_threads_per_block},
+          {"max_blocks_per_sm", g.max_blocks_per_sm},
+          {"regs_per_sm", g.regs_per_sm},
+          {"max_regs_per_thread", g.max_regs_per_thread},
+          {"max_regs_per_block", g.max_regs_per_block},
+          {"reg_alloc_unit", g.reg_alloc_unit},
+          {"reg_subpartitions", g.reg_subpartitions},
+          {"smem_per_sm", g.smem_per_sm},
+          {"max_smem_per_block", g.max_smem_per_block},
+          {"smem_reserved_per_block", g.smem_reserved_per_block},
+          {"smem_alloc_unit", g.smem_alloc_unit},
+          {"max_cluster_size", g.max_cluster_size},
+          {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps}};
+}
+
+void write_json(const std::string& path, const std::string& key, const DeviceLimits& gpu,
+                const KernelFootprint& kernel, const Residency& natural, const KernelFootprint& comm,
+                const std::vector<PlanLevel>& levels, const std::optional<ShapePlan>& chosen) {
+  nlohmann::json levels_json = nlohmann::json::array();
+  for (const auto& l : levels) {
+    levels_json.push_back({{"blocks_per_sm", l.blocks_per_sm},
+                           {"dynamic_smem", l.dynamic_smem},
+                           {"warp_occupancy", l.residency.warp_occupancy},
+                           {"compute_fraction", l.compute_fraction},
+                           {"limiter", to_string(l.residency.limiter)},
+                           {"comm_fits", l.comm_fits},
+                           {"comm_fits_after_retire", l.comm_fits_after_retire},
+                           {"auto", l.is_auto}});
+  }
+  nlohmann::json out = {
+      {"gpu", limits_json(key, gpu)},
+      {"kernel", footprint_json(kernel)},
+      {"natural", {{"blocks_per_sm", natural.blocks_per_sm}, {"limiter", to_string(natural.limiter)}}},
+      {"comm", footprint_json(comm)},
+      {"levels", levels_json},
+      {"auto", chosen ? nlohmann::json{{"blocks_per_sm", chosen->blocks_per_sm}, {"dynamic_smem", chosen->dynamic_smem}}
+                      : nlohmann::json(nullptr)}};
+  std::ofstream file(path);
+  TANDEM_REQUIRE(file.good(), "cannot open '" + path + "' for writing");
+  file << out.dump(2) << "\n";
+  TANDEM_REQUIRE(file.good(), "cannot write '" + path + "'");
+}
+
+void run_plan(const PlanOptions& opt) {
+  const DeviceLimits& gpu = gpu_limits(opt.gpu);
+  const std::string key = catalog_key_of(gpu);
+  const KernelFootprint kernel = parse_footprint(opt.kernel);
+  const bool comm_is_default = opt.comm.empty();
+  const KernelFootprint comm = comm_is_default ? typical_nccl_footprint(gpu) : parse_footprint(opt.comm);
+
+  const Residency natural = residency(gpu, kernel);
+  if (natural.blocks_per_sm < 1)
+    TANDEM_THROW("kernel " + footprint_to_string(kernel) + " cannot be resident on " + key + " (" +
+                 to_string(natural.limiter) + ")");
+  if (residency(gpu, comm).blocks_per_sm < 1)
+    TANDEM_THROW("comm " + footprint_to_string(comm) + " cannot be resident on " + key + " (" +
+                 to_string(residency(gpu, comm).limiter) + ")");
+
+  const auto chosen = least_shaping_with_room(gpu, kernel, comm);
+  const auto levels = plan_levels(gpu, kernel, comm, chosen);
+
+  print_header(key, gpu, kernel, natural, comm, comm_is_default);
+  print_table(levels);
+  if (chosen) {
+    std::printf("# shape:auto -> %d blocks/SM, dsmem %lld B\n", chosen->blocks_per_sm,
+                static_cast<long long>(chosen->dynamic_smem));
+  } else {
+    std::printf("# shape:auto -> none: even 1 block/SM leaves no room for the comm CTA; use an SM-count cap or "
+                "enqueue the collective first\n");
+  }
+  if (!opt.json_path.empty()) {
+    write_json(opt.json_path, key, gpu, kernel, natural, comm, levels, chosen);
+    std::printf("# json    %s\n", opt.json_path.c_str());
+  }
+  std::printf("# OK\n");
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, int& exit_code) {
+  auto opt = std::make_shared<PlanOptions>();
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Plan shared-memory shaping for a kernel on a GPU from the occupancy model (no GPU needed)");
+  plan->add_option("--gpu", opt->gpu, "GPU model: " + [] {
+          std::string keys;
+          for (const auto& k : gpu_catalog_keys()) keys += (keys.empty() ? "" : "|") + k;
+          return keys;
+        }())->required();
+  plan->add_option("--kernel", opt->kernel, "compute kernel footprint: threads=N,regs=N[,smem=B][,dsmem=B][,cluster=N]")
+      ->required();
+  plan->add_option("--comm", opt->comm,
+                   "communication CTA footprint, same syntax (default: a typical NCCL channel CTA for the GPU)");
+  plan->add_option("--json", opt->json_path, "also write the plan as JSON to this file");
+  plan->callback([opt, &exit_code] {
+    run_plan(*opt);
+    exit_code = 0;
+  });
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,32 @@
+#include "collectives/collective_base.cuh"
+
+namespace tandem::bench {
+namespace {
+
+struct AllReduceExpected {
+  uint64_t seed;
+  int nranks;
+  __device__ float operator()(size_t i) const { return sum_over_ranks(seed, nranks, i); }
+};
+
+class AllReduce final : public BufferedCollective {
+ public:
+  const char* name() const override { return "all-reduce"; }
+  double busbw_factor(int n) const override { return 2.0 * (n - 1) / n; }
+  int shards(int ) const override { return 1; }
+  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
+    const size_t count = bytes / dtype_size(dtype);
+    allocate(ctx, bytes, dtype, seed, count, count);
+  }
+  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
+    TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
+  }
+  int64_t count_wrong(RankContext& ctx) override { return count_wrong_with(ctx, AllReduceExpected{seed_, nranks_}); }
+  double hbm_bytes() const override { return 2.0 * bytes_; }
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_all_reduce() { return std::make_unique<AllReduce>(); }
+
+}  // namespace tandem::bench

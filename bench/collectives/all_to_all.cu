@@ -1,0 +1,46 @@
+#include "collectives/collective_base.cuh"
+
+namespace tandem::bench {
+namespace {
+
+// Chunk r of this rank's output is chunk `rank` of rank r's input.
+struct AllToAllExpected {
+  uint64_t seed;
+  int rank;
+  size_t chunk;
+  __device__ float operator()(size_t i) const { return small_integer(seed, i / chunk, size_t(rank) * chunk + i % chunk); }
+};
+
+class AllToAll final : public BufferedCollective {
+ public:
+  const char* name() const override { return "all-to-all"; }
+  double busbw_factor(int n) const override { return double(n - 1) / n; }
+  int shards(int n) const override { return n; }
+  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
+    const size_t count = bytes / dtype_size(dtype);
+    allocate(ctx, bytes, dtype, seed, count, count);
+  }
+  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
+    // NCCL has no all-to-all call; grouped point-to-point is how frameworks issue it.
+    const size_t chunk = send_count_ / nranks_;
+    const size_t chunk_bytes = chunk * dtype_size(dtype_);
+    TANDEM_NCCL_CHECK(comm, ncclGroupStart());
+    for (int peer = 0; peer < nranks_; ++peer) {
+      TANDEM_NCCL_CHECK(comm, ncclSend(static_cast<char*>(send_) + peer * chunk_bytes, chunk, to_nccl(dtype_), peer,
+                                       comm, stream));
+      TANDEM_NCCL_CHECK(comm, ncclRecv(static_cast<char*>(recv_) + peer * chunk_bytes, chunk, to_nccl(dtype_), peer,
+                                       comm, stream));
+    }
+    TANDEM_NCCL_CHECK(comm, ncclGroupEnd());
+  }
+  int64_t count_wrong(RankContext& ctx) override {
+    return count_wrong_with(ctx, AllToAllExpected{seed_, rank_, send_count_ / nranks_});
+  }
+  double hbm_bytes() const override { return 2.0 * bytes_; }
+};
+
+}  // namespace
+
+std::unique_ptr<Collective> make_all_to_all() { return std::make_unique<AllToAll>(); }
+
+}  // namespace tandem::bench

@@ -1,0 +1,47 @@
+#pragma once
+// Options of `tandem bench`, with defaults that make the bare command run the paper's suite, and
+// validation that needs no GPU (so bad input is rejected before any device is touched).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/dtype.h"
+#include "harness/workload.h"
+#include "tandem/policy.h"
+
+namespace tandem::bench {
+
+struct BenchOptions {
+  int gpus = 0;  // 0: every visible GPU
+  std::vector<std::string> workloads{"gemm", "tiled-gemm", "stream"};
+  std::vector<std::string> collectives{"all-reduce"};
+  std::vector<OverlapPolicy> policies;  // empty: default_policies()
+  bool policies_given = false;          // given explicitly: a policy that cannot apply is an error
+  DType dtype = DType::BF16;
+  uint64_t min_bytes = 512ull << 20;
+  uint64_t max_bytes = 512ull << 20;
+  double step_factor = 2.0;
+  WorkloadOptions workload;
+  bool balance = true;  // choose the compute count so that t_compute ~ t_comm
+  int count = 1;        // compute units per step when not balancing
+  bool check = true;
+  int iters = 20;
+  int warmup = 5;
+  double timeout_s = 120;
+  std::string json_path;
+  bool progress = true;
+};
+
+// The paper's controls and their combinations, as the suite runs them.
+std::vector<OverlapPolicy> default_policies();
+const std::vector<OverlapPolicy>& effective_policies(const BenchOptions&);
+// min, min*f, ... up to max (nccl-tests' -b/-e/-f).
+std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
+// "4096", "64K", "256M", "1G", "1GiB", "512MB": binary multiples. Throws on anything else.
+uint64_t parse_size(const std::string& text);
+// Throws tandem::Error naming the first bad option.
+void validate(const BenchOptions& options);
+// The checks that depend on the rank count (collective sizes split across ranks).
+void validate_for_ranks(const BenchOptions& options, int nranks);
+
+}  // namespace tandem::bench

@@ -1,0 +1,42 @@
+#pragma once
+// A collective under test. Sizes follow nccl-tests: `bytes` is the all-reduce buffer, the
+// all-gather output, the reduce-scatter input and the all-to-all buffer. Adding a collective is one
+// file in collectives/ and one line in registry.cpp.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "harness/dtype.h"
+#include "harness/rank_context.h"
+
+namespace tandem::bench {
+
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  virtual const char* name() const = 0;
+  // busbw = algbw * factor (nccl-tests): 2(n-1)/n for all-reduce, (n-1)/n for the others.
+  virtual double busbw_factor(int nranks) const = 0;
+  // Pieces `bytes` is split into across ranks (1 for all-reduce, the rank count for the others).
+  virtual int shards(int nranks) const = 0;
+  // Throws a clear error when `bytes` cannot be split evenly across the ranks.
+  virtual void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) = 0;
+  virtual void enqueue(ncclComm_t comm, cudaStream_t stream) = 0;
+  virtual void poison_output(cudaStream_t stream) = 0;
+  // Exact comparison with the expected values; returns the number of wrong elements (synchronises).
+  virtual int64_t count_wrong(RankContext& ctx) = 0;
+  // Fewest bytes this rank's device memory moves: its input read and its output written.
+  virtual double hbm_bytes() const = 0;
+  virtual size_t bytes() const = 0;
+};
+
+// Throws a one-line error naming the collective, the size, the rank count and the dtype when
+// `bytes` cannot be split evenly into whole elements for every rank.
+void check_divisible(const Collective& collective, uint64_t bytes, DType dtype, int nranks);
+
+using CollectiveFactory = std::unique_ptr<Collective> (*)();
+
+}  // namespace tandem::bench

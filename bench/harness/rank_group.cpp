@@ -1,0 +1,55 @@
+#include "harness/rank_group.h"
+
+#include <thread>
+#include <vector>
+
+#include "tandem/error.h"
+
+namespace tandem::bench {
+
+RankGroup::RankGroup(int nranks) : nranks_(nranks) {}
+
+void RankGroup::run(const std::function<void(int rank)>& body) {
+  std::vector<std::thread> threads;
+  threads.reserve(nranks_);
+  for (int rank = 0; rank < nranks_; ++rank) {
+    threads.emplace_back([this, rank, &body] {
+      try {
+        body(rank);
+      } catch (...) {
+        fail(std::current_exception());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first_error_) std::rethrow_exception(first_error_);
+}
+
+void RankGroup::barrier() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  throw_if_failed();
+  const unsigned long my_generation = generation_;
+  if (++arrived_ == nranks_) {
+    arrived_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  cv_.wait(lock, [&] { return generation_ != my_generation || failed(); });
+  throw_if_failed();
+}
+
+void RankGroup::fail(std::exception_ptr reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!first_error_) first_error_ = reason;
+    failed_.store(true, std::memory_order_release);
+  }
+  cv_.notify_all();
+}
+
+void RankGroup::throw_if_failed() const {
+  if (failed()) TANDEM_THROW("aborted: another rank failed");
+}
+
+}  // namespace tandem::bench

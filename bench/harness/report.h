@@ -1,0 +1,67 @@
+#pragma once
+// What `tandem bench` prints and writes: a '#' header echoing the resolved configuration, one
+// fixed-width row per (workload, collective, size, policy), an OK/FAILED footer, and the JSON
+// document of docs/BENCH_JSON.md. Pure C++ (CPU-tested).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tandem/occupancy.h"
+
+namespace tandem::bench {
+
+struct FootprintRecord {
+  std::string kernel;
+  int grid_blocks = 0;
+  KernelFootprint footprint;
+  int blocks_per_sm = 0;  // on this GPU, by the occupancy model
+};
+
+struct Row {
+  std::string workload;
+  std::string collective;
+  std::string dtype;
+  uint64_t bytes = 0;
+  int ranks = 0;
+  int count = 0;  // compute units per step
+  std::string policy;
+  bool tuned = false;
+  double t_compute_ms = 0, t_comm_ms = 0, t_seq_ms = 0, t_overlap_ms = 0, t_bound_ms = 0;
+  double t_overlap_min_ms = 0, t_overlap_max_ms = 0;
+  double reduction = 0, efficiency = 0;
+  double compute_slowdown = 0, comm_slowdown = 0;
+  double algbw_gbps = 0, busbw_gbps = 0;  // the collective alone, nccl-tests convention
+  int64_t wrong = 0;
+  int compute_blocks_per_sm = -1;   // under the policy's shaping; -1 when the kernel is a library's
+  int64_t shape_dynamic_smem = -1;  // dynamic shared memory per compute block under the policy
+  FootprintRecord compute_kernel;   // the compute unit's first kernel, as launched unshaped
+  FootprintRecord comm_kernel;      // the collective's kernel, as NCCL launched it
+  double spread() const { return t_overlap_ms > 0 ? (t_overlap_max_ms - t_overlap_min_ms) / t_overlap_ms : 0; }
+};
+
+struct RunInfo {
+  std::string tandem_version;
+  std::string commit;
+  std::string command;
+  std::string date;  // ISO 8601 UTC
+  std::string gpu;
+  int gpus = 0;
+  std::string driver;
+  std::string cuda;
+  std::string nccl;
+  double hbm_bandwidth_gbps = 0;  // measured copy bandwidth, rank 0
+  std::vector<std::string> config;  // "key value" lines echoed in the header
+};
+
+std::string header_text(const RunInfo& info);
+std::string column_header_text();
+std::string row_text(const Row& row);
+// "# OK: N rows, 0 wrong elements" or "# FAILED: ...".
+std::string footer_text(const std::vector<Row>& rows, const std::vector<std::string>& notes);
+nlohmann::json to_json(const RunInfo& info, const std::vector<Row>& rows, const std::vector<std::string>& notes);
+// Current UTC time, ISO 8601.
+std::string utc_now_iso8601();
+
+}  // namespace tandem::bench

@@ -1,0 +1,116 @@
+#pragma once
+// The reference every GEMM workload is checked against: a deliberately naive fp32 kernel (one
+// thread per output, k in order), independent of the kernels under test. Matrices are row-major:
+// C[m][n] = sum_k A[m][k] * B[k][n].
+#include <cmath>
+#include <string>
+
+#include "harness/dtype.h"
+#include "harness/rank_context.h"
+#include "harness/values.cuh"
+#include "tandem/cuda_check.h"
+
+namespace tandem::bench {
+
+template <class T>
+__global__ void reference_gemm_kernel(const T* a, const T* b, float* c, int64_t m, int64_t n, int64_t k) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  const int64_t row = blockIdx.y;
+  if (col >= n) return;
+  float acc = 0;
+  for (int64_t i = 0; i < k; ++i) acc = fmaf(to_float(a[row * k + i]), to_float(b[i * n + col]), acc);
+  c[row * n + col] = acc;
+}
+
+// |got - ref| must be within the output type's rounding of |ref| plus an accumulation-order
+// allowance that grows like the typical magnitude of a sum of k products of [-1, 1) values.
+template <class T>
+__global__ void count_gemm_mismatches_kernel(const T* got, const float* ref, size_t count, float rtol, float atol,
+                                             unsigned long long* wrong) {
+  unsigned long long local = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
+    const float g = to_float(got[i]);
+    const float r = ref[i];
+    if (!(fabsf(g - r) <= rtol * fabsf(r) + atol)) ++local;  // NaN poison fails
+  }
+  if (local) atomicAdd(wrong, local);
+}
+
+// Operands, output and reference of a row-major GEMM, filled and checked on the rank's device.
+class GemmBuffers {
+ public:
+  ~GemmBuffers() {
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+    cudaFree(ref);
+    cudaFree(wrong);
+  }
+
+  void allocate_and_fill(RankContext& ctx, DType dt, int64_t m_, int64_t n_, int64_t k_, uint64_t seed) {
+    dtype = dt;
+    m = m_;
+    n = n_;
+    k = k_;
+    const size_t e = dtype_size(dtype);
+    TANDEM_CUDA_CHECK(cudaMalloc(&a, size_t(m * k) * e));
+    TANDEM_CUDA_CHECK(cudaMalloc(&b, size_t(k * n) * e));
+    TANDEM_CUDA_CHECK(cudaMalloc(&c, size_t(m * n) * e));
+    TANDEM_CUDA_CHECK(cudaMalloc(&ref, size_t(m * n) * sizeof(float)));
+    TANDEM_CUDA_CHECK(cudaMalloc(&wrong, sizeof(unsigned long long)));
+    dispatch_dtype(dtype, [&](auto t) {
+      using T = decltype(t);
+      // Operands differ per rank, as gradients or activations would.
+      fill_values_kernel<T><<<grid_for(size_t(m * k)), 256, 0, ctx.compute>>>(static_cast<T*>(a), size_t(m * k), seed,
+                                                                               2 * ctx.rank, Fill::UniformPm1);
+      fill_values_kernel<T><<<grid_for(size_t(k * n)), 256, 0, ctx.compute>>>(static_cast<T*>(b), size_t(k * n), seed,
+                                                                               2 * ctx.rank + 1, Fill::UniformPm1);
+      TANDEM_CUDA_CHECK_LAUNCH();
+      const dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(m));
+      reference_gemm_kernel<T><<<grid, 256, 0, ctx.compute>>>(static_cast<const T*>(a), static_cast<const T*>(b), ref,
+                                                              m, n, k);
+      TANDEM_CUDA_CHECK_LAUNCH();
+    });
+    ctx.wait(ctx.compute, "GEMM reference");
+  }
+
+  void poison(cudaStream_t stream) {
+    dispatch_dtype(dtype, [&](auto t) {
+      using T = decltype(t);
+      poison_kernel<T><<<grid_for(size_t(m * n)), 256, 0, stream>>>(static_cast<T*>(c), size_t(m * n));
+    });
+    TANDEM_CUDA_CHECK_LAUNCH();
+  }
+
+  int64_t count_wrong(RankContext& ctx) {
+    const float rtol = dtype == DType::BF16 ? 1.0f / 128 : dtype == DType::FP16 ? 1.0f / 1024 : 1e-4f;
+    const float atol = 1e-3f * std::sqrt(static_cast<float>(k));
+    TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong, 0, sizeof(unsigned long long), ctx.compute));
+    dispatch_dtype(dtype, [&](auto t) {
+      using T = decltype(t);
+      count_gemm_mismatches_kernel<T><<<grid_for(size_t(m * n)), 256, 0, ctx.compute>>>(
+          static_cast<const T*>(c), ref, size_t(m * n), rtol, atol, wrong);
+    });
+    TANDEM_CUDA_CHECK_LAUNCH();
+    unsigned long long host = 0;
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(&host, wrong, sizeof(host), cudaMemcpyDeviceToHost, ctx.compute));
+    ctx.wait(ctx.compute, "GEMM check");
+    return static_cast<int64_t>(host);
+  }
+
+  double hbm_bytes() const { return double(m * k + k * n + m * n) * dtype_size(dtype); }
+  double flops() const { return 2.0 * m * n * k; }
+  std::string shape_text() const {
+    return std::string(to_string(dtype)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+  }
+
+  DType dtype = DType::BF16;
+  int64_t m = 0, n = 0, k = 0;
+  void* a = nullptr;
+  void* b = nullptr;
+  void* c = nullptr;
+  float* ref = nullptr;
+  unsigned long long* wrong = nullptr;
+};
+
+}  // namespace tandem::bench

@@ -1,0 +1,22 @@
+#pragma once
+// Published per-architecture limits of GPUs, as data, so the occupancy model can plan for GPUs
+// that are not present (tandem plan --gpu a100).
+#include <string>
+#include <vector>
+
+#include "tandem/occupancy.h"
+
+namespace tandem {
+
+// Known GPU models: a40, a100, h100, h200, mi250x.
+const std::vector<DeviceLimits>& gpu_catalog();
+// Lookup by short key ("h200") or full name ("NVIDIA H200"), case-insensitive. Throws tandem::Error
+// listing the known keys when absent.
+const DeviceLimits& gpu_limits(const std::string& key);
+std::vector<std::string> gpu_catalog_keys();
+
+// A typical NCCL 2.28 channel CTA on sm90 (threads, registers, shared memory, cluster size), for
+// planning without a GPU. On a GPU, tandem measures the real one instead.
+KernelFootprint typical_nccl_footprint(const DeviceLimits&);
+
+}  // namespace tandem

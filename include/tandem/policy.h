@@ -1,0 +1,78 @@
+#pragma once
+// OverlapPolicy: a value naming every overlap control tandem can apply. Its text form is what users
+// type (--policy, TANDEM_POLICY) and what results record; parse(to_string(p)) == p.
+//
+// Grammar: tokens joined by '+', order-insensitive, each at most once:
+//   sequential                 compute and collective on one stream (cannot combine)
+//   concurrent                 two streams, compute enqueued first, default priorities (the
+//                              empty combination; printed only when nothing else is set)
+//   comm-first                 two streams, collective enqueued before the compute kernels
+//   priority                   collective stream at the device's greatest priority, compute
+//                              stream at the least
+//   shape:N                    pad compute launches to N resident blocks per SM
+//   shape:<bytes>              pad compute launches with this much dynamic shared memory
+//                              (48KiB, 1MiB, 4096B)
+//   shape:auto                 the least padding that leaves room for the collective's footprint
+//   sm-target:N                cuBLASLt SM-count target for GEMMs
+//   nccl-ctas:MIN..MAX         NCCL communicator minCTAs/maxCTAs (MIN..MAX, N for both, MIN.. or
+//                              ..MAX to set one side only; 1 <= MIN <= MAX <= 64)
+//   nccl-cga:1|2|4             NCCL communicator cgaClusterSize
+//   nccl-cta-policy:efficiency|zero   NCCL communicator CTAPolicy
+//   green:N                    compute in a green context of N SMs, the collective in the rest
+//   copy-engine                copy-engine collectives (symmetric windows, CTA policy zero)
+// A whole policy may instead be "@FILE": a policy file (see load_policy_file).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tandem {
+
+enum class LaunchOrder { Sequential, ComputeFirst, CommFirst };
+enum class NcclCtaPolicy { Default, Efficiency, Zero };
+
+struct ShapeTarget {
+  enum class Kind { None, BlocksPerSm, Bytes, Auto };
+  Kind kind = Kind::None;
+  int blocks_per_sm = 0;  // Kind::BlocksPerSm
+  int64_t bytes = 0;      // Kind::Bytes
+  bool operator==(const ShapeTarget&) const;
+  bool operator!=(const ShapeTarget& o) const { return !(*this == o); }
+};
+
+struct OverlapPolicy {
+  LaunchOrder order = LaunchOrder::ComputeFirst;
+  bool comm_priority = false;
+  ShapeTarget shape;
+  std::optional<int> sm_target;
+  std::optional<int> nccl_min_ctas;
+  std::optional<int> nccl_max_ctas;
+  std::optional<int> nccl_cga_cluster_size;
+  NcclCtaPolicy nccl_cta_policy = NcclCtaPolicy::Default;
+  std::optional<int> green_sms;
+  bool copy_engine = false;
+
+  bool is_sequential() const { return order == LaunchOrder::Sequential; }
+  // True if the policy needs its own NCCL communicator (any nccl-* or copy-engine setting).
+  bool needs_own_communicator() const;
+  bool operator==(const OverlapPolicy&) const;
+  bool operator!=(const OverlapPolicy& o) const { return !(*this == o); }
+};
+
+// Parses one policy, or "@FILE" (load_policy_file). Throws tandem::Error naming the bad token and
+// listing what is accepted.
+OverlapPolicy parse_policy(std::string_view text);
+// Parses a comma-separated list ("priority,shape:3+priority,@best.policy").
+std::vector<OverlapPolicy> parse_policy_list(std::string_view text);
+// Reads a policy file as `tandem tune` writes it: plain text, blank lines and '#' comments ignored,
+// exactly one policy line. Throws tandem::Error if the file is missing, unreadable, empty or invalid.
+OverlapPolicy load_policy_file(const std::string& path);
+// Canonical text form; parse_policy(to_string(p)) == p.
+std::string to_string(const OverlapPolicy&);
+// "shape:3", "shape:48KiB", "shape:auto"; "none" when no shaping is set.
+std::string to_string(const ShapeTarget&);
+// One line per accepted token with its meaning, for --help and error messages.
+std::string policy_grammar_help();
+
+}  // namespace tandem

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, over a build made elsewhere and carried along
+# (build/bin, build/lib, build/tests). Runs every GPU test and the benchmark suite, writes JSON and
+# logs under $OUT (default ./gpu-check-out), and prints a short table last. At most a few files land
+# in $OUT (the device tool returns 8): the results' JSON, summary.log and logs.tgz with everything.
+#
+#   scripts/gpu-check.sh [quick|full] [extra tandem bench arguments...]
+#     quick: tests + the default suite
+#     full:  also the suite over all four collectives
+set -uo pipefail
+mode=${1:-quick}
+shift || true
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-check-out}
+mkdir -p "$out"
+logs=$(mktemp -d)
+export NCCL_NVLS_ENABLE=0              # NVLink multicast must stay off on shared machines
+export TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export TANDEM_CLI="$root/build/bin/tandem"
+tandem="$root/build/bin/tandem"
+tag=$(date -u +%Y-%m-%d)
+status=0
+
+section() { printf '\n=== %s\n' "$*" | tee -a "$logs/summary.log"; }
+
+section "environment"
+{
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvidia-smi topo -m
+  ldconfig -p | grep -E 'libnccl|libcublasLt|libcupti' | head
+  "$tandem" info
+} > "$logs/environment.log" 2>&1
+tail -n 4 "$logs/environment.log" | tee -a "$logs/summary.log"
+
+section "occupancy fixtures"
+"$root/build/tests/record_occupancy_fixtures" "$logs/h200_occupancy.json" > "$logs/fixtures.log" 2>&1 \
+  && echo "recorded $(grep -c blocks_per_sm "$logs/h200_occupancy.json") fixtures" | tee -a "$logs/summary.log" \
+  || { echo "fixture recording FAILED" | tee -a "$logs/summary.log"; status=1; }
+
+section "tests"
+for t in "$root"/build/tests/test_*; do
+  name=$(basename "$t")
+  if timeout 900 "$t" --gtest_brief=1 > "$logs/$name.log" 2>&1; then result=ok; else result=FAILED; status=1; fi
+  summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')
+  printf '%-28s %-7s %s\n' "$name" "$result" "$summary" | tee -a "$logs/summary.log"
+done
+
+section "bench suite"
+"$tandem" bench --json "$logs/suite-$tag.json" "$@" > "$logs/suite.log" 2> "$logs/suite.err" || status=1
+cat "$logs/suite.log" | tee -a "$logs/summary.log" | grep -v '^# \(command\|date\|workload \|timing\|check\)' || true
+tail -n 3 "$logs/suite.err"
+
+if [ "$mode" = full ]; then
+  section "bench all collectives"
+  "$tandem" bench --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/collectives-$tag.json" \
+    "$@" > "$logs/collectives.log" 2> "$logs/collectives.err" || status=1
+  grep -v '^# \(command\|date\)' "$logs/collectives.log" | tee -a "$logs/summary.log"
+fi
+
+section "result: $([ $status = 0 ] && echo OK || echo FAILED)"
+cp "$logs"/*.json "$logs/summary.log" "$out/" 2>/dev/null
+tar czf "$out/logs.tgz" -C "$logs" .
+exit $status

@@ -1,0 +1,21 @@
+#include "tandem/error.h"
+
+#include <cstring>
+
+namespace tandem {
+
+namespace {
+const char* basename_of(const char* path) {
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+}  // namespace
+
+Error::Error(const std::string& what, const char* file, int line)
+    : std::runtime_error(what + " [" + basename_of(file) + ":" + std::to_string(line) + "]"),
+      file_(file),
+      line_(line) {}
+
+void throw_error(const char* file, int line, const std::string& what) { throw Error(what, file, line); }
+
+}  // namespace tandem

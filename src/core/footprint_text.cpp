@@ -1,0 +1,105 @@
+#include "tandem/footprint_text.h"
+
+#include <cctype>
+#include <cstdint>
+#include <limits>
+#include <set>
+
+#include "tandem/error.h"
+
+namespace tandem {
+
+namespace {
+
+constexpr const char* kAcceptedKeys = "threads, regs, smem, dsmem, cluster, name";
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+// A non-negative integer, optionally followed by a binary size suffix (B, KiB, MiB) when `sizes`.
+int64_t parse_number(std::string_view key, std::string_view value, bool sizes) {
+  size_t digits = 0;
+  while (digits < value.size() && std::isdigit(static_cast<unsigned char>(value[digits]))) ++digits;
+  std::string_view suffix = value.substr(digits);
+  int64_t multiplier = 1;
+  bool suffix_ok = suffix.empty();
+  if (sizes && !suffix.empty()) {
+    if (iequals(suffix, "B")) multiplier = 1, suffix_ok = true;
+    if (iequals(suffix, "KiB")) multiplier = 1024, suffix_ok = true;
+    if (iequals(suffix, "MiB")) multiplier = 1024 * 1024, suffix_ok = true;
+  }
+  if (digits == 0 || !suffix_ok || digits > 12) {
+    TANDEM_THROW("footprint key '" + std::string(key) + "': '" + std::string(value) + "' is not " +
+                 (sizes ? "a byte count (e.g. 4096, 48KiB)" : "a non-negative integer"));
+  }
+  return std::stoll(std::string(value.substr(0, digits))) * multiplier;
+}
+
+int parse_int(std::string_view key, std::string_view value) {
+  const int64_t v = parse_number(key, value, false);
+  if (v > std::numeric_limits<int>::max()) TANDEM_THROW("footprint key '" + std::string(key) + "': value too large");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+KernelFootprint parse_footprint(std::string_view text) {
+  KernelFootprint k;
+  std::set<std::string> seen;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      TANDEM_THROW("footprint item '" + std::string(item) + "' is not key=value; accepted keys: " + kAcceptedKeys);
+    const std::string key(trim(item.substr(0, eq)));
+    const std::string_view value = trim(item.substr(eq + 1));
+    if (!seen.insert(key).second) TANDEM_THROW("footprint key '" + key + "' given twice");
+    if (key == "threads") {
+      k.threads_per_block = parse_int(key, value);
+    } else if (key == "regs") {
+      k.regs_per_thread = parse_int(key, value);
+    } else if (key == "smem") {
+      k.static_smem = parse_number(key, value, true);
+    } else if (key == "dsmem") {
+      k.dynamic_smem = parse_number(key, value, true);
+    } else if (key == "cluster") {
+      k.cluster_size = parse_int(key, value);
+    } else if (key == "name") {
+      k.name = std::string(value);
+    } else {
+      TANDEM_THROW("unknown footprint key '" + key + "'; accepted keys: " + kAcceptedKeys);
+    }
+  }
+  for (const char* required : {"threads", "regs"}) {
+    if (!seen.count(required))
+      TANDEM_THROW(std::string("footprint '") + std::string(text) + "' lacks required key '" + required +
+                   "'; accepted keys: " + kAcceptedKeys);
+  }
+  if (k.threads_per_block < 1) TANDEM_THROW("footprint key 'threads' must be at least 1");
+  if (k.cluster_size < 1) TANDEM_THROW("footprint key 'cluster' must be at least 1");
+  return k;
+}
+
+std::string footprint_to_string(const KernelFootprint& k) {
+  std::string s = "threads=" + std::to_string(k.threads_per_block) + ",regs=" + std::to_string(k.regs_per_thread) +
+                  ",smem=" + std::to_string(k.static_smem) + ",dsmem=" + std::to_string(k.dynamic_smem) +
+                  ",cluster=" + std::to_string(k.cluster_size);
+  if (!k.name.empty()) s += ",name=" + k.name;
+  return s;
+}
+
+}  // namespace tandem

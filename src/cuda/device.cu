@@ -1,0 +1,86 @@
+#include <nccl.h>
+
+#include "tandem/cuda_check.h"
+#include "tandem/device.h"
+#include "tandem/gpu_catalog.h"
+
+namespace tandem {
+
+DeviceLimits query_device_limits(int device) {
+  cudaDeviceProp p{};
+  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
+  DeviceLimits d;
+  d.name = p.name;
+  d.arch = "sm_" + std::to_string(p.major * 10 + p.minor);
+  d.sm_count = p.multiProcessorCount;
+  d.warp_size = p.warpSize;
+  d.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
+  d.max_threads_per_block = p.maxThreadsPerBlock;
+  d.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
+  d.regs_per_sm = p.regsPerMultiprocessor;
+  d.max_regs_per_block = p.regsPerBlock;
+  d.smem_per_sm = static_cast<int64_t>(p.sharedMemPerMultiprocessor);
+  d.max_smem_per_block = static_cast<int64_t>(p.sharedMemPerBlockOptin);
+  d.smem_reserved_per_block = static_cast<int64_t>(p.reservedSharedMemPerBlock);
+  // Allocation rules are not exposed by the runtime; they follow the architecture, as in the catalogue.
+  for (const auto& known : gpu_catalog()) {
+    if (known.arch == d.arch) {
+      d.reg_alloc_unit = known.reg_alloc_unit;
+      d.reg_subpartitions = known.reg_subpartitions;
+      d.smem_alloc_unit = known.smem_alloc_unit;
+      d.max_regs_per_thread = known.max_regs_per_thread;
+      d.max_cluster_size = known.max_cluster_size;
+      d.hbm_bandwidth_gbps = known.hbm_bandwidth_gbps;
+      if (known.name == d.name) break;  // exact model: keep its bandwidth
+    }
+  }
+  return d;
+}
+
+KernelFootprint kernel_footprint(const void* func, int threads_per_block, size_t dynamic_smem,
+                                 const std::string& name) {
+  cudaFuncAttributes a{};
+  TANDEM_CUDA_CHECK(cudaFuncGetAttributes(&a, func));
+  KernelFootprint f;
+  f.name = name;
+  f.threads_per_block = threads_per_block;
+  f.regs_per_thread = a.numRegs;
+  f.static_smem = static_cast<int64_t>(a.sharedSizeBytes);
+  f.dynamic_smem = static_cast<int64_t>(dynamic_smem);
+  f.cluster_size = a.requiredClusterWidth > 0
+                       ? a.requiredClusterWidth * a.requiredClusterHeight * a.requiredClusterDepth
+                       : 1;
+  return f;
+}
+
+int visible_gpu_count() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error so later probes start clean
+    TANDEM_THROW(std::string("no GPU visible: cudaGetDeviceCount failed: ") + cudaGetErrorString(err));
+  }
+  if (n == 0) TANDEM_THROW("no GPU visible: cudaGetDeviceCount found 0 devices");
+  return n;
+}
+
+namespace {
+std::string cuda_version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+}  // namespace
+
+std::string SoftwareVersions::driver_text() const { return cuda_version_text(driver); }
+std::string SoftwareVersions::runtime_text() const { return cuda_version_text(runtime); }
+std::string SoftwareVersions::nccl_text() const {
+  // NCCL >= 2.9 encodes MAJOR*10000 + MINOR*100 + PATCH.
+  return std::to_string(nccl / 10000) + "." + std::to_string((nccl % 10000) / 100) + "." + std::to_string(nccl % 100);
+}
+
+SoftwareVersions software_versions() {
+  SoftwareVersions v;
+  TANDEM_CUDA_CHECK(cudaDriverGetVersion(&v.driver));
+  TANDEM_CUDA_CHECK(cudaRuntimeGetVersion(&v.runtime));
+  TANDEM_NCCL_CHECK(nullptr, ncclGetVersion(&v.nccl));
+  return v;
+}
+
+}  // namespace tandem

@@ -1,0 +1,155 @@
+// The bench harness on real GPUs: results exact (collectives) or within tolerance (GEMMs) under every
+// policy, shaping reaching its target, failures that abort instead of hanging, and the command.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "gpu_test_util.h"
+#include "harness/rank_context.h"
+#include "harness/runner.h"
+#include "tandem/cuda_check.h"
+
+namespace {
+
+using tandem::bench::BenchOptions;
+
+BenchOptions small_options() {
+  BenchOptions o;
+  o.gpus = 0;
+  o.workload.m = 1024;
+  o.workload.n = 1024;
+  o.workload.k = 512;
+  o.workload.stream_bytes = 16 << 20;
+  o.min_bytes = o.max_bytes = 8 << 20;
+  o.iters = 3;
+  o.warmup = 1;
+  o.timeout_s = 60;
+  o.progress = false;
+  return o;
+}
+
+TEST(BenchGpu, EveryCollectiveAndPolicyGivesCorrectResults) {
+  TANDEM_REQUIRE_GPUS(1);
+  BenchOptions o = small_options();
+  o.collectives = {"all-reduce", "all-gather", "reduce-scatter", "all-to-all"};
+  const int ranks = tandem_test::gpu_count();
+  const auto outcome = tandem::bench::run_bench(o, ranks, nullptr, nullptr);
+  const size_t policies = tandem::bench::default_policies().size();
+  size_t shaped_policies = 0;
+  for (const auto& p : tandem::bench::default_policies())
+    if (p.shape.kind != tandem::ShapeTarget::Kind::None) ++shaped_policies;
+  // gemm (cuBLASLt) cannot be shaped: its shaping policies are skipped with a note; the others run.
+  EXPECT_EQ(outcome.rows.size() + outcome.notes.size(), 3 * 4 * policies);
+  std::set<std::string> workloads_seen;
+  for (const auto& r : outcome.rows) {
+    workloads_seen.insert(r.workload);
+    EXPECT_EQ(r.wrong, 0) << r.workload << " " << r.collective << " " << r.policy;
+    EXPECT_GT(r.t_overlap_ms, 0);
+    EXPECT_GT(r.t_seq_ms, 0);
+    EXPECT_GE(r.t_bound_ms, std::max(r.t_compute_ms, r.t_comm_ms));
+    EXPECT_EQ(r.ranks, ranks);
+    EXPECT_FALSE(r.comm_kernel.kernel.empty());
+    if (r.workload == "tiled-gemm" && r.policy == "shape:2+priority") EXPECT_EQ(r.compute_blocks_per_sm, 2);
+    if (r.workload == "gemm") EXPECT_EQ(r.compute_blocks_per_sm, -1);
+  }
+  EXPECT_EQ(workloads_seen.size(), 3u);
+  size_t gemm_skips = 0;
+  for (const auto& n : outcome.notes)
+    if (n.find("skipped for gemm") != std::string::npos) ++gemm_skips;
+  EXPECT_EQ(gemm_skips, 4 * shaped_policies);
+}
+
+TEST(BenchGpu, FpDtypesAreCheckedToo) {
+  TANDEM_REQUIRE_GPUS(1);
+  for (auto dtype : {tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
+    BenchOptions o = small_options();
+    o.dtype = dtype;
+    o.policies = tandem::parse_policy_list("concurrent,shape:3+priority");
+    o.workloads = {"tiled-gemm", "stream"};
+    const auto outcome = tandem::bench::run_bench(o, tandem_test::gpu_count(), nullptr, nullptr);
+    ASSERT_EQ(outcome.rows.size(), 4u);
+    for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << r.workload << " " << r.dtype << " " << r.policy;
+  }
+}
+
+TEST(BenchGpu, ExplicitUnreachableShapingIsAnError) {
+  TANDEM_REQUIRE_GPUS(1);
+  BenchOptions o = small_options();
+  o.workloads = {"gemm"};
+  o.policies = tandem::parse_policy_list("shape:2");
+  o.policies_given = true;
+  try {
+    tandem::bench::run_bench(o, 1, nullptr, nullptr);
+    FAIL() << "expected an error";
+  } catch (const tandem::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot apply"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BenchGpu, CollectiveThatNeverCompletesTimesOutAndAborts) {
+  TANDEM_REQUIRE_GPUS(2);
+  const std::vector<int> devices{0, 1};
+  auto comms = tandem::bench::create_communicators(devices);
+  tandem::bench::RankGroup group(2);
+  void* buffers[2] = {nullptr, nullptr};
+  try {
+    group.run([&](int rank) {
+      tandem::bench::RankContext ctx(rank, 2, rank, group, comms[rank], /*timeout_s=*/3);
+      comms[rank] = nullptr;
+      TANDEM_CUDA_CHECK(cudaMalloc(&buffers[rank], 1 << 20));
+      if (rank == 0) {
+        // Rank 1 never joins: without the watchdog this would wait forever.
+        TANDEM_NCCL_CHECK(ctx.comm, ncclAllReduce(buffers[0], buffers[0], 1 << 18, ncclFloat32, ncclSum, ctx.comm,
+                                                   ctx.comm_default));
+        ctx.wait(ctx.comm_default, "lonely all-reduce");
+      }
+      group.barrier();  // rank 1 is released from here when rank 0 fails
+    });
+    FAIL() << "expected a timeout";
+  } catch (const tandem::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("did not finish within 3 s"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("lonely all-reduce"), std::string::npos) << e.what();
+  }
+}
+
+TEST(BenchCli, ShortRunWritesJsonAndOk) {
+  TANDEM_REQUIRE_GPUS(1);
+  const std::string json = ::testing::TempDir() + "/bench.json";
+  const auto r = tandem_test::run_command(tandem_test::cli_path() +
+                                          " bench --workload stream,tiled-gemm --gemm-shape 1024x1024x256 "
+                                          "--stream-bytes 16M -b 8M -n 3 --warmup 1 -p concurrent,priority,shape:2+priority --json " +
+                                          json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# OK: 6 rows"), std::string::npos) << r.output;
+  std::ifstream in(json);
+  const auto doc = nlohmann::json::parse(in);
+  for (const char* key : {"tandem_version", "commit", "command", "date", "gpu", "gpus", "driver", "cuda", "nccl", "rows"})
+    EXPECT_TRUE(doc.contains(key)) << key;
+  ASSERT_EQ(doc["rows"].size(), 6u);
+  for (const auto& row : doc["rows"])
+    for (const char* key : {"workload", "collective", "dtype", "bytes", "policy", "t_compute_ms", "t_comm_ms",
+                            "t_seq_ms", "t_overlap_ms", "t_bound_ms", "reduction", "efficiency", "compute_slowdown",
+                            "comm_slowdown", "busbw_gbps", "wrong"})
+      EXPECT_TRUE(row.contains(key)) << key;
+}
+
+TEST(BenchCli, TooManyGpusIsAOneLineError) {
+  TANDEM_REQUIRE_GPUS(1);
+  const auto r = tandem_test::run_command(tandem_test::cli_path() + " bench --gpus 99");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("--gpus 99 but only"), std::string::npos) << r.output;
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+}
+
+TEST(BenchCli, IndivisibleSizeIsAOneLineError) {
+  TANDEM_REQUIRE_GPUS(2);
+  const auto r = tandem_test::run_command(tandem_test::cli_path() +
+                                          " bench --workload stream --stream-bytes 16M --collective all-gather -b 1002 -q");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("not divisible by 2 rank(s)"), std::string::npos) << r.output;
+}
+
+}  // namespace
