@@ -40,7 +40,7 @@ section "occupancy fixtures"
 section "tests"
 for t in "$root"/build/tests/test_*; do
   name=$(basename "$t")
-  if timeout 900 "$t" --gtest_brief=1 > "$logs/$name.log" 2>&1; then result=ok; else result=FAILED; status=1; fi
+  if timeout 240 "$t" --gtest_brief=1 > "$logs/$name.log" 2>&1; then result=ok; else result=FAILED; status=1; fi
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')
   printf '%-28s %-7s %s\n' "$name" "$result" "$summary" | tee -a "$logs/summary.log"
 done
