@@ -39,6 +39,7 @@ section "occupancy fixtures"
 
 section "tests"
 for t in "$root"/build/tests/test_*; do
+  [ -x "$t" ] && [ -f "$t" ] || continue
   name=$(basename "$t")
   if timeout 240 "$t" --gtest_brief=1 > "$logs/$name.log" 2>&1; then result=ok; else result=FAILED; status=1; fi
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')

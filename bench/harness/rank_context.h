@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct RankContext {
   // rank's kernels exit) when NCCL reports an asynchronous error, another rank failed, or
   // `timeout_s` passes; the error names the rank and `step`.
   void wait(cudaStream_t stream, const std::string& step);
+  // Communicators are non-blocking: an NCCL call may return before its host-side work (connection
+  // setup with peers, on first use) is done. Call this after every NCCL call: it polls
+  // ncclCommGetAsyncError until the communicator is ready, with the same failure rules as wait().
+  void await_communicator(const std::string& step);
 
   int rank;
   int nranks;
@@ -45,10 +50,14 @@ struct RankContext {
 
  private:
   void abort_communicator();
+  bool finalize_communicator() noexcept;
+  // Throws (after aborting) if another rank failed or the deadline passed.
+  void check_deadline(std::chrono::steady_clock::time_point deadline, const std::string& step);
   bool comm_aborted_ = false;
 };
 
-// Creates one communicator per device from the calling thread, inside one NCCL group.
-std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices);
+// Creates one non-blocking communicator per device from the calling thread, inside one NCCL group,
+// and waits up to `timeout_s` for all of them to be ready.
+std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices, double timeout_s);
 
 }  // namespace tandem::bench

@@ -54,15 +54,23 @@ class CaseRunner {
     for (cudaEvent_t e : {start_, compute_done_, comm_done_, end_}) cudaEventDestroy(e);
   }
 
-  // Reads the real kernels of both sides by capturing one of each into a graph (which also runs
-  // them once, as a warm-up).
+  // Reads the real kernels of both sides by capturing one of each into a graph. Each side runs once
+  // first: NCCL connects to its peers on first use, which is not allowed during capture, and
+  // libraries load their kernels lazily.
   void capture_footprints() {
+    ctx_.group.barrier();
+    enqueue_collective(ctx_.comm_default);
+    workload_.enqueue(ctx_.compute);
+    ctx_.wait(ctx_.comm_default, "first collective");
+    ctx_.wait(ctx_.compute, "first compute unit");
+    ctx_.group.barrier();
     auto wait = [&](cudaStream_t s) { ctx_.wait(s, "footprint capture"); };
     const auto comm = capture_kernel_launches(
-        ctx_.comm_default, [&](cudaStream_t s) { collective_.enqueue(ctx_.comm, s); }, wait);
-    TANDEM_REQUIRE(!comm.empty(), std::string(collective_.name()) + " launched no kernel");
+        ctx_.comm_default, [&](cudaStream_t s) { enqueue_collective(s); }, wait);
+    // With one rank NCCL copies instead of launching a kernel: then there is no footprint to leave
+    // room for.
     const auto nccl = std::find_if(comm.begin(), comm.end(), [](const auto& l) { return is_nccl_kernel(l.kernel_name); });
-    comm_kernel_ = record_of(nccl != comm.end() ? *nccl : comm.front(), ctx_.limits);
+    if (nccl != comm.end()) comm_kernel_ = record_of(*nccl, ctx_.limits);
     const auto compute = capture_kernel_launches(ctx_.compute, [&](cudaStream_t s) { workload_.enqueue(s); }, wait);
     TANDEM_REQUIRE(!compute.empty(), "the compute workload launched no kernel");
     compute_kernel_ = record_of(compute.front(), ctx_.limits);
@@ -94,6 +102,10 @@ class CaseRunner {
         why = workload_.not_shapeable_reason();
       } else {
         try {
+          if (policy.shape.kind == ShapeTarget::Kind::Auto && comm_kernel_.kernel.empty())
+            throw Error(std::string(collective_.name()) + " launched no kernel on " + std::to_string(ctx_.nranks) +
+                            " rank(s), so there is no footprint to leave room for",
+                        __FILE__, __LINE__);
           kernel->shape(policy.shape, comm_kernel_.footprint);
         } catch (const Error& e) {
           why = e.what();
@@ -209,14 +221,14 @@ class CaseRunner {
       case Schedule::CommOnly: {
         cudaStream_t comm = comm_stream(nullptr);
         TANDEM_CUDA_CHECK(cudaEventRecord(start_, comm));
-        collective_.enqueue(ctx_.comm, comm);
+        enqueue_collective(comm);
         TANDEM_CUDA_CHECK(cudaEventRecord(end_, comm));
         return;
       }
       case Schedule::Sequential:
         TANDEM_CUDA_CHECK(cudaEventRecord(start_, compute));
         compute_units();
-        collective_.enqueue(ctx_.comm, compute);
+        enqueue_collective(compute);
         TANDEM_CUDA_CHECK(cudaEventRecord(end_, compute));
         return;
       case Schedule::Overlap: {
@@ -228,11 +240,11 @@ class CaseRunner {
         // The host enqueue order is the control: what is enqueued first reaches the GPU's work
         // queues first and gets SMs first.
         if (policy->order == LaunchOrder::CommFirst) {
-          collective_.enqueue(ctx_.comm, comm);
+          enqueue_collective(comm);
           compute_units();
         } else {
           compute_units();
-          collective_.enqueue(ctx_.comm, comm);
+          enqueue_collective(comm);
         }
         TANDEM_CUDA_CHECK(cudaEventRecord(compute_done_, compute));
         TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, comm));
@@ -242,6 +254,13 @@ class CaseRunner {
         return;
       }
     }
+  }
+
+  // Every NCCL call goes through here: the communicator is non-blocking, so the call may return
+  // before NCCL's host-side work is done.
+  void enqueue_collective(cudaStream_t stream) {
+    collective_.enqueue(ctx_.comm, stream);
+    ctx_.await_communicator(std::string(collective_.name()) + " enqueue");
   }
 
   static std::string schedule_name(Schedule s, const OverlapPolicy* policy) {
@@ -295,7 +314,7 @@ BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& o
   validate_for_ranks(options, nranks);
   std::vector<int> devices(nranks);
   for (int i = 0; i < nranks; ++i) devices[i] = i;
-  std::vector<ncclComm_t> comms = create_communicators(devices);
+  std::vector<ncclComm_t> comms = create_communicators(devices, options.timeout_s);
 
   const auto& policies = effective_policies(options);
   const auto sizes = size_sweep(options.min_bytes, options.max_bytes, options.step_factor);
