@@ -10,5 +10,6 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_info_command(CLI::App& app, int& exit_code);
 void add_plan_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
+void add_tune_command(CLI::App& app, int& exit_code);
 
 }  // namespace tandem::cli

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   tandem::cli::add_info_command(app, exit_code);
   tandem::cli::add_plan_command(app, exit_code);
   tandem::cli::add_run_command(app, exit_code);
+  tandem::cli::add_tune_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -52,10 +52,26 @@ cat "$logs/suite.log" | tee -a "$logs/summary.log" | grep -v '^# \(command\|date
 tail -n 3 "$logs/suite.err"
 
 if [ "$mode" = full ]; then
-  section "bench all collectives"
+  section "bench: every collective"
   "$tandem" bench --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/collectives-$tag.json" \
     "$@" > "$logs/collectives.log" 2> "$logs/collectives.err" || status=1
-  grep -v '^# \(command\|date\)' "$logs/collectives.log" | tee -a "$logs/summary.log"
+  grep -v '^# \(command\|date\|workload \|timing\|check\)' "$logs/collectives.log" | tee -a "$logs/summary.log"
+
+  section "tune: every workload x collective"
+  "$tandem" tune --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/tune-$tag.json" \
+    --out "$logs/tuned.policy" "$@" > "$logs/tune.log" 2> "$logs/tune.err" || status=1
+  sed -n '/^# summary/,$p' "$logs/tune.log" | tee -a "$logs/summary.log"
+  tail -n 2 "$logs/tune.err"
+  # The tuner's policy file must be accepted by bench.
+  first=$(ls "$logs"/tuned*.policy | head -n 1)
+  "$tandem" bench --workload gemm --policy "@$first" -q > "$logs/policy-file.log" 2>&1 \
+    && echo "policy file accepted by bench: $first" | tee -a "$logs/summary.log" || { status=1; tail -n 2 "$logs/policy-file.log"; }
+
+  section "cuBLAS GEMM: naive overlap against the number of GEMMs per step"
+  for count in 1 2 3 4; do
+    "$tandem" bench --workload gemm --count "$count" -p concurrent,priority,comm-first -q \
+      --json "$logs/gemm-count$count-$tag.json" "$@" | grep '^ gemm'
+  done | tee -a "$logs/summary.log"
 fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"

@@ -67,51 +67,70 @@ RankContext::RankContext(int rank_, int nranks_, int device_, RankGroup& group_,
 }
 
 RankContext::~RankContext() {
-  // Destructors must not throw. After a failure the communicator is aborted, not destroyed:
+  // Destructors must not throw. After a failure the communicators are aborted, not destroyed:
   // ncclCommDestroy would wait for peers that may never come.
-  if (comm) {
-    if (group.failed() || comm_aborted_ || !finalize_communicator())
-      ncclCommAbort(comm);
+  for (ncclComm_t c : all_communicators()) {
+    if (group.failed() || comms_aborted_ || !finalize(c))
+      ncclCommAbort(c);
     else
-      ncclCommDestroy(comm);
+      ncclCommDestroy(c);
   }
+  green_contexts_.clear();
   if (cublaslt) cublasLtDestroy(cublaslt);
   if (cublaslt_workspace) cudaFree(cublaslt_workspace);
 }
 
-bool RankContext::finalize_communicator() noexcept {
+std::vector<ncclComm_t> RankContext::all_communicators() const {
+  std::vector<ncclComm_t> out;
+  if (comm) out.push_back(comm);
+  for (const auto& entry : comms_by_settings_)
+    if (entry.second) out.push_back(entry.second);
+  return out;
+}
+
+bool RankContext::finalize(ncclComm_t c) noexcept {
   // A non-blocking communicator finalizes in the background; destroy it only once that is done,
   // and give up (abort instead) after the timeout rather than hang at exit.
-  const ncclResult_t started = ncclCommFinalize(comm);
+  const ncclResult_t started = ncclCommFinalize(c);
   if (started != ncclSuccess && started != ncclInProgress) return false;
   const auto deadline = deadline_after(timeout_s);
   for (;;) {
     ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return false;
+    if (ncclCommGetAsyncError(c, &state) != ncclSuccess) return false;
     if (state == ncclSuccess) return true;
     if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
 }
 
-void RankContext::abort_communicator() {
-  if (comm && !comm_aborted_) {
-    ncclCommAbort(comm);
-    comm = nullptr;
-    comm_aborted_ = true;
-  }
+void RankContext::abort_communicators() {
+  if (comms_aborted_) return;
+  // Aborting makes NCCL's kernels on every rank exit, so the peers' waits end too.
+  for (ncclComm_t c : all_communicators()) ncclCommAbort(c);
+  comm = nullptr;
+  comms_by_settings_.clear();
+  comms_aborted_ = true;
 }
 
 void RankContext::check_deadline(std::chrono::steady_clock::time_point deadline, const std::string& step) {
   if (group.failed()) {
-    abort_communicator();
+    abort_communicators();
     group.throw_if_failed();
   }
   if (std::chrono::steady_clock::now() > deadline) {
-    abort_communicator();
+    abort_communicators();
     TANDEM_THROW("rank " + std::to_string(rank) + ": '" + step + "' did not finish within " +
                  std::to_string(static_cast<int>(timeout_s)) + " s (--timeout); communicators aborted");
   }
+}
+
+void RankContext::throw_if_async_error(ncclComm_t c, const std::string& step) {
+  ncclResult_t async = ncclSuccess;
+  TANDEM_NCCL_CHECK(c, ncclCommGetAsyncError(c, &async));
+  if (async == ncclSuccess || async == ncclInProgress) return;
+  const std::string reason = std::string(ncclGetErrorString(async)) + " (" + ncclGetLastError(c) + ")";
+  abort_communicators();
+  TANDEM_THROW("rank " + std::to_string(rank) + ": NCCL error during '" + step + "': " + reason);
 }
 
 void RankContext::wait(cudaStream_t stream, const std::string& step) {
@@ -120,35 +139,62 @@ void RankContext::wait(cudaStream_t stream, const std::string& step) {
     const cudaError_t status = cudaStreamQuery(stream);
     if (status == cudaSuccess) return;
     if (status != cudaErrorNotReady) TANDEM_CUDA_CHECK(status);
-    if (comm) {
-      ncclResult_t async = ncclSuccess;
-      TANDEM_NCCL_CHECK(comm, ncclCommGetAsyncError(comm, &async));
-      if (async != ncclSuccess && async != ncclInProgress) {
-        const std::string reason = std::string(ncclGetErrorString(async)) + " (" + ncclGetLastError(comm) + ")";
-        abort_communicator();
-        TANDEM_THROW("rank " + std::to_string(rank) + ": NCCL error during '" + step + "': " + reason);
-      }
-    }
+    for (ncclComm_t c : all_communicators()) throw_if_async_error(c, step);
     check_deadline(deadline, step);
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
 }
 
-void RankContext::await_communicator(const std::string& step) {
+void RankContext::await_communicator(ncclComm_t c, const std::string& step) {
+  TANDEM_REQUIRE(c != nullptr && !comms_aborted_, "rank " + std::to_string(rank) + ": communicator already aborted");
   const auto deadline = deadline_after(timeout_s);
   for (;;) {
-    TANDEM_REQUIRE(comm != nullptr, "rank " + std::to_string(rank) + ": communicator already aborted");
     ncclResult_t async = ncclSuccess;
-    TANDEM_NCCL_CHECK(comm, ncclCommGetAsyncError(comm, &async));
+    TANDEM_NCCL_CHECK(c, ncclCommGetAsyncError(c, &async));
     if (async == ncclSuccess) return;
-    if (async != ncclInProgress) {
-      const std::string reason = std::string(ncclGetErrorString(async)) + " (" + ncclGetLastError(comm) + ")";
-      abort_communicator();
-      TANDEM_THROW("rank " + std::to_string(rank) + ": NCCL error during '" + step + "': " + reason);
-    }
+    throw_if_async_error(c, step);
     check_deadline(deadline, step);
     std::this_thread::yield();
   }
+}
+
+namespace {
+bool uses_default_nccl_settings(const OverlapPolicy& p) {
+  return !p.nccl_min_ctas && !p.nccl_max_ctas && !p.nccl_cga_cluster_size &&
+         p.nccl_cta_policy == NcclCtaPolicy::Default && !p.copy_engine;
+}
+}  // namespace
+
+ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
+  if (uses_default_nccl_settings(policy)) return comm;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  std::string key;
+  if (policy.nccl_min_ctas) config.minCTAs = *policy.nccl_min_ctas, key += "min" + std::to_string(config.minCTAs);
+  if (policy.nccl_max_ctas) config.maxCTAs = *policy.nccl_max_ctas, key += "max" + std::to_string(config.maxCTAs);
+  if (policy.nccl_cga_cluster_size)
+    config.cgaClusterSize = *policy.nccl_cga_cluster_size, key += "cga" + std::to_string(config.cgaClusterSize);
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY, key += "eff";
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Zero || policy.copy_engine)
+    config.CTAPolicy = NCCL_CTA_POLICY_ZERO, key += "zero";
+  auto found = comms_by_settings_.find(key);
+  if (found != comms_by_settings_.end()) return found->second;
+
+  // Every rank reaches this point for the same policy, so rank 0's id reaches all of them.
+  ncclUniqueId id{};
+  if (rank == 0) TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
+  group.share_from_rank0(rank, &id, sizeof(id));
+  ncclComm_t created = nullptr;
+  TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&created, nranks, id, rank, &config));
+  comms_by_settings_[key] = created;  // owned from here on, even if initialisation fails below
+  await_communicator(created, "communicator for " + to_string(policy));
+  return created;
+}
+
+cudaStream_t RankContext::green_stream(int sm_count) {
+  auto& slot = green_contexts_[sm_count];
+  if (!slot) slot = std::make_unique<GreenContext>(device, sm_count);
+  return slot->stream();
 }
 
 std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices, double timeout_s) {

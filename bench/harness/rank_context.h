@@ -1,16 +1,20 @@
 #pragma once
-// Everything one rank (one GPU, one host thread) needs: its device, streams, communicator and
-// library handles, and a wait that never hangs.
+// Everything one rank (one GPU, one host thread) needs: its device, streams, communicators and
+// library handles, and waits that never hang.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <chrono>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/rank_group.h"
+#include "tandem/green_context.h"
 #include "tandem/occupancy.h"
+#include "tandem/policy.h"
 #include "tandem/streams.h"
 
 namespace tandem::bench {
@@ -22,20 +26,28 @@ struct RankContext {
   RankContext& operator=(const RankContext&) = delete;
 
   // Waits for `stream` to drain by polling, never blocking inside CUDA: a collective whose peer never
-  // arrives would otherwise hang the thread forever. Fails (aborting the communicator so every
+  // arrives would otherwise hang the thread forever. Fails (aborting the communicators so every
   // rank's kernels exit) when NCCL reports an asynchronous error, another rank failed, or
   // `timeout_s` passes; the error names the rank and `step`.
   void wait(cudaStream_t stream, const std::string& step);
   // Communicators are non-blocking: an NCCL call may return before its host-side work (connection
-  // setup with peers, on first use) is done. Call this after every NCCL call: it polls
-  // ncclCommGetAsyncError until the communicator is ready, with the same failure rules as wait().
-  void await_communicator(const std::string& step);
+  // setup with peers, on first use) is done. Call this after every NCCL call on `c`: it polls
+  // ncclCommGetAsyncError until `c` is ready, with the same failure rules as wait().
+  void await_communicator(ncclComm_t c, const std::string& step);
+  void await_communicator(const std::string& step) { await_communicator(comm, step); }
+
+  // The communicator for a policy's NCCL settings (nccl-ctas, nccl-cga, nccl-cta-policy,
+  // copy-engine): `comm` for the defaults, else one created on first use. Every rank must ask for
+  // the same settings in the same order, as with any communicator creation.
+  ncclComm_t communicator_for(const OverlapPolicy& policy);
+  // A stream whose work runs only on a green context of `sm_count` SMs (created on first use).
+  cudaStream_t green_stream(int sm_count);
 
   int rank;
   int nranks;
   int device;
   RankGroup& group;
-  ncclComm_t comm;  // owned: destroyed (or aborted after a failure) with the context
+  ncclComm_t comm;  // default settings; owned: destroyed (or aborted after a failure) with the context
   double timeout_s;
   DeviceLimits limits;
   // Compute always runs at the least priority. The collective runs on `comm_default` (the same,
@@ -49,11 +61,15 @@ struct RankContext {
   double hbm_bandwidth_gbps = 0;  // measured device-to-device copy bandwidth (read + write)
 
  private:
-  void abort_communicator();
-  bool finalize_communicator() noexcept;
+  std::vector<ncclComm_t> all_communicators() const;
+  void abort_communicators();
+  bool finalize(ncclComm_t c) noexcept;
   // Throws (after aborting) if another rank failed or the deadline passed.
   void check_deadline(std::chrono::steady_clock::time_point deadline, const std::string& step);
-  bool comm_aborted_ = false;
+  void throw_if_async_error(ncclComm_t c, const std::string& step);
+  bool comms_aborted_ = false;
+  std::map<std::string, ncclComm_t> comms_by_settings_;
+  std::map<int, std::unique_ptr<GreenContext>> green_contexts_;
 };
 
 // Creates one non-blocking communicator per device from the calling thread, inside one NCCL group,

@@ -1,5 +1,6 @@
 #include "harness/rank_group.h"
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,21 @@ void RankGroup::barrier() {
   }
   cv_.wait(lock, [&] { return generation_ != my_generation || failed(); });
   throw_if_failed();
+}
+
+void RankGroup::share_from_rank0(int rank, void* data, size_t bytes) {
+  if (rank == 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto* p = static_cast<const unsigned char*>(data);
+    shared_.assign(p, p + bytes);
+  }
+  barrier();
+  if (rank != 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    TANDEM_REQUIRE(shared_.size() == bytes, "ranks shared values of different sizes");
+    std::copy(shared_.begin(), shared_.end(), static_cast<unsigned char*>(data));
+  }
+  barrier();  // rank 0 may not overwrite the shared value before everyone has read it
 }
 
 void RankGroup::fail(std::exception_ptr reason) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace tandem::bench {
 
@@ -21,6 +22,8 @@ class RankGroup {
 
   // Waits until every rank arrives; throws if the group has failed meanwhile.
   void barrier();
+  // Rank 0's `bytes` at `data` are copied into every other rank's `data` (all ranks call it).
+  void share_from_rank0(int rank, void* data, size_t bytes);
   // Marks the group failed (first reason wins) and wakes everyone.
   void fail(std::exception_ptr reason);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -36,6 +39,7 @@ class RankGroup {
   unsigned long generation_ = 0;
   std::atomic<bool> failed_{false};
   std::exception_ptr first_error_;
+  std::vector<unsigned char> shared_;
 };
 
 }  // namespace tandem::bench

@@ -40,7 +40,7 @@ nlohmann::json footprint_json(const FootprintRecord& r) {
 }  // namespace
 
 std::string header_text(const RunInfo& i) {
-  std::string out = "# tandem bench " + i.tandem_version + " (" + i.commit + ")\n";
+  std::string out = "# tandem " + i.tool + " " + i.tandem_version + " (" + i.commit + ")\n";
   out += "# command   " + i.command + "\n";
   out += "# date      " + i.date + "\n";
   out += format("# gpus      %d x %s, driver CUDA %s, runtime CUDA %s, NCCL %s\n", i.gpus, i.gpu.c_str(),
@@ -52,15 +52,15 @@ std::string header_text(const RunInfo& i) {
 }
 
 std::string column_header_text() {
-  return format("#%-11s %-14s %11s %5s %5s %-24s %9s %9s %9s %9s %9s %9s %9s %6s %6s %7s %6s %7s\n", "workload",
+  return format("#%-11s %-14s %11s %5s %5s %-40s %9s %9s %9s %9s %9s %9s %9s %6s %6s %7s %6s %7s\n", "workload",
                 "collective", "bytes", "dtype", "count", "policy", "t_compute", "t_comm", "t_seq", "t_overlap",
                 "t_bound", "reduction", "effic.", "c_slow", "m_slow", "busbw", "spread", "#wrong") +
-         format("#%-11s %-14s %11s %5s %5s %-24s %9s %9s %9s %9s %9s %9s %9s %6s %6s %7s %6s %7s\n", "", "", "(B)", "",
+         format("#%-11s %-14s %11s %5s %5s %-40s %9s %9s %9s %9s %9s %9s %9s %6s %6s %7s %6s %7s\n", "", "", "(B)", "",
                 "", "", "(ms)", "(ms)", "(ms)", "(ms)", "(ms)", "(%)", "(%)", "(x)", "(x)", "(GB/s)", "(%)", "");
 }
 
 std::string row_text(const Row& r) {
-  return format(" %-11s %-14s %11llu %5s %5d %-24s %9.3f %9.3f %9.3f %9.3f %9.3f %s %s %6.2f %6.2f %7.1f %6.1f %7lld\n",
+  return format(" %-11s %-14s %11llu %5s %5d %-40s %9.3f %9.3f %9.3f %9.3f %9.3f %s %s %6.2f %6.2f %7.1f %6.1f %7lld\n",
                 r.workload.c_str(), r.collective.c_str(), static_cast<unsigned long long>(r.bytes), r.dtype.c_str(),
                 r.count, r.policy.c_str(), r.t_compute_ms, r.t_comm_ms, r.t_seq_ms, r.t_overlap_ms, r.t_bound_ms,
                 percent(r.reduction).c_str(), percent(r.efficiency).c_str(), r.compute_slowdown, r.comm_slowdown,
@@ -78,7 +78,8 @@ std::string footer_text(const std::vector<Row>& rows, const std::vector<std::str
 }
 
 nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std::vector<std::string>& notes) {
-  nlohmann::json doc = {{"tandem_version", i.tandem_version},
+  nlohmann::json doc = {{"tool", i.tool},
+                        {"tandem_version", i.tandem_version},
                         {"commit", i.commit},
                         {"command", i.command},
                         {"date", i.date},

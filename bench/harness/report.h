@@ -42,6 +42,7 @@ struct Row {
 };
 
 struct RunInfo {
+  std::string tool = "bench";  // bench | tune
   std::string tandem_version;
   std::string commit;
   std::string command;

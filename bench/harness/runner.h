@@ -1,6 +1,7 @@
 #pragma once
 // The experiment: for each workload x collective x size, measure both sides alone and in sequence
 // under the default configuration, then every policy, checking results under each.
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,6 +19,27 @@ struct BenchOutcome {
 
 using RowSink = std::function<void(const Row&)>;
 using ProgressSink = std::function<void(const std::string&)>;
+
+class CaseRunner;
+
+// Which case a CaseBody is called for, on which rank.
+struct CaseId {
+  std::string workload;
+  std::string collective;
+  uint64_t bytes = 0;
+  int rank = 0;
+  int nranks = 1;
+};
+// Called on every rank's thread, once per case, after footprints and baselines are measured.
+using CaseBody = std::function<void(CaseRunner& runner, const CaseId& id)>;
+
+// Creates the communicators, one thread per rank, and runs `body` for every workload x collective x
+// size. Returns rank 0's measured HBM copy bandwidth. Throws after every rank has stopped.
+double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body);
+// A row with the case's identity filled in.
+Row blank_row(const BenchOptions& options, const CaseId& id);
+// 512MiB, 1GiB, 4096B.
+std::string size_text(uint64_t bytes);
 
 // Runs on `nranks` GPUs (0..nranks-1), one thread each. Rows reach `on_row` as they are measured
 // (rank 0's thread). Throws tandem::Error on any failure, after every rank has stopped.

@@ -34,6 +34,9 @@ class Workload {
   virtual ShapedKernel* shaped_kernel() { return nullptr; }
   // Why shaped_kernel() is nullptr, for messages.
   virtual std::string not_shapeable_reason() const { return "the workload's kernels belong to a library"; }
+  // Asks the workload's library to use at most `sm_count` SMs (0: no cap). Returns false when the
+  // workload has no such control (only cuBLASLt GEMMs do).
+  virtual bool set_sm_count_target(int /*sm_count*/) { return false; }
   // Overwrites the output with NaN so the next check proves the kernels wrote it.
   virtual void poison_output(cudaStream_t stream) = 0;
   // Compares the output with the reference; returns the number of wrong elements (synchronises).

@@ -13,7 +13,7 @@ class CublasLtGemm final : public Workload {
   explicit CublasLtGemm(const WorkloadOptions& o) : options_(o) {
     if (!options_.m) options_.m = 8192;
     if (!options_.n) options_.n = 8192;
-    if (!options_.k) options_.k = 4096;
+    if (!options_.k) options_.k = 8192;
   }
   ~CublasLtGemm() override {
     if (layout_a_) cublasLtMatrixLayoutDestroy(layout_a_);
@@ -39,19 +39,17 @@ class CublasLtGemm final : public Workload {
     TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_b_, type, n, k, n));
     TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_a_, type, k, m, k));
     TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, type, n, m, n));
-    cublasLtMatmulPreference_t pref = nullptr;
-    TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                             &ctx.cublaslt_workspace_bytes,
-                                                             sizeof(ctx.cublaslt_workspace_bytes)));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, desc_, layout_b_, layout_a_, layout_c_,
-                                                                  layout_c_, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    TANDEM_CUBLAS_CHECK(status);
-    TANDEM_REQUIRE(found > 0, "cuBLASLt found no algorithm for " + describe());
-    algo_ = result.algo;
+    select_algorithm();
+  }
+
+  // An SM-count target is a matmul-descriptor attribute; the heuristic must run again so it picks
+  // a kernel and grid for that many SMs.
+  bool set_sm_count_target(int sm_count) override {
+    const int32_t target = sm_count;
+    TANDEM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target,
+                                                       sizeof(target)));
+    select_algorithm();
+    return true;
   }
 
   void enqueue(cudaStream_t stream) override {
@@ -59,6 +57,24 @@ class CublasLtGemm final : public Workload {
     TANDEM_CUBLAS_CHECK(cublasLtMatmul(ctx_->cublaslt, desc_, &alpha, buffers_.b, layout_b_, buffers_.a, layout_a_,
                                        &beta, buffers_.c, layout_c_, buffers_.c, layout_c_, &algo_,
                                        ctx_->cublaslt_workspace, ctx_->cublaslt_workspace_bytes, stream));
+  }
+
+  void select_algorithm() {
+    cublasLtMatmulPreference_t pref = nullptr;
+    TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx_->cublaslt_workspace_bytes,
+        sizeof(ctx_->cublaslt_workspace_bytes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status =
+        set != CUBLAS_STATUS_SUCCESS ? set
+                                     : cublasLtMatmulAlgoGetHeuristic(ctx_->cublaslt, desc_, layout_b_, layout_a_,
+                                                                      layout_c_, layout_c_, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    TANDEM_CUBLAS_CHECK(status);
+    TANDEM_REQUIRE(found > 0, "cuBLASLt found no algorithm for " + describe());
+    algo_ = result.algo;
   }
 
   std::string not_shapeable_reason() const override {

@@ -1,0 +1,35 @@
+#pragma once
+// The options `tandem bench` and `tandem tune` share, their parsing into BenchOptions, and the run
+// description echoed in headers and JSON.
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "harness/bench_options.h"
+#include "harness/report.h"
+
+namespace tandem::cli {
+
+struct BenchCli {
+  bench::BenchOptions options;
+  std::string policies;
+  std::string dtype = "bf16";
+  std::string min_bytes, max_bytes, stream_bytes, gemm_shape;
+  int check = 1;
+  bool quiet = false;
+  bool fixed_count = false;
+};
+
+// Adds the workload, collective, size, timing and checking options to `cmd`.
+void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli);
+// Resolves and validates (no GPU needed) the parsed options.
+bench::BenchOptions resolve_bench_options(const BenchCli& cli);
+// Checks the GPU count and returns the number of ranks to run on.
+int resolve_ranks(const bench::BenchOptions& options);
+// Versions, GPU and configuration, for headers and JSON.
+bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool);
+// Writes `doc` to `path`, throwing on failure.
+void write_json(const std::string& path, const nlohmann::json& doc);
+
+}  // namespace tandem::cli

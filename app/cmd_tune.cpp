@@ -1,0 +1,103 @@
+// `tandem tune`: finds the best overlap policy for each case and writes it as a policy file that
+// `tandem bench --policy @FILE` and `tandem run --policy @FILE` accept.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "bench_cli.h"
+#include "commands.h"
+#include "harness/tuner.h"
+#include "tandem/error.h"
+
+namespace tandem::cli {
+namespace {
+
+struct TuneCli {
+  std::shared_ptr<BenchCli> bench = std::make_shared<BenchCli>();
+  std::string policy_file = "tandem-tuned.policy";
+  int show = 8;
+};
+
+// One case's policy file: comments saying what was tuned and how well, then the policy.
+void write_policy_file(const std::string& path, const bench::TunedCase& c, const bench::RunInfo& info) {
+  std::ofstream out(path);
+  if (!out) TANDEM_THROW("cannot write policy file '" + path + "'");
+  const bench::Row& t = c.tuned;
+  out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
+      << "# " << t.workload << " x " << t.collective << " " << bench::size_text(t.bytes) << " " << t.dtype << " on "
+      << info.gpus << " x " << info.gpu << "\n"
+      << "# t_overlap " << t.t_overlap_ms << " ms, t_seq " << t.t_seq_ms << " ms, efficiency "
+      << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100) << " %, paper "
+      << std::lround(c.paper.efficiency * 100) << " %)\n"
+      << t.policy << "\n";
+  if (!out) TANDEM_THROW("writing policy file '" + path + "' failed");
+}
+
+// With several cases, one file each: FILE becomes FILE-stem.workload.collective.size.policy.
+std::string policy_path(const std::string& base, const bench::Row& r, size_t cases) {
+  if (cases == 1) return base;
+  std::string stem = base;
+  const auto dot = stem.rfind(".policy");
+  if (dot != std::string::npos && dot + 7 == stem.size()) stem.resize(dot);
+  return stem + "." + r.workload + "." + r.collective + "." + bench::size_text(r.bytes) + ".policy";
+}
+
+int run(const TuneCli& cli) {
+  const bench::BenchOptions options = resolve_bench_options(*cli.bench);
+  const int nranks = resolve_ranks(options);
+  bench::RunInfo info = describe_run(options, nranks, "tune");
+  std::fputs(bench::header_text(info).c_str(), stdout);
+  std::fflush(stdout);
+  const auto started = std::chrono::steady_clock::now();
+  const auto outcome = bench::run_tune(options, nranks, [&](const std::string& line) {
+    if (options.progress) std::fprintf(stderr, "tandem tune: %s\n", line.c_str());
+  });
+  info.hbm_bandwidth_gbps = outcome.hbm_bandwidth_gbps;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  std::vector<bench::Row> json_rows, summary;
+  for (const auto& c : outcome.cases) {
+    auto ranked = c.candidates;
+    std::sort(ranked.begin(), ranked.end(),
+              [](const bench::Row& a, const bench::Row& b) { return a.t_overlap_ms < b.t_overlap_ms; });
+    std::printf("#\n# %s x %s %s: %zu policies measured; fastest first\n", c.tuned.workload.c_str(),
+                c.tuned.collective.c_str(), bench::size_text(c.tuned.bytes).c_str(), c.candidates.size());
+    std::fputs(bench::column_header_text().c_str(), stdout);
+    for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(cli.show); ++i)
+      std::fputs(bench::row_text(ranked[i]).c_str(), stdout);
+    json_rows.insert(json_rows.end(), c.candidates.begin(), c.candidates.end());
+    json_rows.push_back(c.tuned);
+    for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) summary.push_back(*r);
+    const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size());
+    write_policy_file(path, c, info);
+    std::printf("# wrote %s: %s\n", path.c_str(), c.tuned.policy.c_str());
+  }
+  std::printf("#\n# summary: naive (concurrent), paper (shape:auto+priority, else priority), tuned; %.1f s\n", seconds);
+  std::fputs(bench::column_header_text().c_str(), stdout);
+  for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
+  std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);
+  if (!options.json_path.empty()) {
+    auto doc = bench::to_json(info, json_rows, outcome.notes);
+    doc["tune_seconds"] = seconds;
+    write_json(options.json_path, doc);
+  }
+  int64_t wrong = 0;
+  for (const auto& r : json_rows) wrong += r.wrong;
+  return wrong == 0 && !json_rows.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+void add_tune_command(CLI::App& app, int& exit_code) {
+  auto cli = std::make_shared<TuneCli>();
+  CLI::App* cmd = app.add_subcommand("tune", "Search the policy space for each case and write the best as a policy file");
+  add_bench_options(cmd, cli->bench);
+  cmd->add_option("-o,--out", cli->policy_file, "Policy file to write (one per case when several)");
+  cmd->add_option("--show", cli->show, "Candidates listed per case, fastest first");
+  cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,284 @@
+#include "harness/case_runner.h"
+
+#include <algorithm>
+
+#include "tandem/cuda_check.h"
+#include "tandem/kernel_footprint_probe.h"
+
+namespace tandem::bench {
+
+namespace {
+
+// NCCL's kernels are C++ functions, so the driver reports mangled names
+// ("_Z29ncclDevKernel_AllReduce_..."): match anywhere in the name, not as a prefix.
+bool is_nccl_kernel(const std::string& name) {
+  return name.find("ncclDevKernel") != std::string::npos || name.find("ncclSymkDevKernel") != std::string::npos;
+}
+
+FootprintRecord record_of(const CapturedLaunch& launch, const DeviceLimits& limits) {
+  FootprintRecord r;
+  r.kernel = launch.kernel_name;
+  r.grid_blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
+  r.footprint = launch.footprint;
+  r.blocks_per_sm = residency(limits, launch.footprint).blocks_per_sm;
+  return r;
+}
+
+}  // namespace
+
+CaseRunner::CaseRunner(RankContext& ctx, Board& board, const BenchOptions& options, Workload& workload,
+                       Collective& collective)
+    : ctx_(ctx), board_(board), options_(options), workload_(workload), collective_(collective) {
+  for (cudaEvent_t* e : {&start_, &compute_done_, &comm_done_, &end_}) TANDEM_CUDA_CHECK(cudaEventCreate(e));
+  active_comm_ = ctx_.comm;
+  active_comm_stream_ = ctx_.comm_default;
+  active_compute_stream_ = ctx_.compute;
+}
+
+CaseRunner::~CaseRunner() {
+  for (cudaEvent_t e : {start_, compute_done_, comm_done_, end_}) cudaEventDestroy(e);
+}
+
+void CaseRunner::capture_footprints() {
+  ctx_.group.barrier();
+  enqueue_collective(ctx_.comm, ctx_.comm_default);
+  workload_.enqueue(ctx_.compute);
+  ctx_.wait(ctx_.comm_default, "first collective");
+  ctx_.wait(ctx_.compute, "first compute unit");
+  ctx_.group.barrier();
+  auto wait = [&](cudaStream_t s) { ctx_.wait(s, "footprint capture"); };
+  const auto comm = capture_kernel_launches(
+      ctx_.comm_default, [&](cudaStream_t s) { enqueue_collective(ctx_.comm, s); }, wait);
+  // With one rank NCCL copies instead of launching a kernel: then there is no footprint to leave
+  // room for.
+  const auto nccl = std::find_if(comm.begin(), comm.end(), [](const auto& l) { return is_nccl_kernel(l.kernel_name); });
+  if (nccl != comm.end()) comm_kernel_ = record_of(*nccl, ctx_.limits);
+  const auto compute = capture_kernel_launches(ctx_.compute, [&](cudaStream_t s) { workload_.enqueue(s); }, wait);
+  TANDEM_REQUIRE(!compute.empty(), "the compute workload launched no kernel");
+  compute_kernel_ = record_of(compute.front(), ctx_.limits);
+}
+
+void CaseRunner::measure_baselines() {
+  if (options_.balance) {
+    const double unit = measure(Schedule::ComputeOnly, nullptr, 1).total.median;
+    const double comm = measure(Schedule::CommOnly, nullptr, 1).total.median;
+    count_ = balanced_count(unit, comm);
+  } else {
+    count_ = options_.count;
+  }
+  t_compute_ = measure(Schedule::ComputeOnly, nullptr, count_).total;
+  t_comm_ = measure(Schedule::CommOnly, nullptr, count_).total;
+  t_seq_ = measure(Schedule::Sequential, nullptr, count_).total;
+  const double hbm_bytes = count_ * workload_.hbm_bytes() + collective_.hbm_bytes();
+  t_bound_ = bound_ms(t_compute_.median, t_comm_.median, hbm_bytes, min_over_ranks_bandwidth());
+}
+
+bool CaseRunner::run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) {
+  const std::string why = apply(policy);
+  if (!why.empty()) {
+    restore();
+    if (options_.policies_given) TANDEM_THROW("policy '" + to_string(policy) + "' cannot apply: " + why);
+    skip_reason = why;
+    return false;
+  }
+  const Schedule schedule = policy.is_sequential() ? Schedule::Sequential : Schedule::Overlap;
+  row.wrong = options_.check ? check(schedule, &policy) : 0;
+  const StepSummary s = measure(schedule, &policy, count_);
+  fill_row(row, policy, s, workload_.shaped_kernel());
+  restore();
+  return true;
+}
+
+std::string CaseRunner::apply(const OverlapPolicy& policy) {
+  ShapedKernel* kernel = workload_.shaped_kernel();
+  if (policy.shape.kind != ShapeTarget::Kind::None) {
+    if (!kernel) return workload_.not_shapeable_reason();
+    if (policy.shape.kind == ShapeTarget::Kind::Auto && comm_kernel_.kernel.empty())
+      return std::string(collective_.name()) + " launched no kernel on " + std::to_string(ctx_.nranks) +
+             " rank(s), so there is no footprint to leave room for";
+    try {
+      kernel->shape(policy.shape, comm_kernel_.footprint);
+    } catch (const Error& e) {
+      return e.what();
+    }
+  }
+  if (policy.sm_target && !workload_.set_sm_count_target(*policy.sm_target))
+    return "sm-target applies to cuBLASLt GEMMs only";
+  active_comm_ = ctx_.communicator_for(policy);
+  active_compute_stream_ = ctx_.compute;
+  active_comm_stream_ = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
+  if (policy.green_sms) {
+    try {
+      active_compute_stream_ = ctx_.green_stream(*policy.green_sms);
+    } catch (const Error& e) {
+      return std::string("no green context: ") + e.what();
+    }
+  }
+  return "";
+}
+
+void CaseRunner::restore() {
+  if (ShapedKernel* kernel = workload_.shaped_kernel()) kernel->shape(ShapeTarget{});
+  workload_.set_sm_count_target(0);
+  active_comm_ = ctx_.comm;
+  active_comm_stream_ = ctx_.comm_default;
+  active_compute_stream_ = ctx_.compute;
+}
+
+void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSummary& s, const ShapedKernel* kernel) const {
+  row.count = count_;
+  row.policy = to_string(policy);
+  row.t_compute_ms = t_compute_.median;
+  row.t_comm_ms = t_comm_.median;
+  row.t_seq_ms = t_seq_.median;
+  row.t_bound_ms = t_bound_;
+  row.t_overlap_ms = s.total.median;
+  row.t_overlap_min_ms = s.total.min;
+  row.t_overlap_max_ms = s.total.max;
+  row.reduction = reduction(row.t_overlap_ms, row.t_seq_ms);
+  row.efficiency = efficiency(row.t_seq_ms, row.t_overlap_ms, row.t_bound_ms);
+  // Sequential has no per-stream spans: each side ran alone, by construction.
+  row.compute_slowdown = policy.is_sequential() ? 1.0 : s.compute_span.median / t_compute_.median;
+  row.comm_slowdown = policy.is_sequential() ? 1.0 : s.comm_span.median / t_comm_.median;
+  row.algbw_gbps = algbw_gbps(double(collective_.bytes()), t_comm_.median);
+  row.busbw_gbps = row.algbw_gbps * collective_.busbw_factor(ctx_.nranks);
+  row.compute_blocks_per_sm = kernel ? kernel->blocks_per_sm() : -1;
+  row.shape_dynamic_smem = kernel ? static_cast<int64_t>(kernel->dynamic_smem()) : -1;
+  row.compute_kernel = compute_kernel_;
+  row.comm_kernel = comm_kernel_;
+}
+
+int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {
+  workload_.poison_output(ctx_.compute);
+  collective_.poison_output(ctx_.compute);
+  // The poison kernels ran on the compute stream; the collective may run on another stream, which
+  // must not start before the poison lands.
+  ctx_.wait(ctx_.compute, "poison outputs");
+  ctx_.group.barrier();
+  enqueue_step(schedule, policy, count_);
+  ctx_.wait(final_stream(schedule), "check run (" + (policy ? to_string(*policy) : std::string("baseline")) + ")");
+  const int64_t wrong = workload_.count_wrong(ctx_) + collective_.count_wrong(ctx_);
+  board_.counts[ctx_.rank] = wrong;
+  ctx_.group.barrier();
+  int64_t total = 0;
+  for (int64_t c : board_.counts) total += c;
+  ctx_.group.barrier();  // nobody overwrites the board before everyone has read it
+  return total;
+}
+
+StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, int count) {
+  StepSamples mine;
+  const std::string step = schedule_name(schedule, policy);
+  for (int rep = 0; rep < options_.warmup + options_.iters; ++rep) {
+    // Ranks enqueue together, so neither waits in the collective for the other's host.
+    ctx_.group.barrier();
+    enqueue_step(schedule, policy, count);
+    ctx_.wait(final_stream(schedule), step);
+    if (rep < options_.warmup) continue;
+    mine.total.push_back(elapsed(start_, end_));
+    if (schedule == Schedule::Overlap) {
+      mine.compute_span.push_back(elapsed(start_, compute_done_));
+      mine.comm_span.push_back(elapsed(start_, comm_done_));
+    }
+  }
+  board_.samples[ctx_.rank] = std::move(mine);
+  ctx_.group.barrier();
+  StepSummary s;
+  s.total = summarize(max_over_ranks(gather(&StepSamples::total)));
+  if (schedule == Schedule::Overlap) {
+    s.compute_span = summarize(max_over_ranks(gather(&StepSamples::compute_span)));
+    s.comm_span = summarize(max_over_ranks(gather(&StepSamples::comm_span)));
+  }
+  ctx_.group.barrier();
+  return s;
+}
+
+std::vector<std::vector<double>> CaseRunner::gather(std::vector<double> StepSamples::*field) const {
+  std::vector<std::vector<double>> out;
+  for (const auto& s : board_.samples) out.push_back(s.*field);
+  return out;
+}
+
+void CaseRunner::enqueue_step(Schedule schedule, const OverlapPolicy* policy, int count) {
+  cudaStream_t compute = schedule == Schedule::Overlap ? active_compute_stream_ : ctx_.compute.get();
+  auto compute_units = [&] {
+    for (int i = 0; i < count; ++i) workload_.enqueue(compute);
+  };
+  switch (schedule) {
+    case Schedule::ComputeOnly:
+      TANDEM_CUDA_CHECK(cudaEventRecord(start_, compute));
+      compute_units();
+      TANDEM_CUDA_CHECK(cudaEventRecord(end_, compute));
+      return;
+    case Schedule::CommOnly:
+      TANDEM_CUDA_CHECK(cudaEventRecord(start_, ctx_.comm_default));
+      enqueue_collective(ctx_.comm, ctx_.comm_default);
+      TANDEM_CUDA_CHECK(cudaEventRecord(end_, ctx_.comm_default));
+      return;
+    case Schedule::Sequential:
+      TANDEM_CUDA_CHECK(cudaEventRecord(start_, compute));
+      compute_units();
+      enqueue_collective(ctx_.comm, compute);
+      TANDEM_CUDA_CHECK(cudaEventRecord(end_, compute));
+      return;
+    case Schedule::Overlap: {
+      cudaStream_t comm = active_comm_stream_;
+      // Both streams start from `start_`: the comm stream waits on it, so the collective cannot
+      // begin before the step does and both spans are measured from one instant.
+      TANDEM_CUDA_CHECK(cudaEventRecord(start_, compute));
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(comm, start_, 0));
+      // The host enqueue order is the control: what is enqueued first reaches the GPU's work
+      // queues first and gets SMs first.
+      if (policy->order == LaunchOrder::CommFirst) {
+        enqueue_collective(active_comm_, comm);
+        compute_units();
+      } else {
+        compute_units();
+        enqueue_collective(active_comm_, comm);
+      }
+      TANDEM_CUDA_CHECK(cudaEventRecord(compute_done_, compute));
+      TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, comm));
+      // The step ends when both sides are done: join the comm stream back into compute.
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(compute, comm_done_, 0));
+      TANDEM_CUDA_CHECK(cudaEventRecord(end_, compute));
+      return;
+    }
+  }
+}
+
+cudaStream_t CaseRunner::final_stream(Schedule schedule) const {
+  if (schedule == Schedule::CommOnly) return ctx_.comm_default;
+  return schedule == Schedule::Overlap ? active_compute_stream_ : ctx_.compute.get();
+}
+
+void CaseRunner::enqueue_collective(ncclComm_t comm, cudaStream_t stream) {
+  collective_.enqueue(comm, stream);
+  ctx_.await_communicator(comm, std::string(collective_.name()) + " enqueue");
+}
+
+std::string CaseRunner::schedule_name(Schedule s, const OverlapPolicy* policy) {
+  switch (s) {
+    case Schedule::ComputeOnly: return "compute alone";
+    case Schedule::CommOnly: return "collective alone";
+    case Schedule::Sequential: return "sequential";
+    case Schedule::Overlap: return "overlap " + to_string(*policy);
+  }
+  return "?";
+}
+
+double CaseRunner::elapsed(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  return ms;
+}
+
+double CaseRunner::min_over_ranks_bandwidth() {
+  board_.samples[ctx_.rank].total = {ctx_.hbm_bandwidth_gbps};
+  ctx_.group.barrier();
+  double bw = ctx_.hbm_bandwidth_gbps;
+  for (const auto& s : board_.samples) bw = std::min(bw, s.total.front());
+  ctx_.group.barrier();
+  return bw;
+}
+
+}  // namespace tandem::bench

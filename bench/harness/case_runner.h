@@ -1,0 +1,110 @@
+#pragma once
+// One case (workload x collective x size) on one rank: its footprints, its default-configuration
+// baselines, and the measurement of any policy against them. Every rank runs the same calls in the
+// same order; aggregates are computed identically on all ranks, so they take the same decisions.
+#include <string>
+#include <vector>
+
+#include "harness/bench_options.h"
+#include "harness/collective.h"
+#include "harness/metrics.h"
+#include "harness/rank_context.h"
+#include "harness/report.h"
+#include "harness/workload.h"
+
+namespace tandem::bench {
+
+struct StepSamples {
+  std::vector<double> total, compute_span, comm_span;
+};
+
+// Per-rank values meet here; every rank then computes the same aggregate, so all ranks take the
+// same decisions (compute count, skips, the tuner's choices) without a broadcast.
+struct Board {
+  explicit Board(int n) : samples(n), counts(n) {}
+  std::vector<StepSamples> samples;
+  std::vector<int64_t> counts;
+};
+
+enum class Schedule { ComputeOnly, CommOnly, Sequential, Overlap };
+
+struct StepSummary {
+  Summary total, compute_span, comm_span;
+};
+
+class CaseRunner {
+ public:
+  CaseRunner(RankContext& ctx, Board& board, const BenchOptions& options, Workload& workload, Collective& collective);
+  CaseRunner(const CaseRunner&) = delete;
+  CaseRunner& operator=(const CaseRunner&) = delete;
+  ~CaseRunner();
+
+  // Reads the real kernels of both sides by capturing one of each into a graph. Each side runs once
+  // first: NCCL connects to its peers on first use, which is not allowed during capture, and
+  // libraries load their kernels lazily.
+  void capture_footprints();
+
+  // Chooses the compute count, then measures the default-configuration baselines.
+  void measure_baselines();
+
+  // Applies `policy`, checks results under it, measures it and restores the defaults. Returns false
+  // (with `skip_reason`) when the default suite holds a policy that cannot apply to this workload;
+  // a policy the user named explicitly must apply, or the run fails.
+  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason);
+
+  const FootprintRecord& compute_kernel() const { return compute_kernel_; }
+  const FootprintRecord& comm_kernel() const { return comm_kernel_; }
+  Workload& workload() { return workload_; }
+  int sm_count() const { return ctx_.limits.sm_count; }
+
+ private:
+  // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does.
+  // Every rank takes the same path: the workloads, GPUs and policies are the same on all ranks.
+  std::string apply(const OverlapPolicy& policy);
+
+  void restore();
+
+  void fill_row(Row& row, const OverlapPolicy& policy, const StepSummary& s, const ShapedKernel* kernel) const;
+
+  // Runs the schedule once on poisoned outputs and counts wrong elements over all ranks.
+  int64_t check(Schedule schedule, const OverlapPolicy* policy);
+
+  StepSummary measure(Schedule schedule, const OverlapPolicy* policy, int count);
+
+  std::vector<std::vector<double>> gather(std::vector<double> StepSamples::*field) const;
+
+  // Enqueues one step. Every schedule records `start_` and `end_`; Overlap also records when each
+  // side finished, relative to the same `start_`. Baselines use the default configuration; Overlap
+  // uses the streams and communicator apply() chose.
+  void enqueue_step(Schedule schedule, const OverlapPolicy* policy, int count);
+
+  // The stream a step's end is recorded on, which the host waits for.
+  cudaStream_t final_stream(Schedule schedule) const;
+
+  // Every NCCL call goes through here: the communicators are non-blocking, so the call may return
+  // before NCCL's host-side work is done.
+  void enqueue_collective(ncclComm_t comm, cudaStream_t stream);
+
+  static std::string schedule_name(Schedule s, const OverlapPolicy* policy);
+
+  static double elapsed(cudaEvent_t from, cudaEvent_t to);
+
+  double min_over_ranks_bandwidth();
+
+  RankContext& ctx_;
+  Board& board_;
+  const BenchOptions& options_;
+  Workload& workload_;
+  Collective& collective_;
+  cudaEvent_t start_ = nullptr, compute_done_ = nullptr, comm_done_ = nullptr, end_ = nullptr;
+  // What apply() chose for the policy being measured (defaults otherwise).
+  ncclComm_t active_comm_ = nullptr;
+  cudaStream_t active_comm_stream_ = nullptr;
+  cudaStream_t active_compute_stream_ = nullptr;
+  FootprintRecord comm_kernel_, compute_kernel_;
+  int count_ = 1;
+  Summary t_compute_, t_comm_, t_seq_;
+  double t_bound_ = 0;
+};
+
+}  // namespace tandem::bench

@@ -1,0 +1,88 @@
+#include <algorithm>
+
+#include "harness/tuner.h"
+
+namespace tandem::bench {
+
+namespace {
+OverlapPolicy with(OverlapPolicy p, void (*change)(OverlapPolicy&)) {
+  change(p);
+  return p;
+}
+}  // namespace
+
+std::vector<OverlapPolicy> order_candidates() {
+  return parse_policy_list("concurrent,priority,comm-first,comm-first+priority");
+}
+
+std::vector<OverlapPolicy> shaping_candidates(const OverlapPolicy& base, const CaseTraits& traits) {
+  std::vector<OverlapPolicy> out;
+  if (traits.natural_blocks_per_sm <= 0) return out;  // nothing to shape
+  OverlapPolicy p = base;
+  p.shape = {ShapeTarget::Kind::Auto, 0, 0};
+  out.push_back(p);
+  // Every level below the natural residency: the best trade-off between compute slowdown and room
+  // for the collective differs per kernel (DESIGN.md: 3 blocks/SM for a streaming kernel).
+  for (int blocks = 1; blocks < traits.natural_blocks_per_sm; ++blocks) {
+    p.shape = {ShapeTarget::Kind::BlocksPerSm, blocks, 0};
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<OverlapPolicy> sm_target_candidates(const OverlapPolicy& base, const CaseTraits& traits) {
+  std::vector<OverlapPolicy> out;
+  if (!traits.has_sm_target) return out;
+  // Leave 8..48 SMs to the collective: NCCL uses up to 24 channels (one SM each) on 2 H200s; fewer
+  // when its CTA count is capped.
+  for (int freed : {8, 16, 24, 32, 48}) {
+    if (traits.sm_count - freed < traits.sm_count / 2) break;
+    OverlapPolicy p = base;
+    p.sm_target = traits.sm_count - freed;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, const CaseTraits& traits) {
+  std::vector<OverlapPolicy> out;
+  if (!best.sm_target) return out;
+  for (int delta : {-4, 4}) {
+    const int target = *best.sm_target + delta;
+    if (target < traits.sm_count / 2 || target >= traits.sm_count) continue;
+    OverlapPolicy p = best;
+    p.sm_target = target;
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base) {
+  std::vector<OverlapPolicy> out;
+  // Fewer, smaller NCCL CTAs need less room beside compute; cluster size 1 lets single CTAs be
+  // placed wherever one fits instead of four co-scheduled on one GPC.
+  for (int max_ctas : {4, 8, 16}) {
+    OverlapPolicy p = base;
+    p.nccl_max_ctas = max_ctas;
+    out.push_back(p);
+  }
+  out.push_back(with(base, [](OverlapPolicy& p) { p.nccl_cga_cluster_size = 1; }));
+  out.push_back(with(base, [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Efficiency; }));
+  return out;
+}
+
+std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const CaseTraits& traits) {
+  std::vector<OverlapPolicy> out;
+  // Partitions come in multiples of 8 SMs on sm_90; leave 16 or 32 to the collective.
+  for (int freed : {16, 32}) {
+    const int sms = (traits.sm_count - freed) / 8 * 8;
+    if (sms <= 0) continue;
+    OverlapPolicy p = base;
+    p.green_sms = sms;
+    p.sm_target.reset();  // the partition already caps the GEMM
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace tandem::bench

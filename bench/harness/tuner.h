@@ -1,0 +1,45 @@
+#pragma once
+// `tandem tune`: searches the policy space for each case and keeps the fastest policy.
+//
+// The search is staged (launch order and priority, then shaping levels, SM-count targets, NCCL
+// resources and green contexts on top of the best so far, then the order again) and prunes what
+// cannot apply (shaping a closed library kernel, an SM-count target on a kernel without one). The
+// finalists are measured again and the lowest median wins.
+#include <string>
+#include <vector>
+
+#include "harness/bench_options.h"
+#include "harness/report.h"
+#include "harness/runner.h"
+
+namespace tandem::bench {
+
+struct TunedCase {
+  std::vector<Row> candidates;  // every policy measured, in the order tried
+  Row naive;                    // concurrent: two streams, nothing else
+  Row paper;                    // shape:auto+priority where shaping applies, else priority
+  Row tuned;                    // the winner (tuned = true)
+};
+
+struct TuneOutcome {
+  std::vector<TunedCase> cases;
+  std::vector<std::string> notes;  // candidates that could not apply, and why
+  double hbm_bandwidth_gbps = 0;
+};
+
+TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress);
+
+// The candidate stages, as pure functions of what is known about the case (CPU-tested).
+struct CaseTraits {
+  int sm_count = 0;
+  int natural_blocks_per_sm = 0;  // of the compute kernel; 0 when it is a library's closed kernel
+  bool has_sm_target = false;     // cuBLASLt GEMM
+};
+std::vector<OverlapPolicy> order_candidates();
+std::vector<OverlapPolicy> shaping_candidates(const OverlapPolicy& base, const CaseTraits& traits);
+std::vector<OverlapPolicy> sm_target_candidates(const OverlapPolicy& base, const CaseTraits& traits);
+std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, const CaseTraits& traits);
+std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base);
+std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const CaseTraits& traits);
+
+}  // namespace tandem::bench

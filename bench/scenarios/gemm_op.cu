@@ -1,0 +1,123 @@
+#include "scenarios/gemm_op.h"
+
+#include <algorithm>
+
+#include "harness/values.cuh"
+#include "tandem/cuda_check.h"
+
+namespace tandem::bench::scenarios {
+
+namespace {
+
+// One thread per output element, k in order, fp32 accumulation: slow and obviously right. Rows
+// loop over gridDim.y so any m fits the grid.
+template <class T>
+__global__ void naive_gemm_kernel(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_a,
+                                  bool trans_b, float alpha, float beta) {
+  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (col >= n) return;
+  for (int64_t row = blockIdx.y; row < m; row += gridDim.y) {
+    float acc = 0;
+    for (int64_t p = 0; p < k; ++p) {
+      const float av = to_float(trans_a ? a[p * m + row] : a[row * k + p]);
+      const float bv = to_float(trans_b ? b[col * k + p] : b[p * n + col]);
+      acc = fmaf(av, bv, acc);
+    }
+    float out = alpha * acc;
+    if (beta != 0.0f) out = fmaf(beta, to_float(c[row * n + col]), out);
+    c[row * n + col] = from_float<T>(out);
+  }
+}
+
+}  // namespace
+
+GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend backend)
+    : ctx_(ctx), dtype_(dtype), dims_(dims), backend_(backend) {
+  TANDEM_REQUIRE(dims.m > 0 && dims.n > 0 && dims.k > 0, "GEMM '" + dims.name + "' has an empty dimension");
+  if (backend_ == GemmBackend::Reference) return;
+  const cudaDataType_t type = to_cuda(dtype);
+  TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  // cuBLASLt is column-major. Row-major C[m x n] is column-major C^T[n x m] = op(B)^T . op(A)^T, so
+  // B's buffer is the first operand and A's the second. A row-major [r x c] buffer is a
+  // column-major [c x r] one with leading dimension c; the transpose flags carry over unchanged.
+  const auto m = static_cast<uint64_t>(dims.m), n = static_cast<uint64_t>(dims.n), k = static_cast<uint64_t>(dims.k);
+  const cublasOperation_t op_first = dims.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = dims.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  TANDEM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+  // B stored row-major [k x n] (column-major n x k, ld n) or, transposed, [n x k] (k x n, ld k).
+  if (dims.trans_b)
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_first_, type, k, n, k));
+  else
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_first_, type, n, k, n));
+  // A stored row-major [m x k] (column-major k x m, ld k) or, transposed, [k x m] (m x k, ld m).
+  if (dims.trans_a)
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_second_, type, m, k, m));
+  else
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_second_, type, k, m, k));
+  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, type, n, m, n));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
+      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx.cublaslt_workspace_bytes, sizeof(ctx.cublaslt_workspace_bytes));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t status =
+      set != CUBLAS_STATUS_SUCCESS
+          ? set
+          : cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, desc_, layout_first_, layout_second_, layout_c_, layout_c_,
+                                           pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  TANDEM_CUBLAS_CHECK(status);
+  TANDEM_REQUIRE(found > 0, "cuBLASLt found no algorithm for GEMM '" + dims.name + "' m=" + std::to_string(dims.m) +
+                                " n=" + std::to_string(dims.n) + " k=" + std::to_string(dims.k));
+  algo_ = result.algo;
+}
+
+GemmOp::~GemmOp() {
+  if (layout_first_) cublasLtMatrixLayoutDestroy(layout_first_);
+  if (layout_second_) cublasLtMatrixLayoutDestroy(layout_second_);
+  if (layout_c_) cublasLtMatrixLayoutDestroy(layout_c_);
+  if (desc_) cublasLtMatmulDescDestroy(desc_);
+}
+
+void GemmOp::run(const void* a, const void* b, void* c, float alpha, float beta, cudaStream_t stream) const {
+  if (backend_ == GemmBackend::Reference) {
+    dispatch_dtype(dtype_, [&](auto t) {
+      using T = decltype(t);
+      const dim3 grid(static_cast<unsigned>((dims_.n + 255) / 256), static_cast<unsigned>(std::min<int64_t>(dims_.m, 65535)));
+      naive_gemm_kernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
+                                                     static_cast<T*>(c), dims_.m, dims_.n, dims_.k, dims_.trans_a,
+                                                     dims_.trans_b, alpha, beta);
+    });
+    TANDEM_CUDA_CHECK_LAUNCH();
+    return;
+  }
+  TANDEM_CUBLAS_CHECK(cublasLtMatmul(ctx_.cublaslt, desc_, &alpha, b, layout_first_, a, layout_second_, &beta, c,
+                                     layout_c_, c, layout_c_, &algo_, ctx_.cublaslt_workspace,
+                                     ctx_.cublaslt_workspace_bytes, stream));
+}
+
+GemmEngine::GemmEngine(RankContext& ctx, DType dtype, bool reference, double naive_limit)
+    : ctx_(ctx), dtype_(dtype), reference_(reference), naive_limit_(naive_limit) {}
+
+const GemmOp& GemmEngine::get(const GemmDims& dims) {
+  const auto key = std::make_tuple(dims.m, dims.n, dims.k, dims.trans_a, dims.trans_b);
+  auto it = ops_.find(key);
+  if (it != ops_.end()) return *it->second;
+  GemmBackend backend = GemmBackend::CublasLt;
+  if (reference_) {
+    if (double(dims.m) * double(dims.n) * double(dims.k) <= naive_limit_)
+      backend = GemmBackend::Reference;
+    else
+      reference_used_cublas_ = true;
+  }
+  auto op = std::make_unique<GemmOp>(ctx_, dtype_, dims, backend);
+  const GemmOp& out = *op;
+  ops_.emplace(key, std::move(op));
+  return out;
+}
+
+}  // namespace tandem::bench::scenarios

@@ -1,0 +1,72 @@
+#pragma once
+// Row-major GEMMs with optional transposes for the scenarios: C[m x n] = alpha op(A) op(B) + beta C,
+// op(A) [m x k] (A stored [k x m] when trans_a), op(B) [k x n] (B stored [n x k] when trans_b),
+// fp32 accumulation, output rounded to the element type.
+//
+// Two backends with the same semantics: cuBLASLt (what is timed: algorithm chosen once by the
+// heuristic, like gemm.cu) and a deliberately naive fp32 kernel (one thread per output, k in order),
+// the independent reference results are checked against.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "harness/dtype.h"
+#include "harness/rank_context.h"
+#include "scenarios/model_shapes.h"
+
+namespace tandem::bench::scenarios {
+
+enum class GemmBackend { CublasLt, Reference };
+
+class GemmOp {
+ public:
+  GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend backend);
+  ~GemmOp();
+  GemmOp(const GemmOp&) = delete;
+  GemmOp& operator=(const GemmOp&) = delete;
+
+  // With beta == 0, C is not read (it may hold NaN poison).
+  void run(const void* a, const void* b, void* c, float alpha, float beta, cudaStream_t stream) const;
+
+  const GemmDims& dims() const { return dims_; }
+  GemmBackend backend() const { return backend_; }
+  // Elements of A, B and C as stored.
+  int64_t a_elements() const { return dims_.m * dims_.k; }
+  int64_t b_elements() const { return dims_.k * dims_.n; }
+  int64_t c_elements() const { return dims_.m * dims_.n; }
+
+ private:
+  RankContext& ctx_;
+  DType dtype_;
+  GemmDims dims_;
+  GemmBackend backend_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t layout_first_ = nullptr, layout_second_ = nullptr, layout_c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+// GEMM operations by shape, created once (the heuristic runs at build time, never while timing).
+// The reference engine uses the naive kernel up to `naive_limit` multiply-adds per GEMM and
+// cuBLASLt above (a naive 8192-wide GEMM takes seconds); reference_used_cublas() says whether it
+// had to.
+class GemmEngine {
+ public:
+  GemmEngine(RankContext& ctx, DType dtype, bool reference, double naive_limit = double(1ull << 32));
+  const GemmOp& get(const GemmDims& dims);
+  bool reference() const { return reference_; }
+  bool reference_used_cublas() const { return reference_used_cublas_; }
+
+ private:
+  RankContext& ctx_;
+  DType dtype_;
+  bool reference_;
+  double naive_limit_;
+  bool reference_used_cublas_ = false;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, std::unique_ptr<GemmOp>> ops_;
+};
+
+}  // namespace tandem::bench::scenarios
