@@ -6,8 +6,10 @@
 #include <fstream>
 
 #include "command_line.h"
+#include "harness/mpi_bootstrap.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
+#include "harness/scenario_runner.h"
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
@@ -37,7 +39,10 @@ std::string join(const std::vector<std::string>& items) {
 void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
   auto& o = cli->options;
   cmd->add_option("-g,--gpus", o.gpus, "GPUs (ranks) to use, one thread each; default: all visible");
-  cmd->add_option("--workload", o.workloads, "Compute workloads: gemm, tiled-gemm, stream")->delimiter(',');
+  cmd->add_option("--workload", o.workloads,
+                  "Compute workloads: gemm, tiled-gemm, stream; or training scenarios (docs/WORKLOADS.md): "
+                  "dp-backward, tp-mlp, tp-attention, fsdp, moe")
+      ->delimiter(',');
   cmd->add_option("--collective", o.collectives, "Collectives: all-reduce, all-gather, reduce-scatter, all-to-all")
       ->delimiter(',');
   cmd->add_option("-d,--dtype", cli->dtype, "bf16, fp16 or fp32 (collective and GEMM)");
@@ -55,6 +60,34 @@ void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
   cmd->add_option("--timeout", o.timeout_s, "Seconds before an unfinished step aborts the communicators");
   cmd->add_option("--json", o.json_path, "Write results as JSON (docs/BENCH_JSON.md)");
   cmd->add_flag("-q,--quiet", cli->quiet, "No progress lines on stderr");
+  // Several processes (README "Several processes and nodes"): mpirun, torchrun, srun.
+  auto& l = o.launch_request;
+  cmd->add_option("--launch", l.launch,
+                  "auto (default: from the launcher's environment), threads, mpi, torchrun, slurm or env")
+      ->check(CLI::IsMember({"auto", "threads", "mpi", "torchrun", "slurm", "env"}));
+  cmd->add_option("--rendezvous", l.rendezvous,
+                  "Directory where one-process-per-rank runs meet (shared across nodes); default $TANDEM_RENDEZVOUS, "
+                  "NCCL_COMM_ID, MPI, or a folder under /tmp");
+  cmd->add_option("--device", l.device, "With one process per rank: this process's GPU (default: its local rank)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--allow-shared-gpu", l.allow_shared_gpu, "With one process per rank: let ranks share a GPU");
+  // Training scenarios (docs/WORKLOADS.md).
+  auto& sc = o.scenario;
+  cmd->add_option("--hidden", sc.hidden, "Scenarios: model hidden size (default 4096)");
+  cmd->add_option("--seq", sc.seq, "Scenarios: tokens per micro-batch per rank (default 4096)");
+  cmd->add_option("--layers", sc.layers, "Scenarios: transformer layers (default 4)");
+  cmd->add_option("--ffn", sc.ffn, "Scenarios: MLP width (default 3.5 x hidden, rounded up to 128)");
+  cmd->add_option("--heads", sc.heads, "Scenarios: attention heads (default hidden / 128)");
+  cmd->add_option("--kv-heads", sc.kv_heads, "Scenarios: key/value heads (default min(8, heads))");
+  cmd->add_option("--bucket-mb", sc.bucket_mb, "dp-backward: DDP bucket cap in MiB (default 25)");
+  cmd->add_option("--first-bucket-mb", sc.first_bucket_mb, "dp-backward: DDP first-bucket cap in MiB (default 1)");
+  cmd->add_option("--micro-batches", sc.micro_batches,
+                  "tp-mlp, tp-attention, moe: interleaved micro-batches (default 2)");
+  cmd->add_flag("--sequence-parallel", sc.sequence_parallel,
+                "tp-mlp, tp-attention: all-gather + reduce-scatter instead of all-reduce");
+  cmd->add_option("--experts", sc.experts, "moe: experts in total (default 8)");
+  cmd->add_option("--top-k", sc.top_k, "moe: experts per token (default 2)");
+  cmd->add_option("--expert-ffn", sc.expert_ffn, "moe: expert MLP width (default: --ffn)");
 }
 
 bench::BenchOptions resolve_bench_options(const BenchCli& cli) {
@@ -72,23 +105,39 @@ bench::BenchOptions resolve_bench_options(const BenchCli& cli) {
   if (cli.fixed_count) o.balance = false;
   o.check = cli.check != 0;
   o.progress = !cli.quiet;
+  o.launch = bench::detect_launch(o.launch_request.launch, bench::process_environment());
   bench::validate(o);  // before any GPU is touched: bad input fails the same way everywhere
   return o;
 }
 
 int resolve_ranks(const bench::BenchOptions& options) {
   const int visible = visible_gpu_count();
-  if (options.gpus > visible)
-    TANDEM_THROW("--gpus " + std::to_string(options.gpus) + " but only " + std::to_string(visible) +
-                 " GPU(s) are visible");
-  const int nranks = options.gpus ? options.gpus : visible;
+  const bench::LaunchEnv& launch = options.launch;
+  int nranks = 0;
+  if (launch.is_process_mode()) {
+    if (options.gpus && options.gpus != launch.world_size)
+      TANDEM_THROW("--gpus " + std::to_string(options.gpus) + " but the launcher started " +
+                   std::to_string(launch.world_size) + " ranks (" + launch.source + "), one GPU each");
+    bench::choose_device(launch, options.launch_request, visible);  // a bad mapping fails before any rendezvous
+    nranks = launch.world_size;
+  } else {
+    if (options.gpus > visible)
+      TANDEM_THROW("--gpus " + std::to_string(options.gpus) + " but only " + std::to_string(visible) +
+                   " GPU(s) are visible");
+    nranks = options.gpus ? options.gpus : visible;
+  }
   bench::validate_for_ranks(options, nranks);
+  if (bench::is_scenario(options.workloads.front())) bench::validate_scenarios(options, nranks);
   return nranks;
 }
 
+bool prints(const bench::BenchOptions& options) { return options.launch.rank == 0; }
+
 bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std::string& tool) {
+  const int device =
+      o.launch.is_process_mode() ? bench::choose_device(o.launch, o.launch_request, visible_gpu_count()) : 0;
   cudaDeviceProp prop{};
-  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   const SoftwareVersions v = software_versions();
   bench::RunInfo info;
   info.tool = tool;
@@ -101,6 +150,21 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
   info.driver = v.driver_text();
   info.cuda = v.runtime_text();
   info.nccl = v.nccl_text();
+  info.launch = bench::to_string(o.launch.mode);
+  info.world_size = nranks;
+  if (o.launch.is_process_mode()) {
+    // The same choice the ranks make when they meet (harness/process_rank.h); an impossible one (ranks
+    // on several nodes, nothing shared) fails here, before any GPU work.
+    const bool mpi = o.launch.mode == bench::LaunchMode::Mpi && bench::mpi_available();
+    info.rendezvous =
+        bench::choose_rendezvous(o.launch, o.launch_request, bench::process_environment(), mpi).describe();
+  }
+  if (bench::is_scenario(o.workloads.front())) {  // validate() forbids mixing them with microbenchmarks
+    TANDEM_REQUIRE(tool == "bench", "tandem " + tool + " does not take training scenarios (" +
+                                        o.workloads.front() + ") yet; compare policies with tandem bench -p");
+    info.config = bench::scenario_config_lines(o, nranks);
+    return info;
+  }
   std::string policies;
   for (const auto& p : bench::effective_policies(o)) policies += (policies.empty() ? "" : ",") + to_string(p);
   info.config = {

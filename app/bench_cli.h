@@ -25,8 +25,11 @@ struct BenchCli {
 void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli);
 // Resolves and validates (no GPU needed) the parsed options.
 bench::BenchOptions resolve_bench_options(const BenchCli& cli);
-// Checks the GPU count and returns the number of ranks to run on.
+// Checks the GPU count and returns the number of ranks to run on: the visible GPUs (or --gpus) in
+// the threads mode, the launcher's world size when a launcher started one process per rank.
 int resolve_ranks(const bench::BenchOptions& options);
+// Whether this process prints (headers, rows, progress, JSON): only rank 0 does.
+bool prints(const bench::BenchOptions& options);
 // Versions, GPU and configuration, for headers and JSON.
 bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool);
 // Writes `doc` to `path`, throwing on failure.

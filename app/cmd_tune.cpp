@@ -49,14 +49,25 @@ int run(const TuneCli& cli) {
   const bench::BenchOptions options = resolve_bench_options(*cli.bench);
   const int nranks = resolve_ranks(options);
   bench::RunInfo info = describe_run(options, nranks, "tune");
-  std::fputs(bench::header_text(info).c_str(), stdout);
-  std::fflush(stdout);
+  // With one process per rank, only rank 0 prints and writes files.
+  const bool printer = prints(options);
+  if (printer) {
+    std::fputs(bench::header_text(info).c_str(), stdout);
+    std::fflush(stdout);
+  }
   const auto started = std::chrono::steady_clock::now();
   const auto outcome = bench::run_tune(options, nranks, [&](const std::string& line) {
     if (options.progress) std::fprintf(stderr, "tandem tune: %s\n", line.c_str());
   });
   info.hbm_bandwidth_gbps = outcome.hbm_bandwidth_gbps;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!printer) {
+    // Every process holds the same cases (wrong elements summed over all ranks): the same status.
+    int64_t wrong = 0;
+    for (const auto& c : outcome.cases)
+      for (const auto& r : c.candidates) wrong += r.wrong;
+    return wrong == 0 && !outcome.cases.empty() ? 0 : 1;
+  }
 
   std::vector<bench::Row> json_rows, summary;
   for (const auto& c : outcome.cases) {
@@ -75,7 +86,7 @@ int run(const TuneCli& cli) {
     write_policy_file(path, c, info);
     std::printf("# wrote %s: %s\n", path.c_str(), c.tuned.policy.c_str());
   }
-  std::printf("#\n# summary: naive (concurrent), paper (shape:auto+priority, else priority), tuned; %.1f s\n", seconds);
+  std::printf("#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; %.1f s\n", seconds);
   std::fputs(bench::column_header_text().c_str(), stdout);
   for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
   std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);

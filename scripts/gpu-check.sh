@@ -41,8 +41,10 @@ section "tests"
 for t in "$root"/build/tests/test_*; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   name=$(basename "$t")
-  if timeout 240 "$t" --gtest_brief=1 > "$logs/$name.log" 2>&1; then result=ok; else result=FAILED; status=1; fi
+  # Full gtest output: when a test hangs and is killed, the log shows which one was running.
+  if timeout 240 "$t" > "$logs/$name.log" 2>&1; then result=ok; else result="FAILED($?)"; status=1; fi
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')
+  [ "$result" = ok ] || summary="$summary last: $(grep -E '^\[ RUN' "$logs/$name.log" | tail -n 1)"
   printf '%-28s %-7s %s\n' "$name" "$result" "$summary" | tee -a "$logs/summary.log"
 done
 
@@ -74,7 +76,29 @@ if [ "$mode" = full ]; then
   done | tee -a "$logs/summary.log"
 fi
 
+section "multi-process"
+# One process per GPU, through the launchers users have: the same short suite under mpirun and
+# torchrun; each must end "# OK" (JSON in logs.tgz: launch, world_size, rendezvous).
+short=(--workload stream,tiled-gemm -b 64M -n 5 --warmup 2 -p concurrent,priority,shape:3+priority -q)
+if command -v mpirun > /dev/null; then
+  timeout 600 mpirun -np 2 --allow-run-as-root "$tandem" bench "${short[@]}" --json "$logs/mpi-$tag.json" \
+    > "$logs/mpi.log" 2>&1 || status=1
+  printf 'mpirun -np 2:   %s\n' "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/mpi.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
+else
+  echo "mpirun not on PATH: skipped" | tee -a "$logs/summary.log"
+fi
+if command -v torchrun > /dev/null; then
+  timeout 600 torchrun --standalone --nproc-per-node 2 --no-python "$tandem" bench "${short[@]}" \
+    --json "$logs/torchrun-$tag.json" > "$logs/torchrun.log" 2>&1 || status=1
+  printf 'torchrun x2:    %s\n' "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/torchrun.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
+else
+  echo "torchrun not on PATH: skipped" | tee -a "$logs/summary.log"
+fi
+
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"
-cp "$logs"/*.json "$logs/summary.log" "$out/" 2>/dev/null
+# The device tool returns at most 8 files: the main results, the summary, and everything in logs.tgz.
+for f in summary.log h200_occupancy.json suite-$tag.json collectives-$tag.json tune-$tag.json; do
+  [ -f "$logs/$f" ] && cp "$logs/$f" "$out/"
+done
 tar czf "$out/logs.tgz" -C "$logs" .
 exit $status

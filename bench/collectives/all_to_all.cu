@@ -15,23 +15,14 @@ class AllToAll final : public BufferedCollective {
  public:
   const char* name() const override { return "all-to-all"; }
   double busbw_factor(int n) const override { return double(n - 1) / n; }
+  bool copy_engine_capable() const override { return true; }
   int shards(int n) const override { return n; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count, count);
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    // NCCL has no all-to-all call; grouped point-to-point is how frameworks issue it.
-    const size_t chunk = send_count_ / nranks_;
-    const size_t chunk_bytes = chunk * dtype_size(dtype_);
-    TANDEM_NCCL_CHECK(comm, ncclGroupStart());
-    for (int peer = 0; peer < nranks_; ++peer) {
-      TANDEM_NCCL_CHECK(comm, ncclSend(static_cast<char*>(send_) + peer * chunk_bytes, chunk, to_nccl(dtype_), peer,
-                                       comm, stream));
-      TANDEM_NCCL_CHECK(comm, ncclRecv(static_cast<char*>(recv_) + peer * chunk_bytes, chunk, to_nccl(dtype_), peer,
-                                       comm, stream));
-    }
-    TANDEM_NCCL_CHECK(comm, ncclGroupEnd());
+    TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, send_count_ / nranks_, to_nccl(dtype_), comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, AllToAllExpected{seed_, rank_, send_count_ / nranks_});

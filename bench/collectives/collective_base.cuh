@@ -3,6 +3,7 @@
 // small_integer(seed, r, i); each collective states the value its output element i must hold as a
 // device functor, and the check counts elements that differ (NaN poison never matches).
 #include <string>
+#include <vector>
 
 #include "harness/collective.h"
 #include "harness/values.cuh"
@@ -20,10 +21,34 @@ __global__ void count_mismatches_kernel(const T* out, size_t n, Expected expecte
 
 class BufferedCollective : public Collective {
  public:
+  // Buffers come from ncclMemAlloc (cuMem-backed), the kind NCCL can register as symmetric windows
+  // for copy-engine collectives; they behave as ordinary device memory otherwise.
   ~BufferedCollective() override {
-    cudaFree(send_);
-    cudaFree(recv_);
+    ncclMemFree(send_);
+    ncclMemFree(recv_);
     cudaFree(wrong_);
+  }
+
+  void use_symmetric_windows(RankContext& ctx, ncclComm_t comm) override {
+    for (const auto& w : windows_)
+      if (w.comm == comm) return;
+    const size_t elem = dtype_size(dtype_);
+    Windows w{comm, nullptr, nullptr};
+    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, send_, send_count_ * elem, &w.send, NCCL_WIN_COLL_SYMMETRIC));
+    ctx.await_communicator(comm, std::string(name()) + " send window");
+    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, recv_, recv_count_ * elem, &w.recv, NCCL_WIN_COLL_SYMMETRIC));
+    ctx.await_communicator(comm, std::string(name()) + " receive window");
+    windows_.push_back(w);
+  }
+
+  void release_windows(RankContext& ctx) override {
+    for (const auto& w : windows_) {
+      TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, w.send));
+      ctx.await_communicator(w.comm, std::string(name()) + " window release");
+      TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, w.recv));
+      ctx.await_communicator(w.comm, std::string(name()) + " window release");
+    }
+    windows_.clear();
   }
   size_t bytes() const override { return bytes_; }
 
@@ -47,8 +72,8 @@ class BufferedCollective : public Collective {
     nranks_ = ctx.nranks;
     send_count_ = send_count;
     recv_count_ = recv_count;
-    TANDEM_CUDA_CHECK(cudaMalloc(&send_, send_count * elem));
-    TANDEM_CUDA_CHECK(cudaMalloc(&recv_, recv_count * elem));
+    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&send_, send_count * elem));
+    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&recv_, recv_count * elem));
     TANDEM_CUDA_CHECK(cudaMalloc(&wrong_, sizeof(unsigned long long)));
     dispatch_dtype(dtype, [&](auto t) {
       using T = decltype(t);
@@ -82,6 +107,13 @@ class BufferedCollective : public Collective {
   void* send_ = nullptr;
   void* recv_ = nullptr;
   unsigned long long* wrong_ = nullptr;
+
+ private:
+  struct Windows {
+    ncclComm_t comm;
+    ncclWindow_t send, recv;
+  };
+  std::vector<Windows> windows_;
 };
 
 // Sum over ranks of the value every rank holds at `index`.

@@ -26,9 +26,8 @@ FootprintRecord record_of(const CapturedLaunch& launch, const DeviceLimits& limi
 
 }  // namespace
 
-CaseRunner::CaseRunner(RankContext& ctx, Board& board, const BenchOptions& options, Workload& workload,
-                       Collective& collective)
-    : ctx_(ctx), board_(board), options_(options), workload_(workload), collective_(collective) {
+CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective)
+    : ctx_(ctx), options_(options), workload_(workload), collective_(collective) {
   for (cudaEvent_t* e : {&start_, &compute_done_, &comm_done_, &end_}) TANDEM_CUDA_CHECK(cudaEventCreate(e));
   active_comm_ = ctx_.comm;
   active_comm_stream_ = ctx_.comm_default;
@@ -104,7 +103,10 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
   }
   if (policy.sm_target && !workload_.set_sm_count_target(*policy.sm_target))
     return "sm-target applies to cuBLASLt GEMMs only";
+  if (policy.copy_engine && !collective_.copy_engine_capable())
+    return std::string("NCCL 2.28 runs only all-gather and all-to-all on copy engines, not ") + collective_.name();
   active_comm_ = ctx_.communicator_for(policy);
+  if (policy.copy_engine) collective_.use_symmetric_windows(ctx_, active_comm_);
   active_compute_stream_ = ctx_.compute;
   active_comm_stream_ = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
   if (policy.green_sms) {
@@ -158,12 +160,7 @@ int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {
   enqueue_step(schedule, policy, count_);
   ctx_.wait(final_stream(schedule), "check run (" + (policy ? to_string(*policy) : std::string("baseline")) + ")");
   const int64_t wrong = workload_.count_wrong(ctx_) + collective_.count_wrong(ctx_);
-  board_.counts[ctx_.rank] = wrong;
-  ctx_.group.barrier();
-  int64_t total = 0;
-  for (int64_t c : board_.counts) total += c;
-  ctx_.group.barrier();  // nobody overwrites the board before everyone has read it
-  return total;
+  return ctx_.group.sum(wrong);  // every rank gets the same total
 }
 
 StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, int count) {
@@ -181,22 +178,21 @@ StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, 
       mine.comm_span.push_back(elapsed(start_, comm_done_));
     }
   }
-  board_.samples[ctx_.rank] = std::move(mine);
-  ctx_.group.barrier();
+  // One exchange for all three series; every rank then computes the same aggregate: per step the
+  // slowest rank, then the median over steps.
+  const auto ranks = ctx_.group.all_gather_series({mine.total, mine.compute_span, mine.comm_span});
+  auto field = [&](size_t f) {
+    std::vector<std::vector<double>> out;
+    for (const auto& r : ranks) out.push_back(r.at(f));
+    return out;
+  };
   StepSummary s;
-  s.total = summarize(max_over_ranks(gather(&StepSamples::total)));
+  s.total = summarize(max_over_ranks(field(0)));
   if (schedule == Schedule::Overlap) {
-    s.compute_span = summarize(max_over_ranks(gather(&StepSamples::compute_span)));
-    s.comm_span = summarize(max_over_ranks(gather(&StepSamples::comm_span)));
+    s.compute_span = summarize(max_over_ranks(field(1)));
+    s.comm_span = summarize(max_over_ranks(field(2)));
   }
-  ctx_.group.barrier();
   return s;
-}
-
-std::vector<std::vector<double>> CaseRunner::gather(std::vector<double> StepSamples::*field) const {
-  std::vector<std::vector<double>> out;
-  for (const auto& s : board_.samples) out.push_back(s.*field);
-  return out;
 }
 
 void CaseRunner::enqueue_step(Schedule schedule, const OverlapPolicy* policy, int count) {
@@ -272,13 +268,6 @@ double CaseRunner::elapsed(cudaEvent_t from, cudaEvent_t to) {
   return ms;
 }
 
-double CaseRunner::min_over_ranks_bandwidth() {
-  board_.samples[ctx_.rank].total = {ctx_.hbm_bandwidth_gbps};
-  ctx_.group.barrier();
-  double bw = ctx_.hbm_bandwidth_gbps;
-  for (const auto& s : board_.samples) bw = std::min(bw, s.total.front());
-  ctx_.group.barrier();
-  return bw;
-}
+double CaseRunner::min_over_ranks_bandwidth() { return ctx_.group.min(ctx_.hbm_bandwidth_gbps); }
 
 }  // namespace tandem::bench

@@ -18,14 +18,6 @@ struct StepSamples {
   std::vector<double> total, compute_span, comm_span;
 };
 
-// Per-rank values meet here; every rank then computes the same aggregate, so all ranks take the
-// same decisions (compute count, skips, the tuner's choices) without a broadcast.
-struct Board {
-  explicit Board(int n) : samples(n), counts(n) {}
-  std::vector<StepSamples> samples;
-  std::vector<int64_t> counts;
-};
-
 enum class Schedule { ComputeOnly, CommOnly, Sequential, Overlap };
 
 struct StepSummary {
@@ -34,7 +26,7 @@ struct StepSummary {
 
 class CaseRunner {
  public:
-  CaseRunner(RankContext& ctx, Board& board, const BenchOptions& options, Workload& workload, Collective& collective);
+  CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective);
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
   ~CaseRunner();
@@ -71,8 +63,6 @@ class CaseRunner {
 
   StepSummary measure(Schedule schedule, const OverlapPolicy* policy, int count);
 
-  std::vector<std::vector<double>> gather(std::vector<double> StepSamples::*field) const;
-
   // Enqueues one step. Every schedule records `start_` and `end_`; Overlap also records when each
   // side finished, relative to the same `start_`. Baselines use the default configuration; Overlap
   // uses the streams and communicator apply() chose.
@@ -92,7 +82,6 @@ class CaseRunner {
   double min_over_ranks_bandwidth();
 
   RankContext& ctx_;
-  Board& board_;
   const BenchOptions& options_;
   Workload& workload_;
   Collective& collective_;

@@ -26,6 +26,13 @@ class Collective {
   virtual void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) = 0;
   virtual void enqueue(ncclComm_t comm, cudaStream_t stream) = 0;
   virtual void poison_output(cudaStream_t stream) = 0;
+  // Whether NCCL can run this collective on copy engines (CTA policy zero + symmetric windows):
+  // NCCL 2.28 offers it for all-gather and all-to-all.
+  virtual bool copy_engine_capable() const { return false; }
+  // Registers the buffers as symmetric windows on `comm` (once per communicator). All ranks call it
+  // together. Windows are released by release_windows() before the buffers are freed.
+  virtual void use_symmetric_windows(RankContext& ctx, ncclComm_t comm) = 0;
+  virtual void release_windows(RankContext& ctx) = 0;
   // Exact comparison with the expected values; returns the number of wrong elements (synchronises).
   virtual int64_t count_wrong(RankContext& ctx) = 0;
   // Fewest bytes this rank's device memory moves: its input read and its output written.

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "harness/case_runner.h"
+#include "harness/local_ranks.h"
 #include "harness/metrics.h"
 #include "harness/registry.h"
 #include "tandem/cuda_check.h"
@@ -12,45 +13,36 @@
 
 namespace tandem::bench {
 
-double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body) {
+double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes) {
   validate(options);
   validate_for_ranks(options, nranks);
-  std::vector<int> devices(nranks);
-  for (int i = 0; i < nranks; ++i) devices[i] = i;
-  std::vector<ncclComm_t> comms = create_communicators(devices, options.timeout_s);
   const auto sizes = size_sweep(options.min_bytes, options.max_bytes, options.step_factor);
   double hbm_bandwidth_gbps = 0;
-  RankGroup group(nranks);
-  Board board(nranks);
-  try {
-    group.run([&](int rank) {
-      RankContext ctx(rank, nranks, devices[rank], group, comms[rank], options.timeout_s);
-      comms[rank] = nullptr;  // owned by the context from here on
-      if (rank == 0) hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
-      for (const auto& workload_name : options.workloads) {
-        WorkloadOptions workload_options = options.workload;
-        workload_options.dtype = options.dtype;
-        auto workload = find_workload(workload_name).make(workload_options);
-        workload->setup(ctx);
-        for (const auto& collective_name : options.collectives) {
-          for (uint64_t bytes : sizes) {
-            auto collective = find_collective(collective_name).make();
-            collective->setup(ctx, bytes, options.dtype, options.workload.seed);
-            CaseRunner runner(ctx, board, options, *workload, *collective);
-            runner.capture_footprints();
-            runner.measure_baselines();
-            body(runner, CaseId{workload_name, collective_name, bytes, rank, nranks});
+  run_on_local_ranks(
+      options, nranks,
+      [&](RankContext& ctx) {
+        const bool collects = collects_results(options, ctx.rank);
+        if (collects) hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
+        for (const auto& workload_name : options.workloads) {
+          WorkloadOptions workload_options = options.workload;
+          workload_options.dtype = options.dtype;
+          auto workload = find_workload(workload_name).make(workload_options);
+          workload->setup(ctx);
+          for (const auto& collective_name : options.collectives) {
+            for (uint64_t bytes : sizes) {
+              auto collective = find_collective(collective_name).make();
+              collective->setup(ctx, bytes, options.dtype, options.workload.seed);
+              CaseRunner runner(ctx, options, *workload, *collective);
+              runner.capture_footprints();
+              runner.measure_baselines();
+              body(runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects});
+              // Windows are registered collectively and must be released before the buffers go.
+              collective->release_windows(ctx);
+            }
           }
         }
-      }
-    });
-  } catch (...) {
-    // Communicators never handed to a rank context (its thread failed first) are aborted here:
-    // destroying them would wait for peers that have stopped.
-    for (ncclComm_t c : comms)
-      if (c) ncclCommAbort(c);
-    throw;
-  }
+      },
+      notes);
   return hbm_bandwidth_gbps;
 }
 
@@ -77,7 +69,7 @@ BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& o
                              size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size() *
                              policies.size();
   BenchOutcome outcome;
-  size_t step = 0;  // rank 0's count; only rank 0 reports
+  size_t step = 0;  // rank 0's count; only rank 0 reports progress
   outcome.hbm_bandwidth_gbps = for_each_case(options, nranks, [&](CaseRunner& runner, const CaseId& id) {
     for (const auto& policy : policies) {
       if (id.rank == 0 && progress)
@@ -86,15 +78,15 @@ BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& o
       Row row = blank_row(options, id);
       std::string skip_reason;
       const bool measured = runner.run_policy(policy, row, skip_reason);
-      if (id.rank != 0) continue;
+      if (!id.collects) continue;
       if (!measured) {
         outcome.notes.push_back(to_string(policy) + " skipped for " + id.workload + ": " + skip_reason);
       } else {
         outcome.rows.push_back(row);
-        if (on_row) on_row(row);
+        if (on_row && id.rank == 0) on_row(row);
       }
     }
-  });
+  }, &outcome.notes);
   return outcome;
 }
 

@@ -29,20 +29,27 @@ struct CaseId {
   uint64_t bytes = 0;
   int rank = 0;
   int nranks = 1;
+  // This rank collects the results of its process (harness/local_ranks.h): rank 0's thread, or the
+  // process's one rank when a launcher started one process per rank. Only rank 0 prints.
+  bool collects = true;
 };
 // Called on every rank's thread, once per case, after footprints and baselines are measured.
 using CaseBody = std::function<void(CaseRunner& runner, const CaseId& id)>;
 
-// Creates the communicators, one thread per rank, and runs `body` for every workload x collective x
-// size. Returns rank 0's measured HBM copy bandwidth. Throws after every rank has stopped.
-double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body);
+// Creates the communicators, one thread per rank (or this process's rank, when a launcher started one
+// process per rank), and runs `body` for every workload x collective x size. Returns the collecting
+// rank's measured HBM copy bandwidth; `notes` receives rank 0's notes about the launch. Throws after
+// every local rank has stopped.
+double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body,
+                     std::vector<std::string>* notes = nullptr);
 // A row with the case's identity filled in.
 Row blank_row(const BenchOptions& options, const CaseId& id);
 // 512MiB, 1GiB, 4096B.
 std::string size_text(uint64_t bytes);
 
-// Runs on `nranks` GPUs (0..nranks-1), one thread each. Rows reach `on_row` as they are measured
-// (rank 0's thread). Throws tandem::Error on any failure, after every rank has stopped.
+// Runs on `nranks` GPUs (0..nranks-1), one thread each, or as one rank of a launcher's world
+// (options.launch). Rows reach `on_row` as they are measured, on rank 0 only; every process's outcome
+// holds the rows. Throws tandem::Error on any failure, after every local rank has stopped.
 BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& on_row, const ProgressSink& progress);
 
 }  // namespace tandem::bench

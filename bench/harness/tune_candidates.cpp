@@ -85,4 +85,16 @@ std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const Cas
   return out;
 }
 
+std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base) {
+  // On copy engines the collective needs no SM at all; its NCCL resource knobs no longer apply.
+  OverlapPolicy p = base;
+  p.copy_engine = true;
+  p.nccl_min_ctas.reset();
+  p.nccl_max_ctas.reset();
+  p.nccl_cga_cluster_size.reset();
+  p.nccl_cta_policy = NcclCtaPolicy::Default;
+  OverlapPolicy plain = parse_policy("copy-engine");
+  return p == plain ? std::vector<OverlapPolicy>{p} : std::vector<OverlapPolicy>{p, plain};
+}
+
 }  // namespace tandem::bench

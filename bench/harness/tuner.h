@@ -17,7 +17,7 @@ namespace tandem::bench {
 struct TunedCase {
   std::vector<Row> candidates;  // every policy measured, in the order tried
   Row naive;                    // concurrent: two streams, nothing else
-  Row paper;                    // shape:auto+priority where shaping applies, else priority
+  Row paper;                    // the paper's method: the best shape:*+priority, else priority
   Row tuned;                    // the winner (tuned = true)
 };
 
@@ -41,5 +41,6 @@ std::vector<OverlapPolicy> sm_target_candidates(const OverlapPolicy& base, const
 std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, const CaseTraits& traits);
 std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base);
 std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const CaseTraits& traits);
+std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base);
 
 }  // namespace tandem::bench

@@ -16,7 +16,7 @@ struct GreenDriver {
   decltype(&cuGreenCtxCreate) create = driver::get<decltype(&cuGreenCtxCreate)>("cuGreenCtxCreate", 12040);
   decltype(&cuGreenCtxDestroy) destroy = driver::get<decltype(&cuGreenCtxDestroy)>("cuGreenCtxDestroy", 12040);
   decltype(&cuGreenCtxStreamCreate) stream_create =
-      driver::get<decltype(&cuGreenCtxStreamCreate)>("cuGreenCtxStreamCreate", 12040);
+      driver::get<decltype(&cuGreenCtxStreamCreate)>("cuGreenCtxStreamCreate", 12050);
 };
 
 const GreenDriver& green_driver() {

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Prints Markdown tables from tandem bench/tune JSON results (for docs/PERFORMANCE.md).
+
+  scripts/results-table.py FILE.json [--tuned] [--policies p1,p2,...]
+"""
+import argparse
+import json
+
+
+def pct(v):
+    return "n/a" if v is None else f"{100 * v:.1f}"
+
+
+def size(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("file")
+    ap.add_argument("--tuned", action="store_true", help="tune results: naive / paper / tuned per case")
+    ap.add_argument("--policies", help="only these policies (comma-separated)")
+    args = ap.parse_args()
+    doc = json.load(open(args.file))
+    print(f"<!-- {args.file}: {doc['gpus']} x {doc['gpu']}, NCCL {doc['nccl']}, CUDA {doc['cuda']}, "
+          f"commit {doc['commit']}, {doc['date']} -->")
+    print(f"`{doc['command']}`\n")
+    rows = doc["rows"]
+    if args.policies:
+        keep = set(args.policies.split(","))
+        rows = [r for r in rows if r["policy"] in keep]
+    if args.tuned:
+        print("| workload | collective | size | count | naive eff. % | paper policy | paper eff. % | tuned policy | tuned eff. % | tuned reduction % | t_seq ms | t_overlap ms | t_bound ms |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        cases = {}
+        for r in rows:
+            cases.setdefault((r["workload"], r["collective"], r["bytes"]), []).append(r)
+        for (w, c, b), rs in cases.items():
+            tuned = next(r for r in rs if r["tuned"])
+            candidates = [r for r in rs if not r["tuned"]]
+            naive = next(r for r in candidates if r["policy"] == "concurrent")
+            paper_rows = [r for r in candidates if r["policy"] == "priority" or
+                          (r["policy"].startswith("shape:") and r["policy"].endswith("+priority"))]
+            paper = min(paper_rows, key=lambda r: r["t_overlap_ms"])
+            print(f"| {w} | {c} | {size(b)} | {tuned['count']} | {pct(naive['efficiency'])} | `{paper['policy']}` | "
+                  f"{pct(paper['efficiency'])} | `{tuned['policy']}` | {pct(tuned['efficiency'])} | "
+                  f"{pct(tuned['reduction'])} | {tuned['t_seq_ms']:.3f} | {tuned['t_overlap_ms']:.3f} | {tuned['t_bound_ms']:.3f} |")
+        return
+    print("| workload | collective | size | count | policy | t_compute ms | t_comm ms | t_seq ms | t_overlap ms | t_bound ms | reduction % | efficiency % | compute slowdown | comm slowdown | spread % | wrong |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        spread = (r["t_overlap_max_ms"] - r["t_overlap_min_ms"]) / r["t_overlap_ms"] * 100
+        print(f"| {r['workload']} | {r['collective']} | {size(r['bytes'])} | {r['count']} | `{r['policy']}` | "
+              f"{r['t_compute_ms']:.3f} | {r['t_comm_ms']:.3f} | {r['t_seq_ms']:.3f} | {r['t_overlap_ms']:.3f} | "
+              f"{r['t_bound_ms']:.3f} | {pct(r['reduction'])} | {pct(r['efficiency'])} | {r['compute_slowdown']:.2f} | "
+              f"{r['comm_slowdown']:.2f} | {spread:.1f} | {r['wrong']} |")
+
+
+if __name__ == "__main__":
+    main()

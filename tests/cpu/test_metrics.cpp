@@ -1,0 +1,45 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/metrics.h"
+#include "tandem/error.h"
+
+namespace tb = tandem::bench;
+
+TEST(Metrics, SummaryIsMedianMinMax) {
+  const auto s = tb::summarize({5, 1, 3, 4, 2});
+  EXPECT_DOUBLE_EQ(s.median, 3);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 5);
+  EXPECT_DOUBLE_EQ(s.spread(), 4.0 / 3);
+  EXPECT_DOUBLE_EQ(tb::summarize({4, 1, 3, 2}).median, 2.5);
+  EXPECT_THROW(tb::summarize({}), tandem::Error);
+}
+
+TEST(Metrics, SlowestRankPerStep) {
+  EXPECT_EQ(tb::max_over_ranks({{1, 5, 2}, {3, 1, 2.5}}), (std::vector<double>{3, 5, 2.5}));
+  EXPECT_THROW(tb::max_over_ranks({{1, 2}, {1}}), tandem::Error);
+}
+
+TEST(Metrics, BoundIsTheSlowestSideOrMemory) {
+  EXPECT_DOUBLE_EQ(tb::bound_ms(2.0, 1.5, 0, 4000), 2.0);
+  EXPECT_DOUBLE_EQ(tb::bound_ms(1.0, 1.5, 0, 4000), 1.5);
+  // 8 GB at 4000 GB/s is 2 ms: memory, not either side alone, bounds the step.
+  EXPECT_DOUBLE_EQ(tb::bound_ms(1.0, 1.5, 8e9, 4000), 2.0);
+}
+
+TEST(Metrics, ReductionAndEfficiencyFollowTheDesignDefinitions) {
+  EXPECT_DOUBLE_EQ(tb::reduction(3.0, 4.0), 0.25);
+  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 2.0, 2.0), 1.0);   // collective fully hidden
+  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 4.0, 2.0), 0.0);   // no gain
+  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 5.0, 2.0), -0.5);  // worse than sequential
+  EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 2.0, 2.0)));  // nothing to gain
+}
+
+TEST(Metrics, BandwidthAndBalance) {
+  EXPECT_DOUBLE_EQ(tb::algbw_gbps(1e9, 1.0), 1000);
+  EXPECT_EQ(tb::balanced_count(0.4, 1.9), 5);
+  EXPECT_EQ(tb::balanced_count(3.0, 1.0), 1);  // never zero units
+  EXPECT_THROW(tb::balanced_count(0, 1), tandem::Error);
+}

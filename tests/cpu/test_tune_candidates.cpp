@@ -1,0 +1,56 @@
+#include <gtest/gtest.h>
+
+#include "harness/tuner.h"
+
+namespace tb = tandem::bench;
+using tandem::parse_policy;
+using tandem::to_string;
+
+namespace {
+std::vector<std::string> texts(const std::vector<tandem::OverlapPolicy>& policies) {
+  std::vector<std::string> out;
+  for (const auto& p : policies) out.push_back(to_string(p));
+  return out;
+}
+}  // namespace
+
+TEST(TuneCandidates, OrdersCoverPriorityAndLaunchOrder) {
+  EXPECT_EQ(texts(tb::order_candidates()),
+            (std::vector<std::string>{"concurrent", "priority", "comm-first", "comm-first+priority"}));
+}
+
+TEST(TuneCandidates, ShapingCoversAutoAndEveryLevelBelowNatural) {
+  tb::CaseTraits t{132, 4, false};
+  EXPECT_EQ(texts(tb::shaping_candidates(parse_policy("priority"), t)),
+            (std::vector<std::string>{"shape:auto+priority", "shape:1+priority", "shape:2+priority", "shape:3+priority"}));
+  t.natural_blocks_per_sm = 0;  // a library's closed kernel: nothing to shape
+  EXPECT_TRUE(tb::shaping_candidates(parse_policy("priority"), t).empty());
+}
+
+TEST(TuneCandidates, SmTargetsOnlyForGemmsAndNeverBelowHalf) {
+  tb::CaseTraits t{132, 1, true};
+  EXPECT_EQ(texts(tb::sm_target_candidates(parse_policy("comm-first"), t)),
+            (std::vector<std::string>{"comm-first+sm-target:124", "comm-first+sm-target:116", "comm-first+sm-target:108",
+                                      "comm-first+sm-target:100", "comm-first+sm-target:84"}));
+  EXPECT_EQ(texts(tb::sm_target_refinements(parse_policy("comm-first+sm-target:116"), t)),
+            (std::vector<std::string>{"comm-first+sm-target:112", "comm-first+sm-target:120"}));
+  t.has_sm_target = false;
+  EXPECT_TRUE(tb::sm_target_candidates(parse_policy("comm-first"), t).empty());
+  t = {16, 1, true};
+  for (const auto& p : tb::sm_target_candidates(parse_policy("concurrent"), t)) EXPECT_GE(*p.sm_target, 8);
+}
+
+TEST(TuneCandidates, NcclResourcesAndCopyEngine) {
+  EXPECT_EQ(texts(tb::nccl_candidates(parse_policy("priority"))),
+            (std::vector<std::string>{"priority+nccl-ctas:..4", "priority+nccl-ctas:..8", "priority+nccl-ctas:..16",
+                                      "priority+nccl-cga:1", "priority+nccl-cta-policy:efficiency"}));
+  EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("comm-first+nccl-cga:1"))),
+            (std::vector<std::string>{"comm-first+copy-engine", "copy-engine"}));
+  EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("concurrent"))), (std::vector<std::string>{"copy-engine"}));
+}
+
+TEST(TuneCandidates, GreenPartitionsAreMultiplesOfEight) {
+  tb::CaseTraits t{132, 8, false};
+  EXPECT_EQ(texts(tb::green_candidates(parse_policy("priority+sm-target:116"), t)),
+            (std::vector<std::string>{"priority+green:112", "priority+green:96"}));
+}
