@@ -1,5 +1,85 @@
-// placeholder: replaced by the implementation of `tandem run`
+// `tandem run [options] -- CMD ARGS...`: runs an unmodified program with the overlap controls applied
+// by the LD_PRELOAD interposer (libtandem_preload.so, preload/). tandem prepends the library to
+// LD_PRELOAD, describes the policy to it through the TANDEM_* variables (docs/ENVIRONMENT.md), runs
+// the program, waits, and exits with the program's status (128 + signal if it was killed).
+// docs/RUN.md explains what the interposer does to which launches.
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../preload/environment.h"
 #include "commands.h"
+#include "run_child.h"
+#include "run_environment.h"
+#include "tandem/policy.h"
+
 namespace tandem::cli {
-void add_run_command(CLI::App&, int&) {}
+namespace {
+
+namespace env = tandem::preload::env;
+
+template <size_t N>
+std::vector<std::string> names(const std::array<const char*, N>& array) {
+  return std::vector<std::string>(array.begin(), array.end());
+}
+
+void print_environment(const std::vector<EnvChange>& changes) {
+  for (const auto& [name, value] : changes)
+    std::fprintf(stderr, "tandem run: %s%s%s\n", value ? "" : "unset ", name.c_str(),
+                 value ? ("=" + *value).c_str() : "");
+}
+
+int run(RunOptions options) {
+  const OverlapPolicy policy = policy_for_run(options.policy);
+  const std::string library = locate_preload_library();
+  options.stats_file = absolute_path(options.stats_file);
+  // A stats file left by an earlier run must not pass for this run's (with %p each process writes
+  // its own file, so there is nothing to remove).
+  if (!options.stats_file.empty() && options.stats_file.find("%p") == std::string::npos) {
+    std::error_code ignored;
+    std::filesystem::remove(options.stats_file, ignored);
+  }
+  const auto environment = child_environment(options, policy, library, std::getenv("LD_PRELOAD"));
+  if (options.log_level == "info" || options.log_level == "debug") print_environment(environment);
+  return run_child(options.command, environment);
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, int& exit_code) {
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Run a program with the overlap controls applied to its kernel launches (LD_PRELOAD interposer)");
+  cmd->footer(
+      "Use -- before the command. Exit status: the command's, or 128+signal if it was killed.\n"
+      "Controls: priority (NCCL kernels at the greatest stream priority), shape:N|<bytes>|auto (compute "
+      "kernels padded with dynamic shared memory), sm-target:N (cuBLAS/cuBLASLt SM-count target), "
+      "nccl-ctas/nccl-cga/nccl-cta-policy (through NCCL's environment). See docs/RUN.md.");
+  auto options = std::make_shared<RunOptions>();
+  options->policy = env::kDefaultPolicy;
+  options->log_level = env::kDefaultLogLevel;
+  options->shape_when = env::kDefaultShapeWhen;
+  cmd->add_option("--policy", options->policy, "Overlap policy, e.g. priority, shape:2+priority, sm-target:116")
+      ->capture_default_str();
+  cmd->add_option("--log-level", options->log_level, "Interposer messages: error|warn|info|debug")
+      ->check(CLI::IsMember(names(env::kLogLevelNames)))
+      ->capture_default_str();
+  cmd->add_option("--include", options->include,
+                  "Only control kernels whose name matches this glob (repeatable or comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--exclude", options->exclude, "Never control kernels whose name matches this glob (repeatable)")
+      ->delimiter(',');
+  cmd->add_option("--stats", options->stats_file, "Write the interposer's statistics as JSON here (%p: pid)");
+  cmd->add_option("--shape-when", options->shape_when,
+                  "Shape compute launches always, or only while a collective is in flight")
+      ->check(CLI::IsMember(names(env::kShapeWhenNames)))
+      ->capture_default_str();
+  cmd->add_option("command", options->command, "The command and its arguments (after --)")->required();
+  cmd->callback([options, &exit_code] { exit_code = run(*options); });
+}
+
 }  // namespace tandem::cli

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "harness/dtype.h"
+#include "harness/launch_env.h"
+#include "harness/scenario.h"
 #include "harness/workload.h"
 #include "tandem/policy.h"
 
@@ -22,6 +24,7 @@ struct BenchOptions {
   uint64_t max_bytes = 512ull << 20;
   double step_factor = 2.0;
   WorkloadOptions workload;
+  ScenarioOptions scenario;  // training scenarios (harness/scenario.h); used when workloads name them
   bool balance = true;  // choose the compute count so that t_compute ~ t_comm
   int count = 1;        // compute units per step when not balancing
   bool check = true;
@@ -30,6 +33,10 @@ struct BenchOptions {
   double timeout_s = 120;
   std::string json_path;
   bool progress = true;
+  // How this process takes part (harness/launch_env.h): threads over the visible GPUs, or one rank of
+  // a launcher's world (mpirun, torchrun, srun), and what the command line asked for.
+  LaunchRequest launch_request;
+  LaunchEnv launch;
 };
 
 // The paper's controls and their combinations, as the suite runs them.

@@ -1,4 +1,5 @@
 #include <chrono>
+#include <exception>
 #include <thread>
 
 #include "harness/rank_context.h"
@@ -50,7 +51,7 @@ int set_device_and_return(int device) {
 
 }  // namespace
 
-RankContext::RankContext(int rank_, int nranks_, int device_, RankGroup& group_, ncclComm_t comm_, double timeout)
+RankContext::RankContext(int rank_, int nranks_, int device_, Coordinator& group_, ncclComm_t comm_, double timeout)
     : rank(rank_),
       nranks(nranks_),
       device(set_device_and_return(device_)),  // before the streams below are created on it
@@ -68,9 +69,11 @@ RankContext::RankContext(int rank_, int nranks_, int device_, RankGroup& group_,
 
 RankContext::~RankContext() {
   // Destructors must not throw. After a failure the communicators are aborted, not destroyed:
-  // ncclCommDestroy would wait for peers that may never come.
+  // ncclCommDestroy would wait for peers that may never come. Unwinding from this rank's own error
+  // is such a failure too, even before anyone has marked the group failed.
+  const bool failing = std::uncaught_exceptions() > 0 || group.failed();
   for (ncclComm_t c : all_communicators()) {
-    if (group.failed() || comms_aborted_ || !finalize(c))
+    if (failing || comms_aborted_ || !finalize(c))
       ncclCommAbort(c);
     else
       ncclCommDestroy(c);
@@ -183,7 +186,7 @@ ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
   // Every rank reaches this point for the same policy, so rank 0's id reaches all of them.
   ncclUniqueId id{};
   if (rank == 0) TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
-  group.share_from_rank0(rank, &id, sizeof(id));
+  group.broadcast_from_rank0(&id, sizeof(id));
   ncclComm_t created = nullptr;
   TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&created, nranks, id, rank, &config));
   comms_by_settings_[key] = created;  // owned from here on, even if initialisation fails below

@@ -1,6 +1,7 @@
 #pragma once
 // Everything one rank (one GPU, one host thread) needs: its device, streams, communicators and
-// library handles, and waits that never hang.
+// library handles, the other ranks (a Coordinator: threads of this process, or other processes), and
+// waits that never hang.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/rank_group.h"
+#include "harness/coordinator.h"
 #include "tandem/green_context.h"
 #include "tandem/occupancy.h"
 #include "tandem/policy.h"
@@ -20,7 +21,7 @@
 namespace tandem::bench {
 
 struct RankContext {
-  RankContext(int rank, int nranks, int device, RankGroup& group, ncclComm_t comm, double timeout_s);
+  RankContext(int rank, int nranks, int device, Coordinator& group, ncclComm_t comm, double timeout_s);
   ~RankContext();
   RankContext(const RankContext&) = delete;
   RankContext& operator=(const RankContext&) = delete;
@@ -46,7 +47,7 @@ struct RankContext {
   int rank;
   int nranks;
   int device;
-  RankGroup& group;
+  Coordinator& group;  // the ranks: barrier, broadcast, all-gather, failure
   ncclComm_t comm;  // default settings; owned: destroyed (or aborted after a failure) with the context
   double timeout_s;
   DeviceLimits limits;

@@ -55,6 +55,22 @@ void RankGroup::share_from_rank0(int rank, void* data, size_t bytes) {
   barrier();  // rank 0 may not overwrite the shared value before everyone has read it
 }
 
+std::vector<std::string> RankGroup::all_gather(int rank, const std::string& mine) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (gathered_.size() != static_cast<size_t>(nranks_)) gathered_.resize(nranks_);
+    gathered_[rank] = mine;
+  }
+  barrier();
+  std::vector<std::string> out;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    out = gathered_;
+  }
+  barrier();  // nobody overwrites a slot before everyone has read them all
+  return out;
+}
+
 void RankGroup::fail(std::exception_ptr reason) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

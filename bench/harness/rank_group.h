@@ -24,6 +24,8 @@ class RankGroup {
   void barrier();
   // Rank 0's `bytes` at `data` are copied into every other rank's `data` (all ranks call it).
   void share_from_rank0(int rank, void* data, size_t bytes);
+  // Every rank's `mine`, by rank (all ranks call it).
+  std::vector<std::string> all_gather(int rank, const std::string& mine);
   // Marks the group failed (first reason wins) and wakes everyone.
   void fail(std::exception_ptr reason);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
@@ -40,6 +42,7 @@ class RankGroup {
   std::atomic<bool> failed_{false};
   std::exception_ptr first_error_;
   std::vector<unsigned char> shared_;
+  std::vector<std::string> gathered_;  // one slot per rank
 };
 
 }  // namespace tandem::bench

@@ -45,6 +45,10 @@ std::string header_text(const RunInfo& i) {
   out += "# date      " + i.date + "\n";
   out += format("# gpus      %d x %s, driver CUDA %s, runtime CUDA %s, NCCL %s\n", i.gpus, i.gpu.c_str(),
                 i.driver.c_str(), i.cuda.c_str(), i.nccl.c_str());
+  // One process per rank: say so (the threads mode, the default, keeps its header unchanged).
+  if (i.launch != "threads")
+    out += format("# launch    %s: %d ranks, one process each%s\n", i.launch.c_str(), i.world_size,
+                  i.rendezvous.empty() ? "" : (", rendezvous " + i.rendezvous).c_str());
   if (i.hbm_bandwidth_gbps > 0)
     out += format("# hbm       %.0f GB/s measured device-to-device copy (read + write)\n", i.hbm_bandwidth_gbps);
   for (const auto& line : i.config) out += "# " + line + "\n";
@@ -88,6 +92,8 @@ nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std
                         {"driver", i.driver},
                         {"cuda", i.cuda},
                         {"nccl", i.nccl},
+                        {"launch", i.launch},
+                        {"world_size", i.world_size},
                         {"hbm_bandwidth_gbps", i.hbm_bandwidth_gbps},
                         {"config", i.config},
                         {"notes", notes}};
@@ -120,6 +126,7 @@ nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std
                         {"compute_kernel", footprint_json(r.compute_kernel)},
                         {"comm_kernel", footprint_json(r.comm_kernel)}});
   }
+  if (!i.rendezvous.empty()) doc["rendezvous"] = i.rendezvous;
   doc["rows"] = std::move(out_rows);
   return doc;
 }

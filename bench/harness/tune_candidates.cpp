@@ -97,4 +97,27 @@ std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base) {
   return p == plain ? std::vector<OverlapPolicy>{p} : std::vector<OverlapPolicy>{p, plain};
 }
 
+std::vector<OverlapPolicy> partition_candidates(const OverlapPolicy& base, const CaseTraits& traits) {
+  std::vector<OverlapPolicy> out;
+  for (int freed : {8, 16, 24, 32}) {
+    OverlapPolicy p = base;
+    p.copy_engine = false;
+    p.shape = {};
+    p.nccl_min_ctas.reset();
+    p.nccl_max_ctas = freed;
+    p.nccl_cga_cluster_size = 1;
+    p.nccl_cta_policy = NcclCtaPolicy::Default;
+    if (traits.has_sm_target) {
+      p.sm_target = traits.sm_count - freed;
+      p.green_sms.reset();
+    } else {
+      p.sm_target.reset();
+      p.green_sms = (traits.sm_count - freed) / 8 * 8;  // partitions are multiples of 8 SMs on sm_90
+      if (*p.green_sms <= 0) continue;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
 }  // namespace tandem::bench

@@ -57,7 +57,20 @@ GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend 
   else
     TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_second_, type, k, m, k));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, type, n, m, n));
+  select_algorithm();
+}
 
+void GemmOp::set_sm_count_target(int sm_count) {
+  if (backend_ != GemmBackend::CublasLt) return;
+  const int32_t target = sm_count;
+  TANDEM_CUBLAS_CHECK(
+      cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target, sizeof(target)));
+  select_algorithm();
+}
+
+void GemmOp::select_algorithm() {
+  const GemmDims& dims = dims_;
+  RankContext& ctx = ctx_;
   cublasLtMatmulPreference_t pref = nullptr;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
@@ -102,6 +115,16 @@ void GemmOp::run(const void* a, const void* b, void* c, float alpha, float beta,
 
 GemmEngine::GemmEngine(RankContext& ctx, DType dtype, bool reference, double naive_limit)
     : ctx_(ctx), dtype_(dtype), reference_(reference), naive_limit_(naive_limit) {}
+
+bool GemmEngine::set_sm_count_target(int sm_count) {
+  bool any = false;
+  for (auto& entry : ops_)
+    if (entry.second->backend() == GemmBackend::CublasLt) {
+      entry.second->set_sm_count_target(sm_count);
+      any = true;
+    }
+  return any;
+}
 
 const GemmOp& GemmEngine::get(const GemmDims& dims) {
   const auto key = std::make_tuple(dims.m, dims.n, dims.k, dims.trans_a, dims.trans_b);

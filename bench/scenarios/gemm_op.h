@@ -29,6 +29,9 @@ class GemmOp {
   GemmOp(const GemmOp&) = delete;
   GemmOp& operator=(const GemmOp&) = delete;
 
+  // cuBLASLt backend: caps the SMs the GEMM uses (0: no cap) and runs the heuristic again, so it
+  // picks a kernel and grid for that many SMs.
+  void set_sm_count_target(int sm_count);
   // With beta == 0, C is not read (it may hold NaN poison).
   void run(const void* a, const void* b, void* c, float alpha, float beta, cudaStream_t stream) const;
 
@@ -44,6 +47,7 @@ class GemmOp {
   DType dtype_;
   GemmDims dims_;
   GemmBackend backend_;
+  void select_algorithm();
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t layout_first_ = nullptr, layout_second_ = nullptr, layout_c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
@@ -59,6 +63,8 @@ class GemmEngine {
   const GemmOp& get(const GemmDims& dims);
   bool reference() const { return reference_; }
   bool reference_used_cublas() const { return reference_used_cublas_; }
+  // Applies to every cuBLASLt GEMM created so far; returns false when there is none.
+  bool set_sm_count_target(int sm_count);
 
  private:
   RankContext& ctx_;

@@ -232,9 +232,18 @@ Elementwise::Elementwise(DType dtype) : dtype_(dtype) {
 
 Elementwise::~Elementwise() = default;
 
-std::vector<ShapedKernel*> Elementwise::kernels() const {
-  return {add_.get(), swiglu_.get(), swiglu_bwd_.get(), attn_.get(), attn_bwd_.get(), gather_.get(), combine_.get(),
-          swap_.get()};
+ShapedKernel* Elementwise::kernel(Kernel k) const {
+  switch (k) {
+    case Kernel::Add: return add_.get();
+    case Kernel::Swiglu: return swiglu_.get();
+    case Kernel::SwigluBackward: return swiglu_bwd_.get();
+    case Kernel::Attention: return attn_.get();
+    case Kernel::AttentionBackward: return attn_bwd_.get();
+    case Kernel::GatherRows: return gather_.get();
+    case Kernel::CombineRows: return combine_.get();
+    case Kernel::SwapBlocks: return swap_.get();
+  }
+  return nullptr;
 }
 
 void Elementwise::add(void* out, const void* a, const void* b, int64_t n, cudaStream_t stream) const {

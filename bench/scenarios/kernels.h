@@ -26,6 +26,8 @@ struct AttentionDims {
 
 class Elementwise {
  public:
+  enum class Kernel { Add, Swiglu, SwigluBackward, Attention, AttentionBackward, GatherRows, CombineRows, SwapBlocks };
+
   // Creates the kernels for `dtype` on the current device.
   explicit Elementwise(DType dtype);
   ~Elementwise();
@@ -53,7 +55,7 @@ class Elementwise {
   // Block transpose: in = [outer][inner] blocks of `block` elements, out = [inner][outer].
   void swap_blocks(void* out, const void* in, int64_t outer, int64_t inner, int64_t block, cudaStream_t stream) const;
 
-  std::vector<ShapedKernel*> kernels() const;
+  ShapedKernel* kernel(Kernel k) const;
 
  private:
   DType dtype_;

@@ -54,3 +54,17 @@ TEST(TuneCandidates, GreenPartitionsAreMultiplesOfEight) {
   EXPECT_EQ(texts(tb::green_candidates(parse_policy("priority+sm-target:116"), t)),
             (std::vector<std::string>{"priority+green:112", "priority+green:96"}));
 }
+
+TEST(TuneCandidates, PartitionsGiveNcclExactlyTheFreedSms) {
+  tb::CaseTraits gemm{132, 1, true};
+  EXPECT_EQ(texts(tb::partition_candidates(parse_policy("comm-first+priority"), gemm)),
+            (std::vector<std::string>{"comm-first+priority+sm-target:124+nccl-ctas:..8+nccl-cga:1",
+                                      "comm-first+priority+sm-target:116+nccl-ctas:..16+nccl-cga:1",
+                                      "comm-first+priority+sm-target:108+nccl-ctas:..24+nccl-cga:1",
+                                      "comm-first+priority+sm-target:100+nccl-ctas:..32+nccl-cga:1"}));
+  tb::CaseTraits stream{132, 8, false};
+  const auto green = tb::partition_candidates(parse_policy("shape:5+priority+copy-engine"), stream);
+  ASSERT_EQ(green.size(), 4u);
+  EXPECT_EQ(to_string(green[0]), "priority+nccl-ctas:..8+nccl-cga:1+green:120");
+  EXPECT_EQ(to_string(green[3]), "priority+nccl-ctas:..32+nccl-cga:1+green:96");
+}

@@ -9,6 +9,7 @@
 
 #include "gpu_test_util.h"
 #include "harness/rank_context.h"
+#include "harness/rank_group.h"
 #include "harness/runner.h"
 #include "tandem/cuda_check.h"
 
@@ -98,7 +99,8 @@ TEST(BenchGpu, CollectiveThatNeverCompletesTimesOutAndAborts) {
   void* buffers[2] = {nullptr, nullptr};
   try {
     group.run([&](int rank) {
-      tandem::bench::RankContext ctx(rank, 2, rank, group, comms[rank], /*timeout_s=*/3);
+      tandem::bench::ThreadCoordinator peers(group, rank);
+      tandem::bench::RankContext ctx(rank, 2, rank, peers, comms[rank], /*timeout_s=*/3);
       comms[rank] = nullptr;
       TANDEM_CUDA_CHECK(cudaMalloc(&buffers[rank], 1 << 20));
       if (rank == 0) {

@@ -1,0 +1,124 @@
+#include "run_environment.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "../preload/environment.h"
+#include "tandem/error.h"
+
+namespace tandem::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace env = tandem::preload::env;
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+bool usable_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && ::access(p.c_str(), R_OK) == 0;
+}
+
+// LD_PRELOAD separates entries with spaces or colons; a path containing either cannot be preloaded.
+void require_preloadable(const std::string& path) {
+  TANDEM_REQUIRE(path.find_first_of(" :") == std::string::npos,
+                 "the interposer's path '" + path + "' contains a space or a colon, which LD_PRELOAD cannot carry");
+}
+
+// Our library first (it must see dlsym and the driver symbols before anyone else), then whatever the
+// parent preloaded, without repeating ours (nested `tandem run`).
+std::string prepend_preload(const std::string& library, const char* existing) {
+  std::string value = library;
+  if (!existing) return value;
+  std::string rest = existing;
+  size_t start = 0;
+  while (start <= rest.size()) {
+    const size_t end = rest.find_first_of(" :", start);
+    const std::string entry = rest.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!entry.empty() && entry != library) value += ":" + entry;
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string locate_preload_library() {
+  const std::string override_path = env::preload_library_override();
+  if (!override_path.empty()) {
+    TANDEM_REQUIRE(usable_file(override_path),
+                   std::string(env::kPreloadLib) + "='" + override_path + "' is not a readable file");
+    const std::string absolute = fs::absolute(override_path).lexically_normal().string();
+    require_preloadable(absolute);
+    return absolute;
+  }
+  std::error_code ec;
+  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  TANDEM_REQUIRE(!ec, "cannot read /proc/self/exe to find libtandem_preload.so: " + ec.message());
+  std::vector<std::string> tried;
+  for (const char* libdir : {"lib", "lib64"}) {
+    const fs::path candidate = (self.parent_path() / ".." / libdir / "libtandem_preload.so").lexically_normal();
+    if (usable_file(candidate)) {
+      require_preloadable(candidate.string());
+      return candidate.string();
+    }
+    tried.push_back(candidate.string());
+  }
+  TANDEM_THROW("cannot find libtandem_preload.so (looked for " + join(tried, ", ") +
+               "); build the tandem_preload "
+               "target or set " +
+               env::kPreloadLib);
+}
+
+OverlapPolicy policy_for_run(const std::string& text) {
+  const OverlapPolicy policy = parse_policy(text);  // throws with the grammar on a bad token
+  const auto refuse = [&](const std::string& token, const std::string& why) {
+    TANDEM_THROW("policy '" + text + "': " + token + " cannot be applied by `tandem run`: " + why +
+                 "; use `tandem bench` to measure it, or change the program");
+  };
+  if (policy.order == LaunchOrder::Sequential) refuse("sequential", "the program's streams are its own");
+  if (policy.order == LaunchOrder::CommFirst) refuse("comm-first", "the program decides its launch order");
+  if (policy.green_sms) refuse("green:" + std::to_string(*policy.green_sms), "it needs green contexts in the program");
+  if (policy.copy_engine) refuse("copy-engine", "it needs symmetric NCCL windows registered by the program");
+  return policy;
+}
+
+std::vector<EnvChange> child_environment(const RunOptions& options, const OverlapPolicy& policy,
+                                         const std::string& library, const char* existing_ld_preload) {
+  std::vector<EnvChange> changes;
+  changes.emplace_back("LD_PRELOAD", prepend_preload(library, existing_ld_preload));
+  changes.emplace_back(env::kPolicy, options.policy);
+  changes.emplace_back(env::kLogLevel, options.log_level);
+  changes.emplace_back(env::kShapeWhen, options.shape_when);
+  const auto optional_value = [](const std::string& v) -> std::optional<std::string> {
+    return v.empty() ? std::nullopt : std::optional<std::string>(v);
+  };
+  changes.emplace_back(env::kInclude, optional_value(join(options.include, ",")));
+  changes.emplace_back(env::kExclude, optional_value(join(options.exclude, ",")));
+  changes.emplace_back(env::kStatsFile, optional_value(options.stats_file));
+  // nccl-* tokens: NCCL reads these when a communicator is created, and they override what the
+  // program put in ncclConfig_t.
+  if (policy.nccl_min_ctas) changes.emplace_back("NCCL_MIN_CTAS", std::to_string(*policy.nccl_min_ctas));
+  if (policy.nccl_max_ctas) changes.emplace_back("NCCL_MAX_CTAS", std::to_string(*policy.nccl_max_ctas));
+  if (policy.nccl_cga_cluster_size)
+    changes.emplace_back("NCCL_CGA_CLUSTER_SIZE", std::to_string(*policy.nccl_cga_cluster_size));
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) changes.emplace_back("NCCL_CTA_POLICY", "1");
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Zero) changes.emplace_back("NCCL_CTA_POLICY", "2");
+  return changes;
+}
+
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  return fs::absolute(path).lexically_normal().string();
+}
+
+}  // namespace tandem::cli

@@ -1,0 +1,42 @@
+#pragma once
+// What `tandem run` puts in its child's environment: LD_PRELOAD with the interposer first, the
+// TANDEM_* variables from its options (exactly those: unset options clear inherited values), and
+// the NCCL variables that carry the policy's nccl-* tokens.
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/policy.h"
+
+namespace tandem::cli {
+
+struct RunOptions {
+  std::string policy;  // validated text (default: the interposer's default)
+  std::string log_level;
+  std::vector<std::string> include;  // glob patterns
+  std::vector<std::string> exclude;
+  std::string stats_file;  // "" for none
+  std::string shape_when;
+  std::vector<std::string> command;  // CMD ARGS...
+};
+
+// A variable to set (value) or to remove (nullopt) in the child.
+using EnvChange = std::pair<std::string, std::optional<std::string>>;
+
+// The interposer library: TANDEM_PRELOAD_LIB, else <dir of this executable>/../lib (or ../lib64).
+// Throws tandem::Error naming the places it looked.
+std::string locate_preload_library();
+
+// The policy as `tandem run` can apply it to an unmodified program. Throws tandem::Error for tokens
+// that need the program's cooperation (sequential, comm-first, green:N, copy-engine).
+OverlapPolicy policy_for_run(const std::string& text);
+
+// `existing_ld_preload` is the parent's LD_PRELOAD (nullptr if unset).
+std::vector<EnvChange> child_environment(const RunOptions&, const OverlapPolicy&, const std::string& library,
+                                         const char* existing_ld_preload);
+
+// "--stats out.json" given relative: made absolute now, since the program may change directory.
+std::string absolute_path(const std::string& path);
+
+}  // namespace tandem::cli

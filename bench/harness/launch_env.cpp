@@ -1,0 +1,274 @@
+#include "harness/launch_env.h"
+
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+#include <vector>
+
+#include "tandem/error.h"
+
+namespace tandem::bench {
+
+namespace {
+
+// A variable that must be a non-negative integer when set.
+std::optional<int> read_int(const Environment& env, const std::string& name) {
+  const auto value = env(name);
+  if (!value) return std::nullopt;
+  const std::string& text = *value;
+  bool ok = !text.empty() && text.size() <= 9;
+  for (char c : text) ok = ok && std::isdigit(static_cast<unsigned char>(c));
+  if (!ok) TANDEM_THROW(name + "='" + text + "' is not a non-negative integer");
+  return std::stoi(text);
+}
+
+bool is_set(const Environment& env, const std::string& name) { return env(name).has_value(); }
+
+struct Variables {
+  const char* rank;
+  const char* size;
+  std::vector<const char*> local_rank;  // the first one set wins
+  const char* local_size;
+};
+
+// Reads one launcher's trio. Both rank and size are needed; one without the other is an error.
+LaunchEnv read_trio(LaunchMode mode, const Environment& env, const Variables& v) {
+  const auto rank = read_int(env, v.rank);
+  const auto size = read_int(env, v.size);
+  if (!rank || !size)
+    TANDEM_THROW(std::string(rank ? v.rank : v.size) + " is set but " + (rank ? v.size : v.rank) +
+                 " is not: the launcher's environment is incomplete");
+  LaunchEnv out;
+  out.mode = mode;
+  out.rank = *rank;
+  out.world_size = *size;
+  out.source = std::string(v.rank) + "/" + v.size;
+  for (const char* name : v.local_rank)
+    if (auto local = read_int(env, name)) {
+      out.local_rank = *local;
+      break;
+    }
+  if (v.local_size)
+    if (auto local = read_int(env, v.local_size)) out.local_world_size = *local;
+  if (out.world_size < 1) TANDEM_THROW(std::string(v.size) + "=0: a run needs at least one rank");
+  if (out.rank >= out.world_size)
+    TANDEM_THROW(std::string(v.rank) + "=" + std::to_string(out.rank) + " is not below " + v.size + "=" +
+                 std::to_string(out.world_size));
+  if (out.local_world_size > 0) {
+    if (out.local_rank >= out.local_world_size)
+      TANDEM_THROW("local rank " + std::to_string(out.local_rank) + " is not below the local world size " +
+                   std::to_string(out.local_world_size));
+    out.multi_node = out.local_world_size < out.world_size;
+  }
+  return out;
+}
+
+const Variables kOmpi{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK"},
+                      "OMPI_COMM_WORLD_LOCAL_SIZE"};
+const Variables kTorch{"RANK", "WORLD_SIZE", {"LOCAL_RANK"}, "LOCAL_WORLD_SIZE"};
+const Variables kPmi{"PMI_RANK", "PMI_SIZE", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, "MPI_LOCALNRANKS"};
+
+LaunchEnv read_slurm(const Environment& env) {
+  // Inside a step, SLURM_STEP_NUM_TASKS is the step's task count; SLURM_NTASKS may be the job's.
+  const char* size = is_set(env, "SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
+  LaunchEnv out = read_trio(LaunchMode::Slurm, env, Variables{"SLURM_PROCID", size, {"SLURM_LOCALID"}, nullptr});
+  const char* nodes = is_set(env, "SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES" : "SLURM_NNODES";
+  if (auto n = read_int(env, nodes)) out.multi_node = *n > 1;
+  return out;
+}
+
+bool torchelastic(const Environment& env) {
+  return is_set(env, "TORCHELASTIC_RUN_ID") || is_set(env, "TORCHELASTIC_RESTART_COUNT") || is_set(env, "GROUP_RANK");
+}
+
+LaunchEnv read_mode(LaunchMode mode, const Environment& env) {
+  switch (mode) {
+    case LaunchMode::Mpi: return read_trio(LaunchMode::Mpi, env, kOmpi);
+    case LaunchMode::Torchrun: return read_trio(LaunchMode::Torchrun, env, kTorch);
+    case LaunchMode::Slurm: return read_slurm(env);
+    case LaunchMode::Env:
+      // env: RANK/WORLD_SIZE set by hand or by a launcher we do not know, else PMI (MPICH, Intel MPI).
+      return is_set(env, "RANK") || is_set(env, "WORLD_SIZE") ? read_trio(LaunchMode::Env, env, kTorch)
+                                                               : read_trio(LaunchMode::Env, env, kPmi);
+    case LaunchMode::Threads: break;
+  }
+  return LaunchEnv{};
+}
+
+LaunchEnv auto_detect(const Environment& env) {
+  if (is_set(env, "OMPI_COMM_WORLD_RANK") || is_set(env, "OMPI_COMM_WORLD_SIZE")) return read_mode(LaunchMode::Mpi, env);
+  if (is_set(env, "RANK") || is_set(env, "WORLD_SIZE"))
+    return read_trio(torchelastic(env) ? LaunchMode::Torchrun : LaunchMode::Env, env, kTorch);
+  const bool slurm = is_set(env, "SLURM_PROCID");
+  if (is_set(env, "PMI_RANK") || is_set(env, "PMI_SIZE")) {
+    LaunchEnv pmi = read_trio(LaunchMode::Env, env, kPmi);
+    // srun's PMI plugins set PMI_* too: then it is a Slurm step, and SLURM_LOCALID is reliable.
+    if (slurm) {
+      LaunchEnv s = read_slurm(env);
+      if (s.rank == pmi.rank && s.world_size == pmi.world_size) return s;
+    }
+    return pmi;
+  }
+  if (slurm) return read_slurm(env);
+  return LaunchEnv{};
+}
+
+std::string sanitize(const std::string& text) {
+  std::string out;
+  for (char c : text) out += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  return out.substr(0, 120);
+}
+
+std::string value_or(const Environment& env, const std::string& name, const std::string& fallback) {
+  const auto v = env(name);
+  return v && !v->empty() ? *v : fallback;
+}
+
+}  // namespace
+
+const char* to_string(LaunchMode mode) {
+  switch (mode) {
+    case LaunchMode::Threads: return "threads";
+    case LaunchMode::Mpi: return "mpi";
+    case LaunchMode::Torchrun: return "torchrun";
+    case LaunchMode::Slurm: return "slurm";
+    case LaunchMode::Env: return "env";
+  }
+  return "?";
+}
+
+Environment process_environment() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+}
+
+Environment map_environment(std::map<std::string, std::string> variables) {
+  return [variables = std::move(variables)](const std::string& name) -> std::optional<std::string> {
+    auto it = variables.find(name);
+    return it == variables.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+LaunchEnv detect_launch(const std::string& requested, const Environment& env) {
+  if (requested == "threads") return LaunchEnv{};
+  if (requested == "auto") {
+    LaunchEnv found = auto_detect(env);
+    // A launcher's world of one is the single-process case: drive the visible GPUs with threads.
+    return found.world_size == 1 ? LaunchEnv{} : found;
+  }
+  for (LaunchMode mode : {LaunchMode::Mpi, LaunchMode::Torchrun, LaunchMode::Slurm, LaunchMode::Env}) {
+    if (requested != to_string(mode)) continue;
+    static const std::map<LaunchMode, std::string> needs = {
+        {LaunchMode::Mpi, "OMPI_COMM_WORLD_RANK"},
+        {LaunchMode::Torchrun, "RANK"},
+        {LaunchMode::Slurm, "SLURM_PROCID"},
+    };
+    auto need = needs.find(mode);
+    if (need != needs.end() && !is_set(env, need->second))
+      TANDEM_THROW("--launch " + requested + " but " + need->second + " is not set: not started by that launcher");
+    if (mode == LaunchMode::Env && !is_set(env, "RANK") && !is_set(env, "PMI_RANK"))
+      TANDEM_THROW("--launch env needs RANK and WORLD_SIZE (or PMI_RANK and PMI_SIZE)");
+    return read_mode(mode, env);
+  }
+  TANDEM_THROW("bad --launch '" + requested + "'; accepted: auto, threads, mpi, torchrun, slurm, env");
+}
+
+int choose_device(const LaunchEnv& launch, const LaunchRequest& request, int visible) {
+  if (visible < 1) TANDEM_THROW("no GPU is visible to rank " + std::to_string(launch.rank));
+  if (request.device >= 0) {
+    if (request.device >= visible)
+      TANDEM_THROW("--device " + std::to_string(request.device) + " but only " + std::to_string(visible) +
+                   " GPU(s) are visible to rank " + std::to_string(launch.rank));
+    return request.device;
+  }
+  const int local = launch.local_rank >= 0 ? launch.local_rank : launch.rank;
+  if (local < visible) return local;
+  if (visible == 1) return 0;  // the launcher gave this process one GPU (CUDA_VISIBLE_DEVICES)
+  if (request.allow_shared_gpu) return local % visible;
+  TANDEM_THROW("rank " + std::to_string(launch.rank) + " has local rank " + std::to_string(local) + " but only " +
+               std::to_string(visible) + " GPU(s) are visible: start at most " + std::to_string(visible) +
+               " ranks per node, give each rank its GPU with --device, or pass --allow-shared-gpu");
+}
+
+std::string RendezvousPlan::describe() const {
+  switch (kind) {
+    case RendezvousKind::Mpi: return "mpi";
+    case RendezvousKind::NcclCommId: return "nccl-comm-id:" + where;
+    case RendezvousKind::File: return "file:" + where;
+  }
+  return "?";
+}
+
+std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {
+  const std::string master =
+      is_set(env, "MASTER_ADDR") ? value_or(env, "MASTER_ADDR", "") + "-" + value_or(env, "MASTER_PORT", "") : "";
+  std::string key;
+  switch (launch.mode) {
+    case LaunchMode::Slurm:
+      if (is_set(env, "SLURM_JOB_ID"))
+        key = "slurm-" + value_or(env, "SLURM_JOB_ID", "") + "." + value_or(env, "SLURM_STEP_ID", "batch");
+      break;
+    case LaunchMode::Mpi:
+      if (is_set(env, "OMPI_MCA_ess_base_jobid")) key = "ompi-" + value_or(env, "OMPI_MCA_ess_base_jobid", "");
+      else if (is_set(env, "PMIX_NAMESPACE")) key = "pmix-" + value_or(env, "PMIX_NAMESPACE", "");
+      break;
+    case LaunchMode::Torchrun:
+      // torchrun without --rdzv-id calls every run "none"; the master address and port tell
+      // concurrent runs apart, the restart count tells a restarted group from its predecessor.
+      key = "torchrun-" + value_or(env, "TORCHELASTIC_RUN_ID", "none") + "-" + master + "-r" +
+            value_or(env, "TORCHELASTIC_RESTART_COUNT", "0");
+      break;
+    default: break;
+  }
+  if (key.empty()) {
+    if (!master.empty()) key = "master-" + master;
+    else if (is_set(env, "SLURM_JOB_ID")) key = "slurm-" + value_or(env, "SLURM_JOB_ID", "");
+    else if (is_set(env, "PMIX_NAMESPACE")) key = "pmix-" + value_or(env, "PMIX_NAMESPACE", "");
+    else key = "default";
+  }
+  return sanitize(key);
+}
+
+RendezvousPlan choose_rendezvous(const LaunchEnv& launch, const LaunchRequest& request, const Environment& env,
+                                 bool mpi_available) {
+  RendezvousPlan plan;
+  const std::string key = rendezvous_key(launch, env);
+  std::string dir = request.rendezvous;
+  if (dir.empty()) dir = value_or(env, "TANDEM_RENDEZVOUS", "");
+  if (!dir.empty()) {
+    plan.kind = RendezvousKind::File;
+    plan.where = dir + "/" + key;
+    return plan;
+  }
+  if (auto comm_id = env("NCCL_COMM_ID"); comm_id && !comm_id->empty()) {
+    plan.kind = RendezvousKind::NcclCommId;
+    plan.where = *comm_id;
+    return plan;
+  }
+  if (launch.mode == LaunchMode::Mpi && mpi_available) {
+    plan.kind = RendezvousKind::Mpi;
+    return plan;
+  }
+  if (launch.multi_node) {
+    const auto addr = env("MASTER_ADDR");
+    const auto port = read_int(env, "MASTER_PORT");
+    if (launch.mode == LaunchMode::Torchrun && addr && !addr->empty() && port) {
+      // torchrun's own store listens on MASTER_PORT; the next port is NCCL's bootstrap root on rank 0.
+      plan.kind = RendezvousKind::NcclCommId;
+      plan.where = *addr + ":" + std::to_string(*port + 1);
+      plan.set_nccl_comm_id = true;
+      return plan;
+    }
+    TANDEM_THROW("the ranks span several nodes (" + launch.source + ") but no rendezvous reaches them all: give a "
+                 "directory every node shares with --rendezvous DIR (or TANDEM_RENDEZVOUS), or set "
+                 "NCCL_COMM_ID=<address of rank 0's node>:<free port> for every rank");
+  }
+  plan.kind = RendezvousKind::File;
+  plan.where = "/tmp/tandem-rendezvous-" + std::to_string(static_cast<long>(getuid())) + "/" + key;
+  return plan;
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,405 @@
+#include "harness/scenario_runner.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "harness/local_ranks.h"
+#include "harness/metrics.h"
+#include "tandem/cuda_check.h"
+#include "tandem/kernel_footprint_probe.h"
+
+namespace tandem::bench {
+
+namespace {
+
+struct Samples {
+  std::vector<double> total, compute_busy, comm_busy;
+};
+struct Measured {
+  Summary total, compute_busy, comm_busy;
+};
+
+bool is_nccl_kernel(const std::string& name) {
+  return name.find("ncclDevKernel") != std::string::npos || name.find("ncclSymkDevKernel") != std::string::npos;
+}
+
+FootprintRecord record_of(const CapturedLaunch& launch, const DeviceLimits& limits) {
+  FootprintRecord r;
+  r.kernel = launch.kernel_name;
+  r.grid_blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
+  r.footprint = launch.footprint;
+  r.blocks_per_sm = residency(limits, launch.footprint).blocks_per_sm;
+  return r;
+}
+
+const char* mode_name(ScenarioMode m) {
+  switch (m) {
+    case ScenarioMode::Full: return "overlap";
+    case ScenarioMode::ComputeOnly: return "compute alone";
+    case ScenarioMode::CommOnly: return "collectives alone";
+    case ScenarioMode::Sequential: return "sequential";
+  }
+  return "?";
+}
+
+// One scenario on one rank: baselines in the default configuration, then each policy.
+class ScenarioCase {
+ public:
+  // Every rank runs the same calls in the same order; aggregates go through ctx.group (harness/
+  // coordinator.h), so all ranks - threads or processes - compute the same ones and take the same
+  // decisions.
+  ScenarioCase(RankContext& ctx, const BenchOptions& options, Scenario& scenario)
+      : ctx_(ctx), options_(options), scenario_(scenario) {
+    TANDEM_CUDA_CHECK(cudaEventCreate(&start_));
+    TANDEM_CUDA_CHECK(cudaEventCreate(&end_));
+    restore();
+  }
+  ~ScenarioCase() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(end_);
+  }
+  ScenarioCase(const ScenarioCase&) = delete;
+  ScenarioCase& operator=(const ScenarioCase&) = delete;
+
+  // One sequential iteration first: NCCL connects to its peers on first use (not allowed during
+  // capture), libraries load their kernels, and every buffer - collective outputs included - holds
+  // real values before anything is timed (compute-only runs read what collectives left there).
+  // Then the first collective and the first compute operation are captured to read their kernels.
+  void capture_footprints() {
+    ctx_.group.barrier();
+    run_once(ScenarioMode::Sequential, nullptr);
+    ctx_.group.barrier();
+    auto wait = [&](cudaStream_t s) { ctx_.wait(s, "footprint capture"); };
+    const auto comm = capture_kernel_launches(
+        ctx_.comm_default, [&](cudaStream_t s) { scenario_.enqueue_sample(ctx_, s, true); }, wait);
+    // One rank: NCCL copies instead of launching a kernel, so there is no footprint to leave room for.
+    const auto nccl =
+        std::find_if(comm.begin(), comm.end(), [](const auto& l) { return is_nccl_kernel(l.kernel_name); });
+    if (nccl != comm.end()) comm_kernel_ = record_of(*nccl, ctx_.limits);
+    const auto compute = capture_kernel_launches(
+        ctx_.compute, [&](cudaStream_t s) { scenario_.enqueue_sample(ctx_, s, false); }, wait);
+    TANDEM_REQUIRE(!compute.empty(), scenario_.name() + ": the first compute operation launched no kernel");
+    compute_kernel_ = record_of(compute.front(), ctx_.limits);
+  }
+
+  // t_seq first: it leaves real values in every buffer the compute-only run then reads.
+  void measure_baselines() {
+    t_seq_ = measure(ScenarioMode::Sequential, nullptr).total;
+    t_compute_ = measure(ScenarioMode::ComputeOnly, nullptr).total;
+    t_comm_ = measure(ScenarioMode::CommOnly, nullptr).total;
+    t_bound_ = bound_ms(t_compute_.median, t_comm_.median, scenario_.hbm_bytes(),
+                        ctx_.group.min(ctx_.hbm_bandwidth_gbps));
+  }
+
+  // Applies `policy`, checks results under it, measures it and restores the defaults. Returns false
+  // (with `skip_reason`) when the default suite holds a policy that cannot apply to this scenario;
+  // a policy the user named explicitly must apply, or the run fails.
+  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) {
+    const std::string why = apply(policy);
+    if (!why.empty()) {
+      restore();
+      if (options_.policies_given) TANDEM_THROW("policy '" + to_string(policy) + "' cannot apply: " + why);
+      skip_reason = why;
+      return false;
+    }
+    const ScenarioMode mode = policy.is_sequential() ? ScenarioMode::Sequential : ScenarioMode::Full;
+    row.wrong = options_.check ? check(mode, &policy) : 0;
+    const Measured m = measure(mode, &policy);
+    const auto kernels = scenario_.shaped_kernels();
+    const bool shaped = policy.shape.kind != ShapeTarget::Kind::None && !kernels.empty();
+    fill_row(row, policy, m, shaped ? kernels.front() : nullptr);
+    restore();
+    return true;
+  }
+
+ private:
+  // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does. Every
+  // rank takes the same path (same scenario, GPUs and policies), so communicators for a policy's
+  // NCCL settings are created by all ranks together.
+  std::string apply(const OverlapPolicy& policy) {
+    if (policy.shape.kind != ShapeTarget::Kind::None) {
+      const auto kernels = scenario_.shaped_kernels();
+      if (kernels.empty()) return "the scenario's kernels all belong to libraries (cuBLASLt, NCCL)";
+      if (policy.shape.kind == ShapeTarget::Kind::Auto && comm_kernel_.kernel.empty())
+        return scenario_.collective() + " launched no kernel on " + std::to_string(ctx_.nranks) +
+               " rank(s), so there is no footprint to leave room for";
+      try {
+        // Only tandem's element-wise kernels are shaped; cuBLASLt's GEMMs run as they are.
+        for (ShapedKernel* k : kernels) k->shape(policy.shape, comm_kernel_.footprint);
+      } catch (const Error& e) {
+        return e.what();
+      }
+    }
+    if (policy.sm_target) {
+      sm_target_set_ = true;
+      if (!scenario_.set_sm_count_target(*policy.sm_target))
+        return "sm-target applies to cuBLASLt GEMMs; the scenario has none";
+    }
+    if (policy.copy_engine)
+      return "copy-engine collectives need buffers registered as symmetric windows, which the scenarios do not "
+             "register";
+    active_.comm = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
+    active_.communicator = ctx_.communicator_for(policy);
+    active_.comm_first = policy.order == LaunchOrder::CommFirst;
+    if (policy.green_sms) {
+      try {
+        active_.compute = ctx_.green_stream(*policy.green_sms);
+      } catch (const Error& e) {
+        return std::string("no green context: ") + e.what();
+      }
+    }
+    return "";
+  }
+
+  void restore() {
+    for (ShapedKernel* k : scenario_.shaped_kernels()) k->shape(ShapeTarget{});
+    if (sm_target_set_) scenario_.set_sm_count_target(0);
+    sm_target_set_ = false;
+    active_ = ScenarioStreams{};
+    active_.compute = ctx_.compute;
+    active_.comm = ctx_.comm_default;
+    active_.communicator = ctx_.comm;
+  }
+
+  void fill_row(Row& row, const OverlapPolicy& policy, const Measured& m, const ShapedKernel* kernel) const {
+    row.count = scenario_.count();
+    row.policy = to_string(policy);
+    row.t_compute_ms = t_compute_.median;
+    row.t_comm_ms = t_comm_.median;
+    row.t_seq_ms = t_seq_.median;
+    row.t_bound_ms = t_bound_;
+    row.t_overlap_ms = m.total.median;
+    row.t_overlap_min_ms = m.total.min;
+    row.t_overlap_max_ms = m.total.max;
+    row.reduction = reduction(row.t_overlap_ms, row.t_seq_ms);
+    row.efficiency = efficiency(row.t_seq_ms, row.t_overlap_ms, row.t_bound_ms);
+    // Each side's busy time under overlap (its stream's stretches between waits for the other) over
+    // its time alone. Sequential: each side ran alone, by construction.
+    row.compute_slowdown = policy.is_sequential() ? 1.0 : m.compute_busy.median / t_compute_.median;
+    row.comm_slowdown = policy.is_sequential() ? 1.0 : m.comm_busy.median / t_comm_.median;
+    row.algbw_gbps = algbw_gbps(double(scenario_.collective_bytes()), t_comm_.median);
+    row.busbw_gbps = row.algbw_gbps * scenario_.busbw_factor(ctx_.nranks);
+    row.compute_blocks_per_sm = kernel ? kernel->blocks_per_sm() : -1;
+    row.shape_dynamic_smem = kernel ? static_cast<int64_t>(kernel->dynamic_smem()) : -1;
+    row.compute_kernel = compute_kernel_;
+    row.comm_kernel = comm_kernel_;
+  }
+
+  // Baselines and sequential run in the default configuration; Full runs with what apply() chose.
+  ScenarioStreams streams_for(ScenarioMode mode) const {
+    if (mode == ScenarioMode::Full) return active_;
+    ScenarioStreams s;
+    s.compute = ctx_.compute;
+    s.comm = ctx_.comm_default;
+    s.communicator = ctx_.comm;
+    return s;
+  }
+
+  std::string step_name(ScenarioMode mode, const OverlapPolicy* policy) const {
+    return scenario_.name() + " " + mode_name(mode) + (policy ? " " + to_string(*policy) : std::string());
+  }
+
+  void run_once(ScenarioMode mode, const OverlapPolicy* policy) {
+    const ScenarioStreams streams = streams_for(mode);
+    scenario_.enqueue_iteration(ctx_, streams, mode);
+    ctx_.wait(streams.compute, step_name(mode, policy));
+  }
+
+  // Poisons the outputs, runs one iteration and counts wrong elements over all ranks.
+  int64_t check(ScenarioMode mode, const OverlapPolicy* policy) {
+    scenario_.poison_outputs(ctx_.compute);
+    // The poison ran on the compute stream; the iteration may start on another stream, which must
+    // not run before the poison lands.
+    ctx_.wait(ctx_.compute, "poison outputs");
+    ctx_.group.barrier();
+    run_once(mode, policy);
+    return ctx_.group.sum(scenario_.count_wrong(ctx_));  // every rank gets the same total
+  }
+
+  Measured measure(ScenarioMode mode, const OverlapPolicy* policy) {
+    Samples mine;
+    const std::string step = step_name(mode, policy);
+    const ScenarioStreams streams = streams_for(mode);
+    for (int rep = 0; rep < options_.warmup + options_.iters; ++rep) {
+      // Ranks enqueue together, so no rank waits in a collective for another's host.
+      ctx_.group.barrier();
+      // The iteration begins after `start_` and is over at `end_` on its compute stream, into which
+      // it joins every other stream it used.
+      TANDEM_CUDA_CHECK(cudaEventRecord(start_, streams.compute));
+      scenario_.enqueue_iteration(ctx_, streams, mode);
+      TANDEM_CUDA_CHECK(cudaEventRecord(end_, streams.compute));
+      ctx_.wait(streams.compute, step);
+      if (rep < options_.warmup) continue;
+      float ms = 0;
+      TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, end_));
+      mine.total.push_back(ms);
+      if (mode == ScenarioMode::Full) {
+        const StreamBusy busy = scenario_.last_busy();
+        mine.compute_busy.push_back(busy.compute_ms);
+        mine.comm_busy.push_back(busy.comm_ms);
+      }
+    }
+    // One exchange for the three series; per iteration the slowest rank, then the median.
+    const auto ranks = ctx_.group.all_gather_series({mine.total, mine.compute_busy, mine.comm_busy});
+    auto series = [&](size_t f) {
+      std::vector<std::vector<double>> out;
+      for (const auto& r : ranks) out.push_back(r.at(f));
+      return out;
+    };
+    Measured m;
+    m.total = summarize(max_over_ranks(series(0)));
+    if (mode == ScenarioMode::Full) {
+      m.compute_busy = summarize(max_over_ranks(series(1)));
+      m.comm_busy = summarize(max_over_ranks(series(2)));
+    }
+    return m;
+  }
+
+  RankContext& ctx_;
+  const BenchOptions& options_;
+  Scenario& scenario_;
+  cudaEvent_t start_ = nullptr, end_ = nullptr;
+  ScenarioStreams active_;  // what apply() chose for the policy being measured (defaults otherwise)
+  bool sm_target_set_ = false;
+  FootprintRecord comm_kernel_, compute_kernel_;
+  Summary t_compute_, t_comm_, t_seq_;
+  double t_bound_ = 0;
+};
+
+std::string join(const std::vector<std::string>& items, const char* sep = ",") {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string number(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", v);
+  return buffer;
+}
+
+}  // namespace
+
+bool is_scenario(const std::string& name) {
+  for (const auto& e : scenario_registry())
+    if (name == e.name) return true;
+  return false;
+}
+
+const std::vector<std::string>& scenario_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& e : scenario_registry()) out.push_back(e.name);
+    return out;
+  }();
+  return names;
+}
+
+std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOptions& options, int nranks) {
+  const ScenarioOptions& o = options.scenario;
+  TANDEM_REQUIRE(nranks >= 1, "a scenario needs at least one rank");
+  TANDEM_REQUIRE(o.layers >= 1, "--layers must be at least 1 (got " + std::to_string(o.layers) + ")");
+  TANDEM_REQUIRE(o.seq >= 1, "--seq must be positive (got " + std::to_string(o.seq) + ")");
+  TANDEM_REQUIRE(o.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(o.micro_batches) + ")");
+  TANDEM_REQUIRE(o.bucket_mb > 0 && o.first_bucket_mb > 0, "--bucket-mb and --first-bucket-mb must be positive");
+  for (const auto& e : scenario_registry())
+    if (name == e.name) {
+      ScenarioConfig c;
+      c.options = o;
+      c.dtype = options.dtype;
+      c.seed = options.workload.seed;
+      c.nranks = nranks;
+      return e.make(c);
+    }
+  TANDEM_THROW("unknown scenario '" + name + "'; accepted: " + join(scenario_names(), ", "));
+}
+
+void validate_scenarios(const BenchOptions& options, int nranks) {
+  for (const auto& name : options.workloads) make_scenario(name, options, nranks);
+}
+
+std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks) {
+  const ScenarioOptions& s = o.scenario;
+  std::string policies;
+  for (const auto& p : effective_policies(o)) policies += (policies.empty() ? "" : ",") + to_string(p);
+  std::vector<std::string> lines = {
+      "workloads " + join(o.workloads) + " (training scenarios, docs/WORKLOADS.md)",
+      "model     " + std::string(to_string(o.dtype)) + " hidden " + std::to_string(s.hidden) + ", tokens " +
+          std::to_string(s.seq) + " per micro-batch, layers " + std::to_string(s.layers) + ", micro-batches " +
+          std::to_string(s.micro_batches) + ", sequence-parallel " + (s.sequence_parallel ? "on" : "off") +
+          ", DDP buckets " + number(s.first_bucket_mb) + " MiB then " + number(s.bucket_mb) + " MiB, experts " +
+          std::to_string(s.experts) + " top-" + std::to_string(s.top_k) + ", " + std::to_string(nranks) + " rank(s)",
+      "policies  " + policies,
+      "timing    " + std::to_string(o.warmup) + " warm-up + " + std::to_string(o.iters) +
+          " timed iterations, median of the slowest rank; events on the GPU",
+      "bound     t_seq: one stream; t_compute: collectives skipped; t_comm: the collectives alone, in order; "
+      "t_bound = max(t_compute, t_comm, HBM bytes / bandwidth); JSON bound_fraction = t_bound / t_overlap",
+      std::string("check     ") +
+          (o.check ? "on: every output against a lockstep reference of all ranks (naive fp32-accumulating GEMMs, "
+                     "fp32 collective sums), every policy"
+                   : "off"),
+  };
+  for (const auto& name : o.workloads) lines.push_back("scenario  " + make_scenario(name, o, nranks)->describe());
+  return lines;
+}
+
+BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
+                           const ProgressSink& progress) {
+  validate(options);
+  validate_scenarios(options, nranks);
+  const auto& policies = effective_policies(options);
+  const size_t total_steps = options.workloads.size() * policies.size();
+  BenchOutcome outcome;
+  size_t step = 0;  // rank 0's count; only rank 0 reports progress
+  run_on_local_ranks(
+      options, nranks,
+      [&](RankContext& ctx) {
+        // Only the collecting rank writes `outcome` (one thread, or this process's one rank).
+        const bool collects = collects_results(options, ctx.rank);
+        if (collects) outcome.hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
+        for (const auto& name : options.workloads) {
+          if (ctx.rank == 0 && progress) progress(name + ": setup and reference");
+          // Freed at the end of each pass, before the next scenario allocates.
+          auto scenario = make_scenario(name, options, nranks);
+          scenario->setup(ctx);
+          if (collects && !scenario->setup_note().empty()) outcome.notes.push_back(scenario->setup_note());
+          ScenarioCase c(ctx, options, *scenario);
+          c.capture_footprints();
+          c.measure_baselines();
+          for (const auto& policy : policies) {
+            if (ctx.rank == 0 && progress)
+              progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + name + " " +
+                       to_string(policy));
+            Row row;
+            row.workload = name;
+            row.collective = scenario->collective();
+            row.dtype = to_string(options.dtype);
+            row.bytes = scenario->collective_bytes();
+            row.ranks = nranks;
+            std::string skip_reason;
+            const bool measured = c.run_policy(policy, row, skip_reason);
+            if (!collects) continue;
+            if (!measured) {
+              outcome.notes.push_back(to_string(policy) + " skipped for " + name + ": " + skip_reason);
+            } else {
+              outcome.rows.push_back(row);
+              if (on_row && ctx.rank == 0) on_row(row);
+            }
+          }
+          // Every rank is done with this scenario before any frees its buffers and moves on.
+          ctx.group.barrier();
+        }
+      },
+      &outcome.notes);
+  return outcome;
+}
+
+void add_scenario_json_fields(nlohmann::json& doc) {
+  if (!doc.contains("rows")) return;
+  for (auto& row : doc["rows"]) {
+    const double overlap = row.value("t_overlap_ms", 0.0), bound = row.value("t_bound_ms", 0.0);
+    row["bound_fraction"] = overlap > 0 ? nlohmann::json(bound / overlap) : nlohmann::json(nullptr);
+  }
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,36 @@
+#pragma once
+// `tandem bench --workload dp-backward,...`: training scenarios (harness/scenario.h) measured under
+// every policy, with the same rows, header and JSON as the microbenchmarks.
+//
+// Per scenario: t_seq (everything on one stream), t_compute (collectives skipped), t_comm (only the
+// collectives, in order), t_bound = max(t_compute, t_comm, HBM bytes / bandwidth), then t_overlap
+// under each policy, results checked against the reference under each.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/runner.h"
+#include "harness/scenario.h"
+
+namespace tandem::bench {
+
+bool is_scenario(const std::string& name);
+const std::vector<std::string>& scenario_names();
+// Builds a scenario for `nranks` ranks without touching a GPU; throws tandem::Error naming the
+// option when the scenario cannot run with these options on that many ranks.
+std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOptions& options, int nranks);
+// make_scenario for every requested scenario: bad sizes fail before any GPU work.
+void validate_scenarios(const BenchOptions& options, int nranks);
+// The '#' header lines of a scenario run (configuration, timing, bound, check, one line per
+// scenario).
+std::vector<std::string> scenario_config_lines(const BenchOptions& options, int nranks);
+// Runs every scenario in options.workloads under every policy on ranks 0..nranks-1.
+BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
+                           const ProgressSink& progress);
+// Adds the scenario-only JSON fields to a to_json() document: per row, bound_fraction =
+// t_bound / t_overlap (1 = the iteration takes no longer than its slower side alone).
+void add_scenario_json_fields(nlohmann::json& doc);
+
+}  // namespace tandem::bench

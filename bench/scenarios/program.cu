@@ -1,0 +1,380 @@
+#include "scenarios/program.h"
+
+#include <algorithm>
+#include <deque>
+
+#include "scenarios/kernels.h"
+#include "tandem/cuda_check.h"
+
+namespace tandem::bench::scenarios {
+
+namespace {
+
+bool overlaps(const Access& a, const Access& b) {
+  const char* pa = static_cast<const char*>(a.ptr);
+  const char* pb = static_cast<const char*>(b.ptr);
+  return pa < pb + b.bytes && pb < pa + a.bytes;
+}
+
+bool conflicts(const Op& earlier, const Op& later) {
+  for (const auto& a : earlier.access)
+    for (const auto& b : later.access)
+      if ((a.write || b.write) && overlaps(a, b)) return true;
+  return false;
+}
+
+}  // namespace
+
+int64_t CollectiveCall::send_elements(int n) const {
+  switch (kind) {
+    case Kind::AllReduce: return count;
+    case Kind::AllGather: return count;
+    case Kind::ReduceScatter: return count * n;
+    case Kind::AllToAll: return count * n;
+  }
+  return 0;
+}
+
+int64_t CollectiveCall::recv_elements(int n) const {
+  switch (kind) {
+    case Kind::AllReduce: return count;
+    case Kind::AllGather: return count * n;
+    case Kind::ReduceScatter: return count;
+    case Kind::AllToAll: return count * n;
+  }
+  return 0;
+}
+
+uint64_t CollectiveCall::bytes(int n) const {
+  const int64_t elements = kind == Kind::AllReduce ? count : count * n;
+  return static_cast<uint64_t>(elements) * dtype_size(dtype);
+}
+
+const char* CollectiveCall::name() const {
+  switch (kind) {
+    case Kind::AllReduce: return "all-reduce";
+    case Kind::AllGather: return "all-gather";
+    case Kind::ReduceScatter: return "reduce-scatter";
+    case Kind::AllToAll: return "all-to-all";
+  }
+  return "?";
+}
+
+void Program::add(Op op) {
+  TANDEM_REQUIRE(!finalized_, "program already finalized");
+  if (op.kind == Op::Kind::Collective) {
+    const size_t e = dtype_size(op.call.dtype);
+    op.access = {{op.call.send, op.call.send_elements(nranks_) * int64_t(e), false},
+                 {op.call.recv, op.call.recv_elements(nranks_) * int64_t(e), true}};
+  }
+  ops_.push_back(std::move(op));
+}
+
+void Program::finalize() {
+  TANDEM_REQUIRE(!finalized_, "program already finalized");
+  finalized_ = true;
+  const size_t n = ops_.size();
+  cross_wait_.assign(n, -1);
+  needs_event_.assign(n, false);
+  for (size_t j = 0; j < n; ++j) {
+    // Only the latest conflicting operation of the other kind matters: that stream runs its
+    // operations in program order, so waiting for it covers every earlier one.
+    for (size_t i = j; i-- > 0;) {
+      if (ops_[i].kind == ops_[j].kind) continue;
+      if (conflicts(ops_[i], ops_[j])) {
+        cross_wait_[j] = static_cast<int>(i);
+        needs_event_[i] = true;
+        break;
+      }
+    }
+  }
+}
+
+uint64_t Program::collective_bytes() const {
+  uint64_t sum = 0;
+  for (const auto& op : ops_)
+    if (op.kind == Op::Kind::Collective) sum += op.call.bytes(nranks_);
+  return sum;
+}
+
+double Program::hbm_bytes() const {
+  double sum = 0;
+  for (const auto& op : ops_)
+    for (const auto& a : op.access) sum += double(a.bytes);
+  return sum;
+}
+
+double Program::flops() const {
+  double sum = 0;
+  for (const auto& op : ops_) sum += op.flops;
+  return sum;
+}
+
+std::string Program::collective_kinds() const {
+  std::vector<std::string> kinds;
+  for (const auto& op : ops_)
+    if (op.kind == Op::Kind::Collective && std::find(kinds.begin(), kinds.end(), op.call.name()) == kinds.end())
+      kinds.push_back(op.call.name());
+  std::string out;
+  for (const auto& k : kinds) out += (out.empty() ? "" : "+") + k;
+  return out;
+}
+
+void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
+                        cudaStream_t stream) {
+  const ncclDataType_t type = to_nccl(c.dtype);
+  switch (c.kind) {
+    case CollectiveCall::Kind::AllReduce:
+      TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
+      break;
+    case CollectiveCall::Kind::AllGather:
+      TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, size_t(c.count), type, comm, stream));
+      break;
+    case CollectiveCall::Kind::ReduceScatter:
+      TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
+      break;
+    case CollectiveCall::Kind::AllToAll: {
+      // Grouped point-to-point, as frameworks issue all_to_all_single (and as collectives/all_to_all.cu).
+      const size_t chunk_bytes = size_t(c.count) * dtype_size(c.dtype);
+      TANDEM_NCCL_CHECK(comm, ncclGroupStart());
+      for (int peer = 0; peer < ctx.nranks; ++peer) {
+        TANDEM_NCCL_CHECK(comm, ncclSend(static_cast<const char*>(c.send) + peer * chunk_bytes, size_t(c.count),
+                                             type, peer, comm, stream));
+        TANDEM_NCCL_CHECK(comm, ncclRecv(static_cast<char*>(c.recv) + peer * chunk_bytes, size_t(c.count), type,
+                                             peer, comm, stream));
+      }
+      TANDEM_NCCL_CHECK(comm, ncclGroupEnd());
+      break;
+    }
+  }
+  ctx.await_communicator(comm, name);
+}
+
+Executor::Executor(const Program& program) : program_(program) {
+  done_.assign(program.ops().size(), nullptr);
+  for (size_t i = 0; i < done_.size(); ++i)
+    if (program.needs_event(i)) TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&iteration_start_, cudaEventDisableTiming));
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+}
+
+Executor::~Executor() {
+  for (cudaEvent_t e : done_)
+    if (e) cudaEventDestroy(e);
+  for (auto* segments : {&compute_segments_, &comm_segments_})
+    for (const auto& s : *segments) {
+      cudaEventDestroy(s.start);
+      cudaEventDestroy(s.end);
+    }
+  if (iteration_start_) cudaEventDestroy(iteration_start_);
+  if (comm_done_) cudaEventDestroy(comm_done_);
+}
+
+void Executor::open_segment(StreamState& s) {
+  if (s.open) close_segment(s);
+  if (s.used == s.segments->size()) {
+    Segment seg;
+    TANDEM_CUDA_CHECK(cudaEventCreate(&seg.start));
+    TANDEM_CUDA_CHECK(cudaEventCreate(&seg.end));
+    s.segments->push_back(seg);
+  }
+  TANDEM_CUDA_CHECK(cudaEventRecord((*s.segments)[s.used].start, s.stream));
+  s.open = true;
+}
+
+void Executor::close_segment(StreamState& s) {
+  if (!s.open) return;
+  TANDEM_CUDA_CHECK(cudaEventRecord((*s.segments)[s.used].end, s.stream));
+  ++s.used;
+  s.open = false;
+}
+
+void Executor::issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, StreamState& on) {
+  const Op& op = program_.ops()[step.op];
+  if (step.wait >= 0) {
+    // A busy stretch ends where the stream starts waiting for the other one.
+    close_segment(on);
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(on.stream, done_[step.wait], 0));
+  }
+  if (!on.open) open_segment(on);
+  if (op.kind == Op::Kind::Compute)
+    op.enqueue(on.stream);
+  else
+    enqueue_collective(ctx, comm, op.call, op.name, on.stream);
+  if (done_[step.op]) TANDEM_CUDA_CHECK(cudaEventRecord(done_[step.op], on.stream));
+}
+
+std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first) {
+  const auto& ops = program.ops();
+  std::vector<IssueStep> order;
+  order.reserve(ops.size());
+  // Collectives waiting to be enqueued (compute-first order): each goes to the GPU after the next
+  // compute operation, unless that operation depends on it. Host enqueue order is the control: what
+  // is enqueued first reaches the GPU's queues first.
+  std::deque<size_t> pending;
+  auto flush = [&] {
+    for (size_t i : pending) order.push_back({i, true, program.cross_wait(i)});
+    pending.clear();
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == Op::Kind::Collective) {
+      if (comm_first)
+        order.push_back({i, true, program.cross_wait(i)});
+      else
+        pending.push_back(i);
+      continue;
+    }
+    // An event must be recorded before a stream can wait for it: a dependency still pending goes
+    // first.
+    const int wait = program.cross_wait(i);
+    if (wait >= 0 && !pending.empty() && static_cast<size_t>(wait) >= pending.front()) flush();
+    order.push_back({i, false, wait});
+    flush();
+  }
+  flush();
+  return order;
+}
+
+void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode mode) {
+  const auto& ops = program_.ops();
+  ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
+  switch (mode) {
+    case ScenarioMode::Sequential:
+      for (const auto& op : ops) {
+        if (op.kind == Op::Kind::Compute)
+          op.enqueue(s.compute);
+        else
+          enqueue_collective(ctx, comm, op.call, op.name, s.compute);
+      }
+      return;
+    case ScenarioMode::ComputeOnly:
+      for (const auto& op : ops)
+        if (op.kind == Op::Kind::Compute) op.enqueue(s.compute);
+      return;
+    case ScenarioMode::CommOnly:
+      // The collectives alone, in order, on the communication stream, fenced by the compute stream
+      // on both sides so the caller's events on it bracket them.
+      TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
+      for (const auto& op : ops)
+        if (op.kind == Op::Kind::Collective) enqueue_collective(ctx, comm, op.call, op.name, s.comm);
+      TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+      return;
+    case ScenarioMode::Full:
+      break;
+  }
+  auto& order = s.comm_first ? order_comm_first_ : order_compute_first_;
+  if (order.empty()) order = full_issue_order(program_, s.comm_first);
+  // Full: the communication stream starts with the iteration, so neither side can begin early and
+  // both busy measures share one origin.
+  TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
+  StreamState compute{s.compute, &compute_segments_, 0, false};
+  StreamState comm_state{s.comm, &comm_segments_, 0, false};
+  for (const IssueStep& step : order) issue(ctx, comm, step, step.on_comm ? comm_state : compute);
+  close_segment(compute);
+  close_segment(comm_state);
+  compute_used_ = compute.used;
+  comm_used_ = comm_state.used;
+  // The iteration ends when both streams are done.
+  TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+}
+
+double Executor::busy_of(const std::vector<Segment>& segments, size_t used) {
+  double sum = 0;
+  for (size_t i = 0; i < used; ++i) {
+    float ms = 0;
+    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, segments[i].start, segments[i].end));
+    sum += ms;
+  }
+  return sum;
+}
+
+StreamBusy Executor::busy() const {
+  return {busy_of(compute_segments_, compute_used_), busy_of(comm_segments_, comm_used_)};
+}
+
+void Executor::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const {
+  for (const auto& op : program_.ops()) {
+    if (collective && op.kind == Op::Kind::Collective) {
+      enqueue_collective(ctx, ctx.comm, op.call, op.name, stream);
+      return;
+    }
+    if (!collective && op.kind == Op::Kind::Compute) {
+      op.enqueue(stream);
+      return;
+    }
+  }
+  TANDEM_THROW(std::string("the scenario has no ") + (collective ? "collective" : "compute operation"));
+}
+
+void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas, cudaStream_t stream) {
+  TANDEM_REQUIRE(!replicas.empty(), "no replicas");
+  const int n = static_cast<int>(replicas.size());
+  const size_t count = replicas.front()->ops().size();
+  for (const auto* p : replicas)
+    TANDEM_REQUIRE(p->ops().size() == count, "replicas built different programs");
+  int64_t scratch_elements = 0;
+  for (const auto& op : replicas.front()->ops())
+    if (op.kind == Op::Kind::Collective) scratch_elements = std::max(scratch_elements, op.call.count);
+  float* acc = nullptr;
+  if (scratch_elements) TANDEM_CUDA_CHECK(cudaMalloc(&acc, size_t(scratch_elements) * sizeof(float)));
+  try {
+    for (size_t i = 0; i < count; ++i) {
+      const Op& first = replicas.front()->ops()[i];
+      if (first.kind == Op::Kind::Compute) {
+        for (const auto* p : replicas) p->ops()[i].enqueue(stream);
+        continue;
+      }
+      std::vector<const CollectiveCall*> calls;
+      for (const auto* p : replicas) {
+        const Op& op = p->ops()[i];
+        TANDEM_REQUIRE(op.kind == Op::Kind::Collective && op.call.kind == first.call.kind &&
+                           op.call.count == first.call.count,
+                       "replicas disagree on collective '" + first.name + "'");
+        calls.push_back(&op.call);
+      }
+      const DType dt = first.call.dtype;
+      const int64_t c = first.call.count;
+      const size_t chunk_bytes = size_t(c) * dtype_size(dt);
+      auto at = [&](const void* base, int64_t chunk) { return static_cast<const char*>(base) + chunk * chunk_bytes; };
+      auto at_mut = [&](void* base, int64_t chunk) { return static_cast<char*>(base) + chunk * chunk_bytes; };
+      switch (first.call.kind) {
+        case CollectiveCall::Kind::AllReduce:
+          // Every input is read before any output is written: all-reduce may run in place.
+          for (int s = 0; s < n; ++s) accumulate(acc, calls[s]->send, dt, c, s == 0, stream);
+          for (int r = 0; r < n; ++r) narrow(calls[r]->recv, dt, acc, c, stream);
+          break;
+        case CollectiveCall::Kind::ReduceScatter:
+          // In place, rank r's output is chunk r of its own input, which no other sum reads.
+          for (int r = 0; r < n; ++r) {
+            for (int s = 0; s < n; ++s) accumulate(acc, at(calls[s]->send, r), dt, c, s == 0, stream);
+            narrow(calls[r]->recv, dt, acc, c, stream);
+          }
+          break;
+        case CollectiveCall::Kind::AllGather:
+          for (int r = 0; r < n; ++r)
+            for (int s = 0; s < n; ++s)
+              if (at(calls[r]->recv, s) != calls[s]->send)
+                TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), calls[s]->send, chunk_bytes,
+                                                  cudaMemcpyDeviceToDevice, stream));
+          break;
+        case CollectiveCall::Kind::AllToAll:
+          for (int r = 0; r < n; ++r)
+            for (int s = 0; s < n; ++s)
+              TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), at(calls[s]->send, r), chunk_bytes,
+                                                cudaMemcpyDeviceToDevice, stream));
+          break;
+      }
+    }
+    ctx.wait(stream, "scenario reference");
+  } catch (...) {
+    cudaFree(acc);
+    throw;
+  }
+  cudaFree(acc);
+}
+
+}  // namespace tandem::bench::scenarios

@@ -1,0 +1,148 @@
+#pragma once
+// One iteration of a scenario as a program: an ordered list of operations, each a compute step
+// (GEMM, element-wise kernel) or a collective, with the device memory it reads and writes.
+//
+// Program order is the semantics: an operation sees what earlier operations wrote. Dependencies
+// between the compute stream and the communication stream are derived from the declared memory
+// accesses (read-after-write, write-after-read, write-after-write), so a scenario states what it
+// does and the executor works out which events to wait for - under every mode and launch order.
+//
+// The same program runs three ways: timed on one rank (Executor, under a policy), and in lockstep
+// across replicas of every rank on one device (run_lockstep), where collectives are computed by
+// plain copies and fp32 sums: the reference.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/dtype.h"
+#include "harness/rank_context.h"
+#include "harness/scenario.h"
+
+namespace tandem::bench::scenarios {
+
+struct Access {
+  const void* ptr = nullptr;
+  int64_t bytes = 0;
+  bool write = false;
+};
+
+struct CollectiveCall {
+  enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll };
+  Kind kind = Kind::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  // NCCL's count: all-reduce elements; all-gather send elements; reduce-scatter receive elements;
+  // all-to-all elements per peer.
+  int64_t count = 0;
+  DType dtype = DType::BF16;
+
+  int64_t send_elements(int nranks) const;
+  int64_t recv_elements(int nranks) const;
+  // nccl-tests size: the all-reduce buffer, the all-gather output, the reduce-scatter input, the
+  // all-to-all buffer.
+  uint64_t bytes(int nranks) const;
+  const char* name() const;
+};
+
+struct Op {
+  enum class Kind { Compute, Collective };
+  Kind kind = Kind::Compute;
+  std::string name;
+  std::vector<Access> access;
+  std::function<void(cudaStream_t)> enqueue;  // Compute
+  CollectiveCall call;                        // Collective
+  double flops = 0;
+};
+
+class Program {
+ public:
+  explicit Program(int nranks = 1) : nranks_(nranks) {}
+  void add(Op op);
+  // Derives the cross-stream waits; call once, after the last add().
+  void finalize();
+
+  const std::vector<Op>& ops() const { return ops_; }
+  int nranks() const { return nranks_; }
+  // Index of the latest operation of the other kind that op i must wait for, or -1.
+  int cross_wait(size_t i) const { return cross_wait_[i]; }
+  bool needs_event(size_t i) const { return needs_event_[i]; }
+  // Sum over collectives of CollectiveCall::bytes.
+  uint64_t collective_bytes() const;
+  // Sum over operations of the bytes they read and write.
+  double hbm_bytes() const;
+  double flops() const;
+  // "all-gather+reduce-scatter": the kinds of collective, in order of first appearance.
+  std::string collective_kinds() const;
+
+ private:
+  int nranks_;
+  std::vector<Op> ops_;
+  std::vector<int> cross_wait_;
+  std::vector<bool> needs_event_;
+  bool finalized_ = false;
+};
+
+// The order in which a Full iteration enqueues the program on the host, and on which stream: compute
+// operations in program order on the compute stream, collectives in program order on the
+// communication stream - each as soon as its inputs are enqueued (comm_first), or after the next
+// compute operation, unless that operation depends on it (compute first). `wait` is the operation
+// of the other stream whose completion the step waits for (-1: none); it is always enqueued earlier.
+struct IssueStep {
+  size_t op = 0;
+  bool on_comm = false;
+  int wait = -1;
+};
+std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first);
+
+// Enqueues a collective on `stream` through NCCL, then waits for the non-blocking communicator to
+// accept it (ctx.await_communicator).
+void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& call, const std::string& name,
+                        cudaStream_t stream);
+
+// Issues a program on one rank's streams, with the events that order them and the events that time
+// each stream's busy stretches.
+class Executor {
+ public:
+  explicit Executor(const Program& program);  // creates events on the current device
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  void enqueue(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
+  // Busy time per stream of the last Full iteration (after it completed).
+  StreamBusy busy() const;
+  // The first compute operation, or the first collective, alone on `stream`.
+  void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const;
+
+ private:
+  struct Segment {
+    cudaEvent_t start = nullptr, end = nullptr;
+  };
+  struct StreamState {
+    cudaStream_t stream = nullptr;
+    std::vector<Segment>* segments = nullptr;
+    size_t used = 0;
+    bool open = false;
+  };
+  void issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, StreamState& on);
+  void open_segment(StreamState& s);
+  void close_segment(StreamState& s);
+  static double busy_of(const std::vector<Segment>& segments, size_t used);
+
+  const Program& program_;
+  std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
+  std::vector<cudaEvent_t> done_;  // per op, where needed
+  cudaEvent_t iteration_start_ = nullptr, comm_done_ = nullptr;
+  std::vector<Segment> compute_segments_, comm_segments_;
+  size_t compute_used_ = 0, comm_used_ = 0;
+};
+
+// Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each
+// compute operation for every replica, then each collective computed from all replicas' buffers
+// (copies, and fp32 sums rounded once).
+void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas, cudaStream_t stream);
+
+}  // namespace tandem::bench::scenarios

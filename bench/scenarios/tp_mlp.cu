@@ -1,0 +1,12 @@
+// Megatron tensor-parallel MLP: up/gate column-parallel, SwiGLU, down row-parallel, then an
+// all-reduce (or, with --sequence-parallel, all-gather before and reduce-scatter after), forward and
+// backward, micro-batches interleaved so one's GEMMs overlap another's collective.
+#include "scenarios/tensor_parallel.h"
+
+namespace tandem::bench::scenarios {
+
+std::unique_ptr<Scenario> make_tp_mlp(const ScenarioConfig& c) {
+  return std::make_unique<TensorParallel>(c, /*attention=*/false);
+}
+
+}  // namespace tandem::bench::scenarios

@@ -1,0 +1,162 @@
+#include "config.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "environment.h"
+#include "tandem/error.h"
+
+namespace tandem::preload {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// tandem::Error messages end in " [file:line]"; users get the message alone.
+std::string without_location(const std::string& message) {
+  const size_t at = message.rfind(" [");
+  return at == std::string::npos ? message : message.substr(0, at);
+}
+
+void parse_policy_variable(const std::optional<std::string>& value, PreloadConfig& config) {
+  config.policy_text = value && !trim(*value).empty() ? std::string(trim(*value)) : env::kDefaultPolicy;
+  OverlapPolicy parsed;
+  try {
+    parsed = parse_policy(config.policy_text);
+  } catch (const std::exception& e) {
+    config.policy_valid = false;
+    config.policy = OverlapPolicy{};  // no controls at all
+    config.problems.push_back(
+        {LogLevel::Error, std::string(env::kPolicy) + "='" + config.policy_text +
+                              "' is invalid, running with no controls: " + without_location(e.what())});
+    return;
+  }
+  std::vector<IgnoredToken> ignored;
+  config.policy = interposable_part(parsed, &ignored);
+  // nccl-* tokens are not lost: `tandem run` hands them to NCCL through its environment.
+  for (const auto& token : ignored)
+    config.problems.push_back({token.reaches_nccl_via_environment ? LogLevel::Info : LogLevel::Warn,
+                               "policy token '" + token.token + "' " + token.reason});
+}
+
+}  // namespace
+
+std::optional<LogLevel> parse_log_level(std::string_view text) {
+  const std::string_view t = trim(text);
+  for (size_t i = 0; i < env::kLogLevelNames.size(); ++i)
+    if (t == env::kLogLevelNames[i]) return static_cast<LogLevel>(i);
+  return std::nullopt;
+}
+
+std::optional<ShapeWhen> parse_shape_when(std::string_view text) {
+  const std::string_view t = trim(text);
+  if (t == env::kShapeWhenNames[0]) return ShapeWhen::Always;
+  if (t == env::kShapeWhenNames[1]) return ShapeWhen::InFlight;
+  return std::nullopt;
+}
+
+const char* to_string(LogLevel level) { return env::kLogLevelNames[static_cast<size_t>(level)]; }
+const char* to_string(ShapeWhen when) { return env::kShapeWhenNames[when == ShapeWhen::Always ? 0 : 1]; }
+
+std::vector<std::string> split_patterns(std::string_view text) {
+  std::vector<std::string> patterns;
+  while (true) {
+    const size_t comma = text.find(',');
+    const std::string_view item = trim(text.substr(0, comma));
+    if (!item.empty()) patterns.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return patterns;
+}
+
+std::string expand_pid(std::string_view path, long pid) {
+  std::string out;
+  for (size_t i = 0; i < path.size(); ++i) {
+    if (path[i] == '%' && i + 1 < path.size() && path[i + 1] == 'p') {
+      out += std::to_string(pid);
+      ++i;
+    } else {
+      out += path[i];
+    }
+  }
+  return out;
+}
+
+OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<IgnoredToken>* ignored) {
+  OverlapPolicy applied;
+  applied.comm_priority = policy.comm_priority;
+  applied.shape = policy.shape;
+  applied.sm_target = policy.sm_target;
+  const auto note = [&](const std::string& token, const char* reason, bool nccl) {
+    if (ignored) ignored->push_back({token, reason, nccl});
+  };
+  if (policy.order == LaunchOrder::Sequential)
+    note("sequential", "has no effect on an unmodified program: its streams are its own", false);
+  if (policy.order == LaunchOrder::CommFirst)
+    note("comm-first", "has no effect on an unmodified program: it decides its launch order", false);
+  if (policy.green_sms)
+    note("green:" + std::to_string(*policy.green_sms),
+         "has no effect on an unmodified program: it needs green contexts", false);
+  if (policy.copy_engine)
+    note("copy-engine", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
+  // The interposer cannot change a communicator's configuration; NCCL reads these from its own
+  // environment variables, which `tandem run` sets before the program starts.
+  if (policy.nccl_min_ctas || policy.nccl_max_ctas)
+    note("nccl-ctas", "is applied through NCCL_MIN_CTAS/NCCL_MAX_CTAS (tandem run sets them), not by the interposer",
+         true);
+  if (policy.nccl_cga_cluster_size)
+    note("nccl-cga", "is applied through NCCL_CGA_CLUSTER_SIZE (tandem run sets it), not by the interposer", true);
+  if (policy.nccl_cta_policy != NcclCtaPolicy::Default)
+    note("nccl-cta-policy", "is applied through NCCL_CTA_POLICY (tandem run sets it), not by the interposer", true);
+  return applied;
+}
+
+PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
+  PreloadConfig config;
+  parse_policy_variable(lookup(env::kPolicy), config);
+
+  if (const auto level = lookup(env::kLogLevel); level && !trim(*level).empty()) {
+    if (const auto parsed = parse_log_level(*level)) {
+      config.log_level = *parsed;
+    } else {
+      config.problems.push_back({LogLevel::Warn, std::string(env::kLogLevel) + "='" + *level +
+                                                     "' is not one of error|warn|info|debug; using warn"});
+    }
+  }
+  if (const auto when = lookup(env::kShapeWhen); when && !trim(*when).empty()) {
+    if (const auto parsed = parse_shape_when(*when)) {
+      config.shape_when = *parsed;
+    } else {
+      config.problems.push_back({LogLevel::Warn, std::string(env::kShapeWhen) + "='" + *when +
+                                                     "' is not one of always|in-flight; using always"});
+    }
+  }
+  if (const auto include = lookup(env::kInclude)) config.include_patterns = split_patterns(*include);
+  if (const auto exclude = lookup(env::kExclude)) config.exclude_patterns = split_patterns(*exclude);
+  if (const auto stats = lookup(env::kStatsFile); stats && !trim(*stats).empty())
+    config.stats_file = expand_pid(trim(*stats), pid);
+  if (const auto root = lookup(env::kRootPid); root && !root->empty()) {
+    char* end = nullptr;
+    const long value = std::strtol(root->c_str(), &end, 10);
+    if (end && *end == '\0' && value > 0) config.root_pid = value;
+  }
+  return config;
+}
+
+PreloadConfig config_from_environment() {
+  return parse_config(
+      [](const char* name) -> std::optional<std::string> {
+        const char* value = std::getenv(name);
+        if (!value) return std::nullopt;
+        return std::string(value);
+      },
+      static_cast<long>(getpid()));
+}
+
+}  // namespace tandem::preload

@@ -1,0 +1,71 @@
+#pragma once
+// The interposer's configuration, from the TANDEM_* environment variables (environment.h). This is
+// the one module that reads them. Parsing is pure (the environment comes in as a lookup function),
+// so every variable and every bad value is tested on CPU.
+//
+// Bad values never stop the process: each one becomes a line in `problems` (logged once at
+// initialisation) and the variable keeps its default; an invalid TANDEM_POLICY disables every
+// control.
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tandem/policy.h"
+
+namespace tandem::preload {
+
+enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
+enum class ShapeWhen { Always, InFlight };
+
+struct Problem {
+  LogLevel level;  // Error: invalid policy; Warn: a bad value or a token without effect; Info: a note
+  std::string message;
+};
+
+struct PreloadConfig {
+  std::string policy_text;  // as given (or the default)
+  bool policy_valid = true;
+  OverlapPolicy policy;  // what the interposer applies: priority, shape, sm-target only
+  LogLevel log_level = LogLevel::Warn;
+  std::vector<std::string> include_patterns;  // empty: every kernel
+  std::vector<std::string> exclude_patterns;
+  std::string stats_file;  // "" for none; "%p" already replaced by the pid
+  ShapeWhen shape_when = ShapeWhen::Always;
+  std::optional<long> root_pid;  // the process `tandem run` started
+  std::vector<Problem> problems;
+
+  bool elevates_collectives() const { return policy.comm_priority; }
+  bool shapes_compute() const { return policy.shape.kind != ShapeTarget::Kind::None; }
+  std::optional<int> sm_target() const { return policy.sm_target; }
+  // Whether the launch path has anything to do beyond counting.
+  bool controls_active() const { return elevates_collectives() || shapes_compute(); }
+};
+
+using EnvironmentLookup = std::function<std::optional<std::string>(const char* name)>;
+
+// `pid` replaces "%p" in TANDEM_STATS_FILE.
+PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid);
+// From the process environment (getenv) and getpid().
+PreloadConfig config_from_environment();
+
+std::optional<LogLevel> parse_log_level(std::string_view);
+std::optional<ShapeWhen> parse_shape_when(std::string_view);
+const char* to_string(LogLevel);
+const char* to_string(ShapeWhen);
+// Comma-separated glob patterns; surrounding blanks trimmed, empty entries dropped.
+std::vector<std::string> split_patterns(std::string_view);
+// Every "%p" replaced by `pid`.
+std::string expand_pid(std::string_view path, long pid);
+
+struct IgnoredToken {
+  std::string token;
+  std::string reason;
+  bool reaches_nccl_via_environment = false;  // nccl-*: `tandem run` sets NCCL's variables
+};
+// The part of a policy an interposer can apply to an unmodified program (priority, shape:*,
+// sm-target). `ignored` receives each token that cannot be applied this way, with the reason.
+OverlapPolicy interposable_part(const OverlapPolicy&, std::vector<IgnoredToken>* ignored);
+
+}  // namespace tandem::preload

@@ -1,0 +1,122 @@
+// The summary at process exit: on stderr (unless TANDEM_LOG_LEVEL=error) and as JSON in
+// TANDEM_STATS_FILE. Runs from this library's destructor, so it also reports processes that never
+// touched CUDA (their runtime state was never created; the configuration is read here).
+//
+// Who reports, so that `tandem run -- sh -c '...'` does not print one summary per shell command:
+//   - a process that saw at least one launch;
+//   - the process `tandem run` started (TANDEM_ROOT_PID), always;
+//   - any process at log level info or debug.
+// The stats file is written by a process that saw launches, or by the root process when no other
+// process wrote it (so a child's real numbers are not replaced by the root shell's zeros).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+#include "collective_footprint.h"
+#include "log.h"
+#include "runtime.h"
+
+namespace tandem::preload {
+namespace {
+
+std::string describe_decision(const FunctionRecord& r) {
+  const uint8_t last = r.last_outcome.load(std::memory_order_relaxed);
+  if (r.kind == KernelKind::Collective) {
+    const auto outcome = static_cast<ElevationOutcome>(last);
+    if (outcome == ElevationOutcome::NotRequested) return "unchanged";
+    if (outcome == ElevationOutcome::Elevated) return "elevated";
+    return std::string("not elevated: ") + to_string(outcome);
+  }
+  const auto outcome = static_cast<ShapingOutcome>(last);
+  if (outcome == ShapingOutcome::NotRequested) return "unchanged";
+  if (outcome == ShapingOutcome::Shaped)
+    return "shaped " + std::to_string(r.last_natural_blocks.load()) + "->" +
+           std::to_string(r.last_shaped_blocks.load()) + " blocks/SM (" + std::to_string(r.last_dynamic_smem.load()) +
+           " B dynamic smem)";
+  return std::string("skipped: ") + to_string(outcome);
+}
+
+std::string describe_footprint(uint64_t packed) {
+  const auto f = unpack_footprint(packed);
+  if (!f) return "";
+  return std::to_string(f->threads_per_block) + " threads, " + std::to_string(f->regs_per_thread) + " regs/thread, " +
+         std::to_string(f->static_smem) + " B static + " + std::to_string(f->dynamic_smem) +
+         " B dynamic smem, cluster " + std::to_string(f->cluster_size);
+}
+
+Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
+  Snapshot s;
+  s.pid = static_cast<long>(getpid());
+  s.policy = config.policy_text;
+  s.policy_valid = config.policy_valid;
+  s.shape_when = to_string(config.shape_when);
+  s.log_level = to_string(config.log_level);
+  fill_counters(counters(), s);
+  if (!rt) return s;
+  s.last_collective_footprint = describe_footprint(rt->last_collective.load(std::memory_order_relaxed));
+  rt->functions.for_each([&](FunctionRecord& r) {
+    const uint64_t launches = r.launches.load(std::memory_order_relaxed);
+    if (launches == 0) return;
+    s.kernels.push_back({r.display_name, to_string(r.kind), launches, describe_decision(r)});
+  });
+  std::stable_sort(s.kernels.begin(), s.kernels.end(),
+                   [](const KernelSummary& a, const KernelSummary& b) { return a.launches > b.launches; });
+  return s;
+}
+
+bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// Written to a temporary file and renamed, so a reader never sees half a document.
+void write_file(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    log(LogLevel::Warn, "cannot write stats file %s", temporary.c_str());
+    return;
+  }
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n <= 0) break;
+    written += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (written != text.size() || ::rename(temporary.c_str(), path.c_str()) != 0) {
+    ::unlink(temporary.c_str());
+    log(LogLevel::Warn, "cannot write stats file %s", path.c_str());
+  }
+}
+
+void report() {
+  Runtime* rt = runtime_if_initialized();
+  const PreloadConfig config = rt ? rt->config : config_from_environment();
+  if (!rt) set_log_level(config.log_level);
+  const bool launched = counters().launches.load(std::memory_order_relaxed) > 0;
+  const bool is_root = config.root_pid && *config.root_pid == static_cast<long>(getpid());
+  const bool print = config.log_level != LogLevel::Error && (launched || is_root || config.log_level >= LogLevel::Info);
+  const bool write = !config.stats_file.empty() && (launched || (is_root && !file_exists(config.stats_file)));
+  if (!print && !write) return;
+  // A process that never launched never initialised, so its configuration problems (an invalid
+  // TANDEM_POLICY...) were not logged yet; say them before the summary that reflects them.
+  if (!rt && print)
+    for (const auto& problem : config.problems) log(problem.level, "%s", problem.message.c_str());
+  const Snapshot snapshot = take_snapshot(config, rt);
+  if (print) write_stderr(render_text(snapshot));
+  if (write) write_file(config.stats_file, render_json(snapshot));
+}
+
+// A destructor, not atexit(): it needs no registration (nothing runs at load time) and runs at exit
+// after the program's own atexit handlers, when its launches are done.
+__attribute__((destructor)) void report_at_exit() {
+  try {
+    report();
+  } catch (...) {
+    // Nothing may escape into the exiting process.
+  }
+}
+
+}  // namespace
+}  // namespace tandem::preload

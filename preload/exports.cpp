@@ -1,0 +1,32 @@
+// The exported hook symbols, generated from the hook list (hook_list.h): each only forwards to its
+// handler. These and dlsym (dlsym_hook.cpp) are the library's only exports; the version script made
+// from the same list (version_script.in) keeps everything else local.
+//
+// Each symbol is defined in C++ as tandem_hook_<name> (hidden) and exported through an alias whose
+// assembler name is exactly <name>. The C++ names never collide with the declarations in <cuda.h>,
+// and addresses taken inside the library (hook_address) resolve to our definitions even if another
+// object earlier in the search order defines the same names.
+#include "hook_handlers.h"
+
+#define TANDEM_HOOK_EXPORT __attribute__((visibility("default")))
+
+#define TANDEM_DEFINE_EXPORT(name, ret, params, args)                              \
+  extern "C" __attribute__((visibility("hidden"))) ret tandem_hook_##name params { \
+    return ::tandem::preload::handle_##name args;                                  \
+  }                                                                                \
+  extern "C" TANDEM_HOOK_EXPORT ret tandem_export_##name params __asm__(#name)     \
+      __attribute__((alias("tandem_hook_" #name)));
+TANDEM_DRIVER_HOOKS(TANDEM_DEFINE_EXPORT)
+TANDEM_LIBRARY_HOOKS(TANDEM_DEFINE_EXPORT)
+#undef TANDEM_DEFINE_EXPORT
+
+namespace tandem::preload {
+
+#define TANDEM_EXPORT_ADDRESS(name, ret, params, args) reinterpret_cast<const void*>(&tandem_hook_##name),
+static const void* const kHookAddresses[kHookCount] = {TANDEM_DRIVER_HOOKS(TANDEM_EXPORT_ADDRESS)
+                                                           TANDEM_LIBRARY_HOOKS(TANDEM_EXPORT_ADDRESS)};
+#undef TANDEM_EXPORT_ADDRESS
+
+const void* hook_address(Hook h) { return kHookAddresses[index_of(h)]; }
+
+}  // namespace tandem::preload

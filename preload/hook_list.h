@@ -1,0 +1,59 @@
+#pragma once
+// THE list of symbols the interposer hooks, as two X-macros. Everything that must agree on it is
+// generated from them: the exported wrappers (exports.cpp), the linker's export list
+// (version_script.in -> tandem_preload.map), the table of real pointers (real_symbols.cpp), the
+// name matching of the dlsym and cuGetProcAddress hooks, the handler declarations
+// (hook_handlers.h) and the per-hook call counters of the summary (stats.h).
+//
+// X(name, return type, (parameters), (arguments))
+//
+// Macros only, no include and no code: the version script is produced by running the preprocessor
+// on this file, and the pure parts of the interposer expand the names without the CUDA types.
+
+// Driver entry points. They all come from the one libcuda of the process, so any real pointer that
+// a resolver returns for one of them is equivalent to any other (same ABI, same driver).
+//
+// cuGetProcAddress has two ABIs: the 4-argument one of CUDA 11.3-11.8 (exported as
+// "cuGetProcAddress", resolved for versions < 12000) and the 5-argument one of 12.0+ (exported as
+// "cuGetProcAddress_v2", resolved for versions >= 12000). Each has its own slot.
+//
+// Each launch entry point has a per-thread-default-stream twin (_ptsz): same ABI, but stream 0 means
+// the calling thread's default stream instead of the legacy one. Resolving "cuLaunchKernel" with
+// CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM returns the _ptsz twin, so it gets the _ptsz slot.
+#define TANDEM_DRIVER_HOOKS(X)                                                                              \
+  X(cuGetProcAddress, CUresult, (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags),      \
+    (symbol, pfn, cuda_version, flags))                                                                     \
+  X(cuGetProcAddress_v2, CUresult,                                                                          \
+    (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,                                    \
+     CUdriverProcAddressQueryResult* symbol_status),                                                        \
+    (symbol, pfn, cuda_version, flags, symbol_status))                                                      \
+  X(cuLaunchKernel, CUresult,                                                                               \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params, void** extra),     \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params, extra)) \
+  X(cuLaunchKernel_ptsz, CUresult,                                                                          \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params, void** extra),     \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params, extra)) \
+  X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra), \
+    (config, f, kernel_params, extra))                                                                      \
+  X(cuLaunchKernelEx_ptsz, CUresult,                                                                        \
+    (const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra),                       \
+    (config, f, kernel_params, extra))                                                                      \
+  X(cuLaunchCooperativeKernel, CUresult,                                                                    \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                   \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))        \
+  X(cuLaunchCooperativeKernel_ptsz, CUresult,                                                               \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                   \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))
+
+// Library entry points (cuBLAS, cuBLASLt), for the SM-count cap. Unlike the driver, a process may
+// load two different copies of a library (a framework's bundled one and the system one), so a real
+// pointer is only adopted for a slot that is empty or already holds that same pointer.
+#define TANDEM_LIBRARY_HOOKS(X)                                                                             \
+  X(cublasLtMatmulDescCreate, cublasStatus_t,                                                               \
+    (cublasLtMatmulDesc_t * matmul_desc, cublasComputeType_t compute_type, cudaDataType_t scale_type),      \
+    (matmul_desc, compute_type, scale_type))                                                                \
+  X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))

@@ -1,0 +1,101 @@
+#include "real_symbols.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace tandem::preload {
+namespace {
+
+void* dlsym_unavailable(void*, const char*) { return nullptr; }
+
+// Zero-initialised at load time (constant initialisation), so the hooks work even if they are
+// called before this library's constructors run.
+std::atomic<DlsymFn> g_real_dlsym{nullptr};
+std::atomic<void*> g_real[kHookCount];
+
+// The next definition of `h` after this library in the global search order; for driver symbols,
+// falls back to the loaded libcuda (a program that dlopen'ed libcuda RTLD_LOCAL and then calls our
+// exported symbol directly). Never returns one of our own wrappers.
+void* lookup_next_definition(Hook h) {
+  void* found = real_dlsym()(RTLD_NEXT, name_of(h));
+  if (!found && family_of(h) == HookFamily::Driver) {
+    if (void* libcuda = loaded_libcuda()) found = real_dlsym()(libcuda, name_of(h));
+  }
+  return is_own_hook(found) ? nullptr : found;
+}
+
+}  // namespace
+
+DlsymFn real_dlsym() {
+  DlsymFn fn = g_real_dlsym.load(std::memory_order_acquire);
+  if (fn) return fn;
+  // RTLD_NEXT is relative to the caller of dlvsym, i.e. this library: the next dlsym is glibc's.
+  // glibc >= 2.34 defines dlsym@@GLIBC_2.34 in libc; older ones only dlsym@GLIBC_2.2.5 (libdl).
+  void* found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+  if (!found) found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+  fn = found ? reinterpret_cast<DlsymFn>(found) : &dlsym_unavailable;
+  // Racing threads compute the same value; last store wins harmlessly.
+  g_real_dlsym.store(fn, std::memory_order_release);
+  return fn;
+}
+
+void* real_address(Hook h) {
+  std::atomic<void*>& slot = g_real[index_of(h)];
+  void* real = slot.load(std::memory_order_acquire);
+  if (real) return real;
+  void* next = lookup_next_definition(h);
+  if (!next) return nullptr;
+  // Keep whatever another thread (or a resolver hook) stored first.
+  if (slot.compare_exchange_strong(real, next, std::memory_order_acq_rel)) return next;
+  return real;
+}
+
+bool is_own_hook(const void* address) {
+  if (!address) return false;
+  for (int i = 0; i < kHookCount; ++i)
+    if (hook_address(static_cast<Hook>(i)) == address) return true;
+  return false;
+}
+
+void* adopt_real(Hook h, void* real) {
+  if (!real || is_own_hook(real)) return real;
+  std::atomic<void*>& slot = g_real[index_of(h)];
+  void* wrapper = const_cast<void*>(hook_address(h));
+  if (family_of(h) == HookFamily::Library) {
+    // Our exported wrapper also serves direct (PLT) callers, which mean the globally visible copy.
+    // Adopt only that copy; hand any other copy back unwrapped.
+    void* global = real_address(h);
+    if (!global) {
+      void* expected = nullptr;
+      if (slot.compare_exchange_strong(expected, real, std::memory_order_acq_rel) || expected == real) return wrapper;
+      return real;
+    }
+    return global == real ? wrapper : real;
+  }
+  // One libcuda per process: any real pointer for this slot is the same driver entry point, so the
+  // first one stored serves every caller.
+  void* expected = nullptr;
+  slot.compare_exchange_strong(expected, real, std::memory_order_acq_rel);
+  return wrapper;
+}
+
+std::optional<Hook> hook_named(const char* name) {
+  if (!name || name[0] != 'c' || name[1] != 'u') return std::nullopt;  // every hook starts with "cu"
+  for (int i = 0; i < kHookCount; ++i)
+    if (std::strcmp(kHookNames[i], name) == 0) return static_cast<Hook>(i);
+  return std::nullopt;
+}
+
+void* loaded_libcuda() {
+  static std::atomic<void*> handle{nullptr};
+  void* h = handle.load(std::memory_order_acquire);
+  if (h) return h;
+  // RTLD_NOLOAD: never load the driver into a process that has not loaded it itself.
+  h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (h) handle.store(h, std::memory_order_release);
+  return h;
+}
+
+}  // namespace tandem::preload

@@ -1,0 +1,38 @@
+#pragma once
+// The real definitions behind the hooks, and the real dlsym.
+//
+// Every hook keeps one slot holding the real function it forwards to. A slot is filled by whichever
+// comes first: the dlsym or cuGetProcAddress hook handing our wrapper to a caller (it stores what
+// the real resolver returned), or a direct call of our exported symbol by a program linked against
+// libcuda/libcublas (it looks up the next definition after this library, RTLD_NEXT).
+#include <optional>
+
+#include "hooked_symbols.h"
+
+namespace tandem::preload {
+
+using DlsymFn = void* (*)(void* handle, const char* name);
+
+// glibc's own dlsym, found with dlvsym so that this library's exported dlsym is not returned. Never
+// null (a stand-in returning nullptr if glibc had none, which cannot happen with glibc).
+DlsymFn real_dlsym();
+
+// The real function behind hook `h`, or nullptr if there is none in the process.
+void* real_address(Hook h);
+
+// The address of this library's exported wrapper for `h` (defined with the wrappers, exports.cpp).
+const void* hook_address(Hook h);
+bool is_own_hook(const void* address);
+
+// Given what a real resolver returned for hook `h`, returns what the caller must get: our wrapper
+// (after storing `real` in the slot), or `real` itself when our wrapper could not forward to it
+// (a second copy of a library). nullptr stays nullptr.
+void* adopt_real(Hook h, void* real);
+
+// The hook with exactly this symbol name.
+std::optional<Hook> hook_named(const char* name);
+
+// The loaded libcuda, for internal driver calls (dlopen with RTLD_NOLOAD); nullptr if not loaded.
+void* loaded_libcuda();
+
+}  // namespace tandem::preload

@@ -1,0 +1,148 @@
+#include "shaping_decision.h"
+
+#include <exception>
+
+namespace tandem::preload {
+namespace {
+
+ShapingDecision unshaped(ShapingOutcome outcome, const ShapingRequest& request, int natural = 0) {
+  ShapingDecision d;
+  d.outcome = outcome;
+  d.dynamic_smem = request.kernel.dynamic_smem;
+  d.natural_blocks_per_sm = natural;
+  return d;
+}
+
+// The first flag-only outcome that applies, if any. Order: the user's choices first (policy,
+// patterns), then what we learned (an earlier failure), then what the launch is (cooperative), then
+// timing (in-flight gating).
+std::optional<ShapingOutcome> flag_outcome(const ShapeTarget& target, const ShapingRequest& request) {
+  if (target.kind == ShapeTarget::Kind::None) return ShapingOutcome::NotRequested;
+  if (request.excluded) return ShapingOutcome::Excluded;
+  if (request.failed_before) return ShapingOutcome::FailedRetry;
+  if (request.cooperative) return ShapingOutcome::Cooperative;
+  if (!request.collective_in_flight) return ShapingOutcome::NoCollectiveInFlight;
+  return std::nullopt;
+}
+
+// The padded dynamic smem for the target, or the outcome that prevents it.
+struct Padding {
+  std::optional<int64_t> dynamic_smem;
+  ShapingOutcome otherwise = ShapingOutcome::Unreachable;
+};
+
+Padding padding_for(const DeviceLimits& limits, const ShapeTarget& target, const KernelFootprint& kernel, int natural,
+                    const std::optional<KernelFootprint>& last_collective) {
+  switch (target.kind) {
+    case ShapeTarget::Kind::BlocksPerSm:
+      if (natural <= target.blocks_per_sm) return {std::nullopt, ShapingOutcome::AlreadyAtTarget};
+      return {dynamic_smem_for_target(limits, kernel, target.blocks_per_sm), ShapingOutcome::Unreachable};
+    case ShapeTarget::Kind::Bytes: {
+      // shape:<bytes> adds that much to what the launch asks for (as ShapedKernel does in bench).
+      const int64_t padded = kernel.dynamic_smem + target.bytes;
+      if (kernel.static_smem + padded > limits.max_smem_per_block) return {std::nullopt, ShapingOutcome::Unreachable};
+      return {padded, ShapingOutcome::Unreachable};
+    }
+    case ShapeTarget::Kind::Auto: {
+      if (!last_collective) return {std::nullopt, ShapingOutcome::NoNcclFootprint};
+      const auto plan = least_shaping_with_room(limits, kernel, *last_collective);
+      if (!plan) return {std::nullopt, ShapingOutcome::Unreachable};
+      if (plan->dynamic_smem == kernel.dynamic_smem) return {std::nullopt, ShapingOutcome::AlreadyHasRoom};
+      return {plan->dynamic_smem, ShapingOutcome::Unreachable};
+    }
+    case ShapeTarget::Kind::None:
+      break;
+  }
+  return {std::nullopt, ShapingOutcome::NotRequested};
+}
+
+ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget& target, const ShapingRequest& request,
+                                  const std::optional<KernelFootprint>& last_collective) {
+  const KernelFootprint& kernel = request.kernel;
+  const int natural = residency(limits, kernel).blocks_per_sm;
+  // 0: the launch is invalid as it stands (too many threads, too much smem...); the driver will say
+  // so, unchanged.
+  if (natural == 0) return unshaped(ShapingOutcome::Unreachable, request, natural);
+  if (natural == 1) return unshaped(ShapingOutcome::OneBlockPerSm, request, natural);
+
+  const Padding padding = padding_for(limits, target, kernel, natural, last_collective);
+  if (!padding.dynamic_smem) return unshaped(padding.otherwise, request, natural);
+
+  KernelFootprint padded = kernel;
+  padded.dynamic_smem = *padding.dynamic_smem;
+  const int shaped = residency(limits, padded).blocks_per_sm;
+  if (shaped == 0) return unshaped(ShapingOutcome::Unreachable, request, natural);
+  if (shaped >= natural) return unshaped(ShapingOutcome::AlreadyAtTarget, request, natural);
+
+  // Clusters are placed GPC by GPC, which the model does not see. Padding is only applied when a
+  // whole cluster still fits on one SM at the padded residency: then every placement that worked
+  // before still works. Otherwise the cluster launch is left alone.
+  if (kernel.cluster_size > 1 && (kernel.cluster_size > limits.max_cluster_size || kernel.cluster_size > shaped))
+    return unshaped(ShapingOutcome::Cluster, request, natural);
+
+  ShapingDecision d;
+  d.outcome = ShapingOutcome::Shaped;
+  d.dynamic_smem = *padding.dynamic_smem;
+  d.natural_blocks_per_sm = natural;
+  d.shaped_blocks_per_sm = shaped;
+  return d;
+}
+
+}  // namespace
+
+const char* to_string(ShapingOutcome outcome) {
+  switch (outcome) {
+    case ShapingOutcome::NotRequested:
+      return "not-requested";
+    case ShapingOutcome::Shaped:
+      return "shaped";
+    case ShapingOutcome::Excluded:
+      return "excluded";
+    case ShapingOutcome::FailedRetry:
+      return "failed-retry";
+    case ShapingOutcome::Cooperative:
+      return "cooperative";
+    case ShapingOutcome::NoCollectiveInFlight:
+      return "no-collective-in-flight";
+    case ShapingOutcome::NoNcclFootprint:
+      return "no-nccl-footprint";
+    case ShapingOutcome::OneBlockPerSm:
+      return "one-block-per-sm";
+    case ShapingOutcome::AlreadyAtTarget:
+      return "already-at-target";
+    case ShapingOutcome::AlreadyHasRoom:
+      return "already-has-room";
+    case ShapingOutcome::Unreachable:
+      return "unreachable";
+    case ShapingOutcome::Cluster:
+      return "cluster";
+    case ShapingOutcome::ModelError:
+      return "model-error";
+    case ShapingOutcome::NoMetadata:
+      return "no-metadata";
+    case ShapingOutcome::NoDevice:
+      return "no-device";
+    case ShapingOutcome::CapRaiseFailed:
+      return "cap-raise-failed";
+    case ShapingOutcome::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+bool decided_before_model(const ShapeTarget& target, const ShapingRequest& request) {
+  return flag_outcome(target, request).has_value();
+}
+
+ShapingDecision decide_shaping(const DeviceLimits& limits, const ShapeTarget& target, const ShapingRequest& request,
+                               const std::optional<KernelFootprint>& last_collective) {
+  if (const auto outcome = flag_outcome(target, request)) return unshaped(*outcome, request);
+  try {
+    return decide_with_model(limits, target, request, last_collective);
+  } catch (const std::exception&) {
+    // The model throws on incomplete device limits; a launch must never see that.
+    return unshaped(ShapingOutcome::ModelError, request);
+  }
+}
+
+}  // namespace tandem::preload

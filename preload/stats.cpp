@@ -1,0 +1,167 @@
+#include "stats.h"
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+namespace tandem::preload {
+namespace {
+
+uint64_t load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); }
+
+std::string line(long pid, const std::string& text) { return "tandem[" + std::to_string(pid) + "]: " + text + "\n"; }
+
+std::string join_reasons(const std::vector<std::pair<std::string, uint64_t>>& reasons) {
+  std::string out;
+  for (const auto& [reason, count] : reasons) {
+    if (!out.empty()) out += ", ";
+    out += reason + " " + std::to_string(count);
+  }
+  return out.empty() ? "none" : out;
+}
+
+nlohmann::json reasons_json(const std::vector<std::pair<std::string, uint64_t>>& reasons) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [reason, count] : reasons) j[reason] = count;
+  return j;
+}
+
+nlohmann::json kernel_json(const KernelSummary& k) {
+  return {{"name", k.name}, {"kind", k.kind}, {"launches", k.launches}, {"decision", k.decision}};
+}
+
+}  // namespace
+
+const char* to_string(ElevationOutcome outcome) {
+  switch (outcome) {
+    case ElevationOutcome::NotRequested:
+      return "not-requested";
+    case ElevationOutcome::Elevated:
+      return "elevated";
+    case ElevationOutcome::Excluded:
+      return "excluded";
+    case ElevationOutcome::FailedRetry:
+      return "failed-retry";
+    case ElevationOutcome::NoDevice:
+      return "no-device";
+    case ElevationOutcome::TooManyAttributes:
+      return "too-many-attributes";
+    case ElevationOutcome::kCount:
+      break;
+  }
+  return "unknown";
+}
+
+void Counters::reset() {
+  launches.store(0, std::memory_order_relaxed);
+  for (auto& c : calls_by_hook) c.store(0, std::memory_order_relaxed);
+  for (auto* c : {&captured, &collective_launches, &compute_launches, &shaped_launch_failures,
+                  &elevated_launch_failures, &cap_refreshes, &untracked_launches, &cublas_handles_capped,
+                  &cublaslt_descriptors_capped, &cublas_cap_failures})
+    c->store(0, std::memory_order_relaxed);
+  for (auto& c : shaping) c.store(0, std::memory_order_relaxed);
+  for (auto& c : elevation) c.store(0, std::memory_order_relaxed);
+}
+
+void fill_counters(const Counters& c, Snapshot& s) {
+  s.launches = load(c.launches);
+  s.calls_by_hook.clear();
+  for (int i = 0; i < kHookCount; ++i) s.calls_by_hook.emplace_back(kHookNames[i], load(c.calls_by_hook[i]));
+  s.captured = load(c.captured);
+  s.collective_launches = load(c.collective_launches);
+  s.compute_launches = load(c.compute_launches);
+  s.compute_shaped = load(c.shaping[static_cast<int>(ShapingOutcome::Shaped)]);
+  s.collectives_elevated = load(c.elevation[static_cast<int>(ElevationOutcome::Elevated)]);
+  s.skipped.clear();
+  for (int i = 0; i < kShapingOutcomeCount; ++i) {
+    const auto outcome = static_cast<ShapingOutcome>(i);
+    if (outcome == ShapingOutcome::Shaped || outcome == ShapingOutcome::NotRequested) continue;
+    if (const uint64_t n = load(c.shaping[i])) s.skipped.emplace_back(to_string(outcome), n);
+  }
+  s.collectives_not_elevated.clear();
+  for (int i = 0; i < kElevationOutcomeCount; ++i) {
+    const auto outcome = static_cast<ElevationOutcome>(i);
+    if (outcome == ElevationOutcome::Elevated || outcome == ElevationOutcome::NotRequested) continue;
+    if (const uint64_t n = load(c.elevation[i])) s.collectives_not_elevated.emplace_back(to_string(outcome), n);
+  }
+  s.shaped_launch_failures = load(c.shaped_launch_failures);
+  s.elevated_launch_failures = load(c.elevated_launch_failures);
+  s.cap_refreshes = load(c.cap_refreshes);
+  s.untracked_launches = load(c.untracked_launches);
+  s.cublas_handles_capped = load(c.cublas_handles_capped);
+  s.cublaslt_descriptors_capped = load(c.cublaslt_descriptors_capped);
+  s.cublas_cap_failures = load(c.cublas_cap_failures);
+}
+
+std::string render_text(const Snapshot& s, size_t top_n) {
+  std::string out;
+  out += line(s.pid, "summary: policy " + s.policy + (s.policy_valid ? "" : " (invalid: no controls)") + ", " +
+                         std::to_string(s.launches) + " kernel launches seen (" +
+                         std::to_string(s.collective_launches) + " nccl, " + std::to_string(s.compute_launches) +
+                         " compute, " + std::to_string(s.captured) + " under graph capture)");
+  out += line(s.pid, "nccl launches elevated: " + std::to_string(s.collectives_elevated) +
+                         "; not elevated: " + join_reasons(s.collectives_not_elevated));
+  out += line(s.pid,
+              "compute launches shaped: " + std::to_string(s.compute_shaped) + "; skipped: " + join_reasons(s.skipped));
+  if (s.shaped_launch_failures || s.elevated_launch_failures || s.untracked_launches)
+    out += line(s.pid, "retried unmodified after a failure: " + std::to_string(s.shaped_launch_failures) + " shaped, " +
+                           std::to_string(s.elevated_launch_failures) +
+                           " elevated; untracked: " + std::to_string(s.untracked_launches));
+  if (s.cublas_handles_capped || s.cublaslt_descriptors_capped || s.cublas_cap_failures)
+    out += line(s.pid, "SM-count target set on " + std::to_string(s.cublas_handles_capped) + " cuBLAS handles, " +
+                           std::to_string(s.cublaslt_descriptors_capped) + " cuBLASLt descriptors (" +
+                           std::to_string(s.cublas_cap_failures) + " failed)");
+  const size_t shown = std::min(top_n, s.kernels.size());
+  if (shown > 0) out += line(s.pid, "top " + std::to_string(shown) + " kernels by launches:");
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& k = s.kernels[i];
+    char columns[160];
+    std::snprintf(columns, sizeof columns, "%10llu  %-7s  %-46s", static_cast<unsigned long long>(k.launches),
+                  k.kind.c_str(), k.decision.c_str());
+    const std::string name = k.name.size() > 100 ? k.name.substr(0, 97) + "..." : k.name;
+    out += line(s.pid, std::string(columns) + "  " + name);
+  }
+  return out;
+}
+
+std::string render_json(const Snapshot& s) {
+  nlohmann::json calls = nlohmann::json::object();
+  for (const auto& [hook, count] : s.calls_by_hook) calls[hook] = count;
+  nlohmann::json kernels = nlohmann::json::array();
+  nlohmann::json top = nlohmann::json::array();
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    kernels.push_back(kernel_json(s.kernels[i]));
+    if (i < 10) top.push_back(kernel_json(s.kernels[i]));
+  }
+  nlohmann::json j = {
+      {"pid", s.pid},
+      {"policy", s.policy},
+      {"policy_valid", s.policy_valid},
+      {"shape_when", s.shape_when},
+      {"log_level", s.log_level},
+      {"launches",
+       {{"total", s.launches},
+        {"nccl", s.collective_launches},
+        {"compute", s.compute_launches},
+        {"captured", s.captured}}},
+      {"calls_by_hook", calls},
+      {"nccl_elevated", s.collectives_elevated},
+      {"nccl_not_elevated", reasons_json(s.collectives_not_elevated)},
+      {"compute_shaped", s.compute_shaped},
+      {"skipped", reasons_json(s.skipped)},
+      {"failures",
+       {{"shaped_retried_unshaped", s.shaped_launch_failures},
+        {"elevated_retried_as_issued", s.elevated_launch_failures},
+        {"smem_limit_raised_again", s.cap_refreshes},
+        {"untracked_launches", s.untracked_launches}}},
+      {"cublas",
+       {{"handles_capped", s.cublas_handles_capped},
+        {"lt_descriptors_capped", s.cublaslt_descriptors_capped},
+        {"cap_failures", s.cublas_cap_failures}}},
+      {"last_nccl_footprint", s.last_collective_footprint},
+      {"top_kernels", top},
+      {"kernels", kernels},
+  };
+  return j.dump(2) + "\n";
+}
+
+}  // namespace tandem::preload

@@ -1,0 +1,90 @@
+#pragma once
+// What the interposer did, counted with relaxed atomics on the launch path (no lock), and rendered
+// at exit as a text summary (stderr) and as JSON (TANDEM_STATS_FILE). Rendering is pure: it works on
+// a Snapshot, so the format is tested on CPU.
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hooked_symbols.h"
+#include "shaping_decision.h"
+
+namespace tandem::preload {
+
+// Why an NCCL launch was or was not elevated. Keep kCount last.
+enum class ElevationOutcome : uint8_t {
+  NotRequested,       // the policy has no `priority`
+  Elevated,           // launched with the device's greatest priority
+  Excluded,           // TANDEM_INCLUDE / TANDEM_EXCLUDE
+  FailedRetry,        // an earlier elevated launch of this kernel failed; never elevated again
+  NoDevice,           // no current context / device out of range
+  TooManyAttributes,  // the launch already carries more attributes than we copy
+  kCount
+};
+const char* to_string(ElevationOutcome);
+inline constexpr int kElevationOutcomeCount = static_cast<int>(ElevationOutcome::kCount);
+
+struct Counters {
+  std::atomic<uint64_t> launches{0};
+  std::array<std::atomic<uint64_t>, kHookCount> calls_by_hook{};  // launches per entry point, resolutions, cuBLAS calls
+  std::atomic<uint64_t> captured{0};  // launches into a capturing stream (of those a control applies to)
+  std::atomic<uint64_t> collective_launches{0};
+  std::atomic<uint64_t> compute_launches{0};
+  std::array<std::atomic<uint64_t>, kShapingOutcomeCount> shaping{};
+  std::array<std::atomic<uint64_t>, kElevationOutcomeCount> elevation{};
+  std::atomic<uint64_t> shaped_launch_failures{0};    // shaped launch failed, retried unshaped
+  std::atomic<uint64_t> elevated_launch_failures{0};  // elevated launch failed, retried as issued
+  std::atomic<uint64_t> cap_refreshes{0};             // the program lowered a raised smem limit; raised again
+  std::atomic<uint64_t> untracked_launches{0};        // kernel table full or metadata unreadable
+  std::atomic<uint64_t> cublas_handles_capped{0};
+  std::atomic<uint64_t> cublaslt_descriptors_capped{0};
+  std::atomic<uint64_t> cublas_cap_failures{0};
+
+  static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
+  void reset();  // after fork, in the child
+};
+
+struct KernelSummary {
+  std::string name;  // demangled when possible
+  std::string kind;  // "nccl" | "compute"
+  uint64_t launches = 0;
+  std::string decision;  // "elevated", "shaped 3->2 blocks/SM (+77 KiB)", "skipped: cooperative", ...
+};
+
+struct Snapshot {
+  long pid = 0;
+  std::string policy;
+  bool policy_valid = true;
+  std::string shape_when;
+  std::string log_level;
+  uint64_t launches = 0;
+  std::vector<std::pair<std::string, uint64_t>> calls_by_hook;  // in hook-list order
+  uint64_t captured = 0;
+  uint64_t collective_launches = 0;
+  uint64_t compute_launches = 0;
+  uint64_t collectives_elevated = 0;
+  uint64_t compute_shaped = 0;
+  std::vector<std::pair<std::string, uint64_t>> skipped;                   // compute, by reason, non-zero only
+  std::vector<std::pair<std::string, uint64_t>> collectives_not_elevated;  // by reason, non-zero only
+  uint64_t shaped_launch_failures = 0;
+  uint64_t elevated_launch_failures = 0;
+  uint64_t cap_refreshes = 0;
+  uint64_t untracked_launches = 0;
+  uint64_t cublas_handles_capped = 0;
+  uint64_t cublaslt_descriptors_capped = 0;
+  uint64_t cublas_cap_failures = 0;
+  std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
+  std::vector<KernelSummary> kernels;     // by launches, descending
+};
+
+// Fills the counter part of a snapshot (the caller adds identity, kernels and footprint).
+void fill_counters(const Counters&, Snapshot&);
+
+// The stderr summary: a few lines, each prefixed "tandem[pid]: ", with the top `top_n` kernels.
+std::string render_text(const Snapshot&, size_t top_n = 10);
+// The JSON document for TANDEM_STATS_FILE (all kernels, and `top_kernels` = the first 10).
+std::string render_json(const Snapshot&);
+
+}  // namespace tandem::preload

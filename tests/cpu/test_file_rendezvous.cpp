@@ -1,0 +1,239 @@
+// The file rendezvous between processes, with threads standing in for the ranks (it is file logic
+// only), and the shared-GPU check.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "harness/file_rendezvous.h"
+#include "harness/gpu_identity.h"
+#include "tandem/error.h"
+
+namespace tandem::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileRendezvous : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/tandem-rdv-test-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    root_ = pattern;
+    dir_ = root_ + "/job";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  FileRendezvousOptions options(int rank, int world, double timeout = 10) const {
+    FileRendezvousOptions o;
+    o.dir = dir_;
+    o.rank = rank;
+    o.world_size = world;
+    o.identity = "host" + std::to_string(rank) + "\tm\tbus" + std::to_string(rank) + "\tGPU-" + std::to_string(rank);
+    o.timeout_s = timeout;
+    o.poll_s = 0.002;
+    return o;
+  }
+
+  struct Outcome {
+    FileRendezvousResult result;
+    std::string error;  // empty on success
+  };
+
+  // Runs ranks as threads; `setup(rank, options)` may change each rank's options.
+  std::vector<Outcome> run(const std::vector<FileRendezvousOptions>& per_rank, const std::string& payload,
+                           std::function<std::string(const std::vector<std::string>&)> verdict = nullptr) {
+    std::vector<Outcome> out(per_rank.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < per_rank.size(); ++i)
+      threads.emplace_back([&, i] {
+        try {
+          out[i].result = file_rendezvous(per_rank[i], per_rank[i].rank == 0 ? payload : "", verdict);
+        } catch (const Error& e) {
+          out[i].error = e.what();
+          if (out[i].error.empty()) out[i].error = "?";
+        }
+      });
+    for (auto& t : threads) t.join();
+    return out;
+  }
+
+  std::string root_, dir_;
+};
+
+// Binary, with a zero byte and a newline: the payload must travel unchanged.
+const std::string kPayload = std::string("\x01\x00\n\xff id", 7);
+
+TEST_F(FileRendezvous, EveryRankGetsThePayloadAndTheIdentities) {
+  const auto out = run({options(2, 3), options(0, 3), options(1, 3)}, kPayload);
+  for (const auto& o : out) {
+    ASSERT_EQ(o.error, "");
+    EXPECT_EQ(o.result.payload, kPayload);
+    ASSERT_EQ(o.result.identities.size(), 3u);
+    for (int r = 0; r < 3; ++r) EXPECT_EQ(o.result.identities[r], options(r, 3).identity);
+  }
+  remove_rendezvous_files(dir_, 3);
+  EXPECT_FALSE(fs::exists(dir_));
+}
+
+TEST_F(FileRendezvous, WorldOfOne) {
+  const auto out = run({options(0, 1)}, kPayload);
+  ASSERT_EQ(out[0].error, "");
+  EXPECT_EQ(out[0].result.payload, kPayload);
+}
+
+TEST_F(FileRendezvous, MissingRanksAreNamedOnEveryRank) {
+  const auto out = run({options(0, 4, 0.5), options(2, 4, 0.5)}, kPayload);
+  EXPECT_NE(out[0].error.find("ranks 1 and 3 did not join the rendezvous in " + dir_), std::string::npos) << out[0].error;
+  EXPECT_NE(out[0].error.find("within 0.5 s"), std::string::npos);
+  // Rank 2 hears rank 0's verdict rather than timing out alone.
+  EXPECT_NE(out[1].error.find("ranks 1 and 3 did not join"), std::string::npos) << out[1].error;
+}
+
+TEST_F(FileRendezvous, MissingRankZeroIsNamed) {
+  auto o = options(1, 2, 0.3);
+  o.hint = " (hint)";
+  const auto out = run({o}, kPayload);
+  EXPECT_NE(out[0].error.find("rank 1: rank 0 did not answer in " + dir_), std::string::npos) << out[0].error;
+  EXPECT_NE(out[0].error.find("(hint)"), std::string::npos);
+}
+
+TEST_F(FileRendezvous, MismatchedWorldSizesFailEveryRank) {
+  const auto out = run({options(0, 2), options(1, 3)}, kPayload);
+  EXPECT_NE(out[0].error.find("rank 1 was started with a world size of 3 but rank 0 with 2"), std::string::npos)
+      << out[0].error;
+  EXPECT_NE(out[1].error.find("rank 1 was started with a world size of 3 but rank 0 with 2"), std::string::npos)
+      << out[1].error;
+}
+
+TEST_F(FileRendezvous, SmallerWorldElsewhereEndsTheWait) {
+  // Rank 0 thinks 3 ranks, rank 1 thinks 2: rank 0 would wait for rank 2, but rank 1's mismatch
+  // ends the wait at once.
+  const auto out = run({options(0, 3, 5), options(1, 2, 5)}, kPayload);
+  EXPECT_NE(out[0].error.find("world size of 2 but rank 0 with 3"), std::string::npos) << out[0].error;
+  EXPECT_NE(out[1].error.find("world size of 2 but rank 0 with 3"), std::string::npos) << out[1].error;
+}
+
+TEST_F(FileRendezvous, NegativeVerdictReachesEveryRank) {
+  const auto out = run({options(0, 2), options(1, 2)}, kPayload, [](const std::vector<std::string>& ids) {
+    return ids.size() == 2 ? std::string("ranks 0 and 1 share a GPU") : std::string("wrong count");
+  });
+  EXPECT_NE(out[0].error.find("ranks 0 and 1 share a GPU"), std::string::npos) << out[0].error;
+  EXPECT_NE(out[1].error.find("ranks 0 and 1 share a GPU"), std::string::npos) << out[1].error;
+}
+
+TEST_F(FileRendezvous, StaleFilesOfACrashedRunAreIgnored) {
+  // A crashed earlier run left a finished rendezvous behind, with another payload: nobody may take it.
+  fs::create_directories(dir_);
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir_ + "/" + name) << "tandem-rendezvous 1\n" << text;
+  };
+  write("id", "session old\nworld_size 2\nstatus ok\nmember 1 oldnonce\nidentity 0 a\tb\tc\td\nidentity 1 a\tb\tc\td\n"
+              "payload 6f6c64\n");
+  write("join.1", "rank 1\nworld_size 2\nnonce oldnonce\nidentity x\n");
+  write("ack.1", "session old\nnonce oldnonce\nworld_size 2\n");
+  write("join.5", "rank 5\nworld_size 9\nnonce gone\nidentity x\n");
+  // Rank 1 starts first and sees only the stale files for a while.
+  std::vector<FileRendezvousOptions> ranks{options(1, 2), options(0, 2)};
+  std::vector<std::thread> threads;
+  std::string payload1, error1, payload0, error0;
+  threads.emplace_back([&] {
+    try {
+      payload1 = file_rendezvous(ranks[0], "", nullptr).payload;
+    } catch (const Error& e) {
+      error1 = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  threads.emplace_back([&] {
+    try {
+      payload0 = file_rendezvous(ranks[1], kPayload, nullptr).payload;
+    } catch (const Error& e) {
+      error0 = e.what();
+    }
+  });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(error0, "");
+  EXPECT_EQ(error1, "");
+  EXPECT_EQ(payload0, kPayload);
+  EXPECT_EQ(payload1, kPayload);
+}
+
+TEST_F(FileRendezvous, SeparateProcesses) {
+  // Real processes, as the launchers start them: fork two children as ranks 1 and 2.
+  std::vector<pid_t> children;
+  for (int r = 1; r <= 2; ++r) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      try {
+        const auto res = file_rendezvous(options(r, 3), "", nullptr);
+        _exit(res.payload == kPayload && res.identities.size() == 3 ? 0 : 2);
+      } catch (...) {
+        _exit(3);
+      }
+    }
+    children.push_back(pid);
+  }
+  const auto res = file_rendezvous(options(0, 3), kPayload, nullptr);
+  EXPECT_EQ(res.identities.size(), 3u);
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+  }
+}
+
+TEST_F(FileRendezvous, BadRankIsRejected) {
+  EXPECT_THROW(file_rendezvous(options(2, 2), "", nullptr), Error);
+}
+
+GpuIdentity gpu(const std::string& host, const std::string& bus, const std::string& uuid) {
+  return GpuIdentity{host, host + "/boot", bus, uuid};
+}
+
+TEST(SharedGpu, DistinctGpusPass) {
+  EXPECT_EQ(shared_gpu_message({gpu("a", "0000:19:00.0", "GPU-1"), gpu("a", "0000:3b:00.0", "GPU-2")}), "");
+  // Same bus id on two machines: two GPUs.
+  EXPECT_EQ(shared_gpu_message({gpu("a", "0000:19:00.0", ""), gpu("b", "0000:19:00.0", "")}), "");
+}
+
+TEST(SharedGpu, SameGpuIsNamed) {
+  const std::vector<GpuIdentity> ids = {gpu("a", "0000:19:00.0", "GPU-1"), gpu("a", "0000:3b:00.0", "GPU-2"),
+                                        gpu("a", "0000:19:00.0", "GPU-1"), gpu("a", "0000:19:00.0", "GPU-1")};
+  const auto groups = ranks_sharing_a_gpu(ids);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], (std::vector<int>{0, 2, 3}));
+  const std::string m = shared_gpu_message(ids);
+  EXPECT_NE(m.find("ranks 0, 2 and 3 share the GPU 0000:19:00.0 (GPU-1) on a"), std::string::npos) << m;
+  EXPECT_NE(m.find("--allow-shared-gpu"), std::string::npos);
+}
+
+TEST(SharedGpu, UuidDecidesWhenKnownElseMachineAndBus) {
+  // Containers on one machine: different host names, one boot id and GPU.
+  GpuIdentity x = gpu("c1", "0000:19:00.0", ""), y = gpu("c2", "0000:19:00.0", "");
+  x.machine = y.machine = "same-boot";
+  EXPECT_EQ(ranks_sharing_a_gpu({x, y}).size(), 1u);
+  x.uuid = "GPU-1";
+  y.uuid = "GPU-2";
+  EXPECT_TRUE(ranks_sharing_a_gpu({x, y}).empty());
+}
+
+TEST(SharedGpu, IdentityRoundTrips) {
+  const GpuIdentity id = gpu("node-1", "0000:19:00.0", "GPU-abc");
+  const GpuIdentity back = parse_gpu_identity(serialize(id));
+  EXPECT_EQ(back.host, id.host);
+  EXPECT_EQ(back.machine, id.machine);
+  EXPECT_EQ(back.bus_id, id.bus_id);
+  EXPECT_EQ(back.uuid, id.uuid);
+  EXPECT_THROW(parse_gpu_identity("only-one-field"), Error);
+  EXPECT_FALSE(this_machine().host.empty());
+}
+
+}  // namespace
+}  // namespace tandem::bench

@@ -1,0 +1,70 @@
+// Kernel names: NCCL or compute, demangling, and the TANDEM_INCLUDE / TANDEM_EXCLUDE patterns.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "preload/kernel_classification.h"
+
+namespace tandem::preload {
+namespace {
+
+std::string mangled(const std::string& identifier, const std::string& rest = "v") {
+  return "_Z" + std::to_string(identifier.size()) + identifier + rest;
+}
+
+TEST(preload_classification, NcclKernelsByPrefix) {
+  EXPECT_TRUE(is_nccl_kernel_name("ncclDevKernel_AllReduce_Sum_f32_RING_LL"));
+  EXPECT_TRUE(is_nccl_kernel_name("ncclDevKernel_Generic"));
+  EXPECT_TRUE(is_nccl_kernel_name("ncclSymkDevKernel_AllReduce_AGxLL_R"));
+  EXPECT_EQ(classify_kernel("ncclDevKernel_SendRecv"), KernelKind::Collective);
+}
+
+TEST(preload_classification, NcclKernelsMangledAndDemangled) {
+  EXPECT_TRUE(is_nccl_kernel_name(
+      mangled("ncclDevKernel_AllReduce_Sum_bf16_RING_SIMPLE", "24ncclDevKernelArgsStorageILm4096EE")));
+  EXPECT_TRUE(is_nccl_kernel_name(mangled("ncclSymkDevKernel_AllGather_LL")));
+  EXPECT_TRUE(is_nccl_kernel_name("_ZL" + mangled("ncclDevKernel_Generic").substr(2)));  // internal linkage
+  EXPECT_TRUE(is_nccl_kernel_name("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"));
+}
+
+TEST(preload_classification, EverythingElseIsCompute) {
+  for (const std::string name :
+       {"my_gemm_kernel", "_Z6kernelPf", "ampere_sgemm_128x64_nn", "ncclDevKernelX", "xncclDevKernel_Generic", "", "_Z",
+        "_Z99short", "nccl", "ncclKernel_AllReduce", "_ZN6tandem14ncclDevKernel_xEv"}) {
+    EXPECT_FALSE(is_nccl_kernel_name(name)) << name;
+    EXPECT_EQ(classify_kernel(name), KernelKind::Compute) << name;
+  }
+  EXPECT_STREQ(to_string(KernelKind::Compute), "compute");
+  EXPECT_STREQ(to_string(KernelKind::Collective), "nccl");
+}
+
+TEST(preload_classification, Demangle) {
+  EXPECT_EQ(demangle("_Z6kernelPf"), "kernel(float*)");
+  EXPECT_EQ(demangle("plain_c_kernel"), "plain_c_kernel");
+  EXPECT_EQ(demangle("_Zgarbage"), "_Zgarbage");
+}
+
+TEST(preload_classification, GlobPatterns) {
+  EXPECT_TRUE(matches_any({"*gemm*"}, "ampere_sgemm_128x64_nn"));
+  EXPECT_TRUE(matches_any({"x", "ncclDevKernel_*"}, "ncclDevKernel_Generic"));
+  EXPECT_TRUE(matches_any({"k[0-9]"}, "k7"));
+  EXPECT_TRUE(matches_any({"?ernel"}, "kernel"));
+  EXPECT_FALSE(matches_any({"gemm"}, "sgemm"));
+  EXPECT_FALSE(matches_any({}, "anything"));
+}
+
+TEST(preload_classification, IncludeAndExcludeSelection) {
+  const std::vector<std::string> none;
+  EXPECT_TRUE(selected_by_patterns(none, none, "k", "k"));
+  EXPECT_TRUE(selected_by_patterns({"*gemm*"}, none, "sgemm_nn", "sgemm_nn"));
+  EXPECT_FALSE(selected_by_patterns({"*gemm*"}, none, "stream_copy", "stream_copy"));
+  EXPECT_FALSE(selected_by_patterns(none, {"stream_*"}, "stream_copy", "stream_copy"));
+  // Exclusion wins over inclusion.
+  EXPECT_FALSE(selected_by_patterns({"*"}, {"stream_*"}, "stream_copy", "stream_copy"));
+  // Patterns are tried on the demangled name too.
+  EXPECT_TRUE(selected_by_patterns({"kernel(float*)"}, none, "_Z6kernelPf", "kernel(float*)"));
+  EXPECT_FALSE(selected_by_patterns(none, {"kernel(*"}, "_Z6kernelPf", "kernel(float*)"));
+}
+
+}  // namespace
+}  // namespace tandem::preload

@@ -1,0 +1,336 @@
+// The interposer end to end without a GPU: tests/preload_target/fake_cuda/fake_driver_client reaches
+// a fake libcuda.so.1 the way the CUDA runtime does (dlopen, dlsym cuGetProcAddress_v2, resolve
+// every entry point) and launches through every entry point; the fake driver records what it
+// received. Run with and without LD_PRELOAD, under several policies.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "tandem/gpu_catalog.h"
+#include "tandem/occupancy.h"
+#include "test_preload_paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const std::string kClient = tandem_preload_test::fake_driver_client_path();
+const std::string kLibrary = tandem_preload_test::preload_library_path();
+
+constexpr int kInvalidValue = 1;         // CUDA_ERROR_INVALID_VALUE
+constexpr int kInvalidHandle = 400;      // CUDA_ERROR_INVALID_HANDLE
+constexpr int kOutOfResources = 701;     // CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+constexpr unsigned kShape2Smem = 76928;  // 256 threads x 32 regs padded to 2 blocks/SM on an H200
+
+struct ClientRun {
+  int status = -1;
+  json out;
+  json stats;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Runs the client with `environment` (VAR=value ...) and, unless `preload` is false, the interposer.
+ClientRun run_client(const std::string& environment, bool preload = true) {
+  const fs::path dir = fs::temp_directory_path() / ("tandem_fake_driver_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path out = dir / "out", err = dir / "err", stats = dir / "stats.json";
+  fs::remove(stats);
+  // No LD_LIBRARY_PATH: the client must find the fakes next to it, never real CUDA libraries.
+  std::string command = "env -u LD_LIBRARY_PATH " + environment;
+  if (preload) command += " LD_PRELOAD=" + kLibrary + " TANDEM_STATS_FILE=" + stats.string();
+  command += " " + kClient + " >" + out.string() + " 2>" + err.string();
+  const int raw = std::system(command.c_str());
+  ClientRun r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.err = read_file(err);
+  const std::string text = read_file(out);
+  if (!text.empty()) r.out = json::parse(text);
+  if (fs::exists(stats)) r.stats = json::parse(read_file(stats));
+  fs::remove_all(dir);
+  return r;
+}
+
+const json& only(const json& run, const char* step) {
+  const json& launches = run["out"]["steps"][step];
+  EXPECT_EQ(launches.size(), 1u) << step << ": " << launches.dump();
+  return launches.at(0);
+}
+
+json as_json(const ClientRun& r) { return {{"out", r.out}, {"stats", r.stats}}; }
+
+class preload_fake_driver : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    shaped_ = new ClientRun(run_client("TANDEM_POLICY=shape:2+priority"));
+    plain_ = new ClientRun(run_client("", false));
+  }
+  static void TearDownTestSuite() {
+    delete shaped_;
+    delete plain_;
+  }
+  static const ClientRun& shaped() { return *shaped_; }
+  static const ClientRun& plain() { return *plain_; }
+
+ private:
+  static inline ClientRun* shaped_ = nullptr;
+  static inline ClientRun* plain_ = nullptr;
+};
+
+TEST_F(preload_fake_driver, WithoutTheInterposerEveryLaunchArrivesAsIssued) {
+  ASSERT_EQ(plain().status, 0) << plain().err;
+  const json run = as_json(plain());
+  for (const auto& [name, launches] : plain().out["steps"].items()) {
+    for (const auto& l : launches) {
+      if (name == "nccl_ex_with_attributes") {
+        EXPECT_EQ(l["priority"], 0);  // the launch's own attribute, untouched
+        continue;
+      }
+      EXPECT_FALSE(l["has_priority"].get<bool>()) << name;
+      if (name != "nccl" && name != "nccl_ptsz") EXPECT_EQ(l["smem"], 0) << name;
+    }
+  }
+  EXPECT_EQ(only(run, "nccl")["entry"], "cuLaunchKernel");
+  for (const auto& [name, wrapped] : plain().out["wrapped"].items()) EXPECT_FALSE(wrapped.get<bool>()) << name;
+  EXPECT_FALSE(plain().out["direct_symbol_found"].get<bool>());
+  EXPECT_EQ(plain().out["blas"]["cublas_sm_target"], 0);
+  EXPECT_EQ(plain().err, "");
+}
+
+TEST_F(preload_fake_driver, ResolverHandsOutWrappersForHookedSymbolsOnly) {
+  ASSERT_EQ(shaped().status, 0) << shaped().err;
+  const json& w = shaped().out["wrapped"];
+  EXPECT_TRUE(w["cuGetProcAddress_v2"].get<bool>());
+  EXPECT_TRUE(w["cuLaunchKernel"].get<bool>());
+  EXPECT_TRUE(w["cuLaunchKernel_ptsz"].get<bool>());
+  EXPECT_TRUE(w["cuLaunchKernelEx"].get<bool>());
+  EXPECT_TRUE(w["cuGetProcAddress"].get<bool>());
+  EXPECT_TRUE(w["nested_cuLaunchKernel"].get<bool>());
+  EXPECT_FALSE(w["cuFuncGetAttribute"].get<bool>());
+  EXPECT_TRUE(shaped().out["direct_symbol_found"].get<bool>());
+}
+
+TEST_F(preload_fake_driver, FirstLaunchUnderCaptureUsesRelaxedModeAndRestoresIt) {
+  const json run = as_json(shaped());
+  const json& captured = only(run, "captured");
+  EXPECT_EQ(captured["smem"], kShape2Smem);  // described and its limit raised during the capture
+  EXPECT_EQ(captured["returned"], 0);
+  EXPECT_TRUE(shaped().out["capture_mode_restored"].get<bool>());
+  EXPECT_EQ(shaped().stats["launches"]["captured"], 1);
+}
+
+TEST_F(preload_fake_driver, ComputeLaunchesArePaddedOnEveryPath) {
+  const json run = as_json(shaped());
+  for (const char* step : {"compute", "compute_ex", "compute_ptsz", "library_kernel", "captured",
+                           "compute_via_nested_resolver", "direct_symbol", "compute_before_nccl"}) {
+    const json& l = only(run, step);
+    EXPECT_EQ(l["smem"], kShape2Smem) << step;
+    EXPECT_EQ(l["driver_result"], 0) << step;
+    EXPECT_FALSE(l["has_priority"].get<bool>()) << step;
+  }
+  EXPECT_EQ(only(run, "compute")["entry"], "cuLaunchKernel");
+  EXPECT_EQ(only(run, "compute_ex")["entry"], "cuLaunchKernelEx");
+  EXPECT_EQ(only(run, "compute_ptsz")["entry"], "cuLaunchKernel_ptsz");
+  // The limit was raised on the function (for a CUkernel: its context function) to allow it.
+  EXPECT_GE(shaped().out["compute_limit"].get<int>(), static_cast<int>(kShape2Smem));
+  EXPECT_GE(shaped().out["library_function_limit"].get<int>(), static_cast<int>(kShape2Smem));
+  EXPECT_GE(shaped().out["library_kernel_level_limit"].get<int>(), static_cast<int>(kShape2Smem));
+}
+
+TEST_F(preload_fake_driver, ConcurrentLaunchesAreAllSeenAndShaped) {
+  EXPECT_EQ(shaped().out["threaded"]["launches"], 4000);
+  EXPECT_EQ(shaped().out["threaded"]["padded"], 4000);
+  EXPECT_EQ(plain().out["threaded"]["padded"], 0);
+}
+
+TEST_F(preload_fake_driver, LaunchesThatCannotTakeShapingAreLeftAlone) {
+  const json run = as_json(shaped());
+  const json& cluster = only(run, "compute_cluster");
+  EXPECT_EQ(cluster["smem"], 0);
+  EXPECT_EQ(cluster["cluster"], 4);
+  const json& cooperative = only(run, "compute_cooperative");
+  EXPECT_EQ(cooperative["smem"], 0);
+  EXPECT_EQ(cooperative["entry"], "cuLaunchCooperativeKernel");
+  EXPECT_EQ(only(run, "persistent")["smem"], 0);
+  const json& unknown = only(run, "unknown_function");
+  EXPECT_EQ(unknown["returned"], kInvalidHandle);
+}
+
+TEST_F(preload_fake_driver, NcclLaunchesGetTheGreatestPriority) {
+  const json run = as_json(shaped());
+  const json& nccl = only(run, "nccl");
+  EXPECT_EQ(nccl["entry"], "cuLaunchKernelEx");  // cuLaunchKernel re-issued with the attribute
+  EXPECT_TRUE(nccl["has_priority"].get<bool>());
+  EXPECT_EQ(nccl["priority"], -5);
+  EXPECT_EQ(nccl["smem"], 16 * 1024);
+  EXPECT_EQ(nccl["attributes"], 1);
+  const json& ex = only(run, "nccl_ex_with_attributes");
+  EXPECT_EQ(ex["priority"], -5);   // overrides the launch's own priority attribute
+  EXPECT_EQ(ex["attributes"], 2);  // ... instead of adding a second one
+  EXPECT_EQ(ex["cluster"], 4);     // and keeps the others
+  const json& ptsz = only(run, "nccl_ptsz");
+  EXPECT_EQ(ptsz["entry"], "cuLaunchKernelEx_ptsz");  // the per-thread stream stays per-thread
+  EXPECT_EQ(ptsz["priority"], -5);
+}
+
+TEST_F(preload_fake_driver, LoweredLimitIsRaisedAgain) {
+  const json& launches = shaped().out["steps"]["compute_after_limit_lowered"];
+  ASSERT_EQ(launches.size(), 2u) << launches.dump();
+  EXPECT_EQ(launches[0]["driver_result"], kInvalidValue);
+  EXPECT_EQ(launches[1]["driver_result"], 0);
+  EXPECT_EQ(launches[1]["smem"], kShape2Smem);
+  EXPECT_EQ(launches[1]["returned"], 0);
+  EXPECT_EQ(shaped().stats["failures"]["smem_limit_raised_again"], 1);
+}
+
+TEST_F(preload_fake_driver, FailedShapedLaunchIsRetriedUnshapedAndNeverShapedAgain) {
+  const json& first = shaped().out["steps"]["fragile_first"];
+  ASSERT_EQ(first.size(), 2u) << first.dump();
+  EXPECT_EQ(first[0]["smem"], kShape2Smem);
+  EXPECT_EQ(first[0]["driver_result"], kOutOfResources);
+  EXPECT_EQ(first[1]["smem"], 0);
+  EXPECT_EQ(first[1]["returned"], 0);  // the program sees the unshaped launch's result
+  const json run = as_json(shaped());
+  EXPECT_EQ(only(run, "fragile_again")["smem"], 0);
+  EXPECT_EQ(shaped().stats["failures"]["shaped_retried_unshaped"], 1);
+}
+
+TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
+  const json& s = shaped().stats;
+  ASSERT_TRUE(s.is_object()) << shaped().err;
+  EXPECT_EQ(s["policy"], "shape:2+priority");
+  EXPECT_EQ(s["nccl_elevated"], 3);
+  EXPECT_EQ(s["launches"]["nccl"], 3);
+  EXPECT_EQ(s["launches"]["captured"], 1);
+  EXPECT_EQ(s["compute_shaped"], 9 + 4000);
+  EXPECT_EQ(s["skipped"]["cluster"], 1);
+  EXPECT_EQ(s["skipped"]["cooperative"], 1);
+  EXPECT_EQ(s["skipped"]["one-block-per-sm"], 1);
+  EXPECT_EQ(s["skipped"]["failed-retry"], 2);
+  EXPECT_EQ(s["skipped"]["no-metadata"], 1);
+  EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernel_ptsz"], 2 + 2000);
+  EXPECT_EQ(s["calls_by_hook"]["cuLaunchCooperativeKernel"], 1);
+  EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernelEx"], 3);
+  EXPECT_GT(s["calls_by_hook"]["cuGetProcAddress_v2"].get<int>(), 0);
+  // The launch total is the sum over the launch entry points.
+  uint64_t by_entry = 0;
+  for (const char* e : {"cuLaunchKernel", "cuLaunchKernel_ptsz", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz",
+                        "cuLaunchCooperativeKernel", "cuLaunchCooperativeKernel_ptsz"})
+    by_entry += s["calls_by_hook"][e].get<uint64_t>();
+  EXPECT_EQ(s["launches"]["total"], by_entry);
+  bool fragile_listed = false;
+  for (const auto& k : s["kernels"])
+    if (k["name"] == "fragile()") fragile_listed = k["decision"] == "skipped: failed-retry";
+  EXPECT_TRUE(fragile_listed) << s["kernels"].dump(2);
+  // At the default log level, a process that launched prints its summary (and the two warnings).
+  EXPECT_NE(shaped().err.find("summary: policy shape:2+priority"), std::string::npos) << shaped().err;
+  EXPECT_NE(shaped().err.find("not shaped again"), std::string::npos);
+}
+
+TEST(preload_fake_driver_policies, ShapeAutoWaitsForAnNcclFootprintThenLeavesRoom) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:auto");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  EXPECT_EQ(only(run, "compute_before_nccl")["smem"], 0);
+  tandem::KernelFootprint compute;
+  compute.threads_per_block = 256;
+  compute.regs_per_thread = 32;
+  tandem::KernelFootprint nccl;
+  nccl.threads_per_block = 512;
+  nccl.regs_per_thread = 32;
+  nccl.dynamic_smem = 16 * 1024;
+  const auto plan = tandem::least_shaping_with_room(tandem::gpu_limits("h200"), compute, nccl);
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->blocks_per_sm, 6);
+  EXPECT_EQ(only(run, "compute")["smem"], plan->dynamic_smem);
+  EXPECT_FALSE(only(run, "nccl")["has_priority"].get<bool>());  // no `priority` in this policy
+  EXPECT_EQ(r.stats["skipped"]["no-nccl-footprint"], 1);
+}
+
+TEST(preload_fake_driver_policies, InFlightGatingShapesOnlyWhileACollectiveRuns) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority TANDEM_SHAPE_WHEN=in-flight");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  EXPECT_EQ(only(run, "compute_before_nccl")["smem"], 0);
+  EXPECT_EQ(only(run, "compute")["smem"], kShape2Smem);
+  EXPECT_EQ(r.stats["skipped"]["no-collective-in-flight"], 1);
+}
+
+TEST(preload_fake_driver_policies, ExcludedKernelsGetNoControl) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority 'TANDEM_EXCLUDE=*fill_compute*,ncclDevKernel_*'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  EXPECT_EQ(only(run, "compute")["smem"], 0);
+  EXPECT_EQ(only(run, "nccl")["entry"], "cuLaunchKernel");
+  EXPECT_FALSE(only(run, "nccl")["has_priority"].get<bool>());
+  EXPECT_EQ(only(run, "captured")["smem"], kShape2Smem);  // not excluded
+  EXPECT_GT(r.stats["skipped"]["excluded"].get<int>(), 0);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["excluded"], 3);
+}
+
+TEST(preload_fake_driver_policies, IncludeSelectsKernels) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2 'TANDEM_INCLUDE=captured*'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  EXPECT_EQ(only(run, "compute")["smem"], 0);
+  EXPECT_EQ(only(run, "captured")["smem"], kShape2Smem);  // demangled name "captured()" matches
+}
+
+TEST(preload_fake_driver_policies, ShapeBytesAddsToEachLaunch) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:48KiB");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(only(as_json(r), "compute")["smem"], 48 * 1024);
+}
+
+TEST(preload_fake_driver_policies, SmTargetReachesCublasAndCublasLt) {
+  const ClientRun r = run_client("TANDEM_POLICY=sm-target:100");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out["blas"]["cublas_sm_target"], 100);
+  EXPECT_EQ(r.out["blas"]["cublaslt_sm_target"], 100);
+  EXPECT_EQ(r.stats["cublas"]["handles_capped"], 1);
+  EXPECT_EQ(r.stats["cublas"]["lt_descriptors_capped"], 1);
+  // sm-target alone changes no launch.
+  EXPECT_EQ(only(as_json(r), "compute")["smem"], 0);
+  EXPECT_EQ(only(as_json(r), "nccl")["entry"], "cuLaunchKernel");
+}
+
+TEST(preload_fake_driver_policies, InvalidPolicyRunsWithoutControlsAndSaysSoOnce) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+bogus");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  EXPECT_EQ(only(run, "compute")["smem"], 0);
+  EXPECT_FALSE(only(run, "nccl")["has_priority"].get<bool>());
+  size_t errors = 0;
+  for (size_t at = r.err.find("error: TANDEM_POLICY="); at != std::string::npos;
+       at = r.err.find("error: TANDEM_POLICY=", at + 1))
+    ++errors;
+  EXPECT_EQ(errors, 1u) << r.err;
+  EXPECT_EQ(r.stats["policy_valid"], false);
+  EXPECT_GT(r.stats["launches"]["total"].get<int>(), 0);  // still counted
+}
+
+TEST(preload_fake_driver_policies, DebugLogDescribesKernelsAndDecisions) {
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority TANDEM_LOG_LEVEL=debug");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("kernel fill_compute(unsigned int*, unsigned long, unsigned int): compute, 32 regs"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("device 0: NVIDIA H200 (sm_90), 132 SMs"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("shaped (8 -> 2 blocks/SM, 76928 B)"), std::string::npos) << r.err;
+}
+
+}  // namespace

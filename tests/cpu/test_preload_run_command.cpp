@@ -1,0 +1,305 @@
+// `tandem run` and the interposer in processes that never touch CUDA: exit statuses, the child's
+// environment, the exit summary, the stats file, the exported symbols, and dlsym forwarding.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "preload/hooked_symbols.h"
+#include "test_preload_paths.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kTandem = tandem_preload_test::tandem_path();
+const std::string kLibrary = tandem_preload_test::preload_library_path();
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class Scratch {
+ public:
+  Scratch() {
+    dir_ =
+        fs::temp_directory_path() / ("tandem_preload_test_" + std::to_string(getpid()) + "_" + std::to_string(next_++));
+    fs::create_directories(dir_);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir_, ignored);
+  }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+
+ private:
+  fs::path dir_;
+  static inline int next_ = 0;
+};
+
+// Runs `command` with /bin/sh; returns its exit status and what it wrote.
+Result run(const std::string& command) {
+  Scratch scratch;
+  const std::string line = command + " >" + scratch.path("out").string() + " 2>" + scratch.path("err").string();
+  const int raw = std::system(line.c_str());
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.out = read_file(scratch.path("out"));
+  r.err = read_file(scratch.path("err"));
+  return r;
+}
+
+std::string tandem_run(const std::string& options, const std::string& command) {
+  return kTandem + " run " + options + " -- " + command;
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(preload_run_command, ReturnsZeroForTrue) { EXPECT_EQ(run(tandem_run("", "true")).status, 0); }
+
+TEST(preload_run_command, ReturnsTheChildsExitStatus) {
+  EXPECT_EQ(run(tandem_run("", "sh -c 'exit 7'")).status, 7);
+  EXPECT_EQ(run(tandem_run("--policy shape:2+priority", "sh -c 'exit 42'")).status, 42);
+}
+
+TEST(preload_run_command, KilledChildGives128PlusSignal) {
+  EXPECT_EQ(run(tandem_run("", "sh -c 'kill -KILL $$'")).status, 128 + 9);
+  EXPECT_EQ(run(tandem_run("", "sh -c 'kill -TERM $$'")).status, 128 + 15);
+}
+
+TEST(preload_run_command, MissingCommandGives127) {
+  const Result r = run(tandem_run("", "/nonexistent/program"));
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("cannot execute"), std::string::npos);
+}
+
+TEST(preload_run_command, InterposerIsFirstInLdPreload) {
+  const Result r = run(tandem_run("", "sh -c 'echo $LD_PRELOAD'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::string first = r.out.substr(0, r.out.find_first_of(":\n"));
+  EXPECT_EQ(fs::canonical(first), fs::canonical(kLibrary));
+}
+
+TEST(preload_run_command, ExistingLdPreloadIsKeptAfterOurs) {
+  const Result r = run("LD_PRELOAD=libm.so.6 " + tandem_run("", "sh -c 'echo $LD_PRELOAD'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(":libm.so.6"), std::string::npos) << r.out;
+  EXPECT_EQ(count(r.out, "libtandem_preload.so"), 1u);
+}
+
+TEST(preload_run_command, SetsTheTandemVariables) {
+  const Result r =
+      run(tandem_run("--policy shape:2+priority --log-level debug --shape-when in-flight "
+                     "--include '*gemm*' --include 'k2' --exclude 'nccl*' --stats /tmp/x-%p.json",
+                     "sh -c 'echo \"$TANDEM_POLICY|$TANDEM_LOG_LEVEL|$TANDEM_SHAPE_WHEN|$TANDEM_INCLUDE|"
+                     "$TANDEM_EXCLUDE|$TANDEM_STATS_FILE\"'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "shape:2+priority|debug|in-flight|*gemm*,k2|nccl*|/tmp/x-%p.json\n");
+}
+
+TEST(preload_run_command, UnsetOptionsClearInheritedVariables) {
+  const Result r =
+      run("TANDEM_STATS_FILE=/tmp/old.json TANDEM_INCLUDE=x TANDEM_POLICY=shape:9 " +
+          tandem_run("", "sh -c 'echo \"$TANDEM_POLICY|${TANDEM_STATS_FILE-unset}|${TANDEM_INCLUDE-unset}\"'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "priority|unset|unset\n");
+}
+
+TEST(preload_run_command, RootPidIsTheChildsPid) {
+  const Result r = run(tandem_run("", "sh -c 'echo $TANDEM_ROOT_PID $$'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::istringstream in(r.out);
+  long root = 0, self = -1;
+  in >> root >> self;
+  EXPECT_EQ(root, self);
+}
+
+TEST(preload_run_command, NcclTokensBecomeNcclVariables) {
+  const Result r =
+      run(tandem_run("--policy priority+nccl-cga:1+nccl-ctas:2..16+nccl-cta-policy:efficiency",
+                     "sh -c 'echo $NCCL_CGA_CLUSTER_SIZE $NCCL_MIN_CTAS $NCCL_MAX_CTAS $NCCL_CTA_POLICY'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1 2 16 1\n");
+}
+
+TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
+  const Result bogus = run(tandem_run("--policy bogus", "sh -c 'echo ran'"));
+  EXPECT_NE(bogus.status, 0);
+  EXPECT_EQ(bogus.out, "");
+  EXPECT_NE(bogus.err.find("bogus"), std::string::npos);
+  for (const char* policy : {"sequential", "comm-first+priority", "green:64", "copy-engine"}) {
+    const Result r = run(tandem_run(std::string("--policy ") + policy, "sh -c 'echo ran'"));
+    EXPECT_NE(r.status, 0) << policy;
+    EXPECT_EQ(r.out, "") << policy;
+    EXPECT_NE(r.err.find("cannot be applied by `tandem run`"), std::string::npos) << r.err;
+  }
+  EXPECT_NE(run(tandem_run("--log-level loud", "true")).status, 0);
+  EXPECT_NE(run(tandem_run("--shape-when sometimes", "true")).status, 0);
+}
+
+TEST(preload_run_command, MissingLibraryOverrideIsAnError) {
+  const Result r = run("TANDEM_PRELOAD_LIB=/nonexistent.so " + tandem_run("", "true"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("TANDEM_PRELOAD_LIB"), std::string::npos);
+}
+
+TEST(preload_run_command, LibraryOverrideIsUsed) {
+  const Result r = run("TANDEM_PRELOAD_LIB=" + kLibrary + " " + tandem_run("", "sh -c 'echo $LD_PRELOAD'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(fs::canonical(r.out.substr(0, r.out.find_first_of(":\n"))), fs::canonical(kLibrary));
+}
+
+// A process that never touches CUDA runs unchanged under the interposer.
+TEST(preload_run_command, NonCudaProgramRunsUnchanged) {
+  const Result r = run(tandem_run("", "/bin/echo hi"));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "hi\n");
+  const Result piped = run(tandem_run("", "sh -c 'printf \"a\\nb\\n\" | sort -r | tr a-z A-Z'"));
+  EXPECT_EQ(piped.out, "B\nA\n");
+}
+
+TEST(preload_run_command, InfoSummaryReportsZeroLaunches) {
+  const Result r = run(tandem_run("--log-level info", "true"));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.err.find("summary: policy priority, 0 kernel launches seen"), std::string::npos) << r.err;
+}
+
+TEST(preload_run_command, ErrorLevelPrintsNothing) {
+  const Result r = run(tandem_run("--log-level error", "true"));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(preload_run_command, OnlyTheRootProcessReportsWhenNothingLaunched) {
+  // Five short-lived descendants, none launching: one summary (the root's), not six.
+  const Result r = run(tandem_run("", "bash -c 'for i in 1 2 3 4 5; do /bin/true; done; true'"));
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(count(r.err, "summary:"), 1u) << r.err;
+}
+
+TEST(preload_run_command, StatsFileIsWrittenAsJson) {
+  Scratch scratch;
+  const fs::path stats = scratch.path("stats.json");
+  const Result r = run(tandem_run("--log-level error --policy shape:auto+priority --stats " + stats.string(), "true"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(fs::exists(stats));
+  const auto j = nlohmann::json::parse(read_file(stats));
+  EXPECT_EQ(j["launches"]["total"], 0);
+  EXPECT_EQ(j["policy"], "shape:auto+priority");
+  EXPECT_EQ(j["nccl_elevated"], 0);
+  EXPECT_TRUE(j["kernels"].empty());
+}
+
+TEST(preload_run_command, RelativeStatsPathIsTakenFromTandemsDirectory) {
+  Scratch scratch;
+  const Result r = run("cd " + scratch.path("").string() + " && " +
+                       tandem_run("--log-level error --stats rel.json", "sh -c 'cd / && exec true'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(fs::exists(scratch.path("rel.json")));
+}
+
+TEST(preload_run_command, StaleStatsFileIsRemovedFirst) {
+  Scratch scratch;
+  const fs::path stats = scratch.path("stale.json");
+  std::ofstream(stats) << "{\"stale\": true}";
+  // dash's `exit` skips destructors: no process writes, so no file may remain.
+  const Result r = run(tandem_run("--log-level error --stats " + stats.string(), "sh -c 'exit 0'"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  if (fs::exists(stats)) EXPECT_EQ(read_file(stats).find("stale"), std::string::npos);
+}
+
+// The interposer reading an invalid TANDEM_POLICY itself (no `tandem run` to validate it first):
+// one error line, and the program runs and exits as it would.
+TEST(preload_interposer, InvalidPolicyFromTheEnvironmentDoesNotStopTheProgram) {
+  const Result r =
+      run("LD_PRELOAD=" + kLibrary + " TANDEM_POLICY=shape:two TANDEM_LOG_LEVEL=info bash -c 'echo ran; exit 5'");
+  EXPECT_EQ(r.status, 5);
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_EQ(count(r.err, "error: TANDEM_POLICY='shape:two' is invalid"), 1u) << r.err;
+  EXPECT_NE(r.err.find("invalid: no controls"), std::string::npos);
+}
+
+TEST(preload_interposer, SilentByDefaultInProcessesThatNeverLaunch) {
+  const Result r = run("LD_PRELOAD=" + kLibrary + " bash -c 'echo ran'");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "ran\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(preload_interposer, DlsymStillWorksForAProgramThatUsesIt) {
+  if (run("command -v python3").status != 0) GTEST_SKIP() << "python3 not installed";
+  const Result r = run("LD_PRELOAD=" + kLibrary +
+                       " python3 -c \"import ctypes, ctypes.util; m = ctypes.CDLL(ctypes.util.find_library('m')); "
+                       "m.cos.restype = ctypes.c_double; m.cos.argtypes = [ctypes.c_double]; print(m.cos(0.0))\"");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "1.0\n");
+}
+
+// The exported dlsym (reached through the library's handle) forwards to glibc for every case.
+TEST(preload_interposer, ExportedDlsymForwards) {
+  void* library = dlopen(kLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(library, nullptr) << dlerror();
+  using Dlsym = void* (*)(void*, const char*);
+  const auto hooked = reinterpret_cast<Dlsym>(dlsym(library, "dlsym"));
+  ASSERT_NE(hooked, nullptr);
+  ASSERT_NE(reinterpret_cast<void*>(hooked), reinterpret_cast<void*>(&dlsym));
+  EXPECT_EQ(hooked(RTLD_DEFAULT, "getpid"), dlsym(RTLD_DEFAULT, "getpid"));
+  EXPECT_NE(hooked(RTLD_NEXT, "getpid"), nullptr);
+  void* libm = dlopen("libm.so.6", RTLD_NOW);
+  ASSERT_NE(libm, nullptr);
+  EXPECT_EQ(hooked(libm, "cos"), dlsym(libm, "cos"));
+  dlerror();
+  EXPECT_EQ(hooked(libm, "no_such_symbol_anywhere"), nullptr);
+  EXPECT_NE(dlerror(), nullptr);
+  // A hooked name with no real definition in the process stays absent.
+  EXPECT_EQ(hooked(RTLD_DEFAULT, "cublasLtMatmulDescCreate"), nullptr);
+  dlclose(libm);
+}
+
+// Hidden-symbol hygiene: the library exports dlsym and the hooks, nothing else.
+TEST(preload_interposer, ExportsOnlyTheHooks) {
+  if (run("command -v nm").status != 0) GTEST_SKIP() << "nm (binutils) not installed";
+  const Result r = run("nm -D --defined-only " + kLibrary);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::set<std::string> exported;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto name = line.substr(line.find_last_of(' ') + 1);
+    if (!name.empty()) exported.insert(name);
+  }
+  std::set<std::string> expected(std::begin(tandem::preload::kHookNames), std::end(tandem::preload::kHookNames));
+  expected.insert("dlsym");
+  EXPECT_EQ(exported, expected);
+}
+
+TEST(preload_interposer, DoesNotLinkTheCudaRuntimeOrDriver) {
+  const Result r = run("ldd " + kLibrary);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.find("libcuda"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libcudart"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("libcublas"), std::string::npos) << r.out;
+}
+
+}  // namespace

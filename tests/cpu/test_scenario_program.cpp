@@ -1,0 +1,182 @@
+// How a scenario's program is ordered across the compute and communication streams, without a GPU:
+// dependencies derived from declared memory accesses, and the host enqueue order of both launch
+// orders (every wait must name an operation enqueued before it).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scenarios/program.h"
+
+namespace {
+
+using namespace tandem::bench::scenarios;
+using tandem::bench::DType;
+
+// Addresses that are never dereferenced: the program only compares ranges.
+char arena[1 << 12];
+void* buf(int i) { return arena + 256 * i; }
+
+Op compute(const std::string& name, std::vector<int> reads, std::vector<int> writes) {
+  Op op;
+  op.kind = Op::Kind::Compute;
+  op.name = name;
+  for (int r : reads) op.access.push_back({buf(r), 256, false});
+  for (int w : writes) op.access.push_back({buf(w), 256, true});
+  op.enqueue = [](cudaStream_t) {};
+  return op;
+}
+
+Op collective(const std::string& name, CollectiveCall::Kind kind, int send, int recv, int64_t count = 64) {
+  Op op;
+  op.kind = Op::Kind::Collective;
+  op.name = name;
+  op.call.kind = kind;
+  op.call.send = buf(send);
+  op.call.recv = buf(recv);
+  op.call.count = count;
+  op.call.dtype = DType::BF16;
+  return op;
+}
+
+std::vector<std::string> names(const Program& p, const std::vector<IssueStep>& order) {
+  std::vector<std::string> out;
+  for (const auto& s : order) out.push_back(p.ops()[s.op].name);
+  return out;
+}
+
+// Every wait names an operation of the other stream enqueued earlier.
+void expect_waits_follow_their_events(const Program& p, const std::vector<IssueStep>& order) {
+  std::vector<bool> issued(p.ops().size(), false);
+  for (const auto& s : order) {
+    if (s.wait >= 0) {
+      EXPECT_TRUE(issued[s.wait]) << p.ops()[s.op].name << " waits for " << p.ops()[s.wait].name
+                                  << " before it is enqueued";
+      EXPECT_NE(p.ops()[s.wait].kind, p.ops()[s.op].kind);
+      EXPECT_TRUE(p.needs_event(s.wait));
+    }
+    EXPECT_EQ(s.on_comm, p.ops()[s.op].kind == Op::Kind::Collective);
+    issued[s.op] = true;
+  }
+  for (bool i : issued) EXPECT_TRUE(i);
+}
+
+TEST(ScenarioProgram, BucketReductionsOverlapTheRestOfBackward) {
+  // wgrad0 -> all-reduce(grad0); dgrad (independent); wgrad1 -> all-reduce(grad1); next dgrad.
+  Program p(2);
+  p.add(compute("wgrad0", {0}, {1}));
+  p.add(collective("ar0", CollectiveCall::Kind::AllReduce, 1, 1, 128));
+  p.add(compute("dgrad0", {0}, {2}));
+  p.add(compute("wgrad1", {2}, {3}));
+  p.add(collective("ar1", CollectiveCall::Kind::AllReduce, 3, 3, 128));
+  p.add(compute("dgrad1", {2}, {4}));
+  p.finalize();
+  EXPECT_EQ(p.cross_wait(1), 0);
+  EXPECT_EQ(p.cross_wait(2), -1);
+  EXPECT_EQ(p.cross_wait(4), 3);
+  EXPECT_EQ(p.cross_wait(5), -1);
+  EXPECT_TRUE(p.needs_event(0));
+  EXPECT_FALSE(p.needs_event(2));
+
+  const auto first = full_issue_order(p, /*comm_first=*/true);
+  EXPECT_EQ(names(p, first), (std::vector<std::string>{"wgrad0", "ar0", "dgrad0", "wgrad1", "ar1", "dgrad1"}));
+  expect_waits_follow_their_events(p, first);
+  // Compute first: each collective is enqueued after the next compute operation.
+  const auto later = full_issue_order(p, /*comm_first=*/false);
+  EXPECT_EQ(names(p, later), (std::vector<std::string>{"wgrad0", "dgrad0", "ar0", "wgrad1", "dgrad1", "ar1"}));
+  expect_waits_follow_their_events(p, later);
+
+  EXPECT_EQ(p.collective_bytes(), 2u * 128 * 2);
+  EXPECT_EQ(p.collective_kinds(), "all-reduce");
+}
+
+TEST(ScenarioProgram, ADependentComputeIsNeverEnqueuedBeforeItsCollective) {
+  // Tensor parallel: partial -> all-reduce(partial) -> residual reads it.
+  Program p(2);
+  p.add(compute("row gemm", {0}, {1}));
+  p.add(collective("ar", CollectiveCall::Kind::AllReduce, 1, 1));
+  p.add(compute("residual", {1, 0}, {2}));
+  p.finalize();
+  EXPECT_EQ(p.cross_wait(2), 1);
+  const auto later = full_issue_order(p, false);
+  EXPECT_EQ(names(p, later), (std::vector<std::string>{"row gemm", "ar", "residual"}));
+  EXPECT_EQ(later[2].wait, 1);
+  expect_waits_follow_their_events(p, later);
+}
+
+TEST(ScenarioProgram, WriteAfterReadAndWriteAfterWriteAreOrdered) {
+  Program p(4);
+  p.add(compute("fill send", {}, {0}));
+  p.add(collective("all-gather", CollectiveCall::Kind::AllGather, 0, 4, 16));  // reads buf 0, writes buf 4..
+  p.add(compute("overwrite send", {}, {0}));                                     // WAR on the all-gather
+  p.add(compute("overwrite recv", {}, {4}));                                     // WAW on the all-gather
+  p.add(compute("unrelated", {}, {9}));
+  p.finalize();
+  EXPECT_EQ(p.cross_wait(1), 0);
+  EXPECT_EQ(p.cross_wait(2), 1);
+  EXPECT_EQ(p.cross_wait(3), 1);
+  EXPECT_EQ(p.cross_wait(4), -1);
+  for (bool comm_first : {true, false}) expect_waits_follow_their_events(p, full_issue_order(p, comm_first));
+  EXPECT_EQ(p.collective_bytes(), 16u * 4 * 2);  // all-gather: the output
+}
+
+TEST(ScenarioProgram, OnlyTheLatestConflictOfTheOtherStreamIsWaitedFor) {
+  Program p(2);
+  p.add(collective("ag0", CollectiveCall::Kind::AllGather, 0, 2, 32));
+  p.add(collective("ag1", CollectiveCall::Kind::AllGather, 1, 6, 32));
+  p.add(compute("reads both", {2, 6}, {10}));
+  p.add(compute("reads first", {2}, {11}));
+  p.add(collective("rs", CollectiveCall::Kind::ReduceScatter, 10, 12, 32));
+  p.add(compute("same stream dep", {10}, {13}));
+  p.finalize();
+  EXPECT_EQ(p.cross_wait(2), 1);
+  EXPECT_EQ(p.cross_wait(3), 0);
+  EXPECT_EQ(p.cross_wait(4), 2);  // reads buf 10, written by op 2 (op 3's buf 11 lies outside its range)
+  EXPECT_EQ(p.cross_wait(5), -1);
+  EXPECT_EQ(p.collective_kinds(), "all-gather+reduce-scatter");
+  for (bool comm_first : {true, false}) expect_waits_follow_their_events(p, full_issue_order(p, comm_first));
+}
+
+TEST(ScenarioProgram, InterleavedMicroBatchesOverlapEachOthersCollectives) {
+  // Two micro-batches, block by block: gemm(m0) ar(m0) gemm(m1) ar(m1) add(m0) add(m1).
+  Program p(2);
+  p.add(compute("gemm m0", {0}, {1}));
+  p.add(collective("ar m0", CollectiveCall::Kind::AllReduce, 1, 1));
+  p.add(compute("gemm m1", {0}, {2}));
+  p.add(collective("ar m1", CollectiveCall::Kind::AllReduce, 2, 2));
+  p.add(compute("add m0", {1}, {3}));
+  p.add(compute("add m1", {2}, {4}));
+  p.finalize();
+  const auto later = full_issue_order(p, false);
+  // ar m0 is enqueued after gemm m1, which it overlaps; add m0 waits for it.
+  EXPECT_EQ(names(p, later),
+            (std::vector<std::string>{"gemm m0", "gemm m1", "ar m0", "add m0", "ar m1", "add m1"}));
+  EXPECT_EQ(later[3].wait, 1);
+  EXPECT_EQ(later[5].wait, 3);
+  expect_waits_follow_their_events(p, later);
+  const auto first = full_issue_order(p, true);
+  EXPECT_EQ(names(p, first),
+            (std::vector<std::string>{"gemm m0", "ar m0", "gemm m1", "ar m1", "add m0", "add m1"}));
+  expect_waits_follow_their_events(p, first);
+}
+
+TEST(ScenarioProgram, CollectiveSizesFollowNcclTests) {
+  CollectiveCall c;
+  c.dtype = DType::BF16;
+  c.count = 100;
+  c.kind = CollectiveCall::Kind::AllReduce;
+  EXPECT_EQ(c.bytes(4), 200u);
+  c.kind = CollectiveCall::Kind::AllGather;  // count = send elements
+  EXPECT_EQ(c.send_elements(4), 100);
+  EXPECT_EQ(c.recv_elements(4), 400);
+  EXPECT_EQ(c.bytes(4), 800u);
+  c.kind = CollectiveCall::Kind::ReduceScatter;  // count = receive elements
+  EXPECT_EQ(c.send_elements(4), 400);
+  EXPECT_EQ(c.recv_elements(4), 100);
+  EXPECT_EQ(c.bytes(4), 800u);
+  c.kind = CollectiveCall::Kind::AllToAll;  // count = elements per peer
+  EXPECT_EQ(c.send_elements(4), 400);
+  EXPECT_EQ(c.bytes(4), 800u);
+}
+
+}  // namespace

@@ -1,0 +1,185 @@
+// The training scenarios on real GPUs, at a small size: every output matches the lockstep reference
+// under every default policy on all visible GPUs, the check is not vacuous, and the command prints
+// and writes the same rows as the microbenchmarks.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "gpu_test_util.h"
+#include "harness/local_ranks.h"
+#include "harness/scenario_runner.h"
+#include "scenarios/model_shapes.h"
+#include "tandem/cuda_check.h"
+
+namespace {
+
+using tandem::bench::BenchOptions;
+
+// Hidden 1024 (8 heads of 128, 8 kv heads, ffn 3584) splits over up to 8 ranks; 256 tokens keep the
+// naive reference GEMMs fast. Small DDP buckets make several gradients share one.
+BenchOptions small_options(const std::string& scenario) {
+  BenchOptions o;
+  o.workloads = {scenario};
+  o.scenario.hidden = 1024;
+  o.scenario.seq = 256;
+  o.scenario.layers = 2;
+  o.scenario.micro_batches = 2;
+  o.scenario.bucket_mb = 8;
+  o.iters = 3;
+  o.warmup = 1;
+  o.timeout_s = 120;
+  o.progress = false;
+  return o;
+}
+
+void expect_all_policies_correct(const BenchOptions& o, const std::string& label) {
+  const int ranks = tandem_test::gpu_count();
+  const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
+  const auto& policies = tandem::bench::effective_policies(o);
+  // Every policy is either measured or skipped with a note (shape:auto on one rank: NCCL launches
+  // no kernel to leave room for).
+  EXPECT_EQ(outcome.rows.size() + outcome.notes.size(), policies.size()) << label;
+  for (const auto& note : outcome.notes) {
+    EXPECT_NE(note.find("shape:auto"), std::string::npos) << label << ": " << note;
+    EXPECT_EQ(ranks, 1) << label << ": " << note;
+  }
+  for (const auto& r : outcome.rows) {
+    EXPECT_EQ(r.wrong, 0) << label << " " << r.policy;
+    EXPECT_EQ(r.workload, o.workloads.front());
+    EXPECT_EQ(r.ranks, ranks);
+    EXPECT_GT(r.bytes, 0u);
+    EXPECT_GT(r.t_overlap_ms, 0) << label << " " << r.policy;
+    EXPECT_GT(r.t_seq_ms, 0);
+    EXPECT_GT(r.t_compute_ms, 0);
+    EXPECT_GE(r.t_bound_ms, std::max(r.t_compute_ms, r.t_comm_ms));
+    EXPECT_FALSE(r.compute_kernel.kernel.empty());
+    // One rank: NCCL copies or does nothing, so there is no collective kernel or time to speak of.
+    if (ranks > 1) {
+      EXPECT_FALSE(r.comm_kernel.kernel.empty()) << label;
+      EXPECT_GT(r.t_comm_ms, 0) << label;
+      if (r.policy != "sequential") EXPECT_GT(r.comm_slowdown, 0) << label << " " << r.policy;
+    }
+    if (r.policy == "shape:2+priority") EXPECT_EQ(r.compute_blocks_per_sm, 2) << label;
+    if (r.policy == "priority") EXPECT_EQ(r.compute_blocks_per_sm, -1);
+    if (r.policy != "sequential") EXPECT_GT(r.compute_slowdown, 0) << label << " " << r.policy;
+  }
+}
+
+TEST(ScenariosGpu, DataParallelBackwardIsCorrectUnderEveryPolicy) {
+  TANDEM_REQUIRE_GPUS(1);
+  expect_all_policies_correct(small_options("dp-backward"), "dp-backward");
+}
+
+TEST(ScenariosGpu, TensorParallelMlpIsCorrectUnderEveryPolicy) {
+  TANDEM_REQUIRE_GPUS(1);
+  expect_all_policies_correct(small_options("tp-mlp"), "tp-mlp");
+  BenchOptions sp = small_options("tp-mlp");
+  sp.scenario.sequence_parallel = true;
+  expect_all_policies_correct(sp, "tp-mlp --sequence-parallel");
+}
+
+TEST(ScenariosGpu, TensorParallelAttentionIsCorrectUnderEveryPolicy) {
+  TANDEM_REQUIRE_GPUS(1);
+  expect_all_policies_correct(small_options("tp-attention"), "tp-attention");
+  BenchOptions sp = small_options("tp-attention");
+  sp.scenario.sequence_parallel = true;
+  expect_all_policies_correct(sp, "tp-attention --sequence-parallel");
+}
+
+TEST(ScenariosGpu, FsdpIsCorrectUnderEveryPolicy) {
+  TANDEM_REQUIRE_GPUS(1);
+  expect_all_policies_correct(small_options("fsdp"), "fsdp");
+}
+
+TEST(ScenariosGpu, MoeIsCorrectUnderEveryPolicy) {
+  TANDEM_REQUIRE_GPUS(1);
+  BenchOptions o = small_options("moe");
+  o.scenario.expert_ffn = 1024;
+  expect_all_policies_correct(o, "moe");
+}
+
+TEST(ScenariosGpu, OtherDtypesAndMoreMicroBatchesAreCheckedToo) {
+  TANDEM_REQUIRE_GPUS(1);
+  for (auto dtype : {tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
+    for (const char* name : {"tp-mlp", "moe"}) {
+      BenchOptions o = small_options(name);
+      o.dtype = dtype;
+      o.scenario.micro_batches = 3;
+      o.policies = tandem::parse_policy_list("sequential,concurrent,comm-first+priority");
+      const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+      ASSERT_EQ(outcome.rows.size(), 3u);
+      for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << name << " " << r.dtype << " " << r.policy;
+    }
+  }
+}
+
+TEST(ScenariosGpu, BytesAreTheCollectivesOfOneIteration) {
+  TANDEM_REQUIRE_GPUS(1);
+  const int ranks = tandem_test::gpu_count();
+  BenchOptions o = small_options("dp-backward");
+  o.policies = tandem::parse_policy_list("priority");
+  const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
+  ASSERT_EQ(outcome.rows.size(), 1u);
+  // Every gradient of both layers all-reduced once, bf16 (the tensors are multiples of 128 elements,
+  // so buckets hold no padding).
+  const auto dims = tandem::bench::scenarios::llama_dims(1024);
+  EXPECT_EQ(outcome.rows[0].bytes, uint64_t(2 * tandem::bench::scenarios::layer_params(dims) * 2));
+  EXPECT_EQ(outcome.rows[0].collective, "all-reduce");
+  EXPECT_EQ(outcome.rows[0].count, 2);
+}
+
+// The check must be able to fail: outputs nothing wrote are counted wrong, and a run restores them.
+TEST(ScenariosGpu, CheckCountsOutputsNothingWrote) {
+  TANDEM_REQUIRE_GPUS(1);
+  for (const char* name : {"dp-backward", "tp-mlp", "tp-attention", "fsdp", "moe"}) {
+    BenchOptions o = small_options(name);
+    tandem::bench::run_on_local_ranks(o, 1, [&](tandem::bench::RankContext& ctx) {
+      auto scenario = tandem::bench::make_scenario(name, o, 1);
+      scenario->setup(ctx);
+      tandem::bench::ScenarioStreams streams;
+      streams.compute = ctx.compute;
+      streams.comm = ctx.comm_high;
+      scenario->poison_outputs(ctx.compute);
+      EXPECT_GT(scenario->count_wrong(ctx), 0) << name;
+      scenario->enqueue_iteration(ctx, streams, tandem::bench::ScenarioMode::Full);
+      ctx.wait(ctx.compute, "scenario");
+      EXPECT_EQ(scenario->count_wrong(ctx), 0) << name;
+    });
+  }
+}
+
+TEST(ScenariosCli, ShortRunWritesRowsAndBoundFraction) {
+  TANDEM_REQUIRE_GPUS(1);
+  const std::string json = ::testing::TempDir() + "/scenarios.json";
+  const auto r = tandem_test::run_command(tandem_test::cli_path() +
+                                          " bench --workload tp-mlp,fsdp --hidden 1024 --seq 256 --layers 2 -n 3 "
+                                          "--warmup 1 -p sequential,comm-first+priority --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("# OK: 4 rows"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("# scenario  tp-mlp bf16 layers=2 hidden=1024"), std::string::npos) << r.output;
+  std::ifstream in(json);
+  const auto doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["rows"].size(), 4u);
+  std::set<std::string> collectives;
+  for (const auto& row : doc["rows"]) {
+    for (const char* key : {"workload", "collective", "bytes", "policy", "t_compute_ms", "t_comm_ms", "t_seq_ms",
+                            "t_overlap_ms", "t_bound_ms", "efficiency", "bound_fraction", "wrong"})
+      EXPECT_TRUE(row.contains(key)) << key;
+    EXPECT_EQ(row["wrong"], 0);
+    EXPECT_GT(row["bound_fraction"].get<double>(), 0);
+    collectives.insert(row["collective"].get<std::string>());
+  }
+  EXPECT_EQ(collectives, (std::set<std::string>{"all-reduce", "all-gather+reduce-scatter"}));
+}
+
+TEST(ScenariosCli, MixingScenariosAndMicrobenchmarksIsAOneLineError) {
+  TANDEM_REQUIRE_GPUS(1);
+  const auto r = tandem_test::run_command(tandem_test::cli_path() + " bench --workload gemm,dp-backward");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("cannot be mixed"), std::string::npos) << r.output;
+}
+
+}  // namespace
