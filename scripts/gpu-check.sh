@@ -4,12 +4,20 @@
 # logs under $OUT (default ./gpu-check-out), and prints a short table last. At most a few files land
 # in $OUT (the device tool returns 8): the results' JSON, summary.log and logs.tgz with everything.
 #
-#   scripts/gpu-check.sh [quick|full] [extra tandem bench arguments...]
-#     quick: tests + the default suite
-#     full:  also the suite over all four collectives
+#   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
+#     sections: environment tests suite collectives tune counts multiprocess run scenarios
+#     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
+#     run it as two, e.g. `full-scenarios` then `scenarios`)
 set -uo pipefail
 mode=${1:-quick}
 shift || true
+case $mode in
+  quick) sections=environment,tests,suite ;;
+  full) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run,scenarios ;;
+  full-scenarios) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run ;;
+  *) sections=$mode ;;
+esac
+want() { [[ ",$sections," == *",$1,"* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-check-out}
 mkdir -p "$out"
@@ -23,6 +31,7 @@ status=0
 
 section() { printf '\n=== %s\n' "$*" | tee -a "$logs/summary.log"; }
 
+if want environment; then
 section "environment"
 {
   nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
@@ -31,7 +40,9 @@ section "environment"
   "$tandem" info
 } > "$logs/environment.log" 2>&1
 tail -n 4 "$logs/environment.log" | tee -a "$logs/summary.log"
+fi
 
+if want tests; then
 section "occupancy fixtures"
 "$root/build/tests/record_occupancy_fixtures" "$logs/h200_occupancy.json" > "$logs/fixtures.log" 2>&1 \
   && echo "recorded $(grep -c blocks_per_sm "$logs/h200_occupancy.json") fixtures" | tee -a "$logs/summary.log" \
@@ -47,18 +58,23 @@ for t in "$root"/build/tests/test_*; do
   [ "$result" = ok ] || summary="$summary last: $(grep -E '^\[ RUN' "$logs/$name.log" | tail -n 1)"
   printf '%-28s %-7s %s\n' "$name" "$result" "$summary" | tee -a "$logs/summary.log"
 done
+fi
 
+if want suite; then
 section "bench suite"
 "$tandem" bench --json "$logs/suite-$tag.json" "$@" > "$logs/suite.log" 2> "$logs/suite.err" || status=1
 cat "$logs/suite.log" | tee -a "$logs/summary.log" | grep -v '^# \(command\|date\|workload \|timing\|check\)' || true
 tail -n 3 "$logs/suite.err"
+fi
 
-if [ "$mode" = full ]; then
+if want collectives; then
   section "bench: every collective"
   "$tandem" bench --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/collectives-$tag.json" \
     "$@" > "$logs/collectives.log" 2> "$logs/collectives.err" || status=1
   grep -v '^# \(command\|date\|workload \|timing\|check\)' "$logs/collectives.log" | tee -a "$logs/summary.log"
+fi
 
+if want tune; then
   section "tune: every workload x collective"
   "$tandem" tune --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/tune-$tag.json" \
     --out "$logs/tuned.policy" "$@" > "$logs/tune.log" 2> "$logs/tune.err" || status=1
@@ -68,7 +84,9 @@ if [ "$mode" = full ]; then
   first=$(ls "$logs"/tuned*.policy | head -n 1)
   "$tandem" bench --workload gemm --policy "@$first" -q > "$logs/policy-file.log" 2>&1 \
     && echo "policy file accepted by bench: $first" | tee -a "$logs/summary.log" || { status=1; tail -n 2 "$logs/policy-file.log"; }
+fi
 
+if want counts; then
   section "cuBLAS GEMM: naive overlap against the number of GEMMs per step"
   for count in 1 2 3 4; do
     "$tandem" bench --workload gemm --count "$count" -p concurrent,priority,comm-first -q \
@@ -76,28 +94,80 @@ if [ "$mode" = full ]; then
   done | tee -a "$logs/summary.log"
 fi
 
+if want multiprocess; then
 section "multi-process"
 # One process per GPU, through the launchers users have: the same short suite under mpirun and
 # torchrun; each must end "# OK" (JSON in logs.tgz: launch, world_size, rendezvous).
 short=(--workload stream,tiled-gemm -b 64M -n 5 --warmup 2 -p concurrent,priority,shape:3+priority -q)
 if command -v mpirun > /dev/null; then
-  timeout 600 mpirun -np 2 --allow-run-as-root "$tandem" bench "${short[@]}" --json "$logs/mpi-$tag.json" \
+  timeout 180 mpirun -np 2 --allow-run-as-root "$tandem" bench "${short[@]}" --json "$logs/mpi-$tag.json" \
     > "$logs/mpi.log" 2>&1 || status=1
   printf 'mpirun -np 2:   %s\n' "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/mpi.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
 else
   echo "mpirun not on PATH: skipped" | tee -a "$logs/summary.log"
 fi
 if command -v torchrun > /dev/null; then
-  timeout 600 torchrun --standalone --nproc-per-node 2 --no-python "$tandem" bench "${short[@]}" \
+  timeout 180 torchrun --standalone --nproc-per-node 2 --no-python "$tandem" bench "${short[@]}" \
     --json "$logs/torchrun-$tag.json" > "$logs/torchrun.log" 2>&1 || status=1
   printf 'torchrun x2:    %s\n' "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/torchrun.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
 else
   echo "torchrun not on PATH: skipped" | tee -a "$logs/summary.log"
 fi
+fi
+
+if want run; then
+section "tandem run: unmodified programs"
+# Launch overhead: an empty-kernel loop with and without the interposer (target: <= 0.3 us added).
+for mode in plain priority shape; do
+  case $mode in
+    plain) cmd=("$root/build/bin/launch_overhead") ;;
+    priority) cmd=("$tandem" run --policy priority --log-level error -- "$root/build/bin/launch_overhead") ;;
+    shape) cmd=("$tandem" run --policy shape:2+priority --log-level error -- "$root/build/bin/launch_overhead") ;;
+  esac
+  printf 'launch overhead %-9s %s\n' "$mode" "$(timeout 120 "${cmd[@]}" 2>&1 | tail -n 1)" | tee -a "$logs/summary.log"
+done
+# A CUDA + NCCL program written without tandem (examples/overlap), with and without `tandem run`,
+# and the same case in tandem bench for the gain to compare against.
+for workload in stream gemm; do
+  kernels=10; [ $workload = gemm ] && kernels=1
+  for policy in none priority shape:3+priority shape:2+priority sm-target:116; do
+    [ $workload = stream ] && [ $policy = sm-target:116 ] && continue
+    [ $workload = gemm ] && [[ $policy = shape:* ]] && continue
+    if [ $policy = none ]; then
+      out=$(timeout 120 "$root/build/bin/overlap_allreduce" --workload $workload --kernels $kernels 2>&1 | tail -n 1)
+    else
+      out=$(timeout 120 "$tandem" run --policy $policy --stats "$logs/run-$workload-${policy//[:+]/_}.json" -- \
+            "$root/build/bin/overlap_allreduce" --workload $workload --kernels $kernels 2>> "$logs/run.err" | tail -n 1)
+    fi
+    printf 'overlap_allreduce %-7s %-18s %s\n' $workload $policy "$out" | tee -a "$logs/summary.log"
+  done
+done
+timeout 180 "$tandem" bench --workload stream --stream-bytes 256M -b 512M --count 10 -d fp32 -q \
+  -p sequential,concurrent,priority,shape:3+priority,shape:2+priority --json "$logs/run-bench-stream-$tag.json" \
+  2>&1 | grep -E '^ stream|^# (OK|FAILED)' | tee -a "$logs/summary.log"
+if command -v torchrun > /dev/null; then
+  for policy in none priority shape:3+priority; do
+    pre=(); [ $policy = none ] || pre=("$tandem" run --policy $policy --log-level error --)
+    out=$(timeout 240 "${pre[@]}" torchrun --standalone --nproc-per-node 2 "$root/examples/pytorch/ddp_overlap.py" \
+          2> "$logs/ddp-${policy//[:+]/_}.err" | tail -n 1)
+    printf 'pytorch ddp %-18s %s\n' $policy "$out" | tee -a "$logs/summary.log"
+  done
+fi
+cp "$logs/run-bench-stream-$tag.json" "$out/" 2>/dev/null
+fi
+
+if want scenarios; then
+section "ML training scenarios"
+timeout 420 "$tandem" bench --workload dp-backward,tp-mlp,tp-attention,fsdp,moe --json "$logs/scenarios-$tag.json" \
+  > "$logs/scenarios.log" 2> "$logs/scenarios.err" || status=1
+grep -v '^# \(command\|date\|timing\|check\)' "$logs/scenarios.log" | tee -a "$logs/summary.log"
+tail -n 3 "$logs/scenarios.err"
+cp "$logs/scenarios-$tag.json" "$out/" 2>/dev/null
+fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"
 # The device tool returns at most 8 files: the main results, the summary, and everything in logs.tgz.
-for f in summary.log h200_occupancy.json suite-$tag.json collectives-$tag.json tune-$tag.json; do
+for f in summary.log suite-$tag.json collectives-$tag.json tune-$tag.json; do
   [ -f "$logs/$f" ] && cp "$logs/$f" "$out/"
 done
 tar czf "$out/logs.tgz" -C "$logs" .

@@ -1,0 +1,154 @@
+// A program written without tandem: each GPU runs compute kernels on one stream and an NCCL
+// all-reduce on another, the way a training step overlaps gradients with computation. It is the
+// "unmodified program" that `tandem run` is measured on (docs/PERFORMANCE.md):
+//
+//   overlap_allreduce [--workload stream|gemm] [--kernels N] [--bytes BYTES] [--iters N]
+//   tandem run --policy shape:3+priority -- overlap_allreduce --workload stream
+//
+// One process drives every visible GPU. Prints the median step time (slowest GPU) as JSON.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define CHECK_CUDA(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); std::exit(1); } } while (0)
+#define CHECK_NCCL(x) do { ncclResult_t e = (x); if (e != ncclSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(e)); std::exit(1); } } while (0)
+#define CHECK_CUBLAS(x) do { cublasStatus_t e = (x); if (e != CUBLAS_STATUS_SUCCESS) { std::fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, int(e)); std::exit(1); } } while (0)
+
+// STREAM triad over 16-byte vectors, two per thread: many short blocks, 8 resident per SM.
+__global__ void __launch_bounds__(256) triad(float4* a, const float4* b, const float4* c, size_t n) {
+  const size_t first = blockIdx.x * size_t(512) + threadIdx.x;
+  for (int v = 0; v < 2; ++v) {
+    const size_t i = first + size_t(v) * 256;
+    if (i >= n) return;
+    const float4 x = b[i], y = c[i];
+    a[i] = make_float4(x.x + 3.f * y.x, x.y + 3.f * y.y, x.z + 3.f * y.z, x.w + 3.f * y.w);
+  }
+}
+
+__global__ void fill(float* p, size_t n, float scale) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = scale * float((i * 2654435761u) % 1000) / 1000.f;
+}
+__global__ void fill_bf16(__nv_bfloat16* p, size_t n, float value) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
+    p[i] = __float2bfloat16(value);
+}
+
+struct Gpu {
+  cudaStream_t compute, comm;
+  cudaEvent_t start, comm_done, end;
+  float *a, *b, *c;           // stream arrays
+  __nv_bfloat16 *ga, *gb, *gc;  // GEMM operands
+  cublasHandle_t cublas;
+  __nv_bfloat16* grad;        // all-reduce buffer
+};
+
+int main(int argc, char** argv) {
+  std::string workload = "stream";
+  int kernels = 10, iters = 30, warmup = 5;
+  size_t bytes = 512ull << 20, stream_bytes = 256ull << 20;
+  int gemm_n = 8192;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&] { if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", a.c_str()); std::exit(2); } return std::string(argv[++i]); };
+    if (a == "--workload") workload = next();
+    else if (a == "--kernels") kernels = std::stoi(next());
+    else if (a == "--bytes") bytes = std::stoull(next());
+    else if (a == "--iters") iters = std::stoi(next());
+    else { std::fprintf(stderr, "usage: %s [--workload stream|gemm] [--kernels N] [--bytes B] [--iters N]\n", argv[0]); return 2; }
+  }
+  if (workload != "stream" && workload != "gemm") { std::fprintf(stderr, "unknown workload %s\n", workload.c_str()); return 2; }
+  int ngpus = 0;
+  CHECK_CUDA(cudaGetDeviceCount(&ngpus));
+  std::vector<ncclComm_t> comms(ngpus);
+  CHECK_NCCL(ncclCommInitAll(comms.data(), ngpus, nullptr));
+  std::vector<Gpu> gpus(ngpus);
+  const size_t vec = stream_bytes / 16, floats = stream_bytes / 4, count = bytes / 2;
+  const size_t gemm_elems = size_t(gemm_n) * gemm_n;
+  for (int d = 0; d < ngpus; ++d) {
+    Gpu& g = gpus[d];
+    CHECK_CUDA(cudaSetDevice(d));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&g.comm, cudaStreamNonBlocking));
+    for (cudaEvent_t* e : {&g.start, &g.comm_done, &g.end}) CHECK_CUDA(cudaEventCreate(e));
+    CHECK_CUDA(cudaMalloc(&g.grad, count * 2));
+    fill_bf16<<<1024, 256>>>(g.grad, count, float(d + 1));
+    if (workload == "stream") {
+      for (float** p : {&g.a, &g.b, &g.c}) CHECK_CUDA(cudaMalloc(p, stream_bytes));
+      fill<<<1024, 256>>>(g.b, floats, 1.f);
+      fill<<<1024, 256>>>(g.c, floats, 2.f);
+    } else {
+      for (__nv_bfloat16** p : {&g.ga, &g.gb, &g.gc}) CHECK_CUDA(cudaMalloc(p, gemm_elems * 2));
+      fill_bf16<<<1024, 256>>>(g.ga, gemm_elems, 0.01f);
+      fill_bf16<<<1024, 256>>>(g.gb, gemm_elems, 0.02f);
+      CHECK_CUBLAS(cublasCreate(&g.cublas));
+      CHECK_CUBLAS(cublasSetStream(g.cublas, g.compute));
+    }
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaDeviceSynchronize());
+  }
+
+  std::vector<double> steps;
+  for (int it = 0; it < warmup + iters; ++it) {
+    for (int d = 0; d < ngpus; ++d) {
+      Gpu& g = gpus[d];
+      CHECK_CUDA(cudaSetDevice(d));
+      CHECK_CUDA(cudaEventRecord(g.start, g.compute));
+      CHECK_CUDA(cudaStreamWaitEvent(g.comm, g.start, 0));
+      for (int k = 0; k < kernels; ++k) {
+        if (workload == "stream") {
+          triad<<<unsigned((vec + 511) / 512), 256, 0, g.compute>>>(reinterpret_cast<float4*>(g.a),
+                                                                    reinterpret_cast<const float4*>(g.b),
+                                                                    reinterpret_cast<const float4*>(g.c), vec);
+          CHECK_CUDA(cudaGetLastError());
+        } else {
+          const float alpha = 1.f, beta = 0.f;
+          CHECK_CUBLAS(cublasGemmEx(g.cublas, CUBLAS_OP_N, CUBLAS_OP_N, gemm_n, gemm_n, gemm_n, &alpha, g.ga,
+                                    CUDA_R_16BF, gemm_n, g.gb, CUDA_R_16BF, gemm_n, &beta, g.gc, CUDA_R_16BF, gemm_n,
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+        }
+      }
+    }
+    // The gradient all-reduce, enqueued after the compute as a framework would.
+    CHECK_NCCL(ncclGroupStart());
+    for (int d = 0; d < ngpus; ++d)
+      CHECK_NCCL(ncclAllReduce(gpus[d].grad, gpus[d].grad, count, ncclBfloat16, ncclSum, comms[d], gpus[d].comm));
+    CHECK_NCCL(ncclGroupEnd());
+    double slowest = 0;
+    for (int d = 0; d < ngpus; ++d) {
+      Gpu& g = gpus[d];
+      CHECK_CUDA(cudaSetDevice(d));
+      CHECK_CUDA(cudaEventRecord(g.comm_done, g.comm));
+      CHECK_CUDA(cudaStreamWaitEvent(g.compute, g.comm_done, 0));
+      CHECK_CUDA(cudaEventRecord(g.end, g.compute));
+    }
+    for (int d = 0; d < ngpus; ++d) {
+      CHECK_CUDA(cudaEventSynchronize(gpus[d].end));
+      float ms = 0;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, gpus[d].start, gpus[d].end));
+      slowest = std::max(slowest, double(ms));
+    }
+    if (it >= warmup) steps.push_back(slowest);
+  }
+  std::sort(steps.begin(), steps.end());
+  // In-place all-reduce of d+1 repeated warmup+iters times on a bf16 buffer: check the first element
+  // is finite and positive rather than an exact value (bf16 saturates after many sums).
+  __nv_bfloat16 first;
+  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaMemcpy(&first, gpus[0].grad, 2, cudaMemcpyDeviceToHost));
+  const float v = __bfloat162float(first);
+  if (!(v > 0)) { std::fprintf(stderr, "all-reduce result %f is wrong\n", v); return 1; }
+  std::printf("{\"workload\": \"%s\", \"gpus\": %d, \"kernels\": %d, \"bytes\": %zu, \"iters\": %d, "
+              "\"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}\n",
+              workload.c_str(), ngpus, kernels, bytes, iters, steps[steps.size() / 2], steps.front(), steps.back());
+  for (auto c : comms) ncclCommDestroy(c);
+  return 0;
+}
