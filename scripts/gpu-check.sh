@@ -49,7 +49,8 @@ section "occupancy fixtures"
   || { echo "fixture recording FAILED" | tee -a "$logs/summary.log"; status=1; }
 
 section "tests"
-for t in "$root"/build/tests/test_*; do
+# TANDEM_TESTS narrows the test binaries (a glob), e.g. TANDEM_TESTS=test_scenarios_gpu.
+for t in "$root"/build/tests/${TANDEM_TESTS:-test_*}; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   name=$(basename "$t")
   # Full gtest output: when a test hangs and is killed, the log shows which one was running.
@@ -81,8 +82,8 @@ if want tune; then
   sed -n '/^# summary/,$p' "$logs/tune.log" | tee -a "$logs/summary.log"
   tail -n 2 "$logs/tune.err"
   # The tuner's policy file must be accepted by bench.
-  first=$(ls "$logs"/tuned*.policy | head -n 1)
-  "$tandem" bench --workload gemm --policy "@$first" -q > "$logs/policy-file.log" 2>&1 \
+  first="$logs/tuned.gemm.all-reduce.512MiB.policy"
+  "$tandem" bench --workload gemm --collective all-reduce --policy "@$first" -q > "$logs/policy-file.log" 2>&1 \
     && echo "policy file accepted by bench: $first" | tee -a "$logs/summary.log" || { status=1; tail -n 2 "$logs/policy-file.log"; }
 fi
 
@@ -158,7 +159,8 @@ fi
 
 if want scenarios; then
 section "ML training scenarios"
-timeout 420 "$tandem" bench --workload dp-backward,tp-mlp,tp-attention,fsdp,moe --json "$logs/scenarios-$tag.json" \
+timeout 400 "$tandem" bench --workload dp-backward,tp-mlp,tp-attention,fsdp,moe -n 10 --warmup 3 \
+  --json "$logs/scenarios-$tag.json" "$@" \
   > "$logs/scenarios.log" 2> "$logs/scenarios.err" || status=1
 grep -v '^# \(command\|date\|timing\|check\)' "$logs/scenarios.log" | tee -a "$logs/summary.log"
 tail -n 3 "$logs/scenarios.err"

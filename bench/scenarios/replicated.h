@@ -145,6 +145,7 @@ class ReplicatedScenario : public Scenario {
   std::vector<Expected> expected_;
   unsigned long long* wrong_ = nullptr;
   float rtol_ = 0;
+  float rms_fraction_ = 0;  // absolute tolerance, as a fraction of the output's RMS
   std::string setup_note_;
 };
 

@@ -39,12 +39,13 @@ void expect_all_policies_correct(const BenchOptions& o, const std::string& label
   const int ranks = tandem_test::gpu_count();
   const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
   const auto& policies = tandem::bench::effective_policies(o);
-  // Every policy is either measured or skipped with a note (shape:auto on one rank: NCCL launches
-  // no kernel to leave room for).
+  // Every policy is either measured or skipped with a note. Only shape:auto may be skipped: on one
+  // rank NCCL launches no kernel to leave room for, and on H200 NCCL 2.28's real CTA (544 threads x
+  // 96 registers, ~101 KB) does not fit beside any padding of these kernels.
   EXPECT_EQ(outcome.rows.size() + outcome.notes.size(), policies.size()) << label;
   for (const auto& note : outcome.notes) {
     EXPECT_NE(note.find("shape:auto"), std::string::npos) << label << ": " << note;
-    EXPECT_EQ(ranks, 1) << label << ": " << note;
+    EXPECT_TRUE(ranks == 1 || note.find("cannot leave room") != std::string::npos) << label << ": " << note;
   }
   for (const auto& r : outcome.rows) {
     EXPECT_EQ(r.wrong, 0) << label << " " << r.policy;
