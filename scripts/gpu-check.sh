@@ -114,6 +114,7 @@ if command -v torchrun > /dev/null; then
 else
   echo "torchrun not on PATH: skipped" | tee -a "$logs/summary.log"
 fi
+cp "$logs/mpi-$tag.json" "$logs/torchrun-$tag.json" "$out/" 2>/dev/null
 fi
 
 if want run; then
@@ -135,12 +136,12 @@ for workload in stream gemm; do
     [ $workload = stream ] && [ $policy = sm-target:116 ] && continue
     [ $workload = gemm ] && [[ $policy = shape:* ]] && continue
     if [ $policy = none ]; then
-      out=$(timeout 120 "$root/build/bin/overlap_allreduce" --workload $workload --kernels $kernels 2>&1 | tail -n 1)
+      line=$(timeout 120 "$root/build/bin/overlap_allreduce" --workload $workload --kernels $kernels 2>&1 | tail -n 1)
     else
-      out=$(timeout 120 "$tandem" run --policy $policy --stats "$logs/run-$workload-${policy//[:+]/_}.json" -- \
+      line=$(timeout 120 "$tandem" run --policy $policy --stats "$logs/run-$workload-${policy//[:+]/_}.json" -- \
             "$root/build/bin/overlap_allreduce" --workload $workload --kernels $kernels 2>> "$logs/run.err" | tail -n 1)
     fi
-    printf 'overlap_allreduce %-7s %-18s %s\n' $workload $policy "$out" | tee -a "$logs/summary.log"
+    printf 'overlap_allreduce %-7s %-18s %s\n' $workload $policy "$line" | tee -a "$logs/summary.log"
   done
 done
 timeout 180 "$tandem" bench --workload stream --stream-bytes 256M -b 512M --count 10 -d fp32 -q \
@@ -148,10 +149,11 @@ timeout 180 "$tandem" bench --workload stream --stream-bytes 256M -b 512M --coun
   2>&1 | grep -E '^ stream|^# (OK|FAILED)' | tee -a "$logs/summary.log"
 if command -v torchrun > /dev/null; then
   for policy in none priority shape:3+priority; do
-    pre=(); [ $policy = none ] || pre=("$tandem" run --policy $policy --log-level error --)
-    out=$(timeout 240 "${pre[@]}" torchrun --standalone --nproc-per-node 2 "$root/examples/pytorch/ddp_overlap.py" \
+    pre=(); [ $policy = none ] || pre=("$tandem" run --policy $policy --stats "$logs/ddp-${policy//[:+]/_}-stats.json" --)
+    line=$(timeout 240 "${pre[@]}" torchrun --standalone --nproc-per-node 2 "$root/examples/pytorch/ddp_overlap.py" \
           2> "$logs/ddp-${policy//[:+]/_}.err" | tail -n 1)
-    printf 'pytorch ddp %-18s %s\n' $policy "$out" | tee -a "$logs/summary.log"
+    printf 'pytorch ddp %-18s %s\n' $policy "$line" | tee -a "$logs/summary.log"
+    [ -n "$line" ] || { status=1; tail -n 5 "$logs/ddp-${policy//[:+]/_}.err"; }
   done
 fi
 cp "$logs/run-bench-stream-$tag.json" "$out/" 2>/dev/null
