@@ -1,6 +1,7 @@
 #include "real_symbols.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
 #include <cstring>
@@ -18,10 +19,37 @@ std::atomic<void*> g_real[kHookCount];
 // The next definition of `h` after this library in the global search order; for driver symbols,
 // falls back to the loaded libcuda (a program that dlopen'ed libcuda RTLD_LOCAL and then calls our
 // exported symbol directly). Never returns one of our own wrappers.
+// A library loaded RTLD_LOCAL (Python loads extension modules so, and with them the cuBLAS a
+// framework links) is not in the global scope RTLD_NEXT searches, yet the program calls our exported
+// symbol through it. Search every loaded object for a definition instead; the first in load order
+// wins, which is the copy the dynamic linker bound the caller's dependency to in the usual case of
+// one copy per process.
+struct LoadedSearch {
+  const char* symbol;
+  void* found;
+};
+
+int search_loaded_object(dl_phdr_info* info, size_t, void* data) {
+  auto* search = static_cast<LoadedSearch*>(data);
+  if (!info->dlpi_name || !*info->dlpi_name) return 0;
+  void* handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) return 0;
+  void* candidate = real_dlsym()(handle, search->symbol);
+  dlclose(handle);  // balances the reference RTLD_NOLOAD took; the object stays loaded
+  if (!candidate || is_own_hook(candidate)) return 0;
+  search->found = candidate;
+  return 1;
+}
+
 void* lookup_next_definition(Hook h) {
   void* found = real_dlsym()(RTLD_NEXT, name_of(h));
   if (!found && family_of(h) == HookFamily::Driver) {
     if (void* libcuda = loaded_libcuda()) found = real_dlsym()(libcuda, name_of(h));
+  }
+  if ((!found || is_own_hook(found)) && family_of(h) != HookFamily::Driver) {
+    LoadedSearch search{name_of(h), nullptr};
+    dl_iterate_phdr(&search_loaded_object, &search);
+    found = search.found;
   }
   return is_own_hook(found) ? nullptr : found;
 }
