@@ -39,17 +39,7 @@ std::optional<DeviceLimits> query_limits(const DriverApi& api, int device) {
   d.smem_reserved_per_block = smem_reserved;
   // Thread-block clusters exist from sm_90; the catalogue refines this for known architectures.
   d.max_cluster_size = major >= 9 ? 8 : 0;
-  // Allocation rules are not exposed by the driver; they follow the architecture.
-  for (const auto& known : gpu_catalog()) {
-    if (known.arch != d.arch) continue;
-    d.reg_alloc_unit = known.reg_alloc_unit;
-    d.reg_subpartitions = known.reg_subpartitions;
-    d.smem_alloc_unit = known.smem_alloc_unit;
-    d.max_regs_per_thread = known.max_regs_per_thread;
-    d.max_cluster_size = known.max_cluster_size;
-    d.hbm_bandwidth_gbps = known.hbm_bandwidth_gbps;
-    if (known.name == d.name) break;
-  }
+  apply_catalog_rules(d);
   return d;
 }
 

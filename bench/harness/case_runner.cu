@@ -65,11 +65,11 @@ void CaseRunner::measure_baselines() {
   } else {
     count_ = options_.count;
   }
-  t_compute_ = measure(Schedule::ComputeOnly, nullptr, count_).total;
-  t_comm_ = measure(Schedule::CommOnly, nullptr, count_).total;
-  t_seq_ = measure(Schedule::Sequential, nullptr, count_).total;
+  baselines_.compute = measure(Schedule::ComputeOnly, nullptr, count_).total;
+  baselines_.comm = measure(Schedule::CommOnly, nullptr, count_).total;
+  baselines_.seq = measure(Schedule::Sequential, nullptr, count_).total;
   const double hbm_bytes = count_ * workload_.hbm_bytes() + collective_.hbm_bytes();
-  t_bound_ = bound_ms(t_compute_.median, t_comm_.median, hbm_bytes, min_over_ranks_bandwidth());
+  baselines_.bound_ms = bound_ms(baselines_.compute.median, baselines_.comm.median, hbm_bytes, min_over_ranks_bandwidth());
 }
 
 bool CaseRunner::run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) {
@@ -130,20 +130,8 @@ void CaseRunner::restore() {
 void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSummary& s, const ShapedKernel* kernel) const {
   row.count = count_;
   row.policy = to_string(policy);
-  row.t_compute_ms = t_compute_.median;
-  row.t_comm_ms = t_comm_.median;
-  row.t_seq_ms = t_seq_.median;
-  row.t_bound_ms = t_bound_;
-  row.t_overlap_ms = s.total.median;
-  row.t_overlap_min_ms = s.total.min;
-  row.t_overlap_max_ms = s.total.max;
-  row.reduction = reduction(row.t_overlap_ms, row.t_seq_ms);
-  row.efficiency = efficiency(row.t_seq_ms, row.t_overlap_ms, row.t_bound_ms);
-  // Sequential has no per-stream spans: each side ran alone, by construction.
-  row.compute_slowdown = policy.is_sequential() ? 1.0 : s.compute_span.median / t_compute_.median;
-  row.comm_slowdown = policy.is_sequential() ? 1.0 : s.comm_span.median / t_comm_.median;
-  row.algbw_gbps = algbw_gbps(double(collective_.bytes()), t_comm_.median);
-  row.busbw_gbps = row.algbw_gbps * collective_.busbw_factor(ctx_.nranks);
+  fill_times(row, baselines_, s.total, s.compute_span.median, s.comm_span.median, policy.is_sequential(),
+             double(collective_.bytes()), collective_.busbw_factor(ctx_.nranks));
   row.compute_blocks_per_sm = kernel ? kernel->blocks_per_sm() : -1;
   row.shape_dynamic_smem = kernel ? static_cast<int64_t>(kernel->dynamic_smem()) : -1;
   row.compute_kernel = compute_kernel_;

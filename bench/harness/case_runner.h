@@ -92,8 +92,7 @@ class CaseRunner {
   cudaStream_t active_compute_stream_ = nullptr;
   FootprintRecord comm_kernel_, compute_kernel_;
   int count_ = 1;
-  Summary t_compute_, t_comm_, t_seq_;
-  double t_bound_ = 0;
+  Baselines baselines_;
 };
 
 }  // namespace tandem::bench

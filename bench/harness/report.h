@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/metrics.h"
 #include "tandem/occupancy.h"
 
 namespace tandem::bench {
@@ -40,6 +41,18 @@ struct Row {
   FootprintRecord comm_kernel;      // the collective's kernel, as NCCL launched it
   double spread() const { return t_overlap_ms > 0 ? (t_overlap_max_ms - t_overlap_min_ms) / t_overlap_ms : 0; }
 };
+
+// The default-configuration baselines every policy of a case is measured against.
+struct Baselines {
+  Summary compute, comm, seq;
+  double bound_ms = 0;
+};
+
+// Fills a row's time, metric and bandwidth columns from the baselines and one policy's measurement:
+// `overlap` is the step time, `compute_span_ms` and `comm_span_ms` each side's time under the policy
+// (ignored for `sequential`, where each side ran alone by construction).
+void fill_times(Row& row, const Baselines& base, const Summary& overlap, double compute_span_ms, double comm_span_ms,
+                bool sequential, double collective_bytes, double busbw_factor);
 
 struct RunInfo {
   std::string tool = "bench";  // bench | tune

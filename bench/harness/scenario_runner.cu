@@ -84,10 +84,10 @@ class ScenarioCase {
 
   // t_seq first: it leaves real values in every buffer the compute-only run then reads.
   void measure_baselines() {
-    t_seq_ = measure(ScenarioMode::Sequential, nullptr).total;
-    t_compute_ = measure(ScenarioMode::ComputeOnly, nullptr).total;
-    t_comm_ = measure(ScenarioMode::CommOnly, nullptr).total;
-    t_bound_ = bound_ms(t_compute_.median, t_comm_.median, scenario_.hbm_bytes(),
+    baselines_.seq = measure(ScenarioMode::Sequential, nullptr).total;
+    baselines_.compute = measure(ScenarioMode::ComputeOnly, nullptr).total;
+    baselines_.comm = measure(ScenarioMode::CommOnly, nullptr).total;
+    baselines_.bound_ms = bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
                         ctx_.group.min(ctx_.hbm_bandwidth_gbps));
   }
 
@@ -164,21 +164,10 @@ class ScenarioCase {
   void fill_row(Row& row, const OverlapPolicy& policy, const Measured& m, const ShapedKernel* kernel) const {
     row.count = scenario_.count();
     row.policy = to_string(policy);
-    row.t_compute_ms = t_compute_.median;
-    row.t_comm_ms = t_comm_.median;
-    row.t_seq_ms = t_seq_.median;
-    row.t_bound_ms = t_bound_;
-    row.t_overlap_ms = m.total.median;
-    row.t_overlap_min_ms = m.total.min;
-    row.t_overlap_max_ms = m.total.max;
-    row.reduction = reduction(row.t_overlap_ms, row.t_seq_ms);
-    row.efficiency = efficiency(row.t_seq_ms, row.t_overlap_ms, row.t_bound_ms);
     // Each side's busy time under overlap (its stream's stretches between waits for the other) over
-    // its time alone. Sequential: each side ran alone, by construction.
-    row.compute_slowdown = policy.is_sequential() ? 1.0 : m.compute_busy.median / t_compute_.median;
-    row.comm_slowdown = policy.is_sequential() ? 1.0 : m.comm_busy.median / t_comm_.median;
-    row.algbw_gbps = algbw_gbps(double(scenario_.collective_bytes()), t_comm_.median);
-    row.busbw_gbps = row.algbw_gbps * scenario_.busbw_factor(ctx_.nranks);
+    // its time alone.
+    fill_times(row, baselines_, m.total, m.compute_busy.median, m.comm_busy.median, policy.is_sequential(),
+               double(scenario_.collective_bytes()), scenario_.busbw_factor(ctx_.nranks));
     row.compute_blocks_per_sm = kernel ? kernel->blocks_per_sm() : -1;
     row.shape_dynamic_smem = kernel ? static_cast<int64_t>(kernel->dynamic_smem()) : -1;
     row.compute_kernel = compute_kernel_;
@@ -262,8 +251,7 @@ class ScenarioCase {
   ScenarioStreams active_;  // what apply() chose for the policy being measured (defaults otherwise)
   bool sm_target_set_ = false;
   FootprintRecord comm_kernel_, compute_kernel_;
-  Summary t_compute_, t_comm_, t_seq_;
-  double t_bound_ = 0;
+  Baselines baselines_;
 };
 
 std::string join(const std::vector<std::string>& items, const char* sep = ",") {

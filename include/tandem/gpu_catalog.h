@@ -15,6 +15,12 @@ const std::vector<DeviceLimits>& gpu_catalog();
 const DeviceLimits& gpu_limits(const std::string& key);
 std::vector<std::string> gpu_catalog_keys();
 
+// Fills the allocation rules the CUDA runtime and driver do not expose (register and shared-memory
+// allocation units, register sub-partitions, per-thread register limit, cluster size) and the HBM
+// bandwidth into limits read from a device, from the catalogue entry of the same architecture
+// (the exact model's when present). `d.arch` and `d.name` must be set.
+void apply_catalog_rules(DeviceLimits& d);
+
 // A typical NCCL 2.28 channel CTA on sm90 (threads, registers, shared memory, cluster size), for
 // planning without a GPU. On a GPU, tandem measures the real one instead.
 KernelFootprint typical_nccl_footprint(const DeviceLimits&);

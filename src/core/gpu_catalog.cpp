@@ -180,4 +180,17 @@ KernelFootprint typical_nccl_footprint(const DeviceLimits& d) {
   return k;
 }
 
+void apply_catalog_rules(DeviceLimits& d) {
+  for (const auto& known : gpu_catalog()) {
+    if (known.arch != d.arch) continue;
+    d.reg_alloc_unit = known.reg_alloc_unit;
+    d.reg_subpartitions = known.reg_subpartitions;
+    d.smem_alloc_unit = known.smem_alloc_unit;
+    d.max_regs_per_thread = known.max_regs_per_thread;
+    d.max_cluster_size = known.max_cluster_size;
+    d.hbm_bandwidth_gbps = known.hbm_bandwidth_gbps;
+    if (known.name == d.name) break;  // the exact model: keep its bandwidth
+  }
+}
+
 }  // namespace tandem

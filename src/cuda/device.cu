@@ -22,18 +22,7 @@ DeviceLimits query_device_limits(int device) {
   d.smem_per_sm = static_cast<int64_t>(p.sharedMemPerMultiprocessor);
   d.max_smem_per_block = static_cast<int64_t>(p.sharedMemPerBlockOptin);
   d.smem_reserved_per_block = static_cast<int64_t>(p.reservedSharedMemPerBlock);
-  // Allocation rules are not exposed by the runtime; they follow the architecture, as in the catalogue.
-  for (const auto& known : gpu_catalog()) {
-    if (known.arch == d.arch) {
-      d.reg_alloc_unit = known.reg_alloc_unit;
-      d.reg_subpartitions = known.reg_subpartitions;
-      d.smem_alloc_unit = known.smem_alloc_unit;
-      d.max_regs_per_thread = known.max_regs_per_thread;
-      d.max_cluster_size = known.max_cluster_size;
-      d.hbm_bandwidth_gbps = known.hbm_bandwidth_gbps;
-      if (known.name == d.name) break;  // exact model: keep its bandwidth
-    }
-  }
+  apply_catalog_rules(d);
   return d;
 }
 

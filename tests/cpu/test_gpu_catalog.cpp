@@ -145,3 +145,22 @@ TEST(GpuCatalog, TypicalNcclFootprint) {
 
 }  // namespace
 }  // namespace tandem
+
+TEST(GpuCatalog, CatalogRulesFillWhatTheDriverDoesNotReport) {
+  tandem::DeviceLimits d;
+  d.name = "NVIDIA H200";
+  d.arch = "sm_90";
+  d.reg_alloc_unit = 0;
+  d.smem_alloc_unit = 0;
+  tandem::apply_catalog_rules(d);
+  const auto& h200 = tandem::gpu_limits("h200");
+  EXPECT_EQ(d.reg_alloc_unit, h200.reg_alloc_unit);
+  EXPECT_EQ(d.smem_alloc_unit, h200.smem_alloc_unit);
+  EXPECT_EQ(d.reg_subpartitions, h200.reg_subpartitions);
+  EXPECT_DOUBLE_EQ(d.hbm_bandwidth_gbps, h200.hbm_bandwidth_gbps);  // the exact model's bandwidth
+  tandem::DeviceLimits unknown;
+  unknown.arch = "sm_120";
+  unknown.reg_alloc_unit = 7;
+  tandem::apply_catalog_rules(unknown);
+  EXPECT_EQ(unknown.reg_alloc_unit, 7);  // no entry for the architecture: left as read
+}

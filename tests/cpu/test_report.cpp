@@ -93,3 +93,24 @@ TEST(Report, JsonHasEveryDocumentedField) {
   EXPECT_DOUBLE_EQ(row["efficiency"].get<double>(), 0.606);
   EXPECT_EQ(doc["notes"][0], "a note");
 }
+
+TEST(Report, FillTimesDerivesEveryMetricFromTheDefaultBaselines) {
+  tb::Baselines base;
+  base.compute = {2.0, 1.9, 2.1};
+  base.comm = {1.6, 1.5, 1.7};
+  base.seq = {4.0, 3.9, 4.1};
+  base.bound_ms = 2.0;
+  tb::Row r;
+  tb::fill_times(r, base, {3.0, 2.9, 3.2}, 2.5, 2.4, /*sequential=*/false, 1.6e9, 1.0);
+  EXPECT_DOUBLE_EQ(r.t_seq_ms, 4.0);
+  EXPECT_DOUBLE_EQ(r.t_overlap_ms, 3.0);
+  EXPECT_DOUBLE_EQ(r.t_overlap_max_ms, 3.2);
+  EXPECT_DOUBLE_EQ(r.reduction, 0.25);
+  EXPECT_DOUBLE_EQ(r.efficiency, 0.5);
+  EXPECT_DOUBLE_EQ(r.compute_slowdown, 1.25);
+  EXPECT_DOUBLE_EQ(r.comm_slowdown, 1.5);
+  EXPECT_DOUBLE_EQ(r.algbw_gbps, 1000);  // 1.6 GB in 1.6 ms
+  tb::fill_times(r, base, {4.0, 4.0, 4.0}, 0, 0, /*sequential=*/true, 1.6e9, 2.0);
+  EXPECT_DOUBLE_EQ(r.compute_slowdown, 1.0);
+  EXPECT_DOUBLE_EQ(r.busbw_gbps, 2000);
+}
