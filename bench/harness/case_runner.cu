@@ -166,20 +166,11 @@ StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, 
       mine.comm_span.push_back(elapsed(start_, comm_done_));
     }
   }
-  // One exchange for all three series; every rank then computes the same aggregate: per step the
-  // slowest rank, then the median over steps.
-  const auto ranks = ctx_.group.all_gather_series({mine.total, mine.compute_span, mine.comm_span});
-  auto field = [&](size_t f) {
-    std::vector<std::vector<double>> out;
-    for (const auto& r : ranks) out.push_back(r.at(f));
-    return out;
-  };
+  const auto summaries = ctx_.group.slowest_rank_summaries({mine.total, mine.compute_span, mine.comm_span});
   StepSummary s;
-  s.total = summarize(max_over_ranks(field(0)));
-  if (schedule == Schedule::Overlap) {
-    s.compute_span = summarize(max_over_ranks(field(1)));
-    s.comm_span = summarize(max_over_ranks(field(2)));
-  }
+  s.total = summaries[0];
+  s.compute_span = summaries[1];
+  s.comm_span = summaries[2];
   return s;
 }
 

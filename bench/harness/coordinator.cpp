@@ -25,6 +25,18 @@ std::vector<std::vector<double>> Coordinator::all_gather(const std::vector<doubl
   return out;
 }
 
+std::vector<Summary> Coordinator::slowest_rank_summaries(const std::vector<std::vector<double>>& mine) {
+  const auto ranks = all_gather_series(mine);  // one exchange for every series
+  std::vector<Summary> out(mine.size());
+  for (size_t f = 0; f < mine.size(); ++f) {
+    if (mine[f].empty()) continue;
+    std::vector<std::vector<double>> per_rank;
+    for (const auto& r : ranks) per_rank.push_back(r.at(f));
+    out[f] = summarize(max_over_ranks(per_rank));
+  }
+  return out;
+}
+
 std::vector<std::vector<std::vector<double>>> Coordinator::all_gather_series(
     const std::vector<std::vector<double>>& mine) {
   // Packed as: series count, then each series' length and values (all as doubles: lengths are small).

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/metrics.h"
+
 namespace tandem::bench {
 
 class ControlChannel;
@@ -38,6 +40,10 @@ class Coordinator {
   // the sum; the minimum.
   std::vector<std::vector<double>> all_gather(const std::vector<double>& mine);
   std::vector<std::vector<std::vector<double>>> all_gather_series(const std::vector<std::vector<double>>& mine);
+  // Gathers this rank's timing series and reduces each the way every step time is reduced: per
+  // step the slowest rank, then median, min and max over steps. Every rank gets the same result.
+  // An empty series gives an empty Summary.
+  std::vector<Summary> slowest_rank_summaries(const std::vector<std::vector<double>>& mine);
   int64_t sum(int64_t mine);
   double min(double mine);
 };

@@ -228,19 +228,11 @@ class ScenarioCase {
         mine.comm_busy.push_back(busy.comm_ms);
       }
     }
-    // One exchange for the three series; per iteration the slowest rank, then the median.
-    const auto ranks = ctx_.group.all_gather_series({mine.total, mine.compute_busy, mine.comm_busy});
-    auto series = [&](size_t f) {
-      std::vector<std::vector<double>> out;
-      for (const auto& r : ranks) out.push_back(r.at(f));
-      return out;
-    };
+    const auto summaries = ctx_.group.slowest_rank_summaries({mine.total, mine.compute_busy, mine.comm_busy});
     Measured m;
-    m.total = summarize(max_over_ranks(series(0)));
-    if (mode == ScenarioMode::Full) {
-      m.compute_busy = summarize(max_over_ranks(series(1)));
-      m.comm_busy = summarize(max_over_ranks(series(2)));
-    }
+    m.total = summaries[0];
+    m.compute_busy = summaries[1];
+    m.comm_busy = summaries[2];
     return m;
   }
 

@@ -47,6 +47,24 @@ TEST(Coordinator, SeriesSumMinAndBroadcast) {
   }
 }
 
+TEST(Coordinator, StepTimesReduceToTheSlowestRankThenTheMedian) {
+  RankGroup group(2);
+  std::vector<std::vector<Summary>> got(2);
+  group.run([&](int rank) {
+    ThreadCoordinator c(group, rank);
+    // Per step, rank 1 is slower on steps 0 and 2, rank 0 on step 1.
+    const std::vector<double> total = rank == 0 ? std::vector<double>{1, 5, 2} : std::vector<double>{3, 1, 4};
+    got[rank] = c.slowest_rank_summaries({total, {}});
+  });
+  for (const auto& summaries : got) {
+    ASSERT_EQ(summaries.size(), 2u);
+    EXPECT_DOUBLE_EQ(summaries[0].median, 4);  // slowest per step: 3, 5, 4
+    EXPECT_DOUBLE_EQ(summaries[0].min, 3);
+    EXPECT_DOUBLE_EQ(summaries[0].max, 5);
+    EXPECT_DOUBLE_EQ(summaries[1].median, 0);  // an empty series stays empty
+  }
+}
+
 TEST(Coordinator, FailureReleasesTheOthers) {
   RankGroup group(2);
   std::atomic<int> released{0};
