@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -160,9 +161,12 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
         bench::choose_rendezvous(o.launch, o.launch_request, bench::process_environment(), mpi).describe();
   }
   if (bench::is_scenario(o.workloads.front())) {  // validate() forbids mixing them with microbenchmarks
-    TANDEM_REQUIRE(tool == "bench", "tandem " + tool + " does not take training scenarios (" +
-                                        o.workloads.front() + ") yet; compare policies with tandem bench -p");
     info.config = bench::scenario_config_lines(o, nranks);
+    // tandem tune chooses the policies itself.
+    if (tool != "bench")
+      info.config.erase(std::remove_if(info.config.begin(), info.config.end(),
+                                       [](const std::string& l) { return l.rfind("policies", 0) == 0; }),
+                        info.config.end());
     return info;
   }
   std::string policies;

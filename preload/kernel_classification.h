@@ -6,15 +6,14 @@
 #include <string_view>
 #include <vector>
 
+#include "tandem/kernel_names.h"
+
 namespace tandem::preload {
 
 enum class KernelKind { Compute, Collective };
 const char* to_string(KernelKind);
 
-// NCCL's device kernels: ncclDevKernel_* (collectives, p2p) and ncclSymkDevKernel_* (symmetric-memory
-// kernels, NCCL >= 2.27). Accepts the plain name, an Itanium-mangled one ("_Z31ncclDevKernel_...")
-// and a demangled one ("ncclDevKernel_...(args)").
-bool is_nccl_kernel_name(std::string_view name);
+// Collective when tandem::is_nccl_kernel_name (tandem/kernel_names.h) says so.
 KernelKind classify_kernel(std::string_view name);
 
 // The demangled form of an Itanium-mangled name, or the name itself.

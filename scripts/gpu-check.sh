@@ -6,14 +6,15 @@
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune counts multiprocess run scenarios
+#               scenario-tune clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
-#     run it as two, e.g. `full-scenarios` then `scenarios`)
+#     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`)
 set -uo pipefail
 mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run,scenarios ;;
+  full) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run,scenarios,scenario-tune,clocks ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run ;;
   *) sections=$mode ;;
 esac
@@ -21,7 +22,10 @@ want() { [[ ",$sections," == *",$1,"* ]]; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-check-out}
 mkdir -p "$out"
-logs=$(mktemp -d)
+# TANDEM_LOGS: where the full logs go (a fresh temporary folder by default); name one to salvage the
+# logs of a run that was stopped before it could pack them.
+logs=${TANDEM_LOGS:-$(mktemp -d)}
+mkdir -p "$logs"
 export NCCL_NVLS_ENABLE=0              # NVLink multicast must stay off on shared machines
 export TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TANDEM_CLI="$root/build/bin/tandem"
@@ -167,6 +171,64 @@ timeout 400 "$tandem" bench --workload dp-backward,tp-mlp,tp-attention,fsdp,moe 
 grep -v '^# \(command\|date\|timing\|check\)' "$logs/scenarios.log" | tee -a "$logs/summary.log"
 tail -n 3 "$logs/scenarios.err"
 cp "$logs/scenarios-$tag.json" "$out/" 2>/dev/null
+fi
+
+if want scenario-tune; then
+section "tune: ML training scenarios, where communication is a real share of the step"
+# One tune per configuration (docs/WORKLOADS.md, "Configurations measured"); TANDEM_SCENARIO_CONFIGS
+# overrides the list (entries separated by ';').
+IFS=';' read -r -a configs <<< "${TANDEM_SCENARIO_CONFIGS:-\
+--workload dp-backward --seq 2048;\
+--workload fsdp --seq 2048;\
+--workload tp-attention;\
+--workload tp-attention --sequence-parallel;\
+--workload tp-mlp --sequence-parallel;\
+--workload moe --experts 64 --top-k 8 --expert-ffn 1408}"
+i=0
+for config in "${configs[@]}"; do
+  i=$((i + 1))
+  read -r -a args <<< "$config"
+  timeout "${TANDEM_TUNE_TIMEOUT:-300}" "$tandem" tune "${args[@]}" -n 10 --warmup 3 --json "$logs/scenario-tune-$i-$tag.json" \
+    --out "$logs/scenario-tuned-$i.policy" "$@" > "$logs/scenario-tune-$i.log" 2> "$logs/scenario-tune-$i.err" || status=1
+  printf '%s\n' "-- $config" | tee -a "$logs/summary.log"
+  sed -n '/^# summary/,$p' "$logs/scenario-tune-$i.log" | grep -v '^# \(command\|date\)' | tee -a "$logs/summary.log"
+  tail -n 2 "$logs/scenario-tune-$i.err"
+done
+python3 - "$logs" "$tag" > "$logs/scenario-tune-$tag.json" <<'PY'
+import glob, json, sys
+logs, tag = sys.argv[1], sys.argv[2]
+docs = [json.load(open(f)) for f in sorted(glob.glob(f"{logs}/scenario-tune-[0-9]*-{tag}.json"))]
+merged = dict(docs[0]) if docs else {}
+merged["rows"] = [r for d in docs for r in d.get("rows", [])]
+merged["notes"] = [n for d in docs for n in d.get("notes", [])]
+merged["commands"] = [d.get("command") for d in docs]
+print(json.dumps(merged, indent=1))
+PY
+cp "$logs/scenario-tune-$tag.json" "$out/" 2>/dev/null
+fi
+
+if want clocks; then
+section "clocks: SM clock and power while the persistent GEMM overlaps a collective"
+# Whether the GEMM's slowdown under overlap is the power budget: per policy, the median SM clock,
+# power and share of power-capped samples while that policy is measured (after its progress line).
+reasons=clocks_event_reasons.active  # named clocks_throttle_reasons.active by older drivers
+nvidia-smi --query-gpu=$reasons --format=csv > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+nvidia-smi --query-gpu=index,clocks.sm,power.draw,$reasons --format=csv,noheader,nounits \
+  -lms 20 2> "$logs/clocks-smi.err" | python3 -u "$root/scripts/clock_phases.py" stamp > "$logs/clock-samples.txt" &
+sampler=$!
+for collective in all-gather all-reduce; do
+  for policy in sequential concurrent comm-first comm-first+sm-target:124+copy-engine comm-first+nccl-ctas:..8; do
+    [ $collective = all-reduce ] && [[ $policy = *copy-engine* ]] && continue
+    "$tandem" bench --workload gemm --collective $collective -p $policy -n 400 --warmup 20 \
+      2>&1 >> "$logs/clocks-bench.log" | python3 -u "$root/scripts/clock_phases.py" stamp --prefix "gemm x $collective " \
+      >> "$logs/clock-marks.txt"
+  done
+done
+kill $sampler 2> /dev/null; wait $sampler 2> /dev/null
+python3 "$root/scripts/clock_phases.py" summarize "$logs/clock-samples.txt" "$logs/clock-marks.txt" --after "[1/1]" \
+  | tee "$logs/clocks.txt" | tee -a "$logs/summary.log"
+grep -E '^ gemm' "$logs/clocks-bench.log" | tee -a "$logs/summary.log"
+cp "$logs/clocks.txt" "$out/" 2>/dev/null
 fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"

@@ -2,29 +2,10 @@
 
 #include <algorithm>
 
+#include "harness/footprints.h"
 #include "tandem/cuda_check.h"
-#include "tandem/kernel_footprint_probe.h"
 
 namespace tandem::bench {
-
-namespace {
-
-// NCCL's kernels are C++ functions, so the driver reports mangled names
-// ("_Z29ncclDevKernel_AllReduce_..."): match anywhere in the name, not as a prefix.
-bool is_nccl_kernel(const std::string& name) {
-  return name.find("ncclDevKernel") != std::string::npos || name.find("ncclSymkDevKernel") != std::string::npos;
-}
-
-FootprintRecord record_of(const CapturedLaunch& launch, const DeviceLimits& limits) {
-  FootprintRecord r;
-  r.kernel = launch.kernel_name;
-  r.grid_blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
-  r.footprint = launch.footprint;
-  r.blocks_per_sm = residency(limits, launch.footprint).blocks_per_sm;
-  return r;
-}
-
-}  // namespace
 
 CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective)
     : ctx_(ctx), options_(options), workload_(workload), collective_(collective) {
@@ -36,6 +17,14 @@ CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& 
 
 CaseRunner::~CaseRunner() {
   for (cudaEvent_t e : {start_, compute_done_, comm_done_, end_}) cudaEventDestroy(e);
+}
+
+CaseTraits CaseRunner::traits() {
+  CaseTraits t;
+  t.sm_count = ctx_.limits.sm_count;
+  t.natural_blocks_per_sm = workload_.shaped_kernel() ? compute_kernel_.blocks_per_sm : 0;
+  t.has_sm_target = workload_.set_sm_count_target(0);  // 0 = no cap: a harmless probe
+  return t;
 }
 
 void CaseRunner::capture_footprints() {
@@ -50,11 +39,10 @@ void CaseRunner::capture_footprints() {
       ctx_.comm_default, [&](cudaStream_t s) { enqueue_collective(ctx_.comm, s); }, wait);
   // With one rank NCCL copies instead of launching a kernel: then there is no footprint to leave
   // room for.
-  const auto nccl = std::find_if(comm.begin(), comm.end(), [](const auto& l) { return is_nccl_kernel(l.kernel_name); });
-  if (nccl != comm.end()) comm_kernel_ = record_of(*nccl, ctx_.limits);
+  if (const auto nccl = first_nccl_kernel(comm, ctx_.limits)) comm_kernel_ = *nccl;
   const auto compute = capture_kernel_launches(ctx_.compute, [&](cudaStream_t s) { workload_.enqueue(s); }, wait);
   TANDEM_REQUIRE(!compute.empty(), "the compute workload launched no kernel");
-  compute_kernel_ = record_of(compute.front(), ctx_.limits);
+  compute_kernel_ = footprint_record(compute.front(), ctx_.limits);
 }
 
 void CaseRunner::measure_baselines() {

@@ -8,6 +8,7 @@
 #include "harness/bench_options.h"
 #include "harness/collective.h"
 #include "harness/metrics.h"
+#include "harness/policy_trials.h"
 #include "harness/rank_context.h"
 #include "harness/report.h"
 #include "harness/workload.h"
@@ -24,12 +25,12 @@ struct StepSummary {
   Summary total, compute_span, comm_span;
 };
 
-class CaseRunner {
+class CaseRunner final : public PolicyTrials {
  public:
   CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective);
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
-  ~CaseRunner();
+  ~CaseRunner() override;
 
   // Reads the real kernels of both sides by capturing one of each into a graph. Each side runs once
   // first: NCCL connects to its peers on first use, which is not allowed during capture, and
@@ -39,15 +40,11 @@ class CaseRunner {
   // Chooses the compute count, then measures the default-configuration baselines.
   void measure_baselines();
 
-  // Applies `policy`, checks results under it, measures it and restores the defaults. Returns false
-  // (with `skip_reason`) when the default suite holds a policy that cannot apply to this workload;
-  // a policy the user named explicitly must apply, or the run fails.
-  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason);
+  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) override;
+  CaseTraits traits() override;
 
   const FootprintRecord& compute_kernel() const { return compute_kernel_; }
   const FootprintRecord& comm_kernel() const { return comm_kernel_; }
-  Workload& workload() { return workload_; }
-  int sm_count() const { return ctx_.limits.sm_count; }
 
  private:
   // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does.

@@ -70,7 +70,7 @@ BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& o
                              policies.size();
   BenchOutcome outcome;
   size_t step = 0;  // rank 0's count; only rank 0 reports progress
-  outcome.hbm_bandwidth_gbps = for_each_case(options, nranks, [&](CaseRunner& runner, const CaseId& id) {
+  outcome.hbm_bandwidth_gbps = for_each_case(options, nranks, [&](PolicyTrials& runner, const CaseId& id) {
     for (const auto& policy : policies) {
       if (id.rank == 0 && progress)
         progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + id.workload + " " +

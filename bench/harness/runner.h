@@ -20,7 +20,7 @@ struct BenchOutcome {
 using RowSink = std::function<void(const Row&)>;
 using ProgressSink = std::function<void(const std::string&)>;
 
-class CaseRunner;
+class PolicyTrials;
 
 // Which case a CaseBody is called for, on which rank.
 struct CaseId {
@@ -34,7 +34,7 @@ struct CaseId {
   bool collects = true;
 };
 // Called on every rank's thread, once per case, after footprints and baselines are measured.
-using CaseBody = std::function<void(CaseRunner& runner, const CaseId& id)>;
+using CaseBody = std::function<void(PolicyTrials& trials, const CaseId& id)>;
 
 // Creates the communicators, one thread per rank (or this process's rank, when a launcher started one
 // process per rank), and runs `body` for every workload x collective x size. Returns the collecting

@@ -104,6 +104,26 @@ class Scenario {
   // Something the results' reader should know about this setup (e.g. how the reference was
   // computed at this size); empty when nothing.
   virtual std::string setup_note() const { return {}; }
+
+  // Copy-engine collectives (the `copy-engine` policy) need the buffers they touch registered as NCCL
+  // symmetric windows on the communicator that runs them (RankContext::communicator_for: CTA policy
+  // zero). Registers, on `comm`, every device buffer this rank's collectives send from or receive
+  // into - every collective of the iteration, not only all-gather and all-to-all, since symmetric
+  // windows also let NCCL use its symmetric kernels for the others. Valid after setup().
+  // Registration is collective: all ranks call it together, with the same communicator, and
+  // register the same buffers in the same order. Idempotent per communicator (a second call with
+  // the same `comm` does nothing). Returns "" on success, or one line saying why copy engines
+  // cannot apply - e.g. the scenario issues no all-gather or all-to-all, the only collectives NCCL
+  // 2.28 runs on copy engines - in which case nothing is registered.
+  virtual std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm) {
+    (void)ctx, (void)comm;
+    return name() + " does not register symmetric windows";
+  }
+  // Deregisters every window use_symmetric_windows() registered, on every communicator, awaiting
+  // each (communicators are non-blocking). Collective: all ranks call it together, and before the
+  // scenario's buffers are freed (destroying the scenario frees them). Safe when nothing is
+  // registered.
+  virtual void release_windows(RankContext& ctx) { (void)ctx; }
 };
 
 // What a scenario is built from; no GPU is touched until setup().

@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "harness/footprints.h"
 #include "harness/local_ranks.h"
 #include "harness/metrics.h"
+#include "harness/policy_trials.h"
 #include "tandem/cuda_check.h"
-#include "tandem/kernel_footprint_probe.h"
 
 namespace tandem::bench {
 
@@ -19,19 +20,6 @@ struct Measured {
   Summary total, compute_busy, comm_busy;
 };
 
-bool is_nccl_kernel(const std::string& name) {
-  return name.find("ncclDevKernel") != std::string::npos || name.find("ncclSymkDevKernel") != std::string::npos;
-}
-
-FootprintRecord record_of(const CapturedLaunch& launch, const DeviceLimits& limits) {
-  FootprintRecord r;
-  r.kernel = launch.kernel_name;
-  r.grid_blocks = static_cast<int>(launch.grid.x * launch.grid.y * launch.grid.z);
-  r.footprint = launch.footprint;
-  r.blocks_per_sm = residency(limits, launch.footprint).blocks_per_sm;
-  return r;
-}
-
 const char* mode_name(ScenarioMode m) {
   switch (m) {
     case ScenarioMode::Full: return "overlap";
@@ -43,7 +31,7 @@ const char* mode_name(ScenarioMode m) {
 }
 
 // One scenario on one rank: baselines in the default configuration, then each policy.
-class ScenarioCase {
+class ScenarioCase final : public PolicyTrials {
  public:
   // Every rank runs the same calls in the same order; aggregates go through ctx.group (harness/
   // coordinator.h), so all ranks - threads or processes - compute the same ones and take the same
@@ -54,7 +42,7 @@ class ScenarioCase {
     TANDEM_CUDA_CHECK(cudaEventCreate(&end_));
     restore();
   }
-  ~ScenarioCase() {
+  ~ScenarioCase() override {
     cudaEventDestroy(start_);
     cudaEventDestroy(end_);
   }
@@ -73,13 +61,11 @@ class ScenarioCase {
     const auto comm = capture_kernel_launches(
         ctx_.comm_default, [&](cudaStream_t s) { scenario_.enqueue_sample(ctx_, s, true); }, wait);
     // One rank: NCCL copies instead of launching a kernel, so there is no footprint to leave room for.
-    const auto nccl =
-        std::find_if(comm.begin(), comm.end(), [](const auto& l) { return is_nccl_kernel(l.kernel_name); });
-    if (nccl != comm.end()) comm_kernel_ = record_of(*nccl, ctx_.limits);
+    if (const auto nccl = first_nccl_kernel(comm, ctx_.limits)) comm_kernel_ = *nccl;
     const auto compute = capture_kernel_launches(
         ctx_.compute, [&](cudaStream_t s) { scenario_.enqueue_sample(ctx_, s, false); }, wait);
     TANDEM_REQUIRE(!compute.empty(), scenario_.name() + ": the first compute operation launched no kernel");
-    compute_kernel_ = record_of(compute.front(), ctx_.limits);
+    compute_kernel_ = footprint_record(compute.front(), ctx_.limits);
   }
 
   // t_seq first: it leaves real values in every buffer the compute-only run then reads.
@@ -91,10 +77,7 @@ class ScenarioCase {
                         ctx_.group.min(ctx_.hbm_bandwidth_gbps));
   }
 
-  // Applies `policy`, checks results under it, measures it and restores the defaults. Returns false
-  // (with `skip_reason`) when the default suite holds a policy that cannot apply to this scenario;
-  // a policy the user named explicitly must apply, or the run fails.
-  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) {
+  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) override {
     const std::string why = apply(policy);
     if (!why.empty()) {
       restore();
@@ -110,6 +93,16 @@ class ScenarioCase {
     fill_row(row, policy, m, shaped ? kernels.front() : nullptr);
     restore();
     return true;
+  }
+
+  CaseTraits traits() override {
+    CaseTraits t;
+    t.sm_count = ctx_.limits.sm_count;
+    // The element-wise kernels are shaped together; the first one's natural residency bounds the levels.
+    const auto kernels = scenario_.shaped_kernels();
+    t.natural_blocks_per_sm = kernels.empty() ? 0 : kernels.front()->natural_blocks_per_sm();
+    t.has_sm_target = scenario_.set_sm_count_target(0);  // 0 = no cap: a harmless probe
+    return t;
   }
 
  private:
@@ -135,11 +128,13 @@ class ScenarioCase {
       if (!scenario_.set_sm_count_target(*policy.sm_target))
         return "sm-target applies to cuBLASLt GEMMs; the scenario has none";
     }
-    if (policy.copy_engine)
-      return "copy-engine collectives need buffers registered as symmetric windows, which the scenarios do not "
-             "register";
     active_.comm = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
     active_.communicator = ctx_.communicator_for(policy);
+    if (policy.copy_engine) {
+      // Registered once per communicator and kept until the scenario's buffers are freed.
+      const std::string why = scenario_.use_symmetric_windows(ctx_, active_.communicator);
+      if (!why.empty()) return why;
+    }
     active_.comm_first = policy.order == LaunchOrder::CommFirst;
     if (policy.green_sms) {
       try {
@@ -323,54 +318,62 @@ std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks
   return lines;
 }
 
-BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
-                           const ProgressSink& progress) {
+double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes,
+                         const ProgressSink& progress) {
   validate(options);
   validate_scenarios(options, nranks);
-  const auto& policies = effective_policies(options);
-  const size_t total_steps = options.workloads.size() * policies.size();
-  BenchOutcome outcome;
-  size_t step = 0;  // rank 0's count; only rank 0 reports progress
+  double hbm_bandwidth_gbps = 0;
   run_on_local_ranks(
       options, nranks,
       [&](RankContext& ctx) {
-        // Only the collecting rank writes `outcome` (one thread, or this process's one rank).
         const bool collects = collects_results(options, ctx.rank);
-        if (collects) outcome.hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
+        if (collects) hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
         for (const auto& name : options.workloads) {
           if (ctx.rank == 0 && progress) progress(name + ": setup and reference");
           // Freed at the end of each pass, before the next scenario allocates.
           auto scenario = make_scenario(name, options, nranks);
           scenario->setup(ctx);
-          if (collects && !scenario->setup_note().empty()) outcome.notes.push_back(scenario->setup_note());
-          ScenarioCase c(ctx, options, *scenario);
-          c.capture_footprints();
-          c.measure_baselines();
-          for (const auto& policy : policies) {
-            if (ctx.rank == 0 && progress)
-              progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + name + " " +
-                       to_string(policy));
-            Row row;
-            row.workload = name;
-            row.collective = scenario->collective();
-            row.dtype = to_string(options.dtype);
-            row.bytes = scenario->collective_bytes();
-            row.ranks = nranks;
-            std::string skip_reason;
-            const bool measured = c.run_policy(policy, row, skip_reason);
-            if (!collects) continue;
-            if (!measured) {
-              outcome.notes.push_back(to_string(policy) + " skipped for " + name + ": " + skip_reason);
-            } else {
-              outcome.rows.push_back(row);
-              if (on_row && ctx.rank == 0) on_row(row);
-            }
+          if (collects && notes && !scenario->setup_note().empty()) notes->push_back(scenario->setup_note());
+          {
+            ScenarioCase c(ctx, options, *scenario);
+            c.capture_footprints();
+            c.measure_baselines();
+            body(c, CaseId{name, scenario->collective(), scenario->collective_bytes(), ctx.rank, nranks, collects});
           }
-          // Every rank is done with this scenario before any frees its buffers and moves on.
+          // Windows are registered collectively and must be released before the buffers go; every
+          // rank is done with this scenario before any frees its buffers and moves on.
+          scenario->release_windows(ctx);
           ctx.group.barrier();
         }
       },
-      &outcome.notes);
+      notes);
+  return hbm_bandwidth_gbps;
+}
+
+BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
+                           const ProgressSink& progress) {
+  const auto& policies = effective_policies(options);
+  const size_t total_steps = options.workloads.size() * policies.size();
+  BenchOutcome outcome;
+  size_t step = 0;  // rank 0's count; only rank 0 reports progress
+  const CaseBody body = [&](PolicyTrials& trials, const CaseId& id) {
+    for (const auto& policy : policies) {
+      if (id.rank == 0 && progress)
+        progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + id.workload + " " +
+                 to_string(policy));
+      Row row = blank_row(options, id);
+      std::string skip_reason;
+      const bool measured = trials.run_policy(policy, row, skip_reason);
+      if (!id.collects) continue;
+      if (!measured) {
+        outcome.notes.push_back(to_string(policy) + " skipped for " + id.workload + ": " + skip_reason);
+      } else {
+        outcome.rows.push_back(row);
+        if (on_row && id.rank == 0) on_row(row);
+      }
+    }
+  };
+  outcome.hbm_bandwidth_gbps = for_each_scenario(options, nranks, body, &outcome.notes, progress);
   return outcome;
 }
 

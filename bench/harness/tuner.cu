@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "harness/case_runner.h"
+#include "harness/scenario_runner.h"
 
 namespace tandem::bench {
 
@@ -12,7 +12,7 @@ namespace {
 // The policies measured for one case, keyed by their canonical text so none is measured twice.
 class Search {
  public:
-  Search(CaseRunner& runner, const BenchOptions& options, const CaseId& id) : runner_(runner), options_(options), id_(id) {}
+  Search(PolicyTrials& runner, const BenchOptions& options, const CaseId& id) : runner_(runner), options_(options), id_(id) {}
 
   // Measures `policy` unless already measured or unable to apply; returns its row or nullptr.
   const Row* measure(const OverlapPolicy& policy) {
@@ -56,7 +56,7 @@ class Search {
   const std::map<std::string, std::string>& skipped() const { return skipped_; }
 
  private:
-  CaseRunner& runner_;
+  PolicyTrials& runner_;
   const BenchOptions& options_;
   CaseId id_;
   std::vector<Row> rows_;
@@ -64,17 +64,9 @@ class Search {
   std::map<std::string, std::string> skipped_;
 };
 
-CaseTraits traits_of(CaseRunner& runner) {
-  CaseTraits t;
-  t.sm_count = runner.sm_count();
-  t.natural_blocks_per_sm = runner.workload().shaped_kernel() ? runner.compute_kernel().blocks_per_sm : 0;
-  t.has_sm_target = runner.workload().set_sm_count_target(0);  // 0 = no cap: a harmless probe
-  return t;
-}
-
-TunedCase tune_case(CaseRunner& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes) {
+TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes) {
   Search search(runner, options, id);
-  const CaseTraits traits = traits_of(runner);
+  const CaseTraits traits = runner.traits();
 
   // Stage 1: launch order and priority: the controls every workload can take.
   search.measure_all(order_candidates());
@@ -132,16 +124,21 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
   BenchOptions tune_options = options;
   tune_options.policies_given = false;  // candidates that cannot apply are pruned, not fatal
   TuneOutcome outcome;
-  const size_t total = options.workloads.size() * options.collectives.size() *
-                       size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
+  // Scenarios and microbenchmarks cannot be mixed in one run (bench_options validates it).
+  const bool scenarios = is_scenario(options.workloads.front());
+  const size_t total = scenarios ? options.workloads.size()
+                                 : options.workloads.size() * options.collectives.size() *
+                                       size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
   size_t done = 0;
-  outcome.hbm_bandwidth_gbps = for_each_case(tune_options, nranks, [&](CaseRunner& runner, const CaseId& id) {
+  const CaseBody body = [&](PolicyTrials& runner, const CaseId& id) {
     if (id.rank == 0 && progress)
       progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] tuning " + id.workload + " " +
                id.collective + " " + size_text(id.bytes));
     TunedCase result = tune_case(runner, tune_options, id, outcome.notes);
     if (id.collects) outcome.cases.push_back(std::move(result));
-  }, &outcome.notes);
+  };
+  outcome.hbm_bandwidth_gbps = scenarios ? for_each_scenario(tune_options, nranks, body, &outcome.notes, progress)
+                                         : for_each_case(tune_options, nranks, body, &outcome.notes);
   return outcome;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "harness/bench_options.h"
+#include "harness/policy_trials.h"
 #include "harness/report.h"
 #include "harness/runner.h"
 
@@ -30,11 +31,6 @@ struct TuneOutcome {
 TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress);
 
 // The candidate stages, as pure functions of what is known about the case (CPU-tested).
-struct CaseTraits {
-  int sm_count = 0;
-  int natural_blocks_per_sm = 0;  // of the compute kernel; 0 when it is a library's closed kernel
-  bool has_sm_target = false;     // cuBLASLt GEMM
-};
 std::vector<OverlapPolicy> order_candidates();
 std::vector<OverlapPolicy> shaping_candidates(const OverlapPolicy& base, const CaseTraits& traits);
 std::vector<OverlapPolicy> sm_target_candidates(const OverlapPolicy& base, const CaseTraits& traits);

@@ -121,7 +121,7 @@ std::string Program::collective_kinds() const {
 }
 
 void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, bool all_to_all_api) {
   const ncclDataType_t type = to_nccl(c.dtype);
   switch (c.kind) {
     case CollectiveCall::Kind::AllReduce:
@@ -134,7 +134,13 @@ void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall&
       TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
     case CollectiveCall::Kind::AllToAll: {
-      // Grouped point-to-point, as frameworks issue all_to_all_single (and as collectives/all_to_all.cu).
+      if (all_to_all_api) {
+        // The same exchange (peer j's chunk at send + j count, from peer i at recv + i count) as one
+        // collective, which NCCL can run on copy engines; grouped point-to-point cannot.
+        TANDEM_NCCL_CHECK(comm, ncclAlltoAll(c.send, c.recv, size_t(c.count), type, comm, stream));
+        break;
+      }
+      // Grouped point-to-point, as frameworks issue all_to_all_single.
       const size_t chunk_bytes = size_t(c.count) * dtype_size(c.dtype);
       TANDEM_NCCL_CHECK(comm, ncclGroupStart());
       for (int peer = 0; peer < ctx.nranks; ++peer) {
@@ -170,6 +176,16 @@ Executor::~Executor() {
   if (comm_done_) cudaEventDestroy(comm_done_);
 }
 
+void Executor::set_all_to_all_api(ncclComm_t comm, bool on) {
+  all_to_all_api_.erase(std::remove(all_to_all_api_.begin(), all_to_all_api_.end(), comm), all_to_all_api_.end());
+  if (on) all_to_all_api_.push_back(comm);
+}
+
+void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
+  const bool api = std::find(all_to_all_api_.begin(), all_to_all_api_.end(), comm) != all_to_all_api_.end();
+  enqueue_collective(ctx, comm, op.call, op.name, stream, api);
+}
+
 void Executor::open_segment(StreamState& s) {
   if (s.open) close_segment(s);
   if (s.used == s.segments->size()) {
@@ -200,7 +216,7 @@ void Executor::issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, S
   if (op.kind == Op::Kind::Compute)
     op.enqueue(on.stream);
   else
-    enqueue_collective(ctx, comm, op.call, op.name, on.stream);
+    issue_collective(ctx, comm, op, on.stream);
   if (done_[step.op]) TANDEM_CUDA_CHECK(cudaEventRecord(done_[step.op], on.stream));
 }
 
@@ -244,7 +260,7 @@ void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode 
         if (op.kind == Op::Kind::Compute)
           op.enqueue(s.compute);
         else
-          enqueue_collective(ctx, comm, op.call, op.name, s.compute);
+          issue_collective(ctx, comm, op, s.compute);
       }
       return;
     case ScenarioMode::ComputeOnly:
@@ -257,7 +273,7 @@ void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode 
       TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
       TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
       for (const auto& op : ops)
-        if (op.kind == Op::Kind::Collective) enqueue_collective(ctx, comm, op.call, op.name, s.comm);
+        if (op.kind == Op::Kind::Collective) issue_collective(ctx, comm, op, s.comm);
       TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
       TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
       return;
@@ -299,7 +315,7 @@ StreamBusy Executor::busy() const {
 void Executor::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const {
   for (const auto& op : program_.ops()) {
     if (collective && op.kind == Op::Kind::Collective) {
-      enqueue_collective(ctx, ctx.comm, op.call, op.name, stream);
+      issue_collective(ctx, ctx.comm, op, stream);
       return;
     }
     if (!collective && op.kind == Op::Kind::Compute) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "harness/values.cuh"
+#include "scenarios/symmetric_windows.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
@@ -26,26 +27,41 @@ std::string gib(double bytes) {
 }  // namespace
 
 Replica::Replica(RankContext& ctx, int rank, const ScenarioConfig& config, GemmEngine& gemms,
-                 const Elementwise& kernels)
+                 const Elementwise& kernels, Memory memory)
     : ctx_(ctx),
       rank_(rank),
       config_(config),
       gemms_(gemms),
       kernels_(kernels),
       elem_(static_cast<int64_t>(dtype_size(config.dtype))),
-      program_(config.nranks) {}
+      program_(config.nranks),
+      memory_(memory) {}
 
 Replica::~Replica() {
-  for (void* p : allocations_) cudaFree(p);
+  if (keep_allocations_) return;
+  for (const auto& a : allocations_) {
+    if (memory_ == Memory::NcclMemAlloc)
+      ncclMemFree(a.ptr);
+    else
+      cudaFree(a.ptr);
+  }
+}
+
+void* Replica::allocate(size_t bytes) {
+  void* p = nullptr;
+  if (memory_ == Memory::NcclMemAlloc)
+    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&p, bytes));
+  else
+    TANDEM_CUDA_CHECK(cudaMalloc(&p, bytes));
+  allocations_.push_back({p, int64_t(bytes)});
+  allocated_bytes_ += int64_t(bytes);
+  return p;
 }
 
 void* Replica::zeros(int64_t elements) {
   TANDEM_REQUIRE(elements > 0, "empty scenario buffer");
-  void* p = nullptr;
   const size_t bytes = size_t(elements) * size_t(elem_);
-  TANDEM_CUDA_CHECK(cudaMalloc(&p, bytes));
-  allocations_.push_back(p);
-  allocated_bytes_ += int64_t(bytes);
+  void* p = allocate(bytes);
   TANDEM_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.compute));
   return p;
 }
@@ -57,11 +73,8 @@ void* Replica::random(int64_t elements, uint64_t tag, float lo, float hi) {
 }
 
 int32_t* Replica::upload(const std::vector<int32_t>& values) {
-  void* p = nullptr;
   const size_t bytes = values.size() * sizeof(int32_t);
-  TANDEM_CUDA_CHECK(cudaMalloc(&p, bytes));
-  allocations_.push_back(p);
-  allocated_bytes_ += int64_t(bytes);
+  void* p = allocate(bytes);
   TANDEM_CUDA_CHECK(cudaMemcpy(p, values.data(), bytes, cudaMemcpyHostToDevice));
   return static_cast<int32_t*>(p);
 }
@@ -234,6 +247,10 @@ ReplicatedScenario::ReplicatedScenario(const ScenarioConfig& config) : config_(c
 }
 
 ReplicatedScenario::~ReplicatedScenario() {
+  // Deregistration is collective and a destructor cannot meet the other ranks: buffers still in a
+  // window (an error unwound past release_windows()) are left allocated rather than freed under
+  // NCCL's mapping; destroying or aborting the communicator drops the windows.
+  if (!windows_.empty() && own_) own_->keep_allocations_on_destruction();
   for (auto& e : expected_) cudaFree(e.ref);
   if (wrong_) cudaFree(wrong_);
 }
@@ -243,7 +260,9 @@ void ReplicatedScenario::setup(RankContext& ctx) {
                                                    " ranks but runs on " + std::to_string(ctx.nranks));
   kernels_ = std::make_unique<Elementwise>(config_.dtype);
   gemms_ = std::make_unique<GemmEngine>(ctx, config_.dtype, /*reference=*/false);
-  own_ = std::make_unique<Replica>(ctx, ctx.rank, config_, *gemms_, *kernels_);
+  // This rank's replica is the one NCCL sees: its buffers come from ncclMemAlloc so that
+  // use_symmetric_windows() can register them.
+  own_ = std::make_unique<Replica>(ctx, ctx.rank, config_, *gemms_, *kernels_, Replica::Memory::NcclMemAlloc);
   build(*own_);
   own_->finalize();
   TANDEM_REQUIRE(own_->program().collective_kinds() == collective(),
@@ -325,6 +344,51 @@ StreamBusy ReplicatedScenario::last_busy() { return executor_->busy(); }
 
 void ReplicatedScenario::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) {
   executor_->enqueue_sample(ctx, stream, collective);
+}
+
+std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm) {
+  TANDEM_REQUIRE(own_ && executor_, name() + ": use_symmetric_windows before setup");
+  // Decided from the program alone, so every rank returns the same answer and either all register
+  // or none does.
+  const std::string why = copy_engine_refusal(own_->program());
+  if (!why.empty()) return why;
+  if (std::find(windowed_comms_.begin(), windowed_comms_.end(), comm) != windowed_comms_.end()) return "";
+
+  // Whole allocations, each once, in order of first use by a collective in program order: the same
+  // buffers in the same order on every rank, as collective registration requires. A collective's
+  // pointer may sit at an offset inside its window (a bucket, a slice); the offset is the same on
+  // every rank, which is what NCCL_WIN_COLL_SYMMETRIC asks of the caller.
+  std::vector<ByteRange> allocations;
+  for (const auto& a : own_->allocations()) allocations.push_back({a.ptr, a.bytes});
+  const auto used = containing_allocations(allocations, collective_ranges(own_->program()));
+  for (size_t i = 0; i < used.size(); ++i) {
+    const ByteRange& a = allocations[used[i]];
+    Window w{comm, nullptr};
+    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, const_cast<void*>(a.ptr), size_t(a.bytes), &w.window,
+                                                   NCCL_WIN_COLL_SYMMETRIC));
+    // The communicator is non-blocking: the registration completes (and the handle is valid) only
+    // once it reports success.
+    ctx.await_communicator(comm, name() + " window " + std::to_string(i + 1) + "/" + std::to_string(used.size()));
+    windows_.push_back(w);
+  }
+  windowed_comms_.push_back(comm);
+  executor_->set_all_to_all_api(comm, true);
+  return "";
+}
+
+void ReplicatedScenario::release_windows(RankContext& ctx) {
+  // Every rank deregisters the same windows in the same (registration) order, each awaited, before
+  // any buffer is freed (~Replica). A window leaves the list only once released, so after a failure
+  // the destructor still sees what remains registered.
+  while (!windows_.empty()) {
+    const Window w = windows_.front();
+    TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, w.window));
+    ctx.await_communicator(w.comm, name() + " window release");
+    windows_.erase(windows_.begin());
+  }
+  for (ncclComm_t c : windowed_comms_)
+    if (executor_) executor_->set_all_to_all_api(c, false);
+  windowed_comms_.clear();
 }
 
 std::vector<ShapedKernel*> ReplicatedScenario::shaped_kernels() { return own_->used_kernels(); }

@@ -23,7 +23,18 @@ namespace tandem::bench::scenarios {
 // compute is enqueued while the current micro-batch's collective runs.
 class Replica {
  public:
-  Replica(RankContext& ctx, int rank, const ScenarioConfig& config, GemmEngine& gemms, const Elementwise& kernels);
+  // Where buffers come from. The rank's own replica (timed with NCCL) takes them from ncclMemAlloc:
+  // cuMem-backed memory is what NCCL can register as symmetric windows for copy-engine collectives,
+  // and it behaves as ordinary device memory otherwise. Reference replicas never meet NCCL and keep
+  // cudaMalloc.
+  enum class Memory { CudaMalloc, NcclMemAlloc };
+  struct Allocation {
+    void* ptr;
+    int64_t bytes;  // as requested (ncclMemAlloc rounds the mapping up to its granularity)
+  };
+
+  Replica(RankContext& ctx, int rank, const ScenarioConfig& config, GemmEngine& gemms, const Elementwise& kernels,
+          Memory memory = Memory::CudaMalloc);
   ~Replica();
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -41,6 +52,11 @@ class Replica {
   // `base` advanced by `elements` of the dtype.
   void* at(const void* base, int64_t elements) const;
   int64_t allocated_bytes() const { return allocated_bytes_; }
+  // Every buffer, in allocation order (the same on every rank).
+  const std::vector<Allocation>& allocations() const { return allocations_; }
+  // Leaves the buffers allocated when the replica is destroyed: for buffers still registered as
+  // windows, which only a collective deregistration may release (see ~ReplicatedScenario).
+  void keep_allocations_on_destruction() { keep_allocations_ = true; }
   // A value-stream tag from a name, a layer, a micro-batch and (per_rank) this rank: the reference
   // replica of rank r draws exactly what rank r draws.
   uint64_t tag(const std::string& what, int layer = -1, int micro = -1, bool per_rank = true) const;
@@ -82,6 +98,7 @@ class Replica {
   const Program& program() const { return program_; }
 
  private:
+  void* allocate(size_t bytes);
   void append(Op op);
   void compute(const std::string& name, std::vector<Access> access, std::function<void(cudaStream_t)> fn,
                ShapedKernel* kernel, double flops = 0);
@@ -94,8 +111,10 @@ class Replica {
   GemmEngine& gemms_;
   const Elementwise& kernels_;
   int64_t elem_;
-  std::vector<void*> allocations_;
+  Memory memory_;
+  std::vector<Allocation> allocations_;
   int64_t allocated_bytes_ = 0;
+  bool keep_allocations_ = false;
   Program program_;
   std::vector<std::vector<std::vector<Op>>> chains_;  // chain -> blocks -> ops
   int current_chain_ = -1;
@@ -121,6 +140,11 @@ class ReplicatedScenario : public Scenario {
   int64_t count_wrong(RankContext& ctx) override;
   // Set by setup() when the reference had to use cuBLASLt for GEMMs too large for the naive kernel.
   std::string setup_note() const override { return setup_note_; }
+  // Registers the allocations that hold a collective's send or receive range (bench/scenarios/
+  // symmetric_windows.h); collectives on `comm` then issue all-to-all as ncclAlltoAll. Valid after
+  // setup().
+  std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm) override;
+  void release_windows(RankContext& ctx) override;
 
  protected:
   virtual void build(Replica& r) const = 0;
@@ -137,6 +161,11 @@ class ReplicatedScenario : public Scenario {
   };
   void compute_reference(RankContext& ctx);
 
+  struct Window {
+    ncclComm_t comm;
+    ncclWindow_t window;
+  };
+
   ScenarioConfig config_;
   std::unique_ptr<Elementwise> kernels_;
   std::unique_ptr<GemmEngine> gemms_;
@@ -147,6 +176,8 @@ class ReplicatedScenario : public Scenario {
   float rtol_ = 0;
   float rms_fraction_ = 0;  // absolute tolerance, as a fraction of the output's RMS
   std::string setup_note_;
+  std::vector<Window> windows_;           // in registration order, every communicator's
+  std::vector<ncclComm_t> windowed_comms_;  // communicators use_symmetric_windows() registered on
 };
 
 }  // namespace tandem::bench::scenarios

@@ -102,6 +102,43 @@ TEST(ScenariosGpu, MoeIsCorrectUnderEveryPolicy) {
   expect_all_policies_correct(o, "moe");
 }
 
+// The controls beyond the paper's, named explicitly (so each must apply or the run fails): copy
+// engines on symmetric windows where NCCL 2.28 offers them (all-gather, all-to-all), SM-count
+// targets, NCCL's CTA cap and cluster size, and green contexts.
+TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
+  TANDEM_REQUIRE_GPUS(2);
+  const char* controls =
+      "copy-engine,comm-first+priority+copy-engine,sm-target:116+priority,nccl-ctas:..8+nccl-cga:1,green:96";
+  for (const char* name : {"fsdp", "moe", "tp-mlp"}) {
+    BenchOptions o = small_options(name);
+    o.scenario.expert_ffn = 1024;
+    o.scenario.sequence_parallel = std::string(name) == "tp-mlp";
+    o.policies = tandem::parse_policy_list(controls);
+    o.policies_given = true;
+    const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+    ASSERT_EQ(outcome.rows.size(), o.policies.size()) << name;
+    for (const auto& r : outcome.rows) {
+      EXPECT_EQ(r.wrong, 0) << name << " " << r.policy;
+      EXPECT_GT(r.t_overlap_ms, 0) << name << " " << r.policy;
+    }
+  }
+}
+
+// dp-backward only all-reduces: copy engines cannot take it, and a named policy that cannot apply is
+// an error that says why, not a silent fallback to SM kernels.
+TEST(ScenariosGpu, CopyEngineIsRefusedForAllReduceOnly) {
+  TANDEM_REQUIRE_GPUS(2);
+  BenchOptions o = small_options("dp-backward");
+  o.policies = tandem::parse_policy_list("copy-engine");
+  o.policies_given = true;
+  try {
+    tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+    ADD_FAILURE() << "copy-engine applied to an all-reduce scenario";
+  } catch (const tandem::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("all-gather and all-to-all"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ScenariosGpu, OtherDtypesAndMoreMicroBatchesAreCheckedToo) {
   TANDEM_REQUIRE_GPUS(1);
   for (auto dtype : {tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
@@ -174,6 +211,35 @@ TEST(ScenariosCli, ShortRunWritesRowsAndBoundFraction) {
     collectives.insert(row["collective"].get<std::string>());
   }
   EXPECT_EQ(collectives, (std::set<std::string>{"all-reduce", "all-gather+reduce-scatter"}));
+}
+
+// `tandem tune` searches a scenario's policies like a microbenchmark's, and the policy file it writes
+// is accepted by `tandem bench` for that scenario.
+TEST(ScenariosCli, TuneWritesAPolicyFileBenchAccepts) {
+  TANDEM_REQUIRE_GPUS(1);
+  const std::string dir = ::testing::TempDir();
+  const std::string shape = " --workload fsdp --hidden 1024 --seq 256 --layers 2 -n 2 --warmup 1";
+  const auto tune = tandem_test::run_command(tandem_test::cli_path() + " tune" + shape + " --json " + dir +
+                                             "/scenario-tune.json --out " + dir + "/scenario.policy");
+  ASSERT_EQ(tune.exit_code, 0) << tune.output;
+  EXPECT_NE(tune.output.find("# summary"), std::string::npos) << tune.output;
+  std::ifstream in(dir + "/scenario-tune.json");
+  const auto doc = nlohmann::json::parse(in);
+  int tuned = 0;
+  std::set<std::string> policies;
+  for (const auto& row : doc["rows"]) {
+    EXPECT_EQ(row["workload"], "fsdp");
+    EXPECT_EQ(row["wrong"], 0) << row["policy"];
+    tuned += row["tuned"].get<bool>() ? 1 : 0;
+    policies.insert(row["policy"].get<std::string>());
+  }
+  EXPECT_EQ(tuned, 1);
+  // The search went past launch order and priority.
+  EXPECT_GT(policies.size(), 10u);
+  const auto bench = tandem_test::run_command(tandem_test::cli_path() + " bench" + shape + " --policy @" + dir +
+                                              "/scenario.policy");
+  EXPECT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_NE(bench.output.find("# OK: 1 rows"), std::string::npos) << bench.output;
 }
 
 TEST(ScenariosCli, MixingScenariosAndMicrobenchmarksIsAOneLineError) {

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""SM clock, power and clock-event reasons during phases of a run: measures whether a case is
+limited by the GPU's power budget rather than by SMs, HBM or links.
+
+  nvidia-smi --query-gpu=index,clocks.sm,power.draw,clocks_event_reasons.active \
+      --format=csv,noheader,nounits -lms 20 | clock_phases.py stamp > samples.txt &
+  some_command 2>&1 | clock_phases.py stamp --prefix "policy-x " > marks.txt
+  clock_phases.py summarize samples.txt marks.txt --after "[1/1]"
+
+`stamp` prefixes every stdin line with the wall time. `summarize` takes, for each mark line that
+contains --after, the samples from that mark to the next mark (or the end) and prints the median SM
+clock (MHz), power (W) and the share of samples with the SW power cap reason set, per GPU.
+"""
+import argparse
+import statistics
+import sys
+import time
+
+SW_POWER_CAP = 0x4  # nvmlClocksEventReasonSwPowerCap
+HW_SLOWDOWN = 0x8
+
+
+def stamp(prefix):
+    for line in sys.stdin:
+        sys.stdout.write(f"{time.time():.3f} {prefix}{line}")
+        sys.stdout.flush()
+
+
+def read_samples(path):
+    samples = []
+    with open(path) as f:
+        for line in f:
+            t, rest = line.split(" ", 1)
+            fields = [x.strip() for x in rest.split(",")]
+            if len(fields) < 4:
+                continue
+            try:
+                reasons = int(fields[3], 16) if fields[3].startswith("0x") else 0
+                samples.append((float(t), int(fields[0]), float(fields[1]), float(fields[2]), reasons))
+            except ValueError:
+                continue
+    return samples
+
+
+def summarize(samples_path, marks_path, after):
+    samples = read_samples(samples_path)
+    marks = []
+    with open(marks_path) as f:
+        for line in f:
+            t, text = line.rstrip("\n").split(" ", 1)
+            marks.append((float(t), text))
+    print(f"{'phase':60s} gpu  n  sm_MHz  power_W  power_capped%  hw_slowdown%")
+    for i, (start, text) in enumerate(marks):
+        if after not in text:
+            continue
+        end = marks[i + 1][0] if i + 1 < len(marks) else float("inf")
+        for gpu in sorted({s[1] for s in samples}):
+            window = [s for s in samples if s[1] == gpu and start <= s[0] < end]
+            if not window:
+                continue
+            clock = statistics.median(s[2] for s in window)
+            power = statistics.median(s[3] for s in window)
+            capped = 100.0 * sum(1 for s in window if s[4] & SW_POWER_CAP) / len(window)
+            slow = 100.0 * sum(1 for s in window if s[4] & HW_SLOWDOWN) / len(window)
+            print(f"{text[:60]:60s} {gpu:3d} {len(window):3d} {clock:7.0f} {power:8.0f} {capped:13.0f} {slow:13.0f}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("stamp")
+    s.add_argument("--prefix", default="")
+    m = sub.add_parser("summarize")
+    m.add_argument("samples")
+    m.add_argument("marks")
+    m.add_argument("--after", default="[1/1]")
+    args = parser.parse_args()
+    if args.command == "stamp":
+        stamp(args.prefix)
+    else:
+        summarize(args.samples, args.marks, args.after)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+// Which allocations a scenario registers as NCCL symmetric windows for copy-engine collectives,
+// without a GPU: collective ranges from a program, their containing allocations (each once, in
+// first-use order, whatever offset the range has inside it), and the refusal for programs with
+// neither all-gather nor all-to-all.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scenarios/program.h"
+#include "scenarios/symmetric_windows.h"
+#include "tandem/error.h"
+
+namespace {
+
+using namespace tandem::bench::scenarios;
+using tandem::bench::DType;
+
+// Addresses that are never dereferenced: only ranges are compared. Four "allocations" of 1 KiB.
+char arena[4 << 10];
+char* alloc(int i) { return arena + 1024 * i; }
+std::vector<ByteRange> allocations() {
+  return {{alloc(0), 1024}, {alloc(1), 1024}, {alloc(2), 1024}, {alloc(3), 1024}};
+}
+
+Op collective(CollectiveCall::Kind kind, const void* send, void* recv, int64_t count) {
+  Op op;
+  op.kind = Op::Kind::Collective;
+  op.name = "c";
+  op.call.kind = kind;
+  op.call.send = send;
+  op.call.recv = recv;
+  op.call.count = count;
+  op.call.dtype = DType::BF16;
+  return op;
+}
+
+Op compute() {
+  Op op;
+  op.kind = Op::Kind::Compute;
+  op.name = "k";
+  op.access.push_back({alloc(3), 64, true});
+  op.enqueue = [](cudaStream_t) {};
+  return op;
+}
+
+TEST(ScenarioWindows, RangesAreSendThenReceiveWithNcclSizes) {
+  Program p(2);
+  p.add(compute());
+  p.add(collective(CollectiveCall::Kind::AllGather, alloc(0), alloc(1), 64));      // send 64, recv 128
+  p.add(collective(CollectiveCall::Kind::ReduceScatter, alloc(1), alloc(2), 32));  // send 64, recv 32
+  p.add(collective(CollectiveCall::Kind::AllToAll, alloc(2), alloc(3), 16));       // 32 and 32
+  p.finalize();
+  const auto r = collective_ranges(p);
+  ASSERT_EQ(r.size(), 6u);
+  const std::vector<const void*> ptrs = {alloc(0), alloc(1), alloc(1), alloc(2), alloc(2), alloc(3)};
+  const std::vector<int64_t> bytes = {128, 256, 128, 64, 64, 64};
+  for (size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].ptr, ptrs[i]) << i;
+    EXPECT_EQ(r[i].bytes, bytes[i]) << i;
+  }
+}
+
+TEST(ScenarioWindows, AllocationsInFirstUseOrderEachOnce) {
+  // First use: allocation 2, then 0 (twice, at two offsets), then 2 again, then 3.
+  const std::vector<ByteRange> ranges = {
+      {alloc(2) + 512, 256}, {alloc(0), 128}, {alloc(0) + 896, 128}, {alloc(2), 1024}, {alloc(3) + 8, 8}};
+  EXPECT_EQ(containing_allocations(allocations(), ranges), (std::vector<size_t>{2, 0, 3}));
+}
+
+TEST(ScenarioWindows, BucketsOfOneFlatBufferShareOneWindow) {
+  // dp-backward: in-place all-reduces of consecutive buckets of one flat gradient buffer.
+  Program p(4);
+  p.add(collective(CollectiveCall::Kind::AllReduce, alloc(1), alloc(1), 128));
+  p.add(collective(CollectiveCall::Kind::AllReduce, alloc(1) + 256, alloc(1) + 256, 384));
+  p.finalize();
+  EXPECT_EQ(containing_allocations(allocations(), collective_ranges(p)), (std::vector<size_t>{1}));
+}
+
+TEST(ScenarioWindows, RangeOutsideOrPastAnAllocationIsAnError) {
+  std::vector<ByteRange> allocs = {{alloc(0), 1024}, {alloc(2), 1024}};  // alloc(1) is a gap
+  EXPECT_THROW(containing_allocations(allocs, {{alloc(1) + 4, 8}}), tandem::Error);
+  // Starts in allocation 0 and runs into the gap: no single window covers it.
+  EXPECT_THROW(containing_allocations(allocs, {{alloc(0) + 1000, 100}}), tandem::Error);
+  EXPECT_NO_THROW(containing_allocations(allocs, {{alloc(0) + 1000, 24}}));
+}
+
+TEST(ScenarioWindows, CopyEnginesNeedAllGatherOrAllToAll) {
+  Program reduce_only(2);
+  reduce_only.add(collective(CollectiveCall::Kind::AllReduce, alloc(0), alloc(0), 64));
+  reduce_only.finalize();
+  const std::string why = copy_engine_refusal(reduce_only);
+  EXPECT_NE(why.find("all-reduce"), std::string::npos) << why;
+  EXPECT_NE(why.find("all-gather and all-to-all"), std::string::npos) << why;
+
+  Program none(2);
+  none.add(compute());
+  none.finalize();
+  EXPECT_NE(copy_engine_refusal(none).find("no collective"), std::string::npos);
+
+  Program sp(2);  // tp-* with --sequence-parallel, fsdp
+  sp.add(collective(CollectiveCall::Kind::AllGather, alloc(0), alloc(1), 64));
+  sp.add(collective(CollectiveCall::Kind::ReduceScatter, alloc(1), alloc(2), 64));
+  sp.finalize();
+  EXPECT_EQ(copy_engine_refusal(sp), "");
+
+  Program moe(2);
+  moe.add(collective(CollectiveCall::Kind::AllToAll, alloc(0), alloc(1), 64));
+  moe.finalize();
+  EXPECT_EQ(copy_engine_refusal(moe), "");
+}
+
+}  // namespace
