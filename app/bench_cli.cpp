@@ -53,6 +53,8 @@ void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
   cmd->add_option("--gemm-shape", cli->gemm_shape, "MxNxK for gemm and tiled-gemm (defaults 8192x8192x8192, 4096x4096x512)");
   cmd->add_option("--stream-bytes", cli->stream_bytes, "Bytes per stream array (default 256M)");
   cmd->add_flag("--balance,!--no-balance", o.balance, "Choose the compute count so t_compute ~ t_comm (default on)");
+  cmd->add_flag("--balance-size", o.balance_size,
+                "Then resize the collective so t_comm ~ t_compute (for compute units too coarse to match it)");
   cmd->add_option("--count", o.count, "Fixed compute units per step (turns --balance off)")
       ->each([cli](const std::string&) { cli->fixed_count = true; });
   cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0, default 1)");
@@ -175,7 +177,8 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
       "workloads " + join(o.workloads),
       "collectives " + join(o.collectives) + ", " + bench::to_string(o.dtype) + ", " + bench::size_text(o.min_bytes) +
           ".." + bench::size_text(o.max_bytes) + ", factor " + std::to_string(o.step_factor).substr(0, 4),
-      std::string("balance   ") + (o.balance ? "on (compute count chosen so that t_compute ~ t_comm)"
+      std::string("balance   ") + (o.balance ? std::string("on (compute count chosen so that t_compute ~ t_comm") +
+                                                   (o.balance_size ? "; then the collective resized to match)" : ")")
                                              : "off, count " + std::to_string(o.count)),
       "timing    " + std::to_string(o.warmup) + " warm-up + " + std::to_string(o.iters) +
           " timed steps, median of the slowest rank; events on the GPU",

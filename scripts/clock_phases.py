@@ -12,6 +12,7 @@ contains --after, the samples from that mark to the next mark (or the end) and p
 clock (MHz), power (W) and the share of samples with the SW power cap reason set, per GPU.
 """
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -42,27 +43,39 @@ def read_samples(path):
     return samples
 
 
-def summarize(samples_path, marks_path, after):
+def summarize(samples_path, marks_path, after, json_path=None):
     samples = read_samples(samples_path)
     marks = []
     with open(marks_path) as f:
         for line in f:
             t, text = line.rstrip("\n").split(" ", 1)
             marks.append((float(t), text))
-    print(f"{'phase':60s} gpu  n  sm_MHz  power_W  power_capped%  hw_slowdown%")
+    print(f"{'phase':64s} gpu    n  sm_MHz  power_W  power_capped%  hw_slowdown%")
+    phases = []
     for i, (start, text) in enumerate(marks):
         if after not in text:
             continue
+        label = " ".join(text.replace(after, " ").replace("tandem bench:", " ").split())
         end = marks[i + 1][0] if i + 1 < len(marks) else float("inf")
         for gpu in sorted({s[1] for s in samples}):
             window = [s for s in samples if s[1] == gpu and start <= s[0] < end]
             if not window:
                 continue
-            clock = statistics.median(s[2] for s in window)
-            power = statistics.median(s[3] for s in window)
-            capped = 100.0 * sum(1 for s in window if s[4] & SW_POWER_CAP) / len(window)
-            slow = 100.0 * sum(1 for s in window if s[4] & HW_SLOWDOWN) / len(window)
-            print(f"{text[:60]:60s} {gpu:3d} {len(window):3d} {clock:7.0f} {power:8.0f} {capped:13.0f} {slow:13.0f}")
+            phase = {
+                "phase": label,
+                "gpu": gpu,
+                "samples": len(window),
+                "sm_clock_mhz": statistics.median(s[2] for s in window),
+                "power_w": statistics.median(s[3] for s in window),
+                "sw_power_cap_share": sum(1 for s in window if s[4] & SW_POWER_CAP) / len(window),
+                "hw_slowdown_share": sum(1 for s in window if s[4] & HW_SLOWDOWN) / len(window),
+            }
+            phases.append(phase)
+            print(f"{label[:64]:64s} {gpu:3d} {len(window):4d} {phase['sm_clock_mhz']:7.0f} {phase['power_w']:8.0f} "
+                  f"{100 * phase['sw_power_cap_share']:13.0f} {100 * phase['hw_slowdown_share']:13.0f}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump({"phases": phases}, f, indent=1)
 
 
 def main():
@@ -74,11 +87,12 @@ def main():
     m.add_argument("samples")
     m.add_argument("marks")
     m.add_argument("--after", default="[1/1]")
+    m.add_argument("--json", help="also write the phases as JSON")
     args = parser.parse_args()
     if args.command == "stamp":
         stamp(args.prefix)
     else:
-        summarize(args.samples, args.marks, args.after)
+        summarize(args.samples, args.marks, args.after, args.json)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,7 @@ if want tune; then
   sed -n '/^# summary/,$p' "$logs/tune.log" | tee -a "$logs/summary.log"
   tail -n 2 "$logs/tune.err"
   # The tuner's policy file must be accepted by bench.
-  first="$logs/tuned.gemm.all-reduce.512MiB.policy"
+  first=$(ls "$logs"/tuned.gemm.all-reduce.*.policy | head -n 1)
   "$tandem" bench --workload gemm --collective all-reduce --policy "@$first" -q > "$logs/policy-file.log" 2>&1 \
     && echo "policy file accepted by bench: $first" | tee -a "$logs/summary.log" || { status=1; tail -n 2 "$logs/policy-file.log"; }
 fi
@@ -216,19 +216,23 @@ nvidia-smi --query-gpu=$reasons --format=csv > /dev/null 2>&1 || reasons=clocks_
 nvidia-smi --query-gpu=index,clocks.sm,power.draw,$reasons --format=csv,noheader,nounits \
   -lms 20 2> "$logs/clocks-smi.err" | python3 -u "$root/scripts/clock_phases.py" stamp > "$logs/clock-samples.txt" &
 sampler=$!
-for collective in all-gather all-reduce; do
-  for policy in sequential concurrent comm-first comm-first+sm-target:124+copy-engine comm-first+nccl-ctas:..8; do
-    [ $collective = all-reduce ] && [[ $policy = *copy-engine* ]] && continue
-    "$tandem" bench --workload gemm --collective $collective -p $policy -n 400 --warmup 20 \
-      2>&1 >> "$logs/clocks-bench.log" | python3 -u "$root/scripts/clock_phases.py" stamp --prefix "gemm x $collective " \
-      >> "$logs/clock-marks.txt"
-  done
+# workload collective size policy; a 1 MiB collective makes `sequential` the GEMM alone.
+runs=("gemm all-gather 1M sequential" "gemm all-gather 512M sequential" "gemm all-gather 512M concurrent"
+      "gemm all-gather 512M comm-first" "gemm all-gather 512M comm-first+sm-target:124+copy-engine"
+      "gemm all-reduce 512M sequential" "gemm all-reduce 512M comm-first" "gemm all-reduce 512M comm-first+nccl-ctas:..8"
+      "stream all-reduce 512M sequential" "stream all-reduce 512M shape:4+priority")
+for run in "${runs[@]}"; do
+  read -r workload collective size policy <<< "$run"
+  "$tandem" bench --workload $workload --collective $collective -b $size -e $size -p $policy -n 400 --warmup 20 \
+    2>&1 >> "$logs/clocks-bench.log" | python3 -u "$root/scripts/clock_phases.py" stamp >> "$logs/clock-marks.txt"
+  echo "$(date +%s.%N) end of run" >> "$logs/clock-marks.txt"  # closes the policy's window
 done
 kill $sampler 2> /dev/null; wait $sampler 2> /dev/null
 python3 "$root/scripts/clock_phases.py" summarize "$logs/clock-samples.txt" "$logs/clock-marks.txt" --after "[1/1]" \
+  --json "$logs/clocks-$tag.json" \
   | tee "$logs/clocks.txt" | tee -a "$logs/summary.log"
-grep -E '^ gemm' "$logs/clocks-bench.log" | tee -a "$logs/summary.log"
-cp "$logs/clocks.txt" "$out/" 2>/dev/null
+grep -E '^ (gemm|stream)' "$logs/clocks-bench.log" | tee -a "$logs/summary.log"
+cp "$logs/clocks-$tag.json" "$out/" 2>/dev/null
 fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"

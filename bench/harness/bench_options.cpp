@@ -65,6 +65,10 @@ void validate(const BenchOptions& o) {
   TANDEM_REQUIRE(!(scenarios && microbenchmarks),
                  "training scenarios and microbenchmark workloads cannot be mixed in one run; run them separately");
   for (const auto& c : o.collectives) find_collective(c);
+  TANDEM_REQUIRE(!o.balance_size || o.balance, "--balance-size resizes the collective after balancing the count; "
+                                                "it cannot combine with --no-balance or --count");
+  TANDEM_REQUIRE(!o.balance_size || !scenarios, "--balance-size applies to microbenchmarks; a training scenario's "
+                                                 "collectives follow from its model (--hidden, --seq, ...)");
   TANDEM_REQUIRE(!o.workloads.empty(), "no workload given");
   TANDEM_REQUIRE(!o.collectives.empty(), "no collective given");
   TANDEM_REQUIRE(o.gpus >= 0, "--gpus must be positive (got " + std::to_string(o.gpus) + ")");

@@ -27,6 +27,9 @@ struct BenchOptions {
   ScenarioOptions scenario;  // training scenarios (harness/scenario.h); used when workloads name them
   bool balance = true;  // choose the compute count so that t_compute ~ t_comm
   int count = 1;        // compute units per step when not balancing
+  // After balancing the count, resize the collective so that t_comm ~ t_compute (within 5 %): the
+  // requested size is then only the starting point, and rows report the size measured.
+  bool balance_size = false;
   bool check = true;
   int iters = 20;
   int warmup = 5;

@@ -45,8 +45,10 @@ void CaseRunner::capture_footprints() {
   compute_kernel_ = footprint_record(compute.front(), ctx_.limits);
 }
 
-void CaseRunner::measure_baselines() {
-  if (options_.balance) {
+void CaseRunner::measure_baselines(int fixed_count) {
+  if (fixed_count > 0) {
+    count_ = fixed_count;
+  } else if (options_.balance) {
     const double unit = measure(Schedule::ComputeOnly, nullptr, 1).total.median;
     const double comm = measure(Schedule::CommOnly, nullptr, 1).total.median;
     count_ = balanced_count(unit, comm);
@@ -58,6 +60,10 @@ void CaseRunner::measure_baselines() {
   baselines_.seq = measure(Schedule::Sequential, nullptr, count_).total;
   const double hbm_bytes = count_ * workload_.hbm_bytes() + collective_.hbm_bytes();
   baselines_.bound_ms = bound_ms(baselines_.compute.median, baselines_.comm.median, hbm_bytes, min_over_ranks_bandwidth());
+}
+
+uint64_t CaseRunner::balanced_collective_bytes(uint64_t bytes) const {
+  return balanced_bytes(bytes, baselines_.compute.median, baselines_.comm.median, ctx_.nranks);
 }
 
 bool CaseRunner::run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) {

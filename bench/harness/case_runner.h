@@ -37,8 +37,13 @@ class CaseRunner final : public PolicyTrials {
   // libraries load their kernels lazily.
   void capture_footprints();
 
-  // Chooses the compute count, then measures the default-configuration baselines.
-  void measure_baselines();
+  // Chooses the compute count (or takes `fixed_count` when positive), then measures the
+  // default-configuration baselines.
+  void measure_baselines(int fixed_count = 0);
+  int count() const { return count_; }
+  // The collective size whose time matches this case's compute time (metrics.h balanced_bytes), from
+  // the baselines; `bytes` when they already match. The same on every rank (slowest-rank medians).
+  uint64_t balanced_collective_bytes(uint64_t bytes) const;
 
   bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) override;
   CaseTraits traits() override;

@@ -49,4 +49,14 @@ int balanced_count(double t_unit_ms, double t_comm_ms) {
   return std::max(1, static_cast<int>(std::lround(t_comm_ms / t_unit_ms)));
 }
 
+uint64_t balanced_bytes(uint64_t bytes, double t_compute_ms, double t_comm_ms, int nranks, double tolerance) {
+  TANDEM_REQUIRE(t_compute_ms > 0 && t_comm_ms > 0, "times must be positive to balance a collective's size");
+  TANDEM_REQUIRE(nranks >= 1, "balancing a collective's size needs at least one rank");
+  const double ratio = t_compute_ms / t_comm_ms;
+  if (std::abs(ratio - 1) <= tolerance) return bytes;
+  const double step = double(nranks) * nranks * (256 << 10);
+  const double steps = std::max(1.0, std::round(double(bytes) * ratio / step));
+  return static_cast<uint64_t>(steps * step);
+}
+
 }  // namespace tandem::bench

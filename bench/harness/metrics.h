@@ -3,6 +3,7 @@
 //
 // t_seq and t_bound always come from the default configuration, never from a policy's own, so a
 // policy that slows one side alone is not rewarded by a smaller baseline.
+#include <cstdint>
 #include <vector>
 
 namespace tandem::bench {
@@ -32,5 +33,10 @@ double efficiency(double t_seq_ms, double t_overlap_ms, double t_bound_ms);
 double algbw_gbps(double bytes, double time_ms);
 // Units of compute whose time is closest to the collective's (at least one).
 int balanced_count(double t_unit_ms, double t_comm_ms);
+// A collective size whose time matches `t_compute_ms`, scaling `bytes` by t_compute / t_comm (large
+// collectives take time in proportion to their size), in steps of nranks^2 x 256 KiB so that every
+// collective splits it evenly across ranks and peers. `bytes` itself when the two are within
+// `tolerance` (relative) already.
+uint64_t balanced_bytes(uint64_t bytes, double t_compute_ms, double t_comm_ms, int nranks, double tolerance = 0.05);
 
 }  // namespace tandem::bench

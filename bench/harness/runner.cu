@@ -29,14 +29,33 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
           auto workload = find_workload(workload_name).make(workload_options);
           workload->setup(ctx);
           for (const auto& collective_name : options.collectives) {
-            for (uint64_t bytes : sizes) {
+            for (uint64_t requested : sizes) {
+              uint64_t bytes = requested;
               auto collective = find_collective(collective_name).make();
               collective->setup(ctx, bytes, options.dtype, options.workload.seed);
-              CaseRunner runner(ctx, options, *workload, *collective);
-              runner.capture_footprints();
-              runner.measure_baselines();
-              body(runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects});
+              auto runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+              runner->capture_footprints();
+              runner->measure_baselines();
+              // --balance-size: when whole compute units cannot match the collective (one 8192^3 GEMM
+              // against a 512 MiB collective), resize the collective to the compute instead. Every
+              // rank computes the same size from the same slowest-rank medians.
+              if (options.balance_size && options.balance) {
+                const uint64_t balanced = runner->balanced_collective_bytes(bytes);
+                if (balanced != bytes) {
+                  const int count = runner->count();
+                  runner.reset();
+                  collective->release_windows(ctx);
+                  bytes = balanced;
+                  collective = find_collective(collective_name).make();
+                  collective->setup(ctx, bytes, options.dtype, options.workload.seed);
+                  runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+                  runner->capture_footprints();
+                  runner->measure_baselines(count);
+                }
+              }
+              body(*runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects});
               // Windows are registered collectively and must be released before the buffers go.
+              runner.reset();
               collective->release_windows(ctx);
             }
           }

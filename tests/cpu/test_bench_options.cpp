@@ -66,6 +66,18 @@ TEST(BenchOptions, RangesAreChecked) {
   EXPECT_NE(error_of([&] { tb::validate(o); }).find("--timeout"), std::string::npos);
 }
 
+TEST(BenchOptions, BalanceSizeNeedsBalancingAndMicrobenchmarks) {
+  tb::BenchOptions o;
+  o.balance_size = true;
+  EXPECT_NO_THROW(tb::validate(o));
+  o.balance = false;
+  EXPECT_NE(error_of([&] { tb::validate(o); }).find("--balance-size"), std::string::npos);
+  o = {};
+  o.balance_size = true;
+  o.workloads = {"dp-backward"};
+  EXPECT_NE(error_of([&] { tb::validate(o); }).find("applies to microbenchmarks"), std::string::npos);
+}
+
 TEST(BenchOptions, SizesMustSplitAcrossRanks) {
   tb::BenchOptions o;
   o.collectives = {"all-gather"};

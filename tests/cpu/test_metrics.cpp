@@ -43,3 +43,18 @@ TEST(Metrics, BandwidthAndBalance) {
   EXPECT_EQ(tb::balanced_count(3.0, 1.0), 1);  // never zero units
   EXPECT_THROW(tb::balanced_count(0, 1), tandem::Error);
 }
+
+TEST(Metrics, BalancedBytesScalesTheCollectiveToTheComputeTime) {
+  const uint64_t mib = 1 << 20;
+  // Within 5 %: unchanged.
+  EXPECT_EQ(tb::balanced_bytes(512 * mib, 1.45, 1.40, 2), 512 * mib);
+  // 1.45 ms of GEMM against 1.28 ms of all-gather: 512 MiB x 1.45 / 1.28 = 580 MiB, in 1 MiB steps.
+  EXPECT_EQ(tb::balanced_bytes(512 * mib, 1.45, 1.28, 2), 580 * mib);
+  // Shrinks too: 1.45 / 1.85 of 512 MiB = 401.3 -> 401 MiB.
+  EXPECT_EQ(tb::balanced_bytes(512 * mib, 1.45, 1.85, 2), 401 * mib);
+  // Eight ranks: 16 MiB steps, so every peer's chunk stays whole.
+  EXPECT_EQ(tb::balanced_bytes(512 * mib, 1.45, 1.28, 8) % (16 * mib), 0u);
+  // Never below one step.
+  EXPECT_EQ(tb::balanced_bytes(mib, 0.001, 10.0, 2), mib);
+  EXPECT_THROW(tb::balanced_bytes(mib, 0, 1.0, 2), tandem::Error);
+}

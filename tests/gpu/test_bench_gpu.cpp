@@ -140,6 +140,27 @@ TEST(BenchCli, ShortRunWritesJsonAndOk) {
       EXPECT_TRUE(row.contains(key)) << key;
 }
 
+// --balance-size: one GEMM cannot be matched to a collective by counting GEMMs, so the collective is
+// resized to the GEMM's time, the row reports the size measured, and the results are still exact.
+TEST(BenchCli, BalanceSizeResizesTheCollectiveToTheCompute) {
+  TANDEM_REQUIRE_GPUS(2);
+  const std::string json = ::testing::TempDir() + "/balanced.json";
+  const auto r = tandem_test::run_command(tandem_test::cli_path() +
+                                          " bench --workload gemm --collective all-gather -b 256M --balance-size "
+                                          "-n 10 --warmup 2 -p concurrent --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(json);
+  const auto doc = nlohmann::json::parse(in);
+  ASSERT_EQ(doc["rows"].size(), 1u);
+  const auto& row = doc["rows"][0];
+  EXPECT_EQ(row["count"], 1);
+  EXPECT_NE(row["bytes"].get<uint64_t>(), uint64_t(256) << 20) << "a 256 MiB all-gather does not take one 8192^3 GEMM's time";
+  EXPECT_EQ(row["bytes"].get<uint64_t>() % (uint64_t(1) << 20), 0u);
+  const double ratio = row["t_comm_ms"].get<double>() / row["t_compute_ms"].get<double>();
+  EXPECT_NEAR(ratio, 1.0, 0.2) << row.dump();
+  EXPECT_EQ(row["wrong"], 0);
+}
+
 TEST(BenchCli, TooManyGpusIsAOneLineError) {
   TANDEM_REQUIRE_GPUS(1);
   const auto r = tandem_test::run_command(tandem_test::cli_path() + " bench --gpus 99");
