@@ -216,15 +216,19 @@ nvidia-smi --query-gpu=$reasons --format=csv > /dev/null 2>&1 || reasons=clocks_
 nvidia-smi --query-gpu=index,clocks.sm,power.draw,$reasons --format=csv,noheader,nounits \
   -lms 20 2> "$logs/clocks-smi.err" | python3 -u "$root/scripts/clock_phases.py" stamp > "$logs/clock-samples.txt" &
 sampler=$!
-# workload collective size policy; a 1 MiB collective makes `sequential` the GEMM alone.
-runs=("gemm all-gather 1M sequential" "gemm all-gather 512M sequential" "gemm all-gather 512M concurrent"
+# workload collective size policy [bench options]; a 1 MiB collective makes `sequential` the GEMM
+# alone, a 256^3 GEMM makes it the collective alone.
+runs=("gemm all-gather 1M sequential" "gemm all-gather 512M sequential --count 1 --gemm-shape 256x256x256"
+      "gemm all-reduce 512M sequential --count 1 --gemm-shape 256x256x256" "gemm all-gather 512M sequential" "gemm all-gather 512M concurrent"
       "gemm all-gather 512M comm-first" "gemm all-gather 512M comm-first+sm-target:124+copy-engine"
       "gemm all-reduce 512M sequential" "gemm all-reduce 512M comm-first" "gemm all-reduce 512M comm-first+nccl-ctas:..8"
       "stream all-reduce 512M sequential" "stream all-reduce 512M shape:4+priority")
 for run in "${runs[@]}"; do
-  read -r workload collective size policy <<< "$run"
-  "$tandem" bench --workload $workload --collective $collective -b $size -e $size -p $policy -n 400 --warmup 20 \
-    2>&1 >> "$logs/clocks-bench.log" | python3 -u "$root/scripts/clock_phases.py" stamp >> "$logs/clock-marks.txt"
+  read -r workload collective size policy options <<< "$run"
+  # shellcheck disable=SC2086  # options: several words on purpose
+  "$tandem" bench --workload $workload --collective $collective -b $size -e $size -p $policy -n 400 --warmup 20 $options \
+    2>&1 >> "$logs/clocks-bench.log" | python3 -u "$root/scripts/clock_phases.py" stamp --prefix "${options:+($options) }" \
+    >> "$logs/clock-marks.txt"
   echo "$(date +%s.%N) end of run" >> "$logs/clock-marks.txt"  # closes the policy's window
 done
 kill $sampler 2> /dev/null; wait $sampler 2> /dev/null
