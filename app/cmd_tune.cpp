@@ -9,6 +9,7 @@
 
 #include "bench_cli.h"
 #include "commands.h"
+#include "harness/scenario_runner.h"
 #include "harness/tuner.h"
 #include "tandem/error.h"
 
@@ -80,7 +81,8 @@ int run(const TuneCli& cli) {
     for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(cli.show); ++i)
       std::fputs(bench::row_text(ranked[i]).c_str(), stdout);
     json_rows.insert(json_rows.end(), c.candidates.begin(), c.candidates.end());
-    json_rows.push_back(c.tuned);
+    // The final round's rows: the comparison the summary prints (and docs/PERFORMANCE.md tabulates).
+    for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) json_rows.push_back(*r);
     for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) summary.push_back(*r);
     const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size());
     write_policy_file(path, c, info);
@@ -93,6 +95,7 @@ int run(const TuneCli& cli) {
   if (!options.json_path.empty()) {
     auto doc = bench::to_json(info, json_rows, outcome.notes);
     doc["tune_seconds"] = seconds;
+    if (bench::is_scenario(options.workloads.front())) bench::add_scenario_json_fields(doc);
     write_json(options.json_path, doc);
   }
   int64_t wrong = 0;

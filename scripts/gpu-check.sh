@@ -177,18 +177,18 @@ if want scenario-tune; then
 section "tune: ML training scenarios, where communication is a real share of the step"
 # One tune per configuration (docs/WORKLOADS.md, "Configurations measured"); TANDEM_SCENARIO_CONFIGS
 # overrides the list (entries separated by ';').
+# TANDEM_SCENARIO_ITERS: timed iterations per candidate (default 20).
 IFS=';' read -r -a configs <<< "${TANDEM_SCENARIO_CONFIGS:-\
 --workload dp-backward --seq 2048;\
 --workload fsdp --seq 2048;\
---workload tp-attention;\
 --workload tp-attention --sequence-parallel;\
 --workload tp-mlp --sequence-parallel;\
---workload moe --experts 64 --top-k 8 --expert-ffn 1408}"
+--workload moe --experts 128 --top-k 8 --expert-ffn 768 --layers 2}"
 i=0
 for config in "${configs[@]}"; do
   i=$((i + 1))
   read -r -a args <<< "$config"
-  timeout "${TANDEM_TUNE_TIMEOUT:-300}" "$tandem" tune "${args[@]}" -n 10 --warmup 3 --json "$logs/scenario-tune-$i-$tag.json" \
+  timeout "${TANDEM_TUNE_TIMEOUT:-300}" "$tandem" tune "${args[@]}" -n "${TANDEM_SCENARIO_ITERS:-20}" --warmup 3 --json "$logs/scenario-tune-$i-$tag.json" \
     --out "$logs/scenario-tuned-$i.policy" "$@" > "$logs/scenario-tune-$i.log" 2> "$logs/scenario-tune-$i.err" || status=1
   printf '%s\n' "-- $config" | tee -a "$logs/summary.log"
   sed -n '/^# summary/,$p' "$logs/scenario-tune-$i.log" | grep -v '^# \(command\|date\)' | tee -a "$logs/summary.log"

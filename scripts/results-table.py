@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints Markdown tables from tandem bench/tune JSON results (for docs/PERFORMANCE.md).
 
-  scripts/results-table.py FILE.json [--tuned] [--policies p1,p2,...]
+  scripts/results-table.py FILE.json [--tuned | --scenario-targets] [--policies p1,p2,...]
 """
 import argparse
 import json
@@ -18,11 +18,44 @@ def size(b):
     return f"{b} B"
 
 
+def final_round(rs):
+    """The naive, paper and tuned rows of one case: tandem tune's final round (tune_role), or, in files
+    written before tune_role existed, the search's own rows."""
+    roles = {r.get("tune_role"): r for r in rs if r.get("tune_role")}
+    if {"naive", "paper", "tuned"} <= roles.keys():
+        return roles["naive"], roles["paper"], roles["tuned"]
+    tuned = next(r for r in rs if r["tuned"])
+    candidates = [r for r in rs if not r["tuned"]]
+    naive = next(r for r in candidates if r["policy"] == "concurrent")
+    paper_rows = [r for r in candidates if r["policy"] == "priority" or
+                  (r["policy"].startswith("shape:") and r["policy"].endswith("+priority"))]
+    return naive, min(paper_rows, key=lambda r: r["t_overlap_ms"]), tuned
+
+
+def scenario_targets(rows):
+    """Issue targets for training scenarios: the tuned policy against one stream, against naive
+    two-stream overlap, and against the ideal bound."""
+    print("| workload | collective | t_compute ms | t_comm ms | t_seq ms | naive ms | tuned policy | tuned ms | t_bound ms "
+          "| × one stream | × naive | tuned / bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    cases = {}
+    for r in rows:
+        cases.setdefault((r["workload"], r["collective"], r["bytes"]), []).append(r)
+    for (w, c, _), rs in cases.items():
+        naive, _, tuned = final_round(rs)
+        print(f"| {w} | {c} | {tuned['t_compute_ms']:.2f} | {tuned['t_comm_ms']:.2f} | {tuned['t_seq_ms']:.2f} | "
+              f"{naive['t_overlap_ms']:.2f} | `{tuned['policy']}` | {tuned['t_overlap_ms']:.2f} | {tuned['t_bound_ms']:.2f} | "
+              f"{tuned['t_seq_ms'] / tuned['t_overlap_ms']:.3f} | {naive['t_overlap_ms'] / tuned['t_overlap_ms']:.3f} | "
+              f"{tuned['t_overlap_ms'] / tuned['t_bound_ms']:.3f} |")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("file")
     ap.add_argument("--tuned", action="store_true", help="tune results: naive / paper / tuned per case")
     ap.add_argument("--policies", help="only these policies (comma-separated)")
+    ap.add_argument("--scenario-targets", action="store_true",
+                    help="tune results of training scenarios: tuned against one stream, naive and the bound")
     args = ap.parse_args()
     doc = json.load(open(args.file))
     print(f"<!-- {args.file}: {doc['gpus']} x {doc['gpu']}, NCCL {doc['nccl']}, CUDA {doc['cuda']}, "
@@ -32,6 +65,9 @@ def main():
     if args.policies:
         keep = set(args.policies.split(","))
         rows = [r for r in rows if r["policy"] in keep]
+    if args.scenario_targets:
+        scenario_targets(rows)
+        return
     if args.tuned:
         print("| workload | collective | size | count | naive eff. % | paper policy | paper eff. % | tuned policy | tuned eff. % | tuned reduction % | t_seq ms | t_overlap ms | t_bound ms |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -39,12 +75,7 @@ def main():
         for r in rows:
             cases.setdefault((r["workload"], r["collective"], r["bytes"]), []).append(r)
         for (w, c, b), rs in cases.items():
-            tuned = next(r for r in rs if r["tuned"])
-            candidates = [r for r in rs if not r["tuned"]]
-            naive = next(r for r in candidates if r["policy"] == "concurrent")
-            paper_rows = [r for r in candidates if r["policy"] == "priority" or
-                          (r["policy"].startswith("shape:") and r["policy"].endswith("+priority"))]
-            paper = min(paper_rows, key=lambda r: r["t_overlap_ms"])
+            naive, paper, tuned = final_round(rs)
             print(f"| {w} | {c} | {size(b)} | {tuned['count']} | {pct(naive['efficiency'])} | `{paper['policy']}` | "
                   f"{pct(paper['efficiency'])} | `{tuned['policy']}` | {pct(tuned['efficiency'])} | "
                   f"{pct(tuned['reduction'])} | {tuned['t_seq_ms']:.3f} | {tuned['t_overlap_ms']:.3f} | {tuned['t_bound_ms']:.3f} |")

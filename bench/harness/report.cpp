@@ -124,6 +124,7 @@ nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std
                         {"count", r.count},
                         {"policy", r.policy},
                         {"tuned", r.tuned},
+                        {"tune_role", r.tune_role},
                         {"t_compute_ms", r.t_compute_ms},
                         {"t_comm_ms", r.t_comm_ms},
                         {"t_seq_ms", r.t_seq_ms},

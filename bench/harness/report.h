@@ -29,6 +29,9 @@ struct Row {
   int count = 0;  // compute units per step
   std::string policy;
   bool tuned = false;
+  // tandem tune's final round, in which the finalists, the naive policy and the paper's are measured
+  // again together: "naive", "paper" or "tuned" for the rows of that round it reports; empty otherwise.
+  std::string tune_role;
   double t_compute_ms = 0, t_comm_ms = 0, t_seq_ms = 0, t_overlap_ms = 0, t_bound_ms = 0;
   double t_overlap_min_ms = 0, t_overlap_max_ms = 0;
   double reduction = 0, efficiency = 0;

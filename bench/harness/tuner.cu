@@ -110,8 +110,11 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   result.candidates = search.rows();
   result.tuned = finals.best_row();
   result.tuned.tuned = true;
+  result.tuned.tune_role = "tuned";
   result.naive = *finals.find("concurrent");
+  result.naive.tune_role = "naive";
   result.paper = *finals.find(to_string(paper));
+  result.paper.tune_role = "paper";
   if (id.collects)
     for (const auto& [policy, why] : search.skipped())
       notes.push_back(id.workload + " " + id.collective + ": " + policy + " not applicable: " + why);

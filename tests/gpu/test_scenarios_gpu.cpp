@@ -227,13 +227,19 @@ TEST(ScenariosCli, TuneWritesAPolicyFileBenchAccepts) {
   const auto doc = nlohmann::json::parse(in);
   int tuned = 0;
   std::set<std::string> policies;
+  std::multiset<std::string> roles;
   for (const auto& row : doc["rows"]) {
     EXPECT_EQ(row["workload"], "fsdp");
     EXPECT_EQ(row["wrong"], 0) << row["policy"];
+    EXPECT_GT(row["bound_fraction"].get<double>(), 0);
     tuned += row["tuned"].get<bool>() ? 1 : 0;
     policies.insert(row["policy"].get<std::string>());
+    if (!row["tune_role"].get<std::string>().empty()) roles.insert(row["tune_role"].get<std::string>());
+    if (row["tuned"].get<bool>()) EXPECT_EQ(row["tune_role"], "tuned");
   }
   EXPECT_EQ(tuned, 1);
+  // The final round: naive, the paper's policy and the winner, measured together.
+  EXPECT_EQ(roles, (std::multiset<std::string>{"naive", "paper", "tuned"}));
   // The search went past launch order and priority.
   EXPECT_GT(policies.size(), 10u);
   const auto bench = tandem_test::run_command(tandem_test::cli_path() + " bench" + shape + " --policy @" + dir +
