@@ -89,6 +89,8 @@ OverlapPolicy policy_for_run(const std::string& text) {
   if (policy.order == LaunchOrder::CommFirst) refuse("comm-first", "the program decides its launch order");
   if (policy.green_sms) refuse("green:" + std::to_string(*policy.green_sms), "it needs green contexts in the program");
   if (policy.copy_engine) refuse("copy-engine", "it needs symmetric NCCL windows registered by the program");
+  if (policy.nccl_symmetric)
+    refuse("nccl-symmetric", "it needs symmetric NCCL windows registered by the program");
   return policy;
 }
 

@@ -105,6 +105,8 @@ OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<Ignored
          "has no effect on an unmodified program: it needs green contexts", false);
   if (policy.copy_engine)
     note("copy-engine", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
+  if (policy.nccl_symmetric)
+    note("nccl-symmetric", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
   // The interposer cannot change a communicator's configuration; NCCL reads these from its own
   // environment variables, which `tandem run` sets before the program starts.
   if (policy.nccl_min_ctas || policy.nccl_max_ctas)

@@ -100,7 +100,7 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
   if (policy.copy_engine && !collective_.copy_engine_capable())
     return std::string("NCCL 2.28 runs only all-gather and all-to-all on copy engines, not ") + collective_.name();
   active_comm_ = ctx_.communicator_for(policy);
-  if (policy.copy_engine) collective_.use_symmetric_windows(ctx_, active_comm_);
+  if (policy.registers_windows()) collective_.use_symmetric_windows(ctx_, active_comm_);
   active_compute_stream_ = ctx_.compute;
   active_comm_stream_ = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
   if (policy.green_sms) {

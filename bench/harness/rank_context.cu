@@ -164,7 +164,7 @@ void RankContext::await_communicator(ncclComm_t c, const std::string& step) {
 namespace {
 bool uses_default_nccl_settings(const OverlapPolicy& p) {
   return !p.nccl_min_ctas && !p.nccl_max_ctas && !p.nccl_cga_cluster_size &&
-         p.nccl_cta_policy == NcclCtaPolicy::Default && !p.copy_engine;
+         p.nccl_cta_policy == NcclCtaPolicy::Default && !p.registers_windows();
 }
 }  // namespace
 
@@ -180,6 +180,9 @@ ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
   if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY, key += "eff";
   if (policy.nccl_cta_policy == NcclCtaPolicy::Zero || policy.copy_engine)
     config.CTAPolicy = NCCL_CTA_POLICY_ZERO, key += "zero";
+  // Windows stay registered on a communicator until the case ends, and NCCL then takes its symmetric
+  // paths for every collective on it: a policy that registers them gets a communicator of its own.
+  if (policy.registers_windows()) key += "win";
   auto found = comms_by_settings_.find(key);
   if (found != comms_by_settings_.end()) return found->second;
 

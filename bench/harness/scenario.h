@@ -105,18 +105,18 @@ class Scenario {
   // computed at this size); empty when nothing.
   virtual std::string setup_note() const { return {}; }
 
-  // Copy-engine collectives (the `copy-engine` policy) need the buffers they touch registered as NCCL
-  // symmetric windows on the communicator that runs them (RankContext::communicator_for: CTA policy
-  // zero). Registers, on `comm`, every device buffer this rank's collectives send from or receive
-  // into - every collective of the iteration, not only all-gather and all-to-all, since symmetric
-  // windows also let NCCL use its symmetric kernels for the others. Valid after setup().
-  // Registration is collective: all ranks call it together, with the same communicator, and
-  // register the same buffers in the same order. Idempotent per communicator (a second call with
-  // the same `comm` does nothing). Returns "" on success, or one line saying why copy engines
-  // cannot apply - e.g. the scenario issues no all-gather or all-to-all, the only collectives NCCL
-  // 2.28 runs on copy engines - in which case nothing is registered.
-  virtual std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm) {
-    (void)ctx, (void)comm;
+  // Copy-engine collectives (the `copy-engine` policy) and NCCL's symmetric kernels (`nccl-symmetric`)
+  // need the buffers they touch registered as NCCL symmetric windows on the communicator that runs
+  // them (RankContext::communicator_for gives such a policy its own). Registers, on `comm`, every
+  // device buffer this rank's collectives send from or receive into - every collective of the
+  // iteration. Valid after setup(). Registration is collective: all ranks call it together, with
+  // the same communicator, and register the same buffers in the same order. Idempotent per
+  // communicator (a second call with the same `comm` does nothing). Returns "" on success, or one
+  // line saying why it cannot apply - with `for_copy_engine`, when the scenario issues no
+  // all-gather or all-to-all, the only collectives NCCL 2.28 runs on copy engines - in which case
+  // nothing is registered.
+  virtual std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) {
+    (void)ctx, (void)comm, (void)for_copy_engine;
     return name() + " does not register symmetric windows";
   }
   // Deregisters every window use_symmetric_windows() registered, on every communicator, awaiting

@@ -130,9 +130,9 @@ class ScenarioCase final : public PolicyTrials {
     }
     active_.comm = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
     active_.communicator = ctx_.communicator_for(policy);
-    if (policy.copy_engine) {
+    if (policy.registers_windows()) {
       // Registered once per communicator and kept until the scenario's buffers are freed.
-      const std::string why = scenario_.use_symmetric_windows(ctx_, active_.communicator);
+      const std::string why = scenario_.use_symmetric_windows(ctx_, active_.communicator, policy.copy_engine);
       if (!why.empty()) return why;
     }
     active_.comm_first = policy.order == LaunchOrder::CommFirst;

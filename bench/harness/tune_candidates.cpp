@@ -85,10 +85,20 @@ std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const Cas
   return out;
 }
 
+std::vector<OverlapPolicy> symmetric_candidates(const OverlapPolicy& base) {
+  // Registered buffers let NCCL load from and store to the peer's buffers directly instead of
+  // staging through its FIFOs: fewer HBM passes, which is what a memory-bound neighbour competes for.
+  if (base.copy_engine) return {};
+  OverlapPolicy p = base;
+  p.nccl_symmetric = true;
+  return {p};
+}
+
 std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base) {
   // On copy engines the collective needs no SM at all; its NCCL resource knobs no longer apply.
   OverlapPolicy p = base;
   p.copy_engine = true;
+  p.nccl_symmetric = false;  // copy engines register the windows themselves
   p.nccl_min_ctas.reset();
   p.nccl_max_ctas.reset();
   p.nccl_cga_cluster_size.reset();

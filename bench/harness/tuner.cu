@@ -84,6 +84,7 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   combined.nccl_cga_cluster_size = 1;
   search.measure(combined);
   search.measure_all(partition_candidates(search.best(), traits));
+  search.measure_all(symmetric_candidates(search.best()));
   search.measure_all(copy_engine_candidates(search.best()));
   search.measure_all(green_candidates(search.best(), traits));
   // Stage 3: with everything else settled, the order and priority may change their verdict.

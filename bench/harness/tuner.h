@@ -38,6 +38,8 @@ std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, cons
 std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base);
 std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const CaseTraits& traits);
 std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base);
+// The collective's buffers as NCCL symmetric windows (nccl-symmetric), unless copy engines already are.
+std::vector<OverlapPolicy> symmetric_candidates(const OverlapPolicy& base);
 // Joint SM partitions: compute capped to S SMs (sm-target for GEMMs, a green context otherwise) and
 // NCCL capped to the SMs left free (nccl-ctas:..sm-S, cluster size 1), so neither waits for the
 // other's SMs.

@@ -346,12 +346,14 @@ void ReplicatedScenario::enqueue_sample(RankContext& ctx, cudaStream_t stream, b
   executor_->enqueue_sample(ctx, stream, collective);
 }
 
-std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm) {
+std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) {
   TANDEM_REQUIRE(own_ && executor_, name() + ": use_symmetric_windows before setup");
   // Decided from the program alone, so every rank returns the same answer and either all register
   // or none does.
-  const std::string why = copy_engine_refusal(own_->program());
-  if (!why.empty()) return why;
+  if (for_copy_engine) {
+    const std::string why = copy_engine_refusal(own_->program());
+    if (!why.empty()) return why;
+  }
   if (std::find(windowed_comms_.begin(), windowed_comms_.end(), comm) != windowed_comms_.end()) return "";
 
   // Whole allocations, each once, in order of first use by a collective in program order: the same

@@ -143,7 +143,7 @@ class ReplicatedScenario : public Scenario {
   // Registers the allocations that hold a collective's send or receive range (bench/scenarios/
   // symmetric_windows.h); collectives on `comm` then issue all-to-all as ncclAlltoAll. Valid after
   // setup().
-  std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm) override;
+  std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) override;
   void release_windows(RankContext& ctx) override;
 
  protected:

@@ -19,6 +19,9 @@
 //   nccl-cga:1|2|4             NCCL communicator cgaClusterSize
 //   nccl-cta-policy:efficiency|zero   NCCL communicator CTAPolicy
 //   green:N                    compute in a green context of N SMs, the collective in the rest
+//   nccl-symmetric             the collective's buffers registered as NCCL symmetric windows, so
+//                              NCCL may run its symmetric kernels (direct loads and stores between
+//                              GPUs, no staging through its FIFOs)
 //   copy-engine                copy-engine collectives (symmetric windows, CTA policy zero)
 // A whole policy may instead be "@FILE": a policy file (see load_policy_file).
 #include <cstdint>
@@ -51,10 +54,13 @@ struct OverlapPolicy {
   std::optional<int> nccl_cga_cluster_size;
   NcclCtaPolicy nccl_cta_policy = NcclCtaPolicy::Default;
   std::optional<int> green_sms;
+  bool nccl_symmetric = false;
   bool copy_engine = false;
 
   bool is_sequential() const { return order == LaunchOrder::Sequential; }
   // True if the policy needs its own NCCL communicator (any nccl-* or copy-engine setting).
+  // Whether the collective's buffers are registered as symmetric windows (nccl-symmetric, copy-engine).
+  bool registers_windows() const { return nccl_symmetric || copy_engine; }
   bool needs_own_communicator() const;
   bool operator==(const OverlapPolicy&) const;
   bool operator!=(const OverlapPolicy& o) const { return !(*this == o); }

@@ -19,7 +19,7 @@ namespace {
 // once.
 constexpr const char* kAcceptedTokens =
     "sequential, concurrent, comm-first, priority, shape:N|<bytes>|auto, sm-target:N, "
-    "nccl-ctas:MIN..MAX, nccl-cga:1|2|4, nccl-cta-policy:efficiency|zero, green:N, copy-engine";
+    "nccl-ctas:MIN..MAX, nccl-cga:1|2|4, nccl-cta-policy:efficiency|zero, green:N, nccl-symmetric, copy-engine";
 
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * kKiB;
@@ -230,6 +230,8 @@ const Control kControls[] = {
      [](const TokenSite& s, std::string_view v, OverlapPolicy& p) {
        p.green_sms = parse_positive(s, v, "the green-context SM count");
      }},
+    {"nccl-symmetric", false,
+     [](const TokenSite&, std::string_view, OverlapPolicy& p) { p.nccl_symmetric = true; }},
     {"copy-engine", false,
      [](const TokenSite&, std::string_view, OverlapPolicy& p) { p.copy_engine = true; }},
 };
@@ -440,7 +442,7 @@ bool ShapeTarget::operator==(const ShapeTarget& other) const {
 
 bool OverlapPolicy::needs_own_communicator() const {
   return nccl_min_ctas || nccl_max_ctas || nccl_cga_cluster_size ||
-         nccl_cta_policy != NcclCtaPolicy::Default || copy_engine;
+         nccl_cta_policy != NcclCtaPolicy::Default || nccl_symmetric || copy_engine;
 }
 
 bool OverlapPolicy::operator==(const OverlapPolicy& other) const {
@@ -449,7 +451,7 @@ bool OverlapPolicy::operator==(const OverlapPolicy& other) const {
          nccl_max_ctas == other.nccl_max_ctas &&
          nccl_cga_cluster_size == other.nccl_cga_cluster_size &&
          nccl_cta_policy == other.nccl_cta_policy && green_sms == other.green_sms &&
-         copy_engine == other.copy_engine;
+         nccl_symmetric == other.nccl_symmetric && copy_engine == other.copy_engine;
 }
 
 OverlapPolicy parse_policy(std::string_view text) {
@@ -501,6 +503,7 @@ std::string to_string(const OverlapPolicy& policy) {
   if (policy.nccl_cta_policy != NcclCtaPolicy::Default)
     tokens.push_back(std::string("nccl-cta-policy:") + cta_policy_name(policy.nccl_cta_policy));
   if (policy.green_sms) tokens.push_back("green:" + std::to_string(*policy.green_sms));
+  if (policy.nccl_symmetric) tokens.push_back("nccl-symmetric");
   if (policy.copy_engine) tokens.push_back("copy-engine");
   if (tokens.empty()) return "concurrent";
 
@@ -528,6 +531,7 @@ std::string policy_grammar_help() {
          "  nccl-cta-policy:efficiency|zero   NCCL CTA policy\n"
          "  green:N                           compute in a green context of N SMs, collective in "
          "the rest\n"
+         "  nccl-symmetric                    buffers as NCCL symmetric windows (direct-access kernels)\n"
          "  copy-engine                       collectives on copy engines (no SMs)\n"
          "  @FILE                             the policy in FILE ('#' comments, one policy line)\n"
          "Lists separate policies with ',': sequential,priority,shape:3+priority\n";

@@ -17,7 +17,7 @@ namespace {
 
 const std::string kAccepted =
     "; accepted: sequential, concurrent, comm-first, priority, shape:N|<bytes>|auto, sm-target:N, "
-    "nccl-ctas:MIN..MAX, nccl-cga:1|2|4, nccl-cta-policy:efficiency|zero, green:N, copy-engine";
+    "nccl-ctas:MIN..MAX, nccl-cga:1|2|4, nccl-cta-policy:efficiency|zero, green:N, nccl-symmetric, copy-engine";
 
 // The message of the tandem::Error that `action` throws, without the " [file:line]" suffix that
 // tandem::Error appends; fails the test if nothing (or something else) is thrown.
@@ -75,6 +75,10 @@ TEST(PolicyParse, EveryTokenSetsItsField) {
   EXPECT_EQ(parse_policy("nccl-cta-policy:zero").nccl_cta_policy, NcclCtaPolicy::Zero);
   EXPECT_EQ(parse_policy("green:66").green_sms, 66);
   EXPECT_TRUE(parse_policy("copy-engine").copy_engine);
+  EXPECT_TRUE(parse_policy("nccl-symmetric").nccl_symmetric);
+  EXPECT_TRUE(parse_policy("nccl-symmetric").registers_windows());
+  EXPECT_TRUE(parse_policy("copy-engine").registers_windows());
+  EXPECT_FALSE(parse_policy("nccl-cta-policy:zero").registers_windows());
 }
 
 TEST(PolicyParse, NcclCtaForms) {
@@ -135,6 +139,7 @@ TEST(PolicyPrint, CanonicalOrder) {
                       "sm-target:116+priority+shape:auto+comm-first"),
             "comm-first+shape:auto+priority+sm-target:116+nccl-ctas:..16+nccl-cga:1+"
             "nccl-cta-policy:zero+green:8+copy-engine");
+  EXPECT_EQ(canonical("nccl-symmetric+green:8+priority"), "priority+green:8+nccl-symmetric");
   EXPECT_EQ(canonical("nccl-cga:1+sm-target:116+nccl-ctas:16"),
             "sm-target:116+nccl-ctas:16+nccl-cga:1");
 }
@@ -175,6 +180,7 @@ TEST(Policy, NeedsOwnCommunicator) {
   EXPECT_TRUE(parse_policy("nccl-cga:1").needs_own_communicator());
   EXPECT_TRUE(parse_policy("nccl-cta-policy:efficiency").needs_own_communicator());
   EXPECT_TRUE(parse_policy("copy-engine").needs_own_communicator());
+  EXPECT_TRUE(parse_policy("nccl-symmetric").needs_own_communicator());
 }
 
 // Every combination of a representative value per control (none included), built two ways: as a
@@ -233,6 +239,7 @@ TEST(PolicyRoundTrip, GeneratedCombinations) {
       {{"", nullptr},
        {"green:1", [](OverlapPolicy& p) { p.green_sms = 1; }},
        {"green:66", [](OverlapPolicy& p) { p.green_sms = 66; }}},
+      {{"", nullptr}, {"nccl-symmetric", [](OverlapPolicy& p) { p.nccl_symmetric = true; }}},
       {{"", nullptr}, {"copy-engine", [](OverlapPolicy& p) { p.copy_engine = true; }}},
   };
 
@@ -270,7 +277,7 @@ TEST(PolicyRoundTrip, GeneratedCombinations) {
     while (axis < axes.size() && ++index[axis] == axes[axis].size()) index[axis++] = 0;
     if (axis == axes.size()) break;
   }
-  EXPECT_EQ(combinations, 2u * 7 * 2 * 3 * 5 * 4 * 3 * 3 * 2);
+  EXPECT_EQ(combinations, 2u * 7 * 2 * 3 * 5 * 4 * 3 * 3 * 2 * 2);
 }
 
 TEST(PolicyRoundTrip, SequentialAlone) {
@@ -338,7 +345,7 @@ TEST(PolicyErrors, Duplicates) {
             "'nccl-ctas' is "
             "already set by 'nccl-ctas:4'; each control may appear at most once" +
                 kAccepted);
-  for (const char* token : {"sequential", "concurrent", "comm-first", "copy-engine", "sm-target:1",
+  for (const char* token : {"sequential", "concurrent", "comm-first", "copy-engine", "nccl-symmetric", "sm-target:1",
                             "green:2", "nccl-cga:4", "nccl-cta-policy:zero"}) {
     const std::string text = std::string(token) + "+" + token;
     EXPECT_EQ(policy_error(text), "duplicate policy token '" + std::string(token) + "' in '" +
@@ -358,7 +365,7 @@ TEST(PolicyErrors, SequentialCombinesWithNothing) {
       "runs compute and collective on one stream, so no other control applies" +
           kAccepted);
   for (const char* other : {"concurrent", "comm-first", "shape:auto", "sm-target:8", "nccl-ctas:8",
-                            "nccl-cga:1", "nccl-cta-policy:zero", "green:4", "copy-engine"}) {
+                            "nccl-cga:1", "nccl-cta-policy:zero", "green:4", "nccl-symmetric", "copy-engine"}) {
     const std::string message = policy_error(std::string("sequential+") + other);
     EXPECT_NE(
         message.find("policy token '" + std::string(other) + "' cannot combine with 'sequential'"),
@@ -617,7 +624,7 @@ TEST(PolicyHelp, ListsEveryToken) {
   for (const char* token :
        {"sequential", "concurrent", "comm-first", "priority", "shape:N", "shape:<bytes>",
         "shape:auto", "sm-target:N", "nccl-ctas:MIN..MAX", "nccl-cga:1|2|4",
-        "nccl-cta-policy:efficiency|zero", "green:N", "copy-engine", "@FILE"})
+        "nccl-cta-policy:efficiency|zero", "green:N", "nccl-symmetric", "copy-engine", "@FILE"})
     EXPECT_NE(help.find(std::string("\n  ") + token + " "), std::string::npos) << token;
   EXPECT_EQ(help.back(), '\n');
 }

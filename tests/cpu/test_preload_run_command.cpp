@@ -149,7 +149,7 @@ TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
   EXPECT_NE(bogus.status, 0);
   EXPECT_EQ(bogus.out, "");
   EXPECT_NE(bogus.err.find("bogus"), std::string::npos);
-  for (const char* policy : {"sequential", "comm-first+priority", "green:64", "copy-engine"}) {
+  for (const char* policy : {"sequential", "comm-first+priority", "green:64", "copy-engine", "nccl-symmetric"}) {
     const Result r = run(tandem_run(std::string("--policy ") + policy, "sh -c 'echo ran'"));
     EXPECT_NE(r.status, 0) << policy;
     EXPECT_EQ(r.out, "") << policy;

@@ -47,6 +47,11 @@ TEST(TuneCandidates, NcclResourcesAndCopyEngine) {
   EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("comm-first+nccl-cga:1"))),
             (std::vector<std::string>{"comm-first+copy-engine", "copy-engine"}));
   EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("concurrent"))), (std::vector<std::string>{"copy-engine"}));
+  EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("priority+nccl-symmetric"))),
+            (std::vector<std::string>{"priority+copy-engine", "copy-engine"}));
+  EXPECT_EQ(texts(tb::symmetric_candidates(parse_policy("shape:4+priority"))),
+            (std::vector<std::string>{"shape:4+priority+nccl-symmetric"}));
+  EXPECT_TRUE(tb::symmetric_candidates(parse_policy("green:96+copy-engine")).empty());
 }
 
 TEST(TuneCandidates, GreenPartitionsAreMultiplesOfEight) {

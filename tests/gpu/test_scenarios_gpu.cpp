@@ -108,7 +108,8 @@ TEST(ScenariosGpu, MoeIsCorrectUnderEveryPolicy) {
 TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
   TANDEM_REQUIRE_GPUS(2);
   const char* controls =
-      "copy-engine,comm-first+priority+copy-engine,sm-target:116+priority,nccl-ctas:..8+nccl-cga:1,green:96";
+      "copy-engine,comm-first+priority+copy-engine,sm-target:116+priority,nccl-ctas:..8+nccl-cga:1,green:96,"
+      "nccl-symmetric";
   for (const char* name : {"fsdp", "moe", "tp-mlp"}) {
     BenchOptions o = small_options(name);
     o.scenario.expert_ffn = 1024;
@@ -125,9 +126,15 @@ TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
 }
 
 // dp-backward only all-reduces: copy engines cannot take it, and a named policy that cannot apply is
-// an error that says why, not a silent fallback to SM kernels.
+// an error that says why, not a silent fallback to SM kernels. Symmetric windows apply to it.
 TEST(ScenariosGpu, CopyEngineIsRefusedForAllReduceOnly) {
   TANDEM_REQUIRE_GPUS(2);
+  BenchOptions symmetric = small_options("dp-backward");
+  symmetric.policies = tandem::parse_policy_list("nccl-symmetric,priority+nccl-symmetric");
+  symmetric.policies_given = true;
+  const auto outcome = tandem::bench::run_scenarios(symmetric, tandem_test::gpu_count(), nullptr, nullptr);
+  ASSERT_EQ(outcome.rows.size(), 2u);
+  for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << r.policy;
   BenchOptions o = small_options("dp-backward");
   o.policies = tandem::parse_policy_list("copy-engine");
   o.policies_given = true;
