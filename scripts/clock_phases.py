@@ -17,6 +17,7 @@ import statistics
 import sys
 import time
 
+GPU_IDLE = 0x1  # nvmlClocksEventReasonGpuIdle
 SW_POWER_CAP = 0x4  # nvmlClocksEventReasonSwPowerCap
 HW_SLOWDOWN = 0x8
 
@@ -52,13 +53,20 @@ def summarize(samples_path, marks_path, after, json_path=None):
             marks.append((float(t), text))
     print(f"{'phase':64s} gpu    n  sm_MHz  power_W  power_capped%  hw_slowdown%")
     phases = []
+    # The floor the power model subtracts: samples the driver flags GPU idle (before the first run).
+    windows = [("idle (GPU idle clock-event reason)", None, None)]
     for i, (start, text) in enumerate(marks):
         if after not in text:
             continue
         label = " ".join(text.replace(after, " ").replace("tandem bench:", " ").split())
         end = marks[i + 1][0] if i + 1 < len(marks) else float("inf")
+        windows.append((label, start, end))
+    for label, start, end in windows:
         for gpu in sorted({s[1] for s in samples}):
-            window = [s for s in samples if s[1] == gpu and start <= s[0] < end]
+            if start is None:
+                window = [s for s in samples if s[1] == gpu and s[4] & GPU_IDLE]
+            else:
+                window = [s for s in samples if s[1] == gpu and start <= s[0] < end]
             if not window:
                 continue
             phase = {

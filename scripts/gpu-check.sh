@@ -38,7 +38,7 @@ section() { printf '\n=== %s\n' "$*" | tee -a "$logs/summary.log"; }
 if want environment; then
 section "environment"
 {
-  nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.sm,clocks.max.sm,power.limit --format=csv
   nvidia-smi topo -m
   ldconfig -p | grep -E 'libnccl|libcublasLt|libcupti' | head
   "$tandem" info

@@ -60,7 +60,9 @@ def main():
     doc = json.load(open(args.file))
     print(f"<!-- {args.file}: {doc['gpus']} x {doc['gpu']}, NCCL {doc['nccl']}, CUDA {doc['cuda']}, "
           f"commit {doc['commit']}, {doc['date']} -->")
-    print(f"`{doc['command']}`\n")
+    for command in doc.get("commands") or [doc["command"]]:  # merged files list every run's command
+        print(f"`{command}`  ")
+    print()
     rows = doc["rows"]
     if args.policies:
         keep = set(args.policies.split(","))
