@@ -1,6 +1,7 @@
 #pragma once
-// Which of a scenario's buffers become NCCL symmetric windows for copy-engine collectives, as pure
-// functions of the program and the rank's allocations (no GPU; tests/cpu/test_scenario_windows.cpp).
+// Which of a scenario's buffers become NCCL symmetric windows (policies copy-engine and
+// nccl-symmetric), as pure functions of the program and the rank's allocations (no GPU;
+// tests/cpu/test_scenario_windows.cpp).
 //
 // NCCL registers whole buffers as windows and then finds, for each collective, the window that
 // contains its send or receive pointer. A scenario's collectives often use a sub-range of one
