@@ -5,11 +5,12 @@ limited by the GPU's power budget rather than by SMs, HBM or links.
   nvidia-smi --query-gpu=index,clocks.sm,power.draw,clocks_event_reasons.active \
       --format=csv,noheader,nounits -lms 20 | clock_phases.py stamp > samples.txt &
   some_command 2>&1 | clock_phases.py stamp --prefix "policy-x " > marks.txt
-  clock_phases.py summarize samples.txt marks.txt --after "[1/1]"
+  clock_phases.py summarize samples.txt marks.txt [--after "[1/1]"]
 
-`stamp` prefixes every stdin line with the wall time. `summarize` takes, for each mark line that
-contains --after, the samples from that mark to the next mark (or the end) and prints the median SM
-clock (MHz), power (W) and the share of samples with the SW power cap reason set, per GPU.
+`stamp` prefixes every stdin line with the wall time. `summarize` takes, for each mark line (or each
+that contains --after; "end of run" lines only close a phase), the samples from that mark to the
+next mark and prints the median SM clock (MHz), power (W) and the share of samples with the SW power
+cap reason set, per GPU, and the GPU-idle samples as the floor.
 """
 import argparse
 import json
@@ -56,9 +57,11 @@ def summarize(samples_path, marks_path, after, json_path=None):
     # The floor the power model subtracts: samples the driver flags GPU idle (before the first run).
     windows = [("idle (GPU idle clock-event reason)", None, None)]
     for i, (start, text) in enumerate(marks):
-        if after not in text:
+        if after not in text or text.endswith("end of run"):
             continue
-        label = " ".join(text.replace(after, " ").replace("tandem bench:", " ").split())
+        label = " ".join(text.replace("tandem bench:", " ").split())
+        if after:
+            label = " ".join(label.replace(after, " ").split())
         end = marks[i + 1][0] if i + 1 < len(marks) else float("inf")
         windows.append((label, start, end))
     for label, start, end in windows:
@@ -94,7 +97,7 @@ def main():
     m = sub.add_parser("summarize")
     m.add_argument("samples")
     m.add_argument("marks")
-    m.add_argument("--after", default="[1/1]")
+    m.add_argument("--after", default="", help="only the marks containing this text start a phase")
     m.add_argument("--json", help="also write the phases as JSON")
     args = parser.parse_args()
     if args.command == "stamp":

@@ -6,7 +6,7 @@
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune counts multiprocess run scenarios
-#               scenario-tune clocks
+#               scenario-tune clocks scenario-clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`)
 set -uo pipefail
@@ -14,7 +14,7 @@ mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run,scenarios,scenario-tune,clocks ;;
+  full) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run,scenarios,scenario-tune,clocks,scenario-clocks ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run ;;
   *) sections=$mode ;;
 esac
@@ -207,36 +207,56 @@ PY
 cp "$logs/scenario-tune-$tag.json" "$out/" 2>/dev/null
 fi
 
+# Samples SM clock, power and clock-event reasons every 20 ms while each `tandem bench` run (one
+# argument string each) runs; its progress lines mark the phases. Writes $logs/clocks-$1.txt and
+# $logs/clocks-$1-$tag.json. $2: only progress lines containing it start a phase ("" = every line).
+sample_clocks() {
+  local name=$1 after=$2 run reasons sampler
+  shift 2
+  reasons=clocks_event_reasons.active  # named clocks_throttle_reasons.active by older drivers
+  nvidia-smi --query-gpu=$reasons --format=csv > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
+  nvidia-smi --query-gpu=index,clocks.sm,power.draw,$reasons --format=csv,noheader,nounits -lms 20 \
+    2> "$logs/clocks-$name-smi.err" | python3 -u "$root/scripts/clock_phases.py" stamp > "$logs/clocks-$name-samples.txt" &
+  sampler=$!
+  for run in "$@"; do
+    # shellcheck disable=SC2086  # one argument string per run, split on purpose
+    "$tandem" bench $run 2>&1 >> "$logs/clocks-$name-bench.log" \
+      | python3 -u "$root/scripts/clock_phases.py" stamp >> "$logs/clocks-$name-marks.txt"
+    echo "$(date +%s.%N) end of run" >> "$logs/clocks-$name-marks.txt"  # closes the last phase
+  done
+  kill $sampler 2> /dev/null; wait $sampler 2> /dev/null
+  python3 "$root/scripts/clock_phases.py" summarize "$logs/clocks-$name-samples.txt" "$logs/clocks-$name-marks.txt" \
+    --after "$after" --json "$logs/clocks-$name-$tag.json" | tee "$logs/clocks-$name.txt" | tee -a "$logs/summary.log"
+  grep -E '^ [a-z]' "$logs/clocks-$name-bench.log" | tee -a "$logs/summary.log"
+  cp "$logs/clocks-$name-$tag.json" "$out/" 2>/dev/null
+}
+
 if want clocks; then
 section "clocks: SM clock and power while the persistent GEMM overlaps a collective"
-# Whether the GEMM's slowdown under overlap is the power budget: per policy, the median SM clock,
-# power and share of power-capped samples while that policy is measured (after its progress line).
-reasons=clocks_event_reasons.active  # named clocks_throttle_reasons.active by older drivers
-nvidia-smi --query-gpu=$reasons --format=csv > /dev/null 2>&1 || reasons=clocks_throttle_reasons.active
-nvidia-smi --query-gpu=index,clocks.sm,power.draw,$reasons --format=csv,noheader,nounits \
-  -lms 20 2> "$logs/clocks-smi.err" | python3 -u "$root/scripts/clock_phases.py" stamp > "$logs/clock-samples.txt" &
-sampler=$!
-# workload collective size policy [bench options]; a 1 MiB collective makes `sequential` the GEMM
-# alone, a 256^3 GEMM makes it the collective alone.
-runs=("gemm all-gather 1M sequential" "gemm all-gather 512M sequential --count 1 --gemm-shape 256x256x256"
-      "gemm all-reduce 512M sequential --count 1 --gemm-shape 256x256x256" "gemm all-gather 512M sequential" "gemm all-gather 512M concurrent"
-      "gemm all-gather 512M comm-first" "gemm all-gather 512M comm-first+sm-target:124+copy-engine"
-      "gemm all-reduce 512M sequential" "gemm all-reduce 512M comm-first" "gemm all-reduce 512M comm-first+nccl-ctas:..8"
-      "stream all-reduce 512M sequential" "stream all-reduce 512M shape:4+priority")
-for run in "${runs[@]}"; do
-  read -r workload collective size policy options <<< "$run"
-  # shellcheck disable=SC2086  # options: several words on purpose
-  "$tandem" bench --workload $workload --collective $collective -b $size -e $size -p $policy -n 400 --warmup 20 $options \
-    2>&1 >> "$logs/clocks-bench.log" | python3 -u "$root/scripts/clock_phases.py" stamp --prefix "${options:+($options) }" \
-    >> "$logs/clock-marks.txt"
-  echo "$(date +%s.%N) end of run" >> "$logs/clock-marks.txt"  # closes the policy's window
-done
-kill $sampler 2> /dev/null; wait $sampler 2> /dev/null
-python3 "$root/scripts/clock_phases.py" summarize "$logs/clock-samples.txt" "$logs/clock-marks.txt" --after "[1/1]" \
-  --json "$logs/clocks-$tag.json" \
-  | tee "$logs/clocks.txt" | tee -a "$logs/summary.log"
-grep -E '^ (gemm|stream)' "$logs/clocks-bench.log" | tee -a "$logs/summary.log"
-cp "$logs/clocks-$tag.json" "$out/" 2>/dev/null
+# Whether the GEMM's slowdown under overlap is the power budget. Microbenchmark baselines print no
+# progress line, so only the policy's phase ([1/1]) counts; a 1 MiB collective makes `sequential`
+# the GEMM alone, a 256^3 GEMM makes it the collective alone.
+each=(-n 400 --warmup 20)
+sample_clocks gemm "[1/1]" \
+  "--workload gemm --collective all-gather -b 1M -e 1M -p sequential ${each[*]}" \
+  "--workload gemm --collective all-gather -b 512M -e 512M -p sequential --count 1 --gemm-shape 256x256x256 ${each[*]}" \
+  "--workload gemm --collective all-reduce -b 512M -e 512M -p sequential --count 1 --gemm-shape 256x256x256 ${each[*]}" \
+  "--workload gemm --collective all-gather -b 512M -e 512M -p sequential ${each[*]}" \
+  "--workload gemm --collective all-gather -b 512M -e 512M -p concurrent ${each[*]}" \
+  "--workload gemm --collective all-gather -b 512M -e 512M -p comm-first ${each[*]}" \
+  "--workload gemm --collective all-gather -b 512M -e 512M -p comm-first+sm-target:124+copy-engine ${each[*]}" \
+  "--workload gemm --collective all-reduce -b 512M -e 512M -p sequential ${each[*]}" \
+  "--workload gemm --collective all-reduce -b 512M -e 512M -p comm-first ${each[*]}" \
+  "--workload gemm --collective all-reduce -b 512M -e 512M -p comm-first+nccl-ctas:..8 ${each[*]}" \
+  "--workload stream --collective all-reduce -b 512M -e 512M -p sequential ${each[*]}" \
+  "--workload stream --collective all-reduce -b 512M -e 512M -p shape:4+priority ${each[*]}"
+fi
+
+if want scenario-clocks; then
+section "clocks: power of each phase of a training scenario (baselines and the tuned policy)"
+sample_clocks scenarios "" \
+  "--workload dp-backward --seq 2048 -p nccl-symmetric -n 150 --warmup 3" \
+  "--workload fsdp --seq 2048 -p comm-first+copy-engine -n 100 --warmup 3"
 fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"

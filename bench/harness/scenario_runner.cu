@@ -69,9 +69,17 @@ class ScenarioCase final : public PolicyTrials {
   }
 
   // t_seq first: it leaves real values in every buffer the compute-only run then reads.
-  void measure_baselines() {
+  // `progress` (rank 0's, may be empty) hears when each baseline starts: long scenario baselines are
+  // phases worth seeing, and scripts/clock_phases.py attributes power samples by them.
+  void measure_baselines(const ProgressSink& progress) {
+    const auto announce = [&](ScenarioMode mode) {
+      if (progress && ctx_.rank == 0) progress(scenario_.name() + ": baseline, " + mode_name(mode));
+    };
+    announce(ScenarioMode::Sequential);
     baselines_.seq = measure(ScenarioMode::Sequential, nullptr).total;
+    announce(ScenarioMode::ComputeOnly);
     baselines_.compute = measure(ScenarioMode::ComputeOnly, nullptr).total;
+    announce(ScenarioMode::CommOnly);
     baselines_.comm = measure(ScenarioMode::CommOnly, nullptr).total;
     baselines_.bound_ms = bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
                         ctx_.group.min(ctx_.hbm_bandwidth_gbps));
@@ -337,7 +345,7 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
           {
             ScenarioCase c(ctx, options, *scenario);
             c.capture_footprints();
-            c.measure_baselines();
+            c.measure_baselines(progress);
             body(c, CaseId{name, scenario->collective(), scenario->collective_bytes(), ctx.rank, nranks, collects});
           }
           // Windows are registered collectively and must be released before the buffers go; every
