@@ -31,6 +31,9 @@ export TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export TANDEM_CLI="$root/build/bin/tandem"
 tandem="$root/build/bin/tandem"
 tag=$(date -u +%Y-%m-%d)
+# One rank per visible GPU in the multi-process runs (2, 4 or 8 on the H200 machines).
+gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
+[ "${gpus:-0}" -ge 1 ] || gpus=2
 status=0
 
 section() { printf '\n=== %s\n' "$*" | tee -a "$logs/summary.log"; }
@@ -105,16 +108,16 @@ section "multi-process"
 # torchrun; each must end "# OK" (JSON in logs.tgz: launch, world_size, rendezvous).
 short=(--workload stream,tiled-gemm -b 64M -n 5 --warmup 2 -p concurrent,priority,shape:3+priority -q)
 if command -v mpirun > /dev/null; then
-  timeout 180 mpirun -np 2 --allow-run-as-root "$tandem" bench "${short[@]}" --json "$logs/mpi-$tag.json" \
+  timeout 180 mpirun -np "$gpus" --allow-run-as-root "$tandem" bench "${short[@]}" --json "$logs/mpi-$tag.json" \
     > "$logs/mpi.log" 2>&1 || status=1
-  printf 'mpirun -np 2:   %s\n' "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/mpi.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
+  printf 'mpirun -np %s:   %s\n' "$gpus" "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/mpi.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
 else
   echo "mpirun not on PATH: skipped" | tee -a "$logs/summary.log"
 fi
 if command -v torchrun > /dev/null; then
-  timeout 180 torchrun --standalone --nproc-per-node 2 --no-python "$tandem" bench "${short[@]}" \
+  timeout 180 torchrun --standalone --nproc-per-node "$gpus" --no-python "$tandem" bench "${short[@]}" \
     --json "$logs/torchrun-$tag.json" > "$logs/torchrun.log" 2>&1 || status=1
-  printf 'torchrun x2:    %s\n' "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/torchrun.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
+  printf 'torchrun x%s:    %s\n' "$gpus" "$(grep -E '^# (OK|FAILED)|launch |error' "$logs/torchrun.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
 else
   echo "torchrun not on PATH: skipped" | tee -a "$logs/summary.log"
 fi
@@ -154,7 +157,7 @@ timeout 180 "$tandem" bench --workload stream --stream-bytes 256M -b 512M --coun
 if command -v torchrun > /dev/null; then
   for policy in none priority shape:3+priority; do
     pre=(); [ $policy = none ] || pre=("$tandem" run --policy $policy --stats "$logs/ddp-${policy//[:+]/_}-stats.json" --)
-    line=$(timeout 240 "${pre[@]}" torchrun --standalone --nproc-per-node 2 "$root/examples/pytorch/ddp_overlap.py" \
+    line=$(timeout 240 "${pre[@]}" torchrun --standalone --nproc-per-node "$gpus" "$root/examples/pytorch/ddp_overlap.py" \
           2> "$logs/ddp-${policy//[:+]/_}.err" | tail -n 1)
     printf 'pytorch ddp %-18s %s\n' $policy "$line" | tee -a "$logs/summary.log"
     [ -n "$line" ] || { status=1; tail -n 5 "$logs/ddp-${policy//[:+]/_}.err"; }
