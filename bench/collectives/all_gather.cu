@@ -14,7 +14,6 @@ class AllGather final : public BufferedCollective {
  public:
   const char* name() const override { return "all-gather"; }
   double busbw_factor(int n) const override { return double(n - 1) / n; }
-  bool copy_engine_capable() const override { return true; }
   int shards(int n) const override { return n; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
     const size_t count = bytes / dtype_size(dtype);

@@ -1,4 +1,5 @@
 #include "collectives/collective_base.cuh"
+#include "harness/copy_engine_reduction.h"
 
 namespace tandem::bench {
 namespace {
@@ -18,8 +19,19 @@ class AllReduce final : public BufferedCollective {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count, count);
   }
+  std::string route_through_copy_engines(bool on) override {
+    if (on && recv_count_ % size_t(nranks_) != 0)
+      return "a copy-engine all-reduce splits its " + std::to_string(recv_count_) + " elements into " +
+             std::to_string(nranks_) + " equal chunks";
+    if (on) ensure_scratch(recv_count_);
+    copy_engine_route_ = on;
+    return "";
+  }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
+    if (copy_engine_route_)
+      enqueue_copy_engine_all_reduce(comm, send_, recv_, scratch_, recv_count_, dtype_, rank_, nranks_, stream);
+    else
+      TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override { return count_wrong_with(ctx, AllReduceExpected{seed_, nranks_}); }
   double hbm_bytes() const override { return 2.0 * bytes_; }

@@ -26,6 +26,7 @@ class BufferedCollective : public Collective {
   ~BufferedCollective() override {
     ncclMemFree(send_);
     ncclMemFree(recv_);
+    if (scratch_) ncclMemFree(scratch_);
     cudaFree(wrong_);
   }
 
@@ -33,20 +34,26 @@ class BufferedCollective : public Collective {
     for (const auto& w : windows_)
       if (w.comm == comm) return;
     const size_t elem = dtype_size(dtype_);
-    Windows w{comm, nullptr, nullptr};
+    Windows w{comm, nullptr, nullptr, nullptr};
     TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, send_, send_count_ * elem, &w.send, NCCL_WIN_COLL_SYMMETRIC));
     ctx.await_communicator(comm, std::string(name()) + " send window");
     TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, recv_, recv_count_ * elem, &w.recv, NCCL_WIN_COLL_SYMMETRIC));
     ctx.await_communicator(comm, std::string(name()) + " receive window");
+    if (scratch_) {
+      TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, scratch_, scratch_count_ * elem, &w.scratch,
+                                                     NCCL_WIN_COLL_SYMMETRIC));
+      ctx.await_communicator(comm, std::string(name()) + " scratch window");
+    }
     windows_.push_back(w);
   }
 
   void release_windows(RankContext& ctx) override {
     for (const auto& w : windows_) {
-      TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, w.send));
-      ctx.await_communicator(w.comm, std::string(name()) + " window release");
-      TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, w.recv));
-      ctx.await_communicator(w.comm, std::string(name()) + " window release");
+      for (ncclWindow_t handle : {w.send, w.recv, w.scratch}) {
+        if (!handle) continue;
+        TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, handle));
+        ctx.await_communicator(w.comm, std::string(name()) + " window release");
+      }
     }
     windows_.clear();
   }
@@ -84,6 +91,14 @@ class BufferedCollective : public Collective {
     ctx.wait(ctx.compute, std::string(name()) + " setup");
   }
 
+  // The scratch buffer of a copy-engine reduction: `count` elements, allocated once, on first use
+  // (before the windows of the communicator that needs it are registered).
+  void ensure_scratch(size_t count) {
+    if (scratch_) return;
+    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&scratch_, count * dtype_size(dtype_)));
+    scratch_count_ = count;
+  }
+
   template <class Expected>
   int64_t count_wrong_with(RankContext& ctx, Expected expected) {
     TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), ctx.compute));
@@ -106,12 +121,15 @@ class BufferedCollective : public Collective {
   size_t send_count_ = 0, recv_count_ = 0;
   void* send_ = nullptr;
   void* recv_ = nullptr;
+  void* scratch_ = nullptr;  // copy-engine reductions only
+  size_t scratch_count_ = 0;
+  bool copy_engine_route_ = false;  // route_through_copy_engines(true) is in force
   unsigned long long* wrong_ = nullptr;
 
  private:
   struct Windows {
     ncclComm_t comm;
-    ncclWindow_t send, recv;
+    ncclWindow_t send, recv, scratch;
   };
   std::vector<Windows> windows_;
 };

@@ -1,4 +1,5 @@
 #include "collectives/collective_base.cuh"
+#include "harness/copy_engine_reduction.h"
 
 namespace tandem::bench {
 namespace {
@@ -21,8 +22,16 @@ class ReduceScatter final : public BufferedCollective {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count, count / ctx.nranks);
   }
+  std::string route_through_copy_engines(bool on) override {
+    if (on) ensure_scratch(send_count_);
+    copy_engine_route_ = on;
+    return "";
+  }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    TANDEM_NCCL_CHECK(comm, ncclReduceScatter(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
+    if (copy_engine_route_)
+      enqueue_copy_engine_reduce_scatter(comm, send_, recv_, scratch_, recv_count_, dtype_, nranks_, stream);
+    else
+      TANDEM_NCCL_CHECK(comm, ncclReduceScatter(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, ReduceScatterExpected{seed_, nranks_, size_t(rank_) * recv_count_});

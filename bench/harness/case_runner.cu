@@ -97,8 +97,11 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
   }
   if (policy.sm_target && !workload_.set_sm_count_target(*policy.sm_target))
     return "sm-target applies to cuBLASLt GEMMs only";
-  if (policy.copy_engine && !collective_.copy_engine_capable())
-    return std::string("NCCL 2.28 runs only all-gather and all-to-all on copy engines, not ") + collective_.name();
+  if (policy.copy_engine) {
+    // Before the windows: the route may add a scratch buffer to them.
+    const std::string why = collective_.route_through_copy_engines(true);
+    if (!why.empty()) return why;
+  }
   active_comm_ = ctx_.communicator_for(policy);
   if (policy.registers_windows()) collective_.use_symmetric_windows(ctx_, active_comm_);
   active_compute_stream_ = ctx_.compute;
@@ -115,6 +118,7 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
 
 void CaseRunner::restore() {
   if (ShapedKernel* kernel = workload_.shaped_kernel()) kernel->shape(ShapeTarget{});
+  collective_.route_through_copy_engines(false);
   workload_.set_sm_count_target(0);
   active_comm_ = ctx_.comm;
   active_comm_stream_ = ctx_.comm_default;

@@ -26,9 +26,13 @@ class Collective {
   virtual void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) = 0;
   virtual void enqueue(ncclComm_t comm, cudaStream_t stream) = 0;
   virtual void poison_output(cudaStream_t stream) = 0;
-  // Whether NCCL can run this collective on copy engines (CTA policy zero + symmetric windows):
-  // NCCL 2.28 offers it for all-gather and all-to-all.
-  virtual bool copy_engine_capable() const { return false; }
+  // Moves the collective's data with copy engines (the `copy-engine` policy) from now on, or stops.
+  // All-gather and all-to-all need nothing here: NCCL 2.28 runs them on copy engines by itself on a
+  // communicator with CTA policy zero and symmetric windows. All-reduce and reduce-scatter become
+  // copy-engine all-to-all + a sum kernel (+ all-gather): harness/copy_engine_reduction.h. Returns
+  // why the collective cannot, or "". Call before use_symmetric_windows() (the route may need a
+  // scratch buffer registered with the others).
+  virtual std::string route_through_copy_engines(bool on) { (void)on; return ""; }
   // Registers the buffers as symmetric windows on `comm` (once per communicator). All ranks call it
   // together. Windows are released by release_windows() before the buffers are freed.
   virtual void use_symmetric_windows(RankContext& ctx, ncclComm_t comm) = 0;

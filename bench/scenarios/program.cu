@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 
+#include "harness/copy_engine_reduction.h"
 #include "scenarios/kernels.h"
 #include "tandem/cuda_check.h"
 
@@ -121,20 +122,28 @@ std::string Program::collective_kinds() const {
 }
 
 void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
-                        cudaStream_t stream, bool all_to_all_api) {
+                        cudaStream_t stream, const CollectiveRoute& route) {
   const ncclDataType_t type = to_nccl(c.dtype);
   switch (c.kind) {
     case CollectiveCall::Kind::AllReduce:
-      TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
+      if (route.copy_engine_scratch)
+        enqueue_copy_engine_all_reduce(comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count), c.dtype,
+                                       ctx.rank, ctx.nranks, stream);
+      else
+        TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
     case CollectiveCall::Kind::AllGather:
       TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, size_t(c.count), type, comm, stream));
       break;
     case CollectiveCall::Kind::ReduceScatter:
-      TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
+      if (route.copy_engine_scratch)
+        enqueue_copy_engine_reduce_scatter(comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count), c.dtype,
+                                           ctx.nranks, stream);
+      else
+        TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
     case CollectiveCall::Kind::AllToAll: {
-      if (all_to_all_api) {
+      if (route.all_to_all_api) {
         // The same exchange (peer j's chunk at send + j count, from peer i at recv + i count) as one
         // collective, which NCCL can run on copy engines; grouped point-to-point cannot.
         TANDEM_NCCL_CHECK(comm, ncclAlltoAll(c.send, c.recv, size_t(c.count), type, comm, stream));
@@ -176,14 +185,13 @@ Executor::~Executor() {
   if (comm_done_) cudaEventDestroy(comm_done_);
 }
 
-void Executor::set_all_to_all_api(ncclComm_t comm, bool on) {
-  all_to_all_api_.erase(std::remove(all_to_all_api_.begin(), all_to_all_api_.end(), comm), all_to_all_api_.end());
-  if (on) all_to_all_api_.push_back(comm);
-}
+void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes_[comm] = route; }
+
+void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
 
 void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
-  const bool api = std::find(all_to_all_api_.begin(), all_to_all_api_.end(), comm) != all_to_all_api_.end();
-  enqueue_collective(ctx, comm, op.call, op.name, stream, api);
+  const auto found = routes_.find(comm);
+  enqueue_collective(ctx, comm, op.call, op.name, stream, found == routes_.end() ? CollectiveRoute{} : found->second);
 }
 
 void Executor::open_segment(StreamState& s) {

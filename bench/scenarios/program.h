@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -97,12 +98,20 @@ struct IssueStep {
 };
 std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first);
 
-// Enqueues a collective on `stream` through NCCL, then waits for the non-blocking communicator to
-// accept it (ctx.await_communicator). An all-to-all is grouped ncclSend/ncclRecv, as frameworks
-// issue all_to_all_single, unless `all_to_all_api`: then one ncclAlltoAll, the form NCCL 2.28 can
-// run on copy engines (see Executor::set_all_to_all_api).
+// How collectives are issued on a communicator whose buffers are registered as symmetric windows.
+struct CollectiveRoute {
+  // All-to-all as one ncclAlltoAll, the form NCCL 2.28 can run on copy engines, instead of grouped
+  // ncclSend/ncclRecv (how frameworks issue all_to_all_single).
+  bool all_to_all_api = false;
+  // Non-null: all-reduce and reduce-scatter on copy engines through this registered scratch buffer
+  // (harness/copy_engine_reduction.h); it holds the largest collective's send buffer.
+  void* copy_engine_scratch = nullptr;
+};
+
+// Enqueues a collective on `stream` through NCCL, as `route` says, then waits for the non-blocking
+// communicator to accept it (ctx.await_communicator).
 void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& call, const std::string& name,
-                        cudaStream_t stream, bool all_to_all_api = false);
+                        cudaStream_t stream, const CollectiveRoute& route = {});
 
 // Issues a program on one rank's streams, with the events that order them and the events that time
 // each stream's busy stretches.
@@ -114,10 +123,10 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   void enqueue(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
-  // Whether collectives on `comm` issue all-to-all as ncclAlltoAll: set for a communicator on which
-  // the buffers are registered as symmetric windows (copy engines), cleared when they are released.
-  // Other communicators keep grouped ncclSend/ncclRecv.
-  void set_all_to_all_api(ncclComm_t comm, bool on);
+  // How collectives on `comm` are issued: set for a communicator on which the buffers are registered
+  // as symmetric windows, cleared when they are released. Other communicators take the defaults.
+  void set_route(ncclComm_t comm, const CollectiveRoute& route);
+  void clear_route(ncclComm_t comm);
   // Busy time per stream of the last Full iteration (after it completed).
   StreamBusy busy() const;
   // The first compute operation, or the first collective, alone on `stream`.
@@ -142,7 +151,7 @@ class Executor {
   const Program& program_;
   std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
   std::vector<cudaEvent_t> done_;  // per op, where needed
-  std::vector<ncclComm_t> all_to_all_api_;  // set_all_to_all_api
+  std::map<ncclComm_t, CollectiveRoute> routes_;  // set_route
   cudaEvent_t iteration_start_ = nullptr, comm_done_ = nullptr;
   std::vector<Segment> compute_segments_, comm_segments_;
   size_t compute_used_ = 0, comm_used_ = 0;

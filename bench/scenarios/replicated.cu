@@ -251,6 +251,7 @@ ReplicatedScenario::~ReplicatedScenario() {
   // window (an error unwound past release_windows()) are left allocated rather than freed under
   // NCCL's mapping; destroying or aborting the communicator drops the windows.
   if (!windows_.empty() && own_) own_->keep_allocations_on_destruction();
+  if (windows_.empty() && copy_engine_scratch_) ncclMemFree(copy_engine_scratch_);
   for (auto& e : expected_) cudaFree(e.ref);
   if (wrong_) cudaFree(wrong_);
 }
@@ -363,18 +364,29 @@ std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm
   std::vector<ByteRange> allocations;
   for (const auto& a : own_->allocations()) allocations.push_back({a.ptr, a.bytes});
   const auto used = containing_allocations(allocations, collective_ranges(own_->program()));
-  for (size_t i = 0; i < used.size(); ++i) {
-    const ByteRange& a = allocations[used[i]];
+  std::vector<ByteRange> to_register;
+  for (size_t i : used) to_register.push_back(allocations[i]);
+  // Copy-engine reductions stage every rank's chunks in one scratch buffer, registered with the rest.
+  CollectiveRoute route;
+  route.all_to_all_api = true;
+  const int64_t scratch_bytes = for_copy_engine ? copy_engine_scratch_bytes(own_->program()) : 0;
+  if (scratch_bytes > 0) {
+    if (!copy_engine_scratch_) TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&copy_engine_scratch_, size_t(scratch_bytes)));
+    to_register.push_back({copy_engine_scratch_, scratch_bytes});
+    route.copy_engine_scratch = copy_engine_scratch_;
+  }
+  for (size_t i = 0; i < to_register.size(); ++i) {
     Window w{comm, nullptr};
-    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, const_cast<void*>(a.ptr), size_t(a.bytes), &w.window,
-                                                   NCCL_WIN_COLL_SYMMETRIC));
+    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, const_cast<void*>(to_register[i].ptr),
+                                                   size_t(to_register[i].bytes), &w.window, NCCL_WIN_COLL_SYMMETRIC));
     // The communicator is non-blocking: the registration completes (and the handle is valid) only
     // once it reports success.
-    ctx.await_communicator(comm, name() + " window " + std::to_string(i + 1) + "/" + std::to_string(used.size()));
+    ctx.await_communicator(comm,
+                           name() + " window " + std::to_string(i + 1) + "/" + std::to_string(to_register.size()));
     windows_.push_back(w);
   }
   windowed_comms_.push_back(comm);
-  executor_->set_all_to_all_api(comm, true);
+  executor_->set_route(comm, route);
   return "";
 }
 
@@ -389,7 +401,7 @@ void ReplicatedScenario::release_windows(RankContext& ctx) {
     windows_.erase(windows_.begin());
   }
   for (ncclComm_t c : windowed_comms_)
-    if (executor_) executor_->set_all_to_all_api(c, false);
+    if (executor_) executor_->clear_route(c);
   windowed_comms_.clear();
 }
 

@@ -178,6 +178,7 @@ class ReplicatedScenario : public Scenario {
   std::string setup_note_;
   std::vector<Window> windows_;           // in registration order, every communicator's
   std::vector<ncclComm_t> windowed_comms_;  // communicators use_symmetric_windows() registered on
+  void* copy_engine_scratch_ = nullptr;     // copy-engine reductions' staging (ncclMemAlloc), registered too
 };
 
 }  // namespace tandem::bench::scenarios

@@ -19,13 +19,24 @@ std::vector<ByteRange> collective_ranges(const Program& program) {
 }
 
 std::string copy_engine_refusal(const Program& program) {
+  if (program.collective_kinds().empty()) return "the scenario issues no collective";
   for (const auto& op : program.ops())
-    if (op.kind == Op::Kind::Collective &&
-        (op.call.kind == CollectiveCall::Kind::AllGather || op.call.kind == CollectiveCall::Kind::AllToAll))
-      return "";
-  const std::string kinds = program.collective_kinds();
-  return "the scenario issues " + (kinds.empty() ? std::string("no collective") : kinds) +
-         ", and NCCL runs only all-gather and all-to-all on copy engines";
+    if (op.kind == Op::Kind::Collective && op.call.kind == CollectiveCall::Kind::AllReduce &&
+        op.call.count % program.nranks() != 0)
+      return op.name + ": a copy-engine all-reduce splits its " + std::to_string(op.call.count) + " elements into " +
+             std::to_string(program.nranks()) + " equal chunks";
+  return "";
+}
+
+int64_t copy_engine_scratch_bytes(const Program& program) {
+  int64_t bytes = 0;
+  for (const auto& op : program.ops()) {
+    if (op.kind != Op::Kind::Collective) continue;
+    if (op.call.kind != CollectiveCall::Kind::AllReduce && op.call.kind != CollectiveCall::Kind::ReduceScatter)
+      continue;
+    bytes = std::max(bytes, op.call.send_elements(program.nranks()) * int64_t(dtype_size(op.call.dtype)));
+  }
+  return bytes;
 }
 
 std::vector<size_t> containing_allocations(const std::vector<ByteRange>& allocations,

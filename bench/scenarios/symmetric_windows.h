@@ -27,10 +27,14 @@ struct ByteRange {
 // same range twice).
 std::vector<ByteRange> collective_ranges(const Program& program);
 
-// Why copy engines cannot apply to `program`, or "" when they can. NCCL 2.28 runs only all-gather
-// and all-to-all on copy engines (CTA policy zero); a program without either would register
-// windows and gain nothing from them under this policy.
+// Why copy engines cannot apply to `program`, or "" when they can: NCCL 2.28 runs all-gather and
+// all-to-all on copy engines, and all-reduce / reduce-scatter go through its copy-engine all-to-all
+// plus a sum (harness/copy_engine_reduction.h), which needs an all-reduce to split into equal chunks.
 std::string copy_engine_refusal(const Program& program);
+
+// Bytes of the scratch buffer the copy-engine reductions need: the largest all-reduce or
+// reduce-scatter send buffer; 0 when the program has neither.
+int64_t copy_engine_scratch_bytes(const Program& program);
 
 // Indices into `allocations` of the allocations that contain the ranges, each index once, in the
 // order of the first range it contains. Throws tandem::Error when a range lies in no allocation

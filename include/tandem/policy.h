@@ -22,7 +22,9 @@
 //   nccl-symmetric             the collective's buffers registered as NCCL symmetric windows, so
 //                              NCCL may run its symmetric kernels (direct loads and stores between
 //                              GPUs, no staging through its FIFOs)
-//   copy-engine                copy-engine collectives (symmetric windows, CTA policy zero)
+//   copy-engine                copy-engine collectives (symmetric windows, CTA policy zero); all-reduce
+//                              and reduce-scatter as a copy-engine all-to-all plus a sum kernel
+//                              (+ a copy-engine all-gather)
 // A whole policy may instead be "@FILE": a policy file (see load_policy_file).
 #include <cstdint>
 #include <optional>

@@ -532,7 +532,7 @@ std::string policy_grammar_help() {
          "  green:N                           compute in a green context of N SMs, collective in "
          "the rest\n"
          "  nccl-symmetric                    buffers as NCCL symmetric windows (direct-access kernels)\n"
-         "  copy-engine                       collectives on copy engines (no SMs)\n"
+         "  copy-engine                       collectives on copy engines (reductions: one sum kernel)\n"
          "  @FILE                             the policy in FILE ('#' comments, one policy line)\n"
          "Lists separate policies with ',': sequential,priority,shape:3+priority\n";
 }

@@ -85,13 +85,18 @@ TEST(ScenarioWindows, RangeOutsideOrPastAnAllocationIsAnError) {
   EXPECT_NO_THROW(containing_allocations(allocs, {{alloc(0) + 1000, 24}}));
 }
 
-TEST(ScenarioWindows, CopyEnginesNeedAllGatherOrAllToAll) {
+TEST(ScenarioWindows, CopyEnginesTakeEveryCollectiveThatSplitsEvenly) {
   Program reduce_only(2);
   reduce_only.add(collective(CollectiveCall::Kind::AllReduce, alloc(0), alloc(0), 64));
   reduce_only.finalize();
-  const std::string why = copy_engine_refusal(reduce_only);
-  EXPECT_NE(why.find("all-reduce"), std::string::npos) << why;
-  EXPECT_NE(why.find("all-gather and all-to-all"), std::string::npos) << why;
+  EXPECT_EQ(copy_engine_refusal(reduce_only), "");
+  EXPECT_EQ(copy_engine_scratch_bytes(reduce_only), 64 * 2);  // bf16
+
+  Program odd(2);  // 63 elements cannot be split in two chunks
+  odd.add(collective(CollectiveCall::Kind::AllReduce, alloc(0), alloc(0), 63));
+  odd.finalize();
+  const std::string why = copy_engine_refusal(odd);
+  EXPECT_NE(why.find("equal chunks"), std::string::npos) << why;
 
   Program none(2);
   none.add(compute());
@@ -103,11 +108,14 @@ TEST(ScenarioWindows, CopyEnginesNeedAllGatherOrAllToAll) {
   sp.add(collective(CollectiveCall::Kind::ReduceScatter, alloc(1), alloc(2), 64));
   sp.finalize();
   EXPECT_EQ(copy_engine_refusal(sp), "");
+  // The reduce-scatter's send buffer: 64 elements per rank x 2 ranks, bf16.
+  EXPECT_EQ(copy_engine_scratch_bytes(sp), 64 * 2 * 2);
 
   Program moe(2);
   moe.add(collective(CollectiveCall::Kind::AllToAll, alloc(0), alloc(1), 64));
   moe.finalize();
   EXPECT_EQ(copy_engine_refusal(moe), "");
+  EXPECT_EQ(copy_engine_scratch_bytes(moe), 0);
 }
 
 }  // namespace
