@@ -29,7 +29,7 @@ class AllReduce final : public BufferedCollective {
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
     if (copy_engine_route_)
-      enqueue_copy_engine_all_reduce(comm, send_, recv_, scratch_, recv_count_, dtype_, rank_, nranks_, stream);
+      enqueue_copy_engine_all_reduce(*ctx_, comm, send_, recv_, scratch_, recv_count_, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }

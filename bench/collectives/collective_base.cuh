@@ -72,6 +72,7 @@ class BufferedCollective : public Collective {
   void allocate(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, size_t send_count, size_t recv_count) {
     const size_t elem = dtype_size(dtype);
     check_divisible(*this, bytes, dtype, ctx.nranks);
+    ctx_ = &ctx;
     bytes_ = bytes;
     dtype_ = dtype;
     seed_ = seed;
@@ -121,6 +122,7 @@ class BufferedCollective : public Collective {
   size_t send_count_ = 0, recv_count_ = 0;
   void* send_ = nullptr;
   void* recv_ = nullptr;
+  RankContext* ctx_ = nullptr;  // the rank this collective runs on (set up by allocate())
   void* scratch_ = nullptr;  // copy-engine reductions only
   size_t scratch_count_ = 0;
   bool copy_engine_route_ = false;  // route_through_copy_engines(true) is in force

@@ -12,20 +12,25 @@
 // for the whole transfer. `send`, `recv` and `scratch` must lie in symmetric windows registered on
 // `comm`; every step is enqueued on `stream` in order, so the scratch can be reused by the next
 // call on the same stream. Sums accumulate in fp32 and round once.
+//
+// The communicators are non-blocking: an NCCL call may return before its work is on the stream, so
+// each is awaited (RankContext::await_communicator) before the sum kernel is launched behind it or
+// the next NCCL call is made - otherwise the sum could run before the all-to-all's data is there.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstddef>
 
 #include "harness/dtype.h"
+#include "harness/rank_context.h"
 
 namespace tandem::bench {
 
 // `recv_count` elements per rank; `send` holds nranks x recv_count; `scratch` as many.
-void enqueue_copy_engine_reduce_scatter(ncclComm_t comm, const void* send, void* recv, void* scratch,
-                                        size_t recv_count, DType dtype, int nranks, cudaStream_t stream);
-// `count` elements, divisible by nranks; `scratch` holds `count`; `send` may equal `recv`.
-void enqueue_copy_engine_all_reduce(ncclComm_t comm, const void* send, void* recv, void* scratch, size_t count,
-                                    DType dtype, int rank, int nranks, cudaStream_t stream);
+void enqueue_copy_engine_reduce_scatter(RankContext& ctx, ncclComm_t comm, const void* send, void* recv,
+                                        void* scratch, size_t recv_count, DType dtype, cudaStream_t stream);
+// `count` elements, divisible by the rank count; `scratch` holds `count`; `send` may equal `recv`.
+void enqueue_copy_engine_all_reduce(RankContext& ctx, ncclComm_t comm, const void* send, void* recv, void* scratch,
+                                    size_t count, DType dtype, cudaStream_t stream);
 
 }  // namespace tandem::bench

@@ -127,8 +127,8 @@ void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall&
   switch (c.kind) {
     case CollectiveCall::Kind::AllReduce:
       if (route.copy_engine_scratch)
-        enqueue_copy_engine_all_reduce(comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count), c.dtype,
-                                       ctx.rank, ctx.nranks, stream);
+        enqueue_copy_engine_all_reduce(ctx, comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count),
+                                       c.dtype, stream);
       else
         TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
@@ -137,8 +137,8 @@ void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall&
       break;
     case CollectiveCall::Kind::ReduceScatter:
       if (route.copy_engine_scratch)
-        enqueue_copy_engine_reduce_scatter(comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count), c.dtype,
-                                           ctx.nranks, stream);
+        enqueue_copy_engine_reduce_scatter(ctx, comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count),
+                                           c.dtype, stream);
       else
         TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
