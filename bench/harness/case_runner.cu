@@ -8,7 +8,7 @@
 namespace tandem::bench {
 
 CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective)
-    : ctx_(ctx), options_(options), workload_(workload), collective_(collective) {
+    : PolicyTrials(options.policies_given), ctx_(ctx), options_(options), workload_(workload), collective_(collective) {
   for (cudaEvent_t* e : {&start_, &compute_done_, &comm_done_, &end_}) TANDEM_CUDA_CHECK(cudaEventCreate(e));
   active_comm_ = ctx_.comm;
   active_comm_stream_ = ctx_.comm_default;
@@ -66,20 +66,11 @@ uint64_t CaseRunner::balanced_collective_bytes(uint64_t bytes) const {
   return balanced_bytes(bytes, baselines_.compute.median, baselines_.comm.median, ctx_.nranks);
 }
 
-bool CaseRunner::run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) {
-  const std::string why = apply(policy);
-  if (!why.empty()) {
-    restore();
-    if (options_.policies_given) TANDEM_THROW("policy '" + to_string(policy) + "' cannot apply: " + why);
-    skip_reason = why;
-    return false;
-  }
+void CaseRunner::check_and_measure(const OverlapPolicy& policy, Row& row) {
   const Schedule schedule = policy.is_sequential() ? Schedule::Sequential : Schedule::Overlap;
   row.wrong = options_.check ? check(schedule, &policy) : 0;
   const StepSummary s = measure(schedule, &policy, count_);
   fill_row(row, policy, s, workload_.shaped_kernel());
-  restore();
-  return true;
 }
 
 std::string CaseRunner::apply(const OverlapPolicy& policy) {

@@ -45,18 +45,15 @@ class CaseRunner final : public PolicyTrials {
   // the baselines; `bytes` when they already match. The same on every rank (slowest-rank medians).
   uint64_t balanced_collective_bytes(uint64_t bytes) const;
 
-  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) override;
   CaseTraits traits() override;
 
   const FootprintRecord& compute_kernel() const { return compute_kernel_; }
   const FootprintRecord& comm_kernel() const { return comm_kernel_; }
 
  private:
-  // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does.
-  // Every rank takes the same path: the workloads, GPUs and policies are the same on all ranks.
-  std::string apply(const OverlapPolicy& policy);
-
-  void restore();
+  std::string apply(const OverlapPolicy& policy) override;
+  void restore() override;
+  void check_and_measure(const OverlapPolicy& policy, Row& row) override;
 
   void fill_row(Row& row, const OverlapPolicy& policy, const StepSummary& s, const ShapedKernel* kernel) const;
 

@@ -2,7 +2,8 @@
 // What `tandem bench` and `tandem tune` need from one case, whatever kind it is (a microbenchmark's
 // workload x collective x size, or a training scenario): measure a policy against the case's
 // default-configuration baselines, and say what is known about it, so the tuner can prune controls
-// that cannot apply.
+// that cannot apply. The sequence - apply, check, measure, restore - is the same for every kind of
+// case and lives here; a kind supplies the three steps.
 #include <string>
 
 #include "harness/report.h"
@@ -21,9 +22,24 @@ class PolicyTrials {
   virtual ~PolicyTrials() = default;
   // Applies `policy`, checks results under it, measures it and restores the defaults. Returns false
   // (with `skip_reason`) when the default suite holds a policy that cannot apply to this case; a
-  // policy the user named explicitly must apply, or the run fails.
-  virtual bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) = 0;
+  // policy the user named explicitly (`policies_given`) must apply, or the run fails.
+  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason);
   virtual CaseTraits traits() = 0;
+
+ protected:
+  explicit PolicyTrials(bool policies_given) : policies_given_(policies_given) {}
+  // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does. Every
+  // rank takes the same path (same case, GPUs and policies), so communicators for a policy's NCCL
+  // settings are created by all ranks together.
+  virtual std::string apply(const OverlapPolicy& policy) = 0;
+  // Back to the default configuration, whatever part of apply() took effect.
+  virtual void restore() = 0;
+  // Under the controls apply() put in place: counts wrong results (when checking is on), times the
+  // policy and fills `row`.
+  virtual void check_and_measure(const OverlapPolicy& policy, Row& row) = 0;
+
+ private:
+  bool policies_given_;
 };
 
 }  // namespace tandem::bench

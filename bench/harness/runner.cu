@@ -75,6 +75,26 @@ Row blank_row(const BenchOptions& options, const CaseId& id) {
   return row;
 }
 
+void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& label, const BenchOptions& options,
+                     size_t& step, size_t total_steps, BenchOutcome& outcome, const RowSink& on_row,
+                     const ProgressSink& progress) {
+  for (const auto& policy : effective_policies(options)) {
+    if (id.rank == 0 && progress)
+      progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + label + " " +
+               to_string(policy));
+    Row row = blank_row(options, id);
+    std::string skip_reason;
+    const bool measured = trials.run_policy(policy, row, skip_reason);
+    if (!id.collects) continue;
+    if (!measured) {
+      outcome.notes.push_back(to_string(policy) + " skipped for " + id.workload + ": " + skip_reason);
+    } else {
+      outcome.rows.push_back(row);
+      if (on_row && id.rank == 0) on_row(row);
+    }
+  }
+}
+
 std::string size_text(uint64_t bytes) {
   if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
   if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
@@ -90,21 +110,8 @@ BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& o
   BenchOutcome outcome;
   size_t step = 0;  // rank 0's count; only rank 0 reports progress
   outcome.hbm_bandwidth_gbps = for_each_case(options, nranks, [&](PolicyTrials& runner, const CaseId& id) {
-    for (const auto& policy : policies) {
-      if (id.rank == 0 && progress)
-        progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + id.workload + " " +
-                 id.collective + " " + size_text(id.bytes) + " " + to_string(policy));
-      Row row = blank_row(options, id);
-      std::string skip_reason;
-      const bool measured = runner.run_policy(policy, row, skip_reason);
-      if (!id.collects) continue;
-      if (!measured) {
-        outcome.notes.push_back(to_string(policy) + " skipped for " + id.workload + ": " + skip_reason);
-      } else {
-        outcome.rows.push_back(row);
-        if (on_row && id.rank == 0) on_row(row);
-      }
-    }
+    const std::string label = id.workload + " " + id.collective + " " + size_text(id.bytes);
+    record_policies(runner, id, label, options, step, total_steps, outcome, on_row, progress);
   }, &outcome.notes);
   return outcome;
 }

@@ -44,6 +44,12 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
                      std::vector<std::string>* notes = nullptr);
 // A row with the case's identity filled in.
 Row blank_row(const BenchOptions& options, const CaseId& id);
+// Measures every policy on one case, on each rank's thread: the collecting rank keeps each row (and
+// passes it to `on_row` on rank 0), or, for a policy that cannot apply, a note saying why. Rank 0
+// reports "[step/total] <label> <policy>" before each; `step` is its running count over the cases.
+void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& label, const BenchOptions& options,
+                     size_t& step, size_t total_steps, BenchOutcome& outcome, const RowSink& on_row,
+                     const ProgressSink& progress);
 // 512MiB, 1GiB, 4096B.
 std::string size_text(uint64_t bytes);
 

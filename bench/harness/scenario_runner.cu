@@ -37,7 +37,7 @@ class ScenarioCase final : public PolicyTrials {
   // coordinator.h), so all ranks - threads or processes - compute the same ones and take the same
   // decisions.
   ScenarioCase(RankContext& ctx, const BenchOptions& options, Scenario& scenario)
-      : ctx_(ctx), options_(options), scenario_(scenario) {
+      : PolicyTrials(options.policies_given), ctx_(ctx), options_(options), scenario_(scenario) {
     TANDEM_CUDA_CHECK(cudaEventCreate(&start_));
     TANDEM_CUDA_CHECK(cudaEventCreate(&end_));
     restore();
@@ -85,24 +85,6 @@ class ScenarioCase final : public PolicyTrials {
                         ctx_.group.min(ctx_.hbm_bandwidth_gbps));
   }
 
-  bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason) override {
-    const std::string why = apply(policy);
-    if (!why.empty()) {
-      restore();
-      if (options_.policies_given) TANDEM_THROW("policy '" + to_string(policy) + "' cannot apply: " + why);
-      skip_reason = why;
-      return false;
-    }
-    const ScenarioMode mode = policy.is_sequential() ? ScenarioMode::Sequential : ScenarioMode::Full;
-    row.wrong = options_.check ? check(mode, &policy) : 0;
-    const Measured m = measure(mode, &policy);
-    const auto kernels = scenario_.shaped_kernels();
-    const bool shaped = policy.shape.kind != ShapeTarget::Kind::None && !kernels.empty();
-    fill_row(row, policy, m, shaped ? kernels.front() : nullptr);
-    restore();
-    return true;
-  }
-
   CaseTraits traits() override {
     CaseTraits t;
     t.sm_count = ctx_.limits.sm_count;
@@ -114,10 +96,16 @@ class ScenarioCase final : public PolicyTrials {
   }
 
  private:
-  // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does. Every
-  // rank takes the same path (same scenario, GPUs and policies), so communicators for a policy's
-  // NCCL settings are created by all ranks together.
-  std::string apply(const OverlapPolicy& policy) {
+  void check_and_measure(const OverlapPolicy& policy, Row& row) override {
+    const ScenarioMode mode = policy.is_sequential() ? ScenarioMode::Sequential : ScenarioMode::Full;
+    row.wrong = options_.check ? check(mode, &policy) : 0;
+    const Measured m = measure(mode, &policy);
+    const auto kernels = scenario_.shaped_kernels();
+    const bool shaped = policy.shape.kind != ShapeTarget::Kind::None && !kernels.empty();
+    fill_row(row, policy, m, shaped ? kernels.front() : nullptr);
+  }
+
+  std::string apply(const OverlapPolicy& policy) override {
     if (policy.shape.kind != ShapeTarget::Kind::None) {
       const auto kernels = scenario_.shaped_kernels();
       if (kernels.empty()) return "the scenario's kernels all belong to libraries (cuBLASLt, NCCL)";
@@ -154,7 +142,7 @@ class ScenarioCase final : public PolicyTrials {
     return "";
   }
 
-  void restore() {
+  void restore() override {
     for (ShapedKernel* k : scenario_.shaped_kernels()) k->shape(ShapeTarget{});
     if (sm_target_set_) scenario_.set_sm_count_target(0);
     sm_target_set_ = false;
@@ -365,21 +353,7 @@ BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSin
   BenchOutcome outcome;
   size_t step = 0;  // rank 0's count; only rank 0 reports progress
   const CaseBody body = [&](PolicyTrials& trials, const CaseId& id) {
-    for (const auto& policy : policies) {
-      if (id.rank == 0 && progress)
-        progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + id.workload + " " +
-                 to_string(policy));
-      Row row = blank_row(options, id);
-      std::string skip_reason;
-      const bool measured = trials.run_policy(policy, row, skip_reason);
-      if (!id.collects) continue;
-      if (!measured) {
-        outcome.notes.push_back(to_string(policy) + " skipped for " + id.workload + ": " + skip_reason);
-      } else {
-        outcome.rows.push_back(row);
-        if (on_row && id.rank == 0) on_row(row);
-      }
-    }
+    record_policies(trials, id, id.workload, options, step, total_steps, outcome, on_row, progress);
   };
   outcome.hbm_bandwidth_gbps = for_each_scenario(options, nranks, body, &outcome.notes, progress);
   return outcome;
