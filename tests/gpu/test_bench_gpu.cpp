@@ -8,6 +8,7 @@
 #include <set>
 
 #include "gpu_test_util.h"
+#include "harness/dtype.h"
 #include "harness/rank_context.h"
 #include "harness/rank_group.h"
 #include "harness/runner.h"
@@ -96,6 +97,29 @@ TEST(BenchGpu, FpDtypesAreCheckedToo) {
     const auto outcome = tandem::bench::run_bench(o, tandem_test::gpu_count(), nullptr, nullptr);
     ASSERT_EQ(outcome.rows.size(), 4u);
     for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << r.workload << " " << r.dtype << " " << r.policy;
+  }
+}
+
+// The copy-engine all-reduce and reduce-scatter sum on the SMs, 16 bytes a load where every chunk is
+// 16-byte aligned and an element at a time where not: both paths, in every dtype, must be exact.
+TEST(BenchGpu, CopyEngineReductionsAreExactWithAlignedAndUnalignedChunks) {
+  TANDEM_REQUIRE_GPUS(2);
+  const int ranks = tandem_test::gpu_count();
+  for (auto dtype : {tandem::bench::DType::BF16, tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
+    const uint64_t elem = tandem::bench::dtype_size(dtype);
+    // One more element per rank's chunk than a 16-byte multiple holds.
+    for (uint64_t bytes : {uint64_t(8) << 20, (uint64_t(8) << 20) + uint64_t(ranks) * elem}) {
+      BenchOptions o = small_options();
+      o.dtype = dtype;
+      o.min_bytes = o.max_bytes = bytes;
+      o.workloads = {"stream"};
+      o.collectives = {"all-reduce", "reduce-scatter"};
+      o.policies = tandem::parse_policy_list("copy-engine,comm-first+priority+copy-engine");
+      const auto outcome = tandem::bench::run_bench(o, ranks, nullptr, nullptr);
+      ASSERT_EQ(outcome.rows.size(), 4u) << bytes << " B";
+      for (const auto& r : outcome.rows)
+        EXPECT_EQ(r.wrong, 0) << r.collective << " " << r.dtype << " " << r.bytes << " B " << r.policy;
+    }
   }
 }
 
