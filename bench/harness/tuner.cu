@@ -4,6 +4,7 @@
 #include <map>
 
 #include "harness/scenario_runner.h"
+#include "tandem/error.h"
 
 namespace tandem::bench {
 
@@ -64,6 +65,34 @@ class Search {
   std::map<std::string, std::string> skipped_;
 };
 
+// Rounds of the final comparison.
+constexpr int kFinalRounds = 3;
+
+// Measures each distinct policy `rounds` times, one of each per round, and returns one row per
+// policy: the round with its median t_overlap. Every policy here has applied before, so none skips.
+std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& options, const CaseId& id,
+                                   const std::vector<OverlapPolicy>& policies, int rounds) {
+  std::vector<OverlapPolicy> distinct;
+  for (const auto& p : policies)
+    if (std::none_of(distinct.begin(), distinct.end(), [&](const OverlapPolicy& d) { return d == p; }))
+      distinct.push_back(p);
+  std::vector<std::vector<Row>> measured(distinct.size());
+  for (int round = 0; round < rounds; ++round)
+    for (size_t i = 0; i < distinct.size(); ++i) {
+      Row row = blank_row(options, id);
+      std::string why;
+      TANDEM_REQUIRE(runner.run_policy(distinct[i], row, why),
+                     "policy '" + to_string(distinct[i]) + "' applied before but not in the final round: " + why);
+      measured[i].push_back(row);
+    }
+  std::vector<Row> out;
+  for (auto& rows : measured) {
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.t_overlap_ms < b.t_overlap_ms; });
+    out.push_back(rows[rows.size() / 2]);
+  }
+  return out;
+}
+
 TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes) {
   Search search(runner, options, id);
   const CaseTraits traits = runner.traits();
@@ -99,22 +128,27 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   for (const auto& p : paper_policies)
     if (const Row* r = search.find(to_string(p)); r && r->t_overlap_ms < search.find(to_string(paper))->t_overlap_ms)
       paper = p;
-  // Finalists, the naive policy and the paper's are measured once more, in one round, and judged on
-  // that round: a lucky first measurement does not win by noise, and the comparison is like for like.
-  Search finals(runner, options, id);
+  // Finalists, the naive policy and the paper's are measured again, in rounds, and judged on those
+  // rounds alone: a lucky first measurement does not win by noise, and the comparison is like for
+  // like. Each round measures every policy once, so a drift in clocks or power over the seconds
+  // this takes hits them all alike; each policy keeps its median round.
   auto finalists = search.finalists(3);
   finalists.push_back(parse_policy("concurrent"));
   finalists.push_back(paper);
-  finals.measure_all(finalists);
+  const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kFinalRounds);
+  const auto final_row = [&](const std::string& policy) {
+    return *std::find_if(finals.begin(), finals.end(), [&](const Row& r) { return r.policy == policy; });
+  };
 
   TunedCase result;
   result.candidates = search.rows();
-  result.tuned = finals.best_row();
+  result.tuned = *std::min_element(finals.begin(), finals.end(),
+                                   [](const Row& a, const Row& b) { return a.t_overlap_ms < b.t_overlap_ms; });
   result.tuned.tuned = true;
   result.tuned.tune_role = "tuned";
-  result.naive = *finals.find("concurrent");
+  result.naive = final_row("concurrent");
   result.naive.tune_role = "naive";
-  result.paper = *finals.find(to_string(paper));
+  result.paper = final_row(to_string(paper));
   result.paper.tune_role = "paper";
   if (id.collects)
     for (const auto& [policy, why] : search.skipped())

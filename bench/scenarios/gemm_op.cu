@@ -10,12 +10,15 @@ namespace tandem::bench::scenarios {
 namespace {
 
 // One thread per output element, k in order, fp32 accumulation: slow and obviously right. Rows
-// loop over gridDim.y so any m fits the grid.
+// loop over gridDim.y so any m fits the grid; blockIdx.z is the matrix of the batch.
 template <class T>
 __global__ void naive_gemm_kernel(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_a,
                                   bool trans_b, float alpha, float beta) {
   const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (col >= n) return;
+  a += blockIdx.z * m * k;
+  b += blockIdx.z * k * n;
+  c += blockIdx.z * m * n;
   for (int64_t row = blockIdx.y; row < m; row += gridDim.y) {
     float acc = 0;
     for (int64_t p = 0; p < k; ++p) {
@@ -34,6 +37,8 @@ __global__ void naive_gemm_kernel(const T* a, const T* b, T* c, int64_t m, int64
 GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend backend)
     : ctx_(ctx), dtype_(dtype), dims_(dims), backend_(backend) {
   TANDEM_REQUIRE(dims.m > 0 && dims.n > 0 && dims.k > 0, "GEMM '" + dims.name + "' has an empty dimension");
+  TANDEM_REQUIRE(dims.batch >= 1 && dims.batch <= 65535,
+                 "GEMM '" + dims.name + "': batch " + std::to_string(dims.batch) + " is outside 1..65535");
   if (backend_ == GemmBackend::Reference) return;
   const cudaDataType_t type = to_cuda(dtype);
   TANDEM_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
@@ -57,6 +62,18 @@ GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend 
   else
     TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_second_, type, k, m, k));
   TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, type, n, m, n));
+  if (dims.batch > 1) {
+    const int32_t count = static_cast<int32_t>(dims.batch);
+    const auto set_batch = [&](cublasLtMatrixLayout_t layout, int64_t stride) {
+      TANDEM_CUBLAS_CHECK(
+          cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                           &stride, sizeof(stride)));
+    };
+    set_batch(layout_first_, dims.k * dims.n);
+    set_batch(layout_second_, dims.m * dims.k);
+    set_batch(layout_c_, dims.m * dims.n);
+  }
   select_algorithm();
 }
 
@@ -100,7 +117,8 @@ void GemmOp::run(const void* a, const void* b, void* c, float alpha, float beta,
   if (backend_ == GemmBackend::Reference) {
     dispatch_dtype(dtype_, [&](auto t) {
       using T = decltype(t);
-      const dim3 grid(static_cast<unsigned>((dims_.n + 255) / 256), static_cast<unsigned>(std::min<int64_t>(dims_.m, 65535)));
+      const dim3 grid(static_cast<unsigned>((dims_.n + 255) / 256), static_cast<unsigned>(std::min<int64_t>(dims_.m, 65535)),
+                      static_cast<unsigned>(dims_.batch));
       naive_gemm_kernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
                                                      static_cast<T*>(c), dims_.m, dims_.n, dims_.k, dims_.trans_a,
                                                      dims_.trans_b, alpha, beta);
@@ -127,12 +145,12 @@ bool GemmEngine::set_sm_count_target(int sm_count) {
 }
 
 const GemmOp& GemmEngine::get(const GemmDims& dims) {
-  const auto key = std::make_tuple(dims.m, dims.n, dims.k, dims.trans_a, dims.trans_b);
+  const auto key = std::make_tuple(dims.m, dims.n, dims.k, dims.trans_a, dims.trans_b, dims.batch);
   auto it = ops_.find(key);
   if (it != ops_.end()) return *it->second;
   GemmBackend backend = GemmBackend::CublasLt;
   if (reference_) {
-    if (double(dims.m) * double(dims.n) * double(dims.k) <= naive_limit_)
+    if (double(dims.m) * double(dims.n) * double(dims.k) * double(dims.batch) <= naive_limit_)
       backend = GemmBackend::Reference;
     else
       reference_used_cublas_ = true;

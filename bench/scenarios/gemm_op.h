@@ -3,6 +3,8 @@
 // op(A) [m x k] (A stored [k x m] when trans_a), op(B) [k x n] (B stored [n x k] when trans_b),
 // fp32 accumulation, output rounded to the element type.
 //
+// A batch of same-shape GEMMs (GemmDims::batch) runs as one strided-batched launch.
+//
 // Two backends with the same semantics: cuBLASLt (what is timed: algorithm chosen once by the
 // heuristic, like gemm.cu) and a deliberately naive fp32 kernel (one thread per output, k in order),
 // the independent reference results are checked against.
@@ -37,10 +39,10 @@ class GemmOp {
 
   const GemmDims& dims() const { return dims_; }
   GemmBackend backend() const { return backend_; }
-  // Elements of A, B and C as stored.
-  int64_t a_elements() const { return dims_.m * dims_.k; }
-  int64_t b_elements() const { return dims_.k * dims_.n; }
-  int64_t c_elements() const { return dims_.m * dims_.n; }
+  // Elements of A, B and C as stored, over the whole batch.
+  int64_t a_elements() const { return dims_.m * dims_.k * dims_.batch; }
+  int64_t b_elements() const { return dims_.k * dims_.n * dims_.batch; }
+  int64_t c_elements() const { return dims_.m * dims_.n * dims_.batch; }
 
  private:
   RankContext& ctx_;
@@ -72,7 +74,7 @@ class GemmEngine {
   bool reference_;
   double naive_limit_;
   bool reference_used_cublas_ = false;
-  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool>, std::unique_ptr<GemmOp>> ops_;
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool, bool, int64_t>, std::unique_ptr<GemmOp>> ops_;
 };
 
 }  // namespace tandem::bench::scenarios

@@ -52,6 +52,12 @@ int64_t layer_params(const ModelDims& d, int tp) {
   return sum;
 }
 
+GemmDims batched(GemmDims dims, int64_t batch) {
+  TANDEM_REQUIRE(batch >= 1, "GEMM '" + dims.name + "': batch " + std::to_string(batch) + " is not positive");
+  dims.batch = batch;
+  return dims;
+}
+
 GemmDims forward_gemm(const Linear& w, int64_t tokens) { return {w.name + ".fwd", tokens, w.out, w.in, false, false}; }
 GemmDims dgrad_gemm(const Linear& w, int64_t tokens) { return {w.name + ".dgrad", tokens, w.in, w.out, false, true}; }
 GemmDims wgrad_gemm(const Linear& w, int64_t tokens) { return {w.name + ".wgrad", w.in, w.out, tokens, true, false}; }

@@ -45,15 +45,22 @@ struct Linear {
 std::vector<Linear> layer_linears(const ModelDims& dims, int tp = 1);
 int64_t layer_params(const ModelDims& dims, int tp = 1);
 
+// `batch` independent GEMMs of the same shape whose operands and outputs each lie back to back in
+// memory (matrix i at element i * m*k of A, i * k*n of B, i * m*n of C): what a grouped GEMM over
+// equally loaded experts computes, in one launch.
 struct GemmDims {
   std::string name;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
-  double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  int64_t batch = 1;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
   bool operator==(const GemmDims& o) const {
-    return name == o.name && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b;
+    return name == o.name && m == o.m && n == o.n && k == o.k && trans_a == o.trans_a && trans_b == o.trans_b &&
+           batch == o.batch;
   }
 };
+// The same GEMM for `batch` experts at once.
+GemmDims batched(GemmDims dims, int64_t batch);
 
 // y[tokens x out] = x[tokens x in] . W[in x out]
 GemmDims forward_gemm(const Linear& w, int64_t tokens);

@@ -1,6 +1,7 @@
 // Mixture of experts with expert parallelism (Megatron / DeepSpeed-MoE style): each rank holds
 // experts/n SwiGLU experts. Per layer and micro-batch, forward: gather every (token, choice) pair
-// into its expert's slot, all-to-all dispatch, sort by local expert, expert GEMMs, unsort,
+// into its expert's slot, all-to-all dispatch, sort by local expert, expert GEMMs (one batched
+// launch for all local experts, as a grouped GEMM), unsort,
 // all-to-all combine, weighted sum plus residual. Backward mirrors it with two more all-to-alls and
 // the expert dgrad/wgrad GEMMs. Two (or more) micro-batches are interleaved so that one's expert
 // GEMMs run while another's all-to-all does.
@@ -74,20 +75,21 @@ class Moe final : public ReplicatedScenario {
     using Kind = CollectiveCall::Kind;
     const Linear up{"expert.up_gate", H, 2 * F, Parallel::Column}, down{"expert.down", F, H, Parallel::Row};
 
-    // Weights and gradients per layer and local expert; expert e of rank r is global expert r*E+e.
-    struct Expert {
+    // Weights and gradients per layer, the local experts' back to back ([E][in x out]), so each
+    // expert GEMM runs for all local experts in one batched launch - the grouped GEMM frameworks use
+    // (Megatron-Core's grouped GEMM), with equal groups because routing is balanced.
+    struct Experts {
       const void *wup, *wdown;
       void *dwup, *dwdown;
     };
-    std::vector<std::vector<Expert>> experts(L, std::vector<Expert>(E));
-    for (int l = 0; l < L; ++l)
-      for (int e = 0; e < E; ++e) {
-        Expert& x = experts[l][e];
-        x.wup = r.random(up.params(), r.tag("expert.up", l, r.rank() * E + e, false));
-        x.wdown = r.random(down.params(), r.tag("expert.down", l, r.rank() * E + e, false));
-        x.dwup = r.zeros(up.params());
-        x.dwdown = r.zeros(down.params());
-      }
+    std::vector<Experts> experts(L);
+    for (int l = 0; l < L; ++l) {
+      Experts& x = experts[l];
+      x.wup = r.random(E * up.params(), r.tag("expert.up", l));
+      x.wdown = r.random(E * down.params(), r.tag("expert.down", l));
+      x.dwup = r.zeros(E * up.params());
+      x.dwdown = r.zeros(E * down.params());
+    }
 
     struct Micro {
       std::vector<void*> x, dx, xe, g, h, gate;
@@ -127,11 +129,10 @@ class Moe final : public ReplicatedScenario {
         r.collective(nm + "all-to-all dispatch", Kind::AllToAll, u.send, u.recv, split_.chunk);
         // Received [source rank][local expert][slot]; each expert wants its rows contiguous.
         r.swap_blocks(nm + "sort", u.xe[l], u.recv, n, E, C * H);
-        for (int e = 0; e < E; ++e) {
-          r.gemm(forward_gemm(up, R), r.at(u.xe[l], e * R * H), experts[l][e].wup, r.at(u.g[l], e * R * 2 * F));
-          r.swiglu(nm + "expert swiglu", r.at(u.h[l], e * R * F), r.at(u.g[l], e * R * 2 * F), R, F);
-          r.gemm(forward_gemm(down, R), r.at(u.h[l], e * R * F), experts[l][e].wdown, r.at(u.y, e * R * H));
-        }
+        const Experts& w = experts[l];
+        r.gemm(batched(forward_gemm(up, R), E), u.xe[l], w.wup, u.g[l]);
+        r.swiglu(nm + "expert swiglu", u.h[l], u.g[l], E * R, F);
+        r.gemm(batched(forward_gemm(down, R), E), u.h[l], w.wdown, u.y);
         r.swap_blocks(nm + "unsort", u.ysend, u.y, E, n, C * H);
         r.collective(nm + "all-to-all combine", Kind::AllToAll, u.ysend, u.yrecv, split_.chunk);
         r.combine_rows(nm + "combine", u.x[l + 1], u.x[l], u.yrecv, S, route.slots_of_token, u.gate[l], T, k, H);
@@ -145,15 +146,12 @@ class Moe final : public ReplicatedScenario {
         r.gather_rows(nm + "dispatch", u.dsend, dy, T, route.token_of_slot, u.gate[l], S, H);
         r.collective(nm + "all-to-all dispatch", Kind::AllToAll, u.dsend, u.drecv, split_.chunk);
         r.swap_blocks(nm + "sort", u.dy, u.drecv, n, E, C * H);
-        for (int e = 0; e < E; ++e) {
-          const void* dye = r.at(u.dy, e * R * H);
-          r.gemm(dgrad_gemm(down, R), dye, experts[l][e].wdown, r.at(u.dh, e * R * F));
-          r.gemm(wgrad_gemm(down, R), r.at(u.h[l], e * R * F), dye, experts[l][e].dwdown, acc);
-          r.swiglu_backward(nm + "expert swiglu", r.at(u.dg, e * R * 2 * F), r.at(u.g[l], e * R * 2 * F),
-                            r.at(u.dh, e * R * F), R, F);
-          r.gemm(dgrad_gemm(up, R), r.at(u.dg, e * R * 2 * F), experts[l][e].wup, r.at(u.dxe, e * R * H));
-          r.gemm(wgrad_gemm(up, R), r.at(u.xe[l], e * R * H), r.at(u.dg, e * R * 2 * F), experts[l][e].dwup, acc);
-        }
+        const Experts& w = experts[l];
+        r.gemm(batched(dgrad_gemm(down, R), E), u.dy, w.wdown, u.dh);
+        r.gemm(batched(wgrad_gemm(down, R), E), u.h[l], u.dy, w.dwdown, acc);
+        r.swiglu_backward(nm + "expert swiglu", u.dg, u.g[l], u.dh, E * R, F);
+        r.gemm(batched(dgrad_gemm(up, R), E), u.dg, w.wup, u.dxe);
+        r.gemm(batched(wgrad_gemm(up, R), E), u.xe[l], u.dg, w.dwup, acc);
         r.swap_blocks(nm + "unsort", u.dxsend, u.dxe, E, n, C * H);
         r.collective(nm + "all-to-all combine", Kind::AllToAll, u.dxsend, u.dxrecv, split_.chunk);
         // Dispatch's backward: a token's gradient is the residual's plus its pairs'.
@@ -166,12 +164,11 @@ class Moe final : public ReplicatedScenario {
       r.output("mb" + std::to_string(m) + ".out", mb[m].x[L], T * H);
       r.output("mb" + std::to_string(m) + ".dx", mb[m].dx[0], T * H);
     }
-    for (int l = 0; l < L; ++l)
-      for (int e = 0; e < E; ++e) {
-        const std::string nm = "L" + std::to_string(l) + ".expert" + std::to_string(e) + ".";
-        r.output(nm + "up_gate.grad", experts[l][e].dwup, up.params());
-        r.output(nm + "down.grad", experts[l][e].dwdown, down.params());
-      }
+    for (int l = 0; l < L; ++l) {
+      const std::string nm = "L" + std::to_string(l) + ".experts.";
+      r.output(nm + "up_gate.grad", experts[l].dwup, E * up.params());
+      r.output(nm + "down.grad", experts[l].dwdown, E * down.params());
+    }
   }
 
   ModelDims dims_;

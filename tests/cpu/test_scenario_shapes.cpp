@@ -173,6 +173,20 @@ TEST(ScenarioShapes, MoeExpertSplit) {
   EXPECT_NE(error_of([] { moe_split(8, 1, 100, 64, 2); }).find("balanced routing"), std::string::npos);
 }
 
+// The expert GEMMs of a rank's 4 experts as one batched launch: the shape of one, four times the work.
+TEST(ScenarioShapes, BatchedExpertGemms) {
+  const Linear up{"expert.up_gate", 4096, 2 * 768, Parallel::Column};
+  const GemmDims one = forward_gemm(up, 2048);
+  const GemmDims four = batched(one, 4);
+  EXPECT_EQ(four.batch, 4);
+  EXPECT_EQ(four.m, one.m);
+  EXPECT_EQ(four.n, one.n);
+  EXPECT_EQ(four.k, one.k);
+  EXPECT_DOUBLE_EQ(four.flops(), 4 * one.flops());
+  EXPECT_FALSE(four == one);
+  EXPECT_NE(error_of([&] { batched(one, 0); }).find("batch 0 is not positive"), std::string::npos);
+}
+
 BenchOptions scenario_options(std::vector<std::string> names) {
   BenchOptions o;
   o.workloads = std::move(names);
