@@ -238,12 +238,14 @@ if want clocks; then
 section "clocks: SM clock and power while the persistent GEMM overlaps a collective"
 # Whether the GEMM's slowdown under overlap is the power budget. Microbenchmark baselines print no
 # progress line, so only the policy's phase ([1/1]) counts; a 1 MiB collective makes `sequential`
-# the GEMM alone, a 256^3 GEMM makes it the collective alone.
+# the GEMM alone, a 256^3 GEMM makes it (or `copy-engine`) the collective alone.
 each=(-n 400 --warmup 20)
 sample_clocks gemm "[1/1]" \
   "--workload gemm --collective all-gather -b 1M -e 1M -p sequential ${each[*]}" \
   "--workload gemm --collective all-gather -b 512M -e 512M -p sequential --count 1 --gemm-shape 256x256x256 ${each[*]}" \
   "--workload gemm --collective all-reduce -b 512M -e 512M -p sequential --count 1 --gemm-shape 256x256x256 ${each[*]}" \
+  "--workload gemm --collective all-gather -b 512M -e 512M -p copy-engine --count 1 --gemm-shape 256x256x256 ${each[*]}" \
+  "--workload gemm --collective all-reduce -b 512M -e 512M -p copy-engine --count 1 --gemm-shape 256x256x256 ${each[*]}" \
   "--workload gemm --collective all-gather -b 512M -e 512M -p sequential ${each[*]}" \
   "--workload gemm --collective all-gather -b 512M -e 512M -p concurrent ${each[*]}" \
   "--workload gemm --collective all-gather -b 512M -e 512M -p comm-first ${each[*]}" \
