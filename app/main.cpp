@@ -3,10 +3,12 @@
 #include <exception>
 
 #include "command_line.h"
+#include "crash_report.h"
 #include "commands.h"
 #include "tandem/build_info.h"
 
 int main(int argc, char** argv) {
+  tandem::cli::install_crash_report();
   CLI::App app{"tandem: GPU computation and NCCL collectives, overlapped"};
   app.set_version_flag("--version", std::string("tandem ") + TANDEM_VERSION_STRING + " (" + TANDEM_GIT_COMMIT + ")");
   app.require_subcommand(1);

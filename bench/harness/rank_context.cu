@@ -182,7 +182,10 @@ ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
     config.CTAPolicy = NCCL_CTA_POLICY_ZERO, key += "zero";
   // Windows stay registered on a communicator until the case ends, and NCCL then takes its symmetric
   // paths for every collective on it: a policy that registers them gets a communicator of its own.
-  if (policy.registers_windows()) key += "win";
+  // Copy engines get one apart from every other windowed setting (even one with the same ncclConfig),
+  // because their windows include the scratch buffer of copy-engine reductions, and windows are
+  // registered once per communicator.
+  if (policy.registers_windows()) key += policy.copy_engine ? "ce" : "win";
   auto found = comms_by_settings_.find(key);
   if (found != comms_by_settings_.end()) return found->second;
 

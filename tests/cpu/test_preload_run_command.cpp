@@ -89,6 +89,16 @@ TEST(preload_run_command, KilledChildGives128PlusSignal) {
   EXPECT_EQ(run(tandem_run("", "sh -c 'kill -TERM $$'")).status, 128 + 15);
 }
 
+// A crash of `tandem` itself (here its child sends it SIGSEGV while it waits) names the signal and
+// the build and prints the stack, then dies of that signal as it would have.
+TEST(preload_run_command, CrashOfTandemPrintsSignalBuildAndStack) {
+  const Result r = run(tandem_run("", "sh -c 'kill -SEGV $PPID; sleep 1'"));
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("fatal signal: SIGSEGV"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem 0."), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem("), std::string::npos) << r.err;  // a frame of the tandem binary
+}
+
 TEST(preload_run_command, MissingCommandGives127) {
   const Result r = run(tandem_run("", "/nonexistent/program"));
   EXPECT_EQ(r.status, 127);

@@ -1,0 +1,65 @@
+#include "crash_report.h"
+
+#include <execinfo.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <algorithm>
+#include <cstring>
+
+#include "tandem/build_info.h"
+
+namespace tandem::cli {
+namespace {
+
+constexpr int kSignals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+// Composed before any crash: the handler may only write(), not format or allocate.
+char header[256];
+size_t header_length = 0;
+
+void write_all(const char* text, size_t length) {
+  while (length > 0) {
+    const ssize_t written = write(STDERR_FILENO, text, length);
+    if (written <= 0) return;
+    text += written;
+    length -= size_t(written);
+  }
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGABRT: return "SIGABRT (abort: a failed check in a library, or heap corruption)";
+    case SIGSEGV: return "SIGSEGV (invalid memory access)";
+    case SIGBUS: return "SIGBUS (bus error)";
+    case SIGFPE: return "SIGFPE (arithmetic error)";
+    case SIGILL: return "SIGILL (illegal instruction)";
+    default: return "unexpected signal";
+  }
+}
+
+void on_fatal_signal(int sig) {
+  write_all(header, header_length);
+  const char* name = signal_name(sig);
+  write_all(name, std::strlen(name));
+  write_all("\n", 1);
+  void* frames[64];
+  const int depth = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, depth, STDERR_FILENO);
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+}  // namespace
+
+void install_crash_report() {
+  const int n = std::snprintf(header, sizeof(header), "tandem %s (%s): fatal signal: ", TANDEM_VERSION_STRING,
+                              TANDEM_GIT_COMMIT);
+  header_length = n > 0 ? std::min(size_t(n), sizeof(header) - 1) : 0;
+  // backtrace() loads libgcc on first use, which allocates: do it now, not in the handler.
+  void* frame[1];
+  backtrace(frame, 1);
+  for (int sig : kSignals) std::signal(sig, on_fatal_signal);
+}
+
+}  // namespace tandem::cli
