@@ -14,6 +14,7 @@ cap reason set, per GPU, and the GPU-idle samples as the floor.
 """
 import argparse
 import json
+import re
 import statistics
 import sys
 import time
@@ -45,7 +46,26 @@ def read_samples(path):
     return samples
 
 
-def summarize(samples_path, marks_path, after, json_path=None):
+def bench_provenance(bench_log_path, commands):
+    """What the JSON needs to stand on its own: the build, GPUs and date from the runs' headers
+    (`# tandem bench 0.1.0 (commit)`, `# gpus ...`, `# date ...`), the commands, and their rows."""
+    lines = open(bench_log_path).read().splitlines()
+    first = lambda prefix: next((l[len(prefix):].strip() for l in lines if l.startswith(prefix)), "")
+    version = first("# tandem bench")
+    gpus = first("# gpus")
+    match = re.match(r"(\d+) x (.+?), driver CUDA ([\d.]+).*NCCL ([\d.]+)", gpus)
+    out = {
+        "commit": version[version.find("(") + 1:version.find(")")] if "(" in version else "",
+        "date": first("# date"),
+        "command": ["tandem bench " + c for c in commands],
+        "bench_rows": [l for l in lines if l.startswith("#workload") or (l.startswith(" ") and l[1:2].isalpha())],
+    }
+    if match:
+        out.update(gpus=int(match.group(1)), gpu=match.group(2), driver=match.group(3), nccl=match.group(4))
+    return out
+
+
+def summarize(samples_path, marks_path, after, json_path=None, provenance=None):
     samples = read_samples(samples_path)
     marks = []
     with open(marks_path) as f:
@@ -86,7 +106,7 @@ def summarize(samples_path, marks_path, after, json_path=None):
                   f"{100 * phase['sw_power_cap_share']:13.0f} {100 * phase['hw_slowdown_share']:13.0f}")
     if json_path:
         with open(json_path, "w") as f:
-            json.dump({"phases": phases}, f, indent=1)
+            json.dump({"phases": phases, **(provenance or {})}, f, indent=1)
 
 
 def main():
@@ -99,11 +119,14 @@ def main():
     m.add_argument("marks")
     m.add_argument("--after", default="", help="only the marks containing this text start a phase")
     m.add_argument("--json", help="also write the phases as JSON")
+    m.add_argument("--bench-log", help="the runs' tandem bench output: commit, GPUs, date and rows go into the JSON")
+    m.add_argument("--run", action="append", default=[], help="a run's tandem bench arguments (repeat per run)")
     args = parser.parse_args()
     if args.command == "stamp":
         stamp(args.prefix)
     else:
-        summarize(args.samples, args.marks, args.after, args.json)
+        provenance = bench_provenance(args.bench_log, args.run) if args.bench_log else None
+        summarize(args.samples, args.marks, args.after, args.json, provenance)
 
 
 if __name__ == "__main__":

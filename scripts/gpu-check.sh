@@ -228,8 +228,10 @@ sample_clocks() {
     echo "$(date +%s.%N) end of run" >> "$logs/clocks-$name-marks.txt"  # closes the last phase
   done
   kill $sampler 2> /dev/null; wait $sampler 2> /dev/null
+  local provenance=(--bench-log "$logs/clocks-$name-bench.log")
+  for run in "$@"; do provenance+=(--run "$run"); done
   python3 "$root/scripts/clock_phases.py" summarize "$logs/clocks-$name-samples.txt" "$logs/clocks-$name-marks.txt" \
-    --after "$after" --json "$logs/clocks-$name-$tag.json" | tee "$logs/clocks-$name.txt" | tee -a "$logs/summary.log"
+    --after "$after" --json "$logs/clocks-$name-$tag.json" "${provenance[@]}" | tee "$logs/clocks-$name.txt" | tee -a "$logs/summary.log"
   grep -E '^ [a-z]' "$logs/clocks-$name-bench.log" | tee -a "$logs/summary.log"
   cp "$logs/clocks-$name-$tag.json" "$out/" 2>/dev/null
 }
