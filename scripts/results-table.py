@@ -38,10 +38,12 @@ def scenario_targets(rows):
     print("| workload | collective | t_compute ms | t_comm ms | t_seq ms | naive ms | tuned policy | tuned ms | t_bound ms "
           "| × one stream | × naive | tuned / bound |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    # One case per tune: a merged file may tune one scenario at several configurations, which share
+    # workload, collective and bytes but not their baselines.
     cases = {}
     for r in rows:
-        cases.setdefault((r["workload"], r["collective"], r["bytes"]), []).append(r)
-    for (w, c, _), rs in cases.items():
+        cases.setdefault((r["workload"], r["collective"], r["bytes"], r["t_seq_ms"], r["t_compute_ms"]), []).append(r)
+    for (w, c, *_), rs in cases.items():
         naive, _, tuned = final_round(rs)
         print(f"| {w} | {c} | {tuned['t_compute_ms']:.2f} | {tuned['t_comm_ms']:.2f} | {tuned['t_seq_ms']:.2f} | "
               f"{naive['t_overlap_ms']:.2f} | `{tuned['policy']}` | {tuned['t_overlap_ms']:.2f} | {tuned['t_bound_ms']:.2f} | "
