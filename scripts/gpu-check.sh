@@ -261,9 +261,11 @@ fi
 
 if want scenario-clocks; then
 section "clocks: power of each phase of a training scenario (baselines and the tuned policy)"
+# The policies `scenario-tune` picked (docs/PERFORMANCE.md).
 sample_clocks scenarios "" \
-  "--workload dp-backward --seq 2048 -p nccl-symmetric -n 150 --warmup 3" \
-  "--workload fsdp --seq 2048 -p comm-first+copy-engine -n 100 --warmup 3"
+  "--workload dp-backward --seq 2048 -p priority+copy-engine -n 150 --warmup 3" \
+  "--workload fsdp --seq 2048 -p comm-first+priority+copy-engine -n 100 --warmup 3" \
+  "--workload moe --experts 128 --top-k 8 --expert-ffn 768 --layers 2 -p comm-first+priority+copy-engine -n 60 --warmup 3"
 fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"
