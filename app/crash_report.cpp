@@ -3,9 +3,9 @@
 #include <execinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 
 #include "tandem/build_info.h"
