@@ -20,10 +20,11 @@ class AllReduce final : public BufferedCollective {
     allocate(ctx, bytes, dtype, seed, count, count);
   }
   std::string route_through_copy_engines(bool on) override {
-    if (on && recv_count_ % size_t(nranks_) != 0)
-      return "a copy-engine all-reduce splits its " + std::to_string(recv_count_) + " elements into " +
-             std::to_string(nranks_) + " equal chunks";
-    if (on) ensure_scratch(recv_count_);
+    if (on) {
+      const std::string why = copy_engine_all_reduce_refusal(recv_count_, nranks_);
+      if (!why.empty()) return why;
+      ensure_scratch(recv_count_);
+    }
     copy_engine_route_ = on;
     return "";
   }

@@ -60,6 +60,12 @@ void sum_chunks(const void* chunks, void* out, size_t count, DType dtype, int nr
 
 }  // namespace
 
+std::string copy_engine_all_reduce_refusal(uint64_t count, int nranks) {
+  if (count % uint64_t(nranks) == 0) return "";
+  return "a copy-engine all-reduce splits its " + std::to_string(count) + " elements into " + std::to_string(nranks) +
+         " equal chunks";
+}
+
 void enqueue_copy_engine_reduce_scatter(RankContext& ctx, ncclComm_t comm, const void* send, void* recv,
                                         void* scratch, size_t recv_count, DType dtype, cudaStream_t stream) {
   // Rank r's chunk j goes to rank j's scratch slot r: each rank then holds every rank's copy of its
@@ -72,10 +78,9 @@ void enqueue_copy_engine_reduce_scatter(RankContext& ctx, ncclComm_t comm, const
 
 void enqueue_copy_engine_all_reduce(RankContext& ctx, ncclComm_t comm, const void* send, void* recv, void* scratch,
                                     size_t count, DType dtype, cudaStream_t stream) {
-  const auto nranks = size_t(ctx.nranks);
-  TANDEM_REQUIRE(count % nranks == 0, "a copy-engine all-reduce splits its " + std::to_string(count) +
-                                          " elements into " + std::to_string(nranks) + " equal chunks");
-  const size_t chunk = count / nranks;
+  const std::string why = copy_engine_all_reduce_refusal(count, ctx.nranks);
+  TANDEM_REQUIRE(why.empty(), why);
+  const size_t chunk = count / size_t(ctx.nranks);
   void* own = static_cast<char*>(recv) + size_t(ctx.rank) * chunk * dtype_size(dtype);
   // With send == recv, the all-to-all has read every chunk of `send` before the sum overwrites this
   // rank's chunk: both are on `stream`, in order.

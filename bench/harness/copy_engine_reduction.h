@@ -20,11 +20,17 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <string>
 
 #include "harness/dtype.h"
 #include "harness/rank_context.h"
 
 namespace tandem::bench {
+
+// Why an all-reduce of `count` elements cannot take the copy-engine route on `nranks` ranks (its
+// chunks must be equal), or "" when it can.
+std::string copy_engine_all_reduce_refusal(uint64_t count, int nranks);
 
 // `recv_count` elements per rank; `send` holds nranks x recv_count; `scratch` as many.
 void enqueue_copy_engine_reduce_scatter(RankContext& ctx, ncclComm_t comm, const void* send, void* recv,

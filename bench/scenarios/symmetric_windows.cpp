@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "harness/copy_engine_reduction.h"
 #include "tandem/error.h"
 
 namespace tandem::bench::scenarios {
@@ -20,11 +21,11 @@ std::vector<ByteRange> collective_ranges(const Program& program) {
 
 std::string copy_engine_refusal(const Program& program) {
   if (program.collective_kinds().empty()) return "the scenario issues no collective";
-  for (const auto& op : program.ops())
-    if (op.kind == Op::Kind::Collective && op.call.kind == CollectiveCall::Kind::AllReduce &&
-        op.call.count % program.nranks() != 0)
-      return op.name + ": a copy-engine all-reduce splits its " + std::to_string(op.call.count) + " elements into " +
-             std::to_string(program.nranks()) + " equal chunks";
+  for (const auto& op : program.ops()) {
+    if (op.kind != Op::Kind::Collective || op.call.kind != CollectiveCall::Kind::AllReduce) continue;
+    const std::string why = copy_engine_all_reduce_refusal(uint64_t(op.call.count), program.nranks());
+    if (!why.empty()) return op.name + ": " + why;
+  }
   return "";
 }
 

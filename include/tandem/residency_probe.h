@@ -21,8 +21,6 @@ struct ProbeKernelArgs {
 // The probe kernel, for launching through any path (runtime, driver API, an interposer). It takes
 // one argument of type ProbeKernelArgs by value and ignores its dynamic shared memory.
 const void* residency_probe_kernel();
-// Registers per thread, static shared memory etc. of the probe kernel, read from the runtime.
-cudaFuncAttributes residency_probe_attributes();
 
 class ResidencyProbe {
  public:

@@ -37,12 +37,6 @@ __global__ void probe_kernel(ProbeKernelArgs a) {
 
 const void* residency_probe_kernel() { return reinterpret_cast<const void*>(&probe_kernel); }
 
-cudaFuncAttributes residency_probe_attributes() {
-  cudaFuncAttributes attr{};
-  TANDEM_CUDA_CHECK(cudaFuncGetAttributes(&attr, probe_kernel));
-  return attr;
-}
-
 ResidencyProbe::ResidencyProbe(int device, long long spin_ns) : device_(device), spin_ns_(spin_ns) {
   TANDEM_CUDA_CHECK(cudaSetDevice(device_));
   TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
