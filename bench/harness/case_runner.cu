@@ -121,10 +121,7 @@ void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSumma
   row.policy = to_string(policy);
   fill_times(row, baselines_, s.total, s.compute_span.median, s.comm_span.median, policy.is_sequential(),
              double(collective_.bytes()), collective_.busbw_factor(ctx_.nranks));
-  row.compute_blocks_per_sm = kernel ? kernel->blocks_per_sm() : -1;
-  row.shape_dynamic_smem = kernel ? static_cast<int64_t>(kernel->dynamic_smem()) : -1;
-  row.compute_kernel = compute_kernel_;
-  row.comm_kernel = comm_kernel_;
+  fill_kernel_columns(row, kernel);
 }
 
 int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {

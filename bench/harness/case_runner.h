@@ -47,9 +47,6 @@ class CaseRunner final : public PolicyTrials {
 
   CaseTraits traits() override;
 
-  const FootprintRecord& compute_kernel() const { return compute_kernel_; }
-  const FootprintRecord& comm_kernel() const { return comm_kernel_; }
-
  private:
   std::string apply(const OverlapPolicy& policy) override;
   void restore() override;
@@ -89,7 +86,6 @@ class CaseRunner final : public PolicyTrials {
   ncclComm_t active_comm_ = nullptr;
   cudaStream_t active_comm_stream_ = nullptr;
   cudaStream_t active_compute_stream_ = nullptr;
-  FootprintRecord comm_kernel_, compute_kernel_;
   int count_ = 1;
   Baselines baselines_;
 };

@@ -8,6 +8,7 @@
 
 #include "harness/report.h"
 #include "tandem/policy.h"
+#include "tandem/shaped_kernel.h"
 
 namespace tandem::bench {
 
@@ -26,6 +27,10 @@ class PolicyTrials {
   bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason);
   virtual CaseTraits traits() = 0;
 
+  // Both sides' first kernels, as capture found them (empty until a kind captures them).
+  const FootprintRecord& compute_kernel() const { return compute_kernel_; }
+  const FootprintRecord& comm_kernel() const { return comm_kernel_; }
+
  protected:
   explicit PolicyTrials(bool policies_given) : policies_given_(policies_given) {}
   // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does. Every
@@ -37,6 +42,12 @@ class PolicyTrials {
   // Under the controls apply() put in place: counts wrong results (when checking is on), times the
   // policy and fills `row`.
   virtual void check_and_measure(const OverlapPolicy& policy, Row& row) = 0;
+
+  // A row's kernel columns: `shaped`'s residency under the policy (-1 when no tandem kernel was
+  // shaped) and both sides' captured footprints.
+  void fill_kernel_columns(Row& row, const ShapedKernel* shaped) const;
+
+  FootprintRecord comm_kernel_, compute_kernel_;
 
  private:
   bool policies_given_;

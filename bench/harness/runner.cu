@@ -13,6 +13,12 @@
 
 namespace tandem::bench {
 
+namespace {
+// Resizes --balance-size may take: the first lands within a few percent, the others correct for
+// a collective whose bandwidth still changes with size.
+constexpr int kBalanceSteps = 3;
+}  // namespace
+
 double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes) {
   validate(options);
   validate_for_ranks(options, nranks);
@@ -38,20 +44,21 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
               runner->measure_baselines();
               // --balance-size: when whole compute units cannot match the collective (one 8192^3 GEMM
               // against a 512 MiB collective), resize the collective to the compute instead. Every
-              // rank computes the same size from the same slowest-rank medians.
-              if (options.balance_size && options.balance) {
+              // rank computes the same size from the same slowest-rank medians. A collective's time
+              // is not linear in its size (an all-to-all's bandwidth still grows past 512 MiB), so
+              // the resize repeats until the times agree.
+              for (int step = 0; options.balance_size && options.balance && step < kBalanceSteps; ++step) {
                 const uint64_t balanced = runner->balanced_collective_bytes(bytes);
-                if (balanced != bytes) {
-                  const int count = runner->count();
-                  runner.reset();
-                  collective->release_windows(ctx);
-                  bytes = balanced;
-                  collective = find_collective(collective_name).make();
-                  collective->setup(ctx, bytes, options.dtype, options.workload.seed);
-                  runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
-                  runner->capture_footprints();
-                  runner->measure_baselines(count);
-                }
+                if (balanced == bytes) break;
+                const int count = runner->count();
+                runner.reset();
+                collective->release_windows(ctx);
+                bytes = balanced;
+                collective = find_collective(collective_name).make();
+                collective->setup(ctx, bytes, options.dtype, options.workload.seed);
+                runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+                runner->capture_footprints();
+                runner->measure_baselines(count);
               }
               body(*runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects});
               // Windows are registered collectively and must be released before the buffers go.

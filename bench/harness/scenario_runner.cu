@@ -159,10 +159,7 @@ class ScenarioCase final : public PolicyTrials {
     // its time alone.
     fill_times(row, baselines_, m.total, m.compute_busy.median, m.comm_busy.median, policy.is_sequential(),
                double(scenario_.collective_bytes()), scenario_.busbw_factor(ctx_.nranks));
-    row.compute_blocks_per_sm = kernel ? kernel->blocks_per_sm() : -1;
-    row.shape_dynamic_smem = kernel ? static_cast<int64_t>(kernel->dynamic_smem()) : -1;
-    row.compute_kernel = compute_kernel_;
-    row.comm_kernel = comm_kernel_;
+    fill_kernel_columns(row, kernel);
   }
 
   // Baselines and sequential run in the default configuration; Full runs with what apply() chose.
@@ -233,7 +230,6 @@ class ScenarioCase final : public PolicyTrials {
   cudaEvent_t start_ = nullptr, end_ = nullptr;
   ScenarioStreams active_;  // what apply() chose for the policy being measured (defaults otherwise)
   bool sm_target_set_ = false;
-  FootprintRecord comm_kernel_, compute_kernel_;
   Baselines baselines_;
 };
 

@@ -137,7 +137,9 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   finalists.push_back(paper);
   const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kFinalRounds);
   const auto final_row = [&](const std::string& policy) {
-    return *std::find_if(finals.begin(), finals.end(), [&](const Row& r) { return r.policy == policy; });
+    const auto it = std::find_if(finals.begin(), finals.end(), [&](const Row& r) { return r.policy == policy; });
+    TANDEM_REQUIRE(it != finals.end(), "policy '" + policy + "' was not measured in the final round");
+    return *it;
   };
 
   TunedCase result;
