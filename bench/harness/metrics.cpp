@@ -42,6 +42,23 @@ double efficiency(double t_seq_ms, double t_overlap_ms, double t_bound_ms) {
   return (t_seq_ms - t_overlap_ms) / possible;
 }
 
+std::vector<double> operation_times(const std::vector<double>& compute_side, const std::vector<double>& comm_side,
+                                    double t_compute_ms, double t_comm_ms) {
+  TANDEM_REQUIRE(compute_side.size() == comm_side.size(), "both sides must time the same operations");
+  double compute_sum = 0, comm_sum = 0;
+  for (size_t i = 0; i < compute_side.size(); ++i) {
+    TANDEM_REQUIRE(compute_side[i] >= 0 && comm_side[i] >= 0, "operation times cannot be negative");
+    TANDEM_REQUIRE(compute_side[i] == 0 || comm_side[i] == 0, "an operation runs on one side only");
+    compute_sum += compute_side[i];
+    comm_sum += comm_side[i];
+  }
+  const double compute_scale = compute_sum > 0 ? t_compute_ms / compute_sum : 0;
+  const double comm_scale = comm_sum > 0 ? t_comm_ms / comm_sum : 0;
+  std::vector<double> out(compute_side.size());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = compute_side[i] * compute_scale + comm_side[i] * comm_scale;
+  return out;
+}
+
 double algbw_gbps(double bytes, double time_ms) { return bytes / (time_ms * 1e-3) / 1e9; }
 
 int balanced_count(double t_unit_ms, double t_comm_ms) {

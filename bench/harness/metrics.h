@@ -24,6 +24,13 @@ std::vector<double> max_over_ranks(const std::vector<std::vector<double>>& per_r
 // max(t_compute, t_comm, hbm_bytes / hbm_bandwidth): no overlap can beat the slower side, nor move
 // the bytes both sides need faster than device memory allows.
 double bound_ms(double t_compute_ms, double t_comm_ms, double hbm_bytes, double hbm_bandwidth_gbps);
+// Per-operation times for a dependency-chain bound (scenarios/program.h, Program::chain_ms), from
+// event-timed iterations of each side alone: `compute_side[i]` is operation i's time in the
+// compute-only iteration, `comm_side[i]` in the collectives-only one (0 where that iteration skipped
+// it). Each side is scaled to sum to its baseline time, which every other column is measured
+// against; the events between operations cost a little.
+std::vector<double> operation_times(const std::vector<double>& compute_side, const std::vector<double>& comm_side,
+                                    double t_compute_ms, double t_comm_ms);
 // 1 - t_overlap / t_seq.
 double reduction(double t_overlap_ms, double t_seq_ms);
 // (t_seq - t_overlap) / (t_seq - t_bound): 1 = the collective fully hidden, 0 = no gain, < 0 worse

@@ -45,6 +45,7 @@ void fill_times(Row& row, const Baselines& base, const Summary& overlap, double 
   row.t_comm_ms = base.comm.median;
   row.t_seq_ms = base.seq.median;
   row.t_bound_ms = base.bound_ms;
+  row.t_chain_ms = base.chain_ms;
   row.t_overlap_ms = overlap.median;
   row.t_overlap_min_ms = overlap.min;
   row.t_overlap_max_ms = overlap.max;
@@ -132,6 +133,7 @@ nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std
                         {"t_overlap_min_ms", r.t_overlap_min_ms},
                         {"t_overlap_max_ms", r.t_overlap_max_ms},
                         {"t_bound_ms", r.t_bound_ms},
+                        {"t_chain_ms", r.t_chain_ms},
                         {"reduction", number_or_null(r.reduction)},
                         {"efficiency", number_or_null(r.efficiency)},
                         {"compute_slowdown", r.compute_slowdown},

@@ -32,7 +32,7 @@ struct Row {
   // tandem tune's final round, in which the finalists, the naive policy and the paper's are measured
   // again together: "naive", "paper" or "tuned" for the rows of that round it reports; empty otherwise.
   std::string tune_role;
-  double t_compute_ms = 0, t_comm_ms = 0, t_seq_ms = 0, t_overlap_ms = 0, t_bound_ms = 0;
+  double t_compute_ms = 0, t_comm_ms = 0, t_seq_ms = 0, t_overlap_ms = 0, t_bound_ms = 0, t_chain_ms = 0;
   double t_overlap_min_ms = 0, t_overlap_max_ms = 0;
   double reduction = 0, efficiency = 0;
   double compute_slowdown = 0, comm_slowdown = 0;
@@ -48,7 +48,10 @@ struct Row {
 // The default-configuration baselines every policy of a case is measured against.
 struct Baselines {
   Summary compute, comm, seq;
-  double bound_ms = 0;
+  // The iteration along its dependency chain with each operation at its time alone (training
+  // scenarios); max(t_compute, t_comm) where the two sides are independent (microbenchmarks).
+  double chain_ms = 0;
+  double bound_ms = 0;  // max(chain_ms, the HBM term)
 };
 
 // Fills a row's time, metric and bandwidth columns from the baselines and one policy's measurement:

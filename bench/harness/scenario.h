@@ -90,6 +90,12 @@ class Scenario {
   virtual StreamBusy last_busy() = 0;
   // Enqueues the first compute operation (or the first collective) alone, for footprint capture.
   virtual void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) = 0;
+  // Runs one compute-only or collectives-only iteration (`mode`) with an event after every operation
+  // and returns each operation's time in program order (0 for the other kind); synchronises.
+  virtual std::vector<double> time_operations(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) = 0;
+  // The iteration's length along its dependency chain with these per-operation times
+  // (scenarios/program.h, Program::chain_ms): the ideal bound of any overlap of it.
+  virtual double chain_ms(const std::vector<double>& operation_ms) const = 0;
 
   // Asks the scenario's cuBLASLt GEMMs to use at most `sm_count` SMs (0: no cap). Returns false when
   // the scenario has no GEMM.

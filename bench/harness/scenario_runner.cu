@@ -81,8 +81,13 @@ class ScenarioCase final : public PolicyTrials {
     baselines_.compute = measure(ScenarioMode::ComputeOnly, nullptr).total;
     announce(ScenarioMode::CommOnly);
     baselines_.comm = measure(ScenarioMode::CommOnly, nullptr).total;
-    baselines_.bound_ms = bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
-                        ctx_.group.min(ctx_.hbm_bandwidth_gbps));
+    if (progress && ctx_.rank == 0) progress(scenario_.name() + ": baseline, operations one by one");
+    baselines_.chain_ms = measure_chain();
+    // The issue-level "ideal bound": the longer of the two sides along the dependency chain, or the
+    // device memory both sides need, whichever is slower.
+    baselines_.bound_ms = std::max(baselines_.chain_ms,
+                                   bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
+                                            ctx_.group.min(ctx_.hbm_bandwidth_gbps)));
   }
 
   CaseTraits traits() override {
@@ -180,6 +185,27 @@ class ScenarioCase final : public PolicyTrials {
     const ScenarioStreams streams = streams_for(mode);
     scenario_.enqueue_iteration(ctx_, streams, mode);
     ctx_.wait(streams.compute, step_name(mode, policy));
+  }
+
+  // The dependency chain's length with every operation at its time alone (Program::chain_ms): each
+  // operation's median over `iters` event-timed iterations of its side, scaled to the side's
+  // baseline (metrics.h operation_times). The slowest rank's chain counts.
+  double measure_chain() {
+    std::vector<double> medians[2];
+    const ScenarioMode sides[2] = {ScenarioMode::ComputeOnly, ScenarioMode::CommOnly};
+    for (int side = 0; side < 2; ++side) {
+      std::vector<std::vector<double>> samples;
+      for (int rep = 0; rep < options_.iters; ++rep) {
+        ctx_.group.barrier();
+        const auto ms = scenario_.time_operations(ctx_, streams_for(sides[side]), sides[side]);
+        samples.resize(ms.size());
+        for (size_t i = 0; i < ms.size(); ++i) samples[i].push_back(ms[i]);
+      }
+      for (auto& op : samples) medians[side].push_back(summarize(op).median);
+    }
+    const double chain = scenario_.chain_ms(
+        operation_times(medians[0], medians[1], baselines_.compute.median, baselines_.comm.median));
+    return -ctx_.group.min(-chain);
   }
 
   // Poisons the outputs, runs one iteration and counts wrong elements over all ranks.

@@ -111,6 +111,22 @@ double Program::flops() const {
   return sum;
 }
 
+double Program::chain_ms(const std::vector<double>& op_ms) const {
+  TANDEM_REQUIRE(finalized_, "the chain of a program needs its dependencies: finalize it first");
+  TANDEM_REQUIRE(op_ms.size() == ops_.size(), "chain_ms needs one time per operation (" + std::to_string(ops_.size()) +
+                                                  "), got " + std::to_string(op_ms.size()));
+  std::vector<double> end(ops_.size(), 0);
+  double compute_free = 0, comm_free = 0;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    TANDEM_REQUIRE(op_ms[i] >= 0, "operation '" + ops_[i].name + "' has a negative time");
+    double& free = ops_[i].kind == Op::Kind::Compute ? compute_free : comm_free;
+    const double start = std::max(free, cross_wait_[i] >= 0 ? end[cross_wait_[i]] : 0.0);
+    end[i] = start + op_ms[i];
+    free = end[i];
+  }
+  return std::max(compute_free, comm_free);
+}
+
 std::string Program::collective_kinds() const {
   std::vector<std::string> kinds;
   for (const auto& op : ops_)
@@ -183,6 +199,8 @@ Executor::~Executor() {
     }
   if (iteration_start_) cudaEventDestroy(iteration_start_);
   if (comm_done_) cudaEventDestroy(comm_done_);
+  if (timed_start_) cudaEventDestroy(timed_start_);
+  for (cudaEvent_t e : timed_end_) cudaEventDestroy(e);
 }
 
 void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes_[comm] = route; }
@@ -314,6 +332,55 @@ double Executor::busy_of(const std::vector<Segment>& segments, size_t used) {
     sum += ms;
   }
   return sum;
+}
+
+void Executor::enqueue_timed(RankContext& ctx, const ScenarioStreams& s, ScenarioMode mode) {
+  TANDEM_REQUIRE(mode == ScenarioMode::ComputeOnly || mode == ScenarioMode::CommOnly,
+                 "operations are timed one by one only in compute-only or collectives-only iterations");
+  const auto& ops = program_.ops();
+  if (!timed_start_) {
+    TANDEM_CUDA_CHECK(cudaEventCreate(&timed_start_));
+    timed_end_.assign(ops.size(), nullptr);
+    for (auto& e : timed_end_) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+  }
+  timed_kind_ = mode == ScenarioMode::ComputeOnly ? Op::Kind::Compute : Op::Kind::Collective;
+  ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
+  // As in enqueue(): collectives run on the communication stream, fenced by the compute stream on
+  // both sides. The events go on the stream that runs the operations, back to back, so each pair
+  // brackets one operation and the gaps between launches, as in the untimed iteration.
+  cudaStream_t stream = timed_kind_ == Op::Kind::Compute ? s.compute : s.comm;
+  if (stream != s.compute) {
+    TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, iteration_start_, 0));
+  }
+  TANDEM_CUDA_CHECK(cudaEventRecord(timed_start_, stream));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != timed_kind_) continue;
+    if (ops[i].kind == Op::Kind::Compute)
+      ops[i].enqueue(stream);
+    else
+      issue_collective(ctx, comm, ops[i], stream);
+    TANDEM_CUDA_CHECK(cudaEventRecord(timed_end_[i], stream));
+  }
+  if (stream != s.compute) {
+    TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, stream));
+    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+  }
+}
+
+std::vector<double> Executor::operation_ms() const {
+  TANDEM_REQUIRE(timed_start_, "operation_ms() before any enqueue_timed()");
+  const auto& ops = program_.ops();
+  std::vector<double> out(ops.size(), 0);
+  cudaEvent_t previous = timed_start_;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind != timed_kind_) continue;
+    float ms = 0;
+    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, previous, timed_end_[i]));
+    out[i] = ms;
+    previous = timed_end_[i];
+  }
+  return out;
 }
 
 StreamBusy Executor::busy() const {

@@ -77,6 +77,13 @@ class Program {
   double flops() const;
   // "all-gather+reduce-scatter": the kinds of collective, in order of first appearance.
   std::string collective_kinds() const;
+  // The iteration's length along its dependency chain when operation i takes op_ms[i], as it does
+  // alone: each stream runs its operations in program order (how Executor issues them under every
+  // policy), each starting when its stream is free and the operation it waits for (cross_wait) is
+  // done. At least the larger of the two streams' sums; more where a stream must idle for the other
+  // (the first all-gather before any layer can start, the last bucket's all-reduce after the
+  // backward pass ends). The ideal bound of an overlap: no interference between the streams.
+  double chain_ms(const std::vector<double>& op_ms) const;
 
  private:
   int nranks_;
@@ -129,6 +136,12 @@ class Executor {
   void clear_route(ncclComm_t comm);
   // Busy time per stream of the last Full iteration (after it completed).
   StreamBusy busy() const;
+  // One iteration of the compute operations alone (ComputeOnly) or of the collectives alone
+  // (CommOnly), with an event after each operation, to time them one by one.
+  void enqueue_timed(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
+  // Per operation, in program order, its time in the last enqueue_timed() iteration (after it
+  // completed); 0 for the operations that iteration skipped.
+  std::vector<double> operation_ms() const;
   // The first compute operation, or the first collective, alone on `stream`.
   void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const;
 
@@ -155,6 +168,11 @@ class Executor {
   cudaEvent_t iteration_start_ = nullptr, comm_done_ = nullptr;
   std::vector<Segment> compute_segments_, comm_segments_;
   size_t compute_used_ = 0, comm_used_ = 0;
+  // enqueue_timed(): its first event, one after each operation (created on first use), and the kind
+  // of operation it ran.
+  cudaEvent_t timed_start_ = nullptr;
+  std::vector<cudaEvent_t> timed_end_;
+  Op::Kind timed_kind_ = Op::Kind::Compute;
 };
 
 // Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each

@@ -347,6 +347,17 @@ void ReplicatedScenario::enqueue_sample(RankContext& ctx, cudaStream_t stream, b
   executor_->enqueue_sample(ctx, stream, collective);
 }
 
+std::vector<double> ReplicatedScenario::time_operations(RankContext& ctx, const ScenarioStreams& streams,
+                                                        ScenarioMode mode) {
+  executor_->enqueue_timed(ctx, streams, mode);
+  ctx.wait(streams.compute, name() + ": operations timed one by one");
+  return executor_->operation_ms();
+}
+
+double ReplicatedScenario::chain_ms(const std::vector<double>& operation_ms) const {
+  return own_->program().chain_ms(operation_ms);
+}
+
 std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) {
   TANDEM_REQUIRE(own_ && executor_, name() + ": use_symmetric_windows before setup");
   // Decided from the program alone, so every rank returns the same answer and either all register

@@ -58,3 +58,18 @@ TEST(Metrics, BalancedBytesScalesTheCollectiveToTheComputeTime) {
   EXPECT_EQ(tb::balanced_bytes(mib, 0.001, 10.0, 2), mib);
   EXPECT_THROW(tb::balanced_bytes(mib, 0, 1.0, 2), tandem::Error);
 }
+
+TEST(Metrics, OperationTimesScaleEachSideToItsBaseline) {
+  // Compute ops 0 and 2 timed at 1 + 3 ms against a 4.4 ms baseline (x1.1); the collective at 2 ms
+  // against 1 ms (x0.5).
+  const auto t = tb::operation_times({1, 0, 3}, {0, 2, 0}, 4.4, 1.0);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_DOUBLE_EQ(t[0], 1.1);
+  EXPECT_DOUBLE_EQ(t[1], 1.0);
+  EXPECT_DOUBLE_EQ(t[2], 3.3);
+  // A side with nothing to time stays at zero instead of dividing by zero.
+  EXPECT_EQ(tb::operation_times({1, 2}, {0, 0}, 6, 5), (std::vector<double>{2, 4}));
+  EXPECT_THROW(tb::operation_times({1, 2}, {0}, 3, 1), tandem::Error);
+  EXPECT_THROW(tb::operation_times({1, 2}, {0, 1}, 3, 1), tandem::Error);   // one operation on both sides
+  EXPECT_THROW(tb::operation_times({-1, 0}, {0, 1}, 3, 1), tandem::Error);
+}

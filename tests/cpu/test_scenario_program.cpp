@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "scenarios/program.h"
+#include "tandem/error.h"
 
 namespace {
 
@@ -177,6 +178,32 @@ TEST(ScenarioProgram, CollectiveSizesFollowNcclTests) {
   c.kind = CollectiveCall::Kind::AllToAll;  // count = elements per peer
   EXPECT_EQ(c.send_elements(4), 400);
   EXPECT_EQ(c.bytes(4), 800u);
+}
+
+TEST(ScenarioProgram, ChainBoundAddsWhatNoOverlapCanHide) {
+  // Compute: wgrad0 0-2, dgrad0 2-3, wgrad1 3-5, dgrad1 5-6. Collectives: ar0 waits for wgrad0 and
+  // runs 2-5; ar1 waits for wgrad1 (done at 5) and runs 5-8. The last reduction has nothing left
+  // to hide behind: the chain is 8 ms, not max(6, 6).
+  Program p(2);
+  p.add(compute("wgrad0", {0}, {1}));
+  p.add(collective("ar0", CollectiveCall::Kind::AllReduce, 1, 1, 128));
+  p.add(compute("dgrad0", {0}, {2}));
+  p.add(compute("wgrad1", {2}, {3}));
+  p.add(collective("ar1", CollectiveCall::Kind::AllReduce, 3, 3, 128));
+  p.add(compute("dgrad1", {2}, {4}));
+  EXPECT_THROW(p.chain_ms({2, 3, 1, 2, 3, 1}), tandem::Error);  // dependencies not derived yet
+  p.finalize();
+  EXPECT_DOUBLE_EQ(p.chain_ms({2, 3, 1, 2, 3, 1}), 8.0);
+  // Short collectives hide entirely: the chain is the compute stream's sum.
+  EXPECT_DOUBLE_EQ(p.chain_ms({2, 0.5, 1, 2, 0.5, 1}), 6.0);
+  // A compute operation that reads a collective's output waits for it.
+  Program q(2);
+  q.add(collective("ag", CollectiveCall::Kind::AllGather, 0, 1, 64));
+  q.add(compute("layer", {1}, {2}));
+  q.finalize();
+  EXPECT_DOUBLE_EQ(q.chain_ms({1.5, 4}), 5.5);
+  EXPECT_THROW(q.chain_ms({1.5}), tandem::Error);
+  EXPECT_THROW(q.chain_ms({1.5, -1}), tandem::Error);
 }
 
 }  // namespace

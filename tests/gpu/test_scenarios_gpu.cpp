@@ -55,7 +55,10 @@ void expect_all_policies_correct(const BenchOptions& o, const std::string& label
     EXPECT_GT(r.t_overlap_ms, 0) << label << " " << r.policy;
     EXPECT_GT(r.t_seq_ms, 0);
     EXPECT_GT(r.t_compute_ms, 0);
-    EXPECT_GE(r.t_bound_ms, std::max(r.t_compute_ms, r.t_comm_ms));
+    // The chain holds both sides, at most end to end; the bound holds the chain.
+    EXPECT_GE(r.t_chain_ms, std::max(r.t_compute_ms, r.t_comm_ms) * (1 - 1e-9)) << label;
+    EXPECT_LE(r.t_chain_ms, (r.t_compute_ms + r.t_comm_ms) * (1 + 1e-9)) << label;
+    EXPECT_GE(r.t_bound_ms, r.t_chain_ms);
     EXPECT_FALSE(r.compute_kernel.kernel.empty());
     // One rank: NCCL copies or does nothing, so there is no collective kernel or time to speak of.
     if (ranks > 1) {
@@ -72,6 +75,20 @@ void expect_all_policies_correct(const BenchOptions& o, const std::string& label
 TEST(ScenariosGpu, DataParallelBackwardIsCorrectUnderEveryPolicy) {
   TANDEM_REQUIRE_GPUS(1);
   expect_all_policies_correct(small_options("dp-backward"), "dp-backward");
+}
+
+TEST(ScenariosGpu, TheLastBucketsReductionIsOnTheChain) {
+  // Nothing follows the last gradient bucket's all-reduce: no overlap can hide it, so the chain is
+  // longer than the compute alone by at least some of it.
+  TANDEM_REQUIRE_GPUS(2);
+  BenchOptions o = small_options("dp-backward");
+  o.policies = tandem::parse_policy_list("priority");
+  o.policies_given = true;
+  const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+  ASSERT_EQ(outcome.rows.size(), 1u);
+  const auto& r = outcome.rows.front();
+  EXPECT_GT(r.t_chain_ms, std::max(r.t_compute_ms, r.t_comm_ms) + 0.01) << "compute " << r.t_compute_ms
+                                                                         << " ms, collectives " << r.t_comm_ms << " ms";
 }
 
 TEST(ScenariosGpu, TensorParallelMlpIsCorrectUnderEveryPolicy) {
