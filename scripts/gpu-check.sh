@@ -84,6 +84,7 @@ fi
 
 if want tune; then
   section "tune: every workload x collective"
+  rm -f "$logs/tune-$tag.json"  # a reused TANDEM_LOGS folder must not pass off an earlier run's
   "$tandem" tune --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/tune-$tag.json" \
     --out "$logs/tuned.policy" "$@" > "$logs/tune.log" 2> "$logs/tune.err" || status=1
   sed -n '/^# summary/,$p' "$logs/tune.log" | tee -a "$logs/summary.log"
@@ -187,6 +188,8 @@ IFS=';' read -r -a configs <<< "${TANDEM_SCENARIO_CONFIGS:-\
 --workload tp-attention --sequence-parallel;\
 --workload tp-mlp --sequence-parallel;\
 --workload moe --experts 128 --top-k 8 --expert-ffn 768 --layers 2}"
+# A reused TANDEM_LOGS folder may hold an earlier run's files: only this run's tunes are merged.
+rm -f "$logs"/scenario-tune-[0-9]*-"$tag".json
 i=0
 for config in "${configs[@]}"; do
   i=$((i + 1))
@@ -261,11 +264,11 @@ fi
 
 if want scenario-clocks; then
 section "clocks: power of each phase of a training scenario (baselines and the tuned policy)"
-# The policies `scenario-tune` picked (docs/PERFORMANCE.md).
+# The policies `scenario-tune` picked (docs/PERFORMANCE.md), for the scenarios that miss a target.
 sample_clocks scenarios "" \
-  "--workload dp-backward --seq 2048 -p priority+copy-engine -n 150 --warmup 3" \
-  "--workload fsdp --seq 2048 -p comm-first+priority+copy-engine -n 100 --warmup 3" \
-  "--workload moe --experts 128 --top-k 8 --expert-ffn 768 --layers 2 -p comm-first+priority+copy-engine -n 60 --warmup 3"
+  "--workload dp-backward --seq 2048 -p comm-first+priority+copy-engine -n 150 --warmup 3" \
+  "--workload tp-attention --sequence-parallel -p priority+copy-engine -n 200 --warmup 3" \
+  "--workload tp-mlp --sequence-parallel -p copy-engine -n 60 --warmup 3"
 fi
 
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"

@@ -1,5 +1,6 @@
 #include <chrono>
 #include <exception>
+#include <mutex>
 #include <thread>
 
 #include "harness/rank_context.h"
@@ -44,6 +45,17 @@ double measure_copy_bandwidth_gbps(cudaStream_t stream) {
   return 2.0 * bytes / (best_ms * 1e-3) / 1e9;
 }
 
+// NCCL frees the communicators of one process's ranks together, in whichever rank's destroy or abort
+// comes last (NCCL init.cc, commReclaim), and from that rank's thread: with ranks as threads, two
+// threads can be unmapping one device's NCCL memory at once. Twice in about twenty `tandem tune`
+// runs (NCCL 2.28.3) that ended in "double free or corruption" inside cuMemUnmap under
+// ncclCommDestroy. Teardown is serialised per process. It cannot deadlock: after a finalize, and in
+// an abort, NCCL does not wait for the peers; only the last one cleans up.
+std::mutex& teardown_mutex() {
+  static std::mutex m;
+  return m;
+}
+
 int set_device_and_return(int device) {
   TANDEM_CUDA_CHECK(cudaSetDevice(device));
   return device;
@@ -71,12 +83,23 @@ RankContext::~RankContext() {
   // Destructors must not throw. After a failure the communicators are aborted, not destroyed:
   // ncclCommDestroy would wait for peers that may never come. Unwinding from this rank's own error
   // is such a failure too, even before anyone has marked the group failed.
-  const bool failing = std::uncaught_exceptions() > 0 || group.failed();
+  bool failing = std::uncaught_exceptions() > 0 || group.failed();
+  // Every rank's work is done before any communicator goes: the last rank's destroy frees its
+  // peers' NCCL memory too, which must not race a peer still freeing its own buffers.
+  if (!failing) {
+    try {
+      group.barrier();
+    } catch (...) {
+      failing = true;
+    }
+  }
   for (ncclComm_t c : all_communicators()) {
-    if (failing || comms_aborted_ || !finalize(c))
-      ncclCommAbort(c);
-    else
+    const bool destroy = !failing && !comms_aborted_ && finalize(c);
+    const std::lock_guard<std::mutex> lock(teardown_mutex());
+    if (destroy)
       ncclCommDestroy(c);
+    else
+      ncclCommAbort(c);
   }
   green_contexts_.clear();
   if (cublaslt) cublasLtDestroy(cublaslt);

@@ -326,7 +326,8 @@ std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks
       "timing    " + std::to_string(o.warmup) + " warm-up + " + std::to_string(o.iters) +
           " timed iterations, median of the slowest rank; events on the GPU",
       "bound     t_seq: one stream; t_compute: collectives skipped; t_comm: the collectives alone, in order; "
-      "t_bound = max(t_compute, t_comm, HBM bytes / bandwidth); JSON bound_fraction = t_bound / t_overlap",
+      "t_chain: the dependency chain with each operation at its time alone, each stream in program order; "
+      "t_bound = max(t_chain, HBM bytes / bandwidth); JSON bound_fraction = t_bound / t_overlap",
       std::string("check     ") +
           (o.check ? "on: every output against a lockstep reference of all ranks (naive fp32-accumulating GEMMs, "
                      "fp32 collective sums), every policy"

@@ -3,8 +3,9 @@
 // every policy, with the same rows, header and JSON as the microbenchmarks.
 //
 // Per scenario: t_seq (everything on one stream), t_compute (collectives skipped), t_comm (only the
-// collectives, in order), t_bound = max(t_compute, t_comm, HBM bytes / bandwidth), then t_overlap
-// under each policy, results checked against the reference under each.
+// collectives, in order), t_chain (the dependency chain with every operation at its time alone: at
+// least max(t_compute, t_comm)), t_bound = max(t_chain, HBM bytes / bandwidth), then t_overlap under
+// each policy, results checked against the reference under each.
 #include <memory>
 #include <string>
 #include <vector>
