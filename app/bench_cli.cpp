@@ -54,7 +54,7 @@ void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
   cmd->add_option("--stream-bytes", cli->stream_bytes, "Bytes per stream array (default 256M)");
   cmd->add_flag("--balance,!--no-balance", o.balance, "Choose the compute count so t_compute ~ t_comm (default on)");
   cmd->add_flag("--balance-size", o.balance_size,
-                "Then resize the collective so t_comm ~ t_compute (for compute units too coarse to match it)");
+                "Then resize the collective until t_comm is within 5 % of t_compute, at most 3 times (for compute units too coarse to match it)");
   cmd->add_option("--count", o.count, "Fixed compute units per step (turns --balance off)")
       ->each([cli](const std::string&) { cli->fixed_count = true; });
   cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0, default 1)");
