@@ -62,8 +62,9 @@ void expect_waits_follow_their_events(const Program& p, const std::vector<IssueS
   for (bool i : issued) EXPECT_TRUE(i);
 }
 
-TEST(ScenarioProgram, BucketReductionsOverlapTheRestOfBackward) {
-  // wgrad0 -> all-reduce(grad0); dgrad (independent); wgrad1 -> all-reduce(grad1); next dgrad.
+// wgrad0 -> all-reduce(grad0); dgrad (independent); wgrad1 -> all-reduce(grad1); next dgrad.
+// Not finalized.
+Program two_bucket_backward() {
   Program p(2);
   p.add(compute("wgrad0", {0}, {1}));
   p.add(collective("ar0", CollectiveCall::Kind::AllReduce, 1, 1, 128));
@@ -71,6 +72,11 @@ TEST(ScenarioProgram, BucketReductionsOverlapTheRestOfBackward) {
   p.add(compute("wgrad1", {2}, {3}));
   p.add(collective("ar1", CollectiveCall::Kind::AllReduce, 3, 3, 128));
   p.add(compute("dgrad1", {2}, {4}));
+  return p;
+}
+
+TEST(ScenarioProgram, BucketReductionsOverlapTheRestOfBackward) {
+  Program p = two_bucket_backward();
   p.finalize();
   EXPECT_EQ(p.cross_wait(1), 0);
   EXPECT_EQ(p.cross_wait(2), -1);
@@ -184,13 +190,7 @@ TEST(ScenarioProgram, ChainBoundAddsWhatNoOverlapCanHide) {
   // Compute: wgrad0 0-2, dgrad0 2-3, wgrad1 3-5, dgrad1 5-6. Collectives: ar0 waits for wgrad0 and
   // runs 2-5; ar1 waits for wgrad1 (done at 5) and runs 5-8. The last reduction has nothing left
   // to hide behind: the chain is 8 ms, not max(6, 6).
-  Program p(2);
-  p.add(compute("wgrad0", {0}, {1}));
-  p.add(collective("ar0", CollectiveCall::Kind::AllReduce, 1, 1, 128));
-  p.add(compute("dgrad0", {0}, {2}));
-  p.add(compute("wgrad1", {2}, {3}));
-  p.add(collective("ar1", CollectiveCall::Kind::AllReduce, 3, 3, 128));
-  p.add(compute("dgrad1", {2}, {4}));
+  Program p = two_bucket_backward();
   EXPECT_THROW(p.chain_ms({2, 3, 1, 2, 3, 1}), tandem::Error);  // dependencies not derived yet
   p.finalize();
   EXPECT_DOUBLE_EQ(p.chain_ms({2, 3, 1, 2, 3, 1}), 8.0);

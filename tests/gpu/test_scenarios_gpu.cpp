@@ -35,6 +35,14 @@ BenchOptions small_options(const std::string& scenario) {
   return o;
 }
 
+// The small configuration of `scenario` under exactly `policies`, on every visible GPU.
+tandem::bench::BenchOutcome run_small(const std::string& scenario, const std::string& policies) {
+  BenchOptions o = small_options(scenario);
+  o.policies = tandem::parse_policy_list(policies);
+  o.policies_given = true;
+  return tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+}
+
 void expect_all_policies_correct(const BenchOptions& o, const std::string& label) {
   const int ranks = tandem_test::gpu_count();
   const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
@@ -81,10 +89,7 @@ TEST(ScenariosGpu, TheLastBucketsReductionIsOnTheChain) {
   // Nothing follows the last gradient bucket's all-reduce: no overlap can hide it, so the chain is
   // longer than the compute alone by at least some of it.
   TANDEM_REQUIRE_GPUS(2);
-  BenchOptions o = small_options("dp-backward");
-  o.policies = tandem::parse_policy_list("priority");
-  o.policies_given = true;
-  const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+  const auto outcome = run_small("dp-backward", "priority");
   ASSERT_EQ(outcome.rows.size(), 1u);
   const auto& r = outcome.rows.front();
   EXPECT_GT(r.t_chain_ms, std::max(r.t_compute_ms, r.t_comm_ms) + 0.01) << "compute " << r.t_compute_ms
@@ -147,10 +152,7 @@ TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
 // nccl-symmetric through NCCL's symmetric kernels. Both must give the reference's gradients.
 TEST(ScenariosGpu, AllReduceScenarioTakesCopyEnginesAndSymmetricWindows) {
   TANDEM_REQUIRE_GPUS(2);
-  BenchOptions o = small_options("dp-backward");
-  o.policies = tandem::parse_policy_list("copy-engine,comm-first+priority+copy-engine,nccl-symmetric");
-  o.policies_given = true;
-  const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+  const auto outcome = run_small("dp-backward", "copy-engine,comm-first+priority+copy-engine,nccl-symmetric");
   ASSERT_EQ(outcome.rows.size(), 3u);
   for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << r.policy;
 }
