@@ -103,8 +103,17 @@ std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base) {
   p.nccl_max_ctas.reset();
   p.nccl_cga_cluster_size.reset();
   p.nccl_cta_policy = NcclCtaPolicy::Default;
-  OverlapPolicy plain = parse_policy("copy-engine");
-  return p == plain ? std::vector<OverlapPolicy>{p} : std::vector<OverlapPolicy>{p, plain};
+  std::vector<OverlapPolicy> out{p};
+  // And bare copy engines under every launch order. The order decides whether copy engines help at
+  // all: beside a persistent GEMM, the reduction's sum kernel (and NCCL's CE synchronisation) gets
+  // SMs only when the collective is enqueued first - `copy-engine` alone gains ~2 % on gemm x
+  // all-to-all, `comm-first+copy-engine` ~33 % - while the best policy before this stage may have
+  // settled on another order for NCCL's own kernels.
+  for (OverlapPolicy order : order_candidates()) {
+    order.copy_engine = true;
+    if (std::none_of(out.begin(), out.end(), [&](const OverlapPolicy& o) { return o == order; })) out.push_back(order);
+  }
+  return out;
 }
 
 std::vector<OverlapPolicy> partition_candidates(const OverlapPolicy& base, const CaseTraits& traits) {

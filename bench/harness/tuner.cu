@@ -66,7 +66,7 @@ class Search {
 };
 
 // Rounds of the final comparison.
-constexpr int kFinalRounds = 3;
+constexpr int kFinalRounds = 5;
 
 // Measures each distinct policy `rounds` times, one of each per round, and returns one row per
 // policy: the round with its median t_overlap. Every policy here has applied before, so none skips.

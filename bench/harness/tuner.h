@@ -37,6 +37,7 @@ std::vector<OverlapPolicy> sm_target_candidates(const OverlapPolicy& base, const
 std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, const CaseTraits& traits);
 std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base);
 std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const CaseTraits& traits);
+// `base` on copy engines, then bare copy engines under every launch order.
 std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base);
 // The collective's buffers as NCCL symmetric windows (nccl-symmetric), unless copy engines already are.
 std::vector<OverlapPolicy> symmetric_candidates(const OverlapPolicy& base);

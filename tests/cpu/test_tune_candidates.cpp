@@ -44,11 +44,16 @@ TEST(TuneCandidates, NcclResourcesAndCopyEngine) {
   EXPECT_EQ(texts(tb::nccl_candidates(parse_policy("priority"))),
             (std::vector<std::string>{"priority+nccl-ctas:..4", "priority+nccl-ctas:..8", "priority+nccl-ctas:..16",
                                       "priority+nccl-cga:1", "priority+nccl-cta-policy:efficiency"}));
+  // The base with copy engines (its NCCL knobs dropped), then bare copy engines under every order.
+  EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("sm-target:108+nccl-ctas:..24+nccl-cga:1"))),
+            (std::vector<std::string>{"sm-target:108+copy-engine", "copy-engine", "priority+copy-engine",
+                                      "comm-first+copy-engine", "comm-first+priority+copy-engine"}));
   EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("comm-first+nccl-cga:1"))),
-            (std::vector<std::string>{"comm-first+copy-engine", "copy-engine"}));
-  EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("concurrent"))), (std::vector<std::string>{"copy-engine"}));
+            (std::vector<std::string>{"comm-first+copy-engine", "copy-engine", "priority+copy-engine",
+                                      "comm-first+priority+copy-engine"}));
   EXPECT_EQ(texts(tb::copy_engine_candidates(parse_policy("priority+nccl-symmetric"))),
-            (std::vector<std::string>{"priority+copy-engine", "copy-engine"}));
+            (std::vector<std::string>{"priority+copy-engine", "copy-engine", "comm-first+copy-engine",
+                                      "comm-first+priority+copy-engine"}));
   EXPECT_EQ(texts(tb::symmetric_candidates(parse_policy("shape:4+priority"))),
             (std::vector<std::string>{"shape:4+priority+nccl-symmetric"}));
   EXPECT_TRUE(tb::symmetric_candidates(parse_policy("green:96+copy-engine")).empty());
