@@ -35,9 +35,9 @@ def final_round(rs):
 def scenario_targets(rows):
     """Issue targets for training scenarios: the tuned policy against one stream, against naive
     two-stream overlap, and against the ideal bound."""
-    print("| workload | collective | t_compute ms | t_comm ms | t_chain ms | t_seq ms | naive ms | tuned policy | tuned ms "
-          "| t_bound ms | × one stream | × naive | tuned / bound |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| workload | collective | count | t_compute ms | t_comm ms | t_chain ms | t_seq ms | naive ms | tuned policy "
+          "| tuned ms | t_bound ms | × one stream | × naive | tuned / bound |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     # One case per tune: a merged file may tune one scenario at several configurations, which share
     # workload, collective and bytes but not their baselines.
     cases = {}
@@ -48,7 +48,7 @@ def scenario_targets(rows):
         # Results from before the chain was measured (t_chain_ms absent) bound by the larger side alone.
         chain = tuned.get("t_chain_ms")
         chain_text = f"{chain:.2f}" if chain else "–"
-        print(f"| {w} | {c} | {tuned['t_compute_ms']:.2f} | {tuned['t_comm_ms']:.2f} | {chain_text} | {tuned['t_seq_ms']:.2f} | "
+        print(f"| {w} | {c} | {tuned['count']} | {tuned['t_compute_ms']:.2f} | {tuned['t_comm_ms']:.2f} | {chain_text} | {tuned['t_seq_ms']:.2f} | "
               f"{naive['t_overlap_ms']:.2f} | `{tuned['policy']}` | {tuned['t_overlap_ms']:.2f} | {tuned['t_bound_ms']:.2f} | "
               f"{tuned['t_seq_ms'] / tuned['t_overlap_ms']:.3f} | {naive['t_overlap_ms'] / tuned['t_overlap_ms']:.3f} | "
               f"{tuned['t_overlap_ms'] / tuned['t_bound_ms']:.3f} |")
