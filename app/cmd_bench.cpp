@@ -10,6 +10,7 @@
 #include "harness/registry.h"
 #include "harness/runner.h"
 #include "harness/scenario_runner.h"
+#include "harness/trace.h"
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
@@ -47,6 +48,13 @@ int run(const BenchCli& cli) {
     if (scenarios) bench::add_scenario_json_fields(doc);
     write_json(options.json_path, doc);
   }
+  if (printer && !options.trace_path.empty()) {
+    // The run's identity as the JSON results carry it (docs/BENCH_JSON.md), without the rows.
+    nlohmann::json about = bench::to_json(info, {}, {});
+    about.erase("rows");
+    about.erase("notes");
+    bench::write_trace(options.trace_path, outcome.traces, about);
+  }
   int64_t wrong = 0;
   for (const auto& r : outcome.rows) wrong += r.wrong;
   return wrong == 0 && !outcome.rows.empty() ? 0 : 1;
@@ -59,6 +67,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("bench", "Measure compute/collective overlap under each policy (default: the paper's suite)");
   add_bench_options(cmd, cli);
   cmd->add_option("-p,--policy", cli->policies, "Comma-separated policies (see docs/POLICIES.md); default: the paper's set");
+  cmd->add_option("--trace", cli->options.trace_path,
+                  "Scenarios: write one more iteration per policy as a Chrome trace of every operation on every "
+                  "rank's streams (open in ui.perfetto.dev)");
   cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
 }
 

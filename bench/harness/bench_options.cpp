@@ -69,6 +69,10 @@ void validate(const BenchOptions& o) {
                                                 "it cannot combine with --no-balance or --count");
   TANDEM_REQUIRE(!o.balance_size || !scenarios, "--balance-size applies to microbenchmarks; a training scenario's "
                                                  "collectives follow from its model (--hidden, --seq, ...)");
+  TANDEM_REQUIRE(o.trace_path.empty() || !microbenchmarks,
+                 "--trace draws the operations of a training scenario's iteration (--workload dp-backward, "
+                 "tp-mlp, tp-attention, fsdp, moe); a microbenchmark step is one compute run beside one "
+                 "collective, and its row already has both spans (t_compute, t_comm, c_slow, m_slow)");
   TANDEM_REQUIRE(!o.workloads.empty(), "no workload given");
   TANDEM_REQUIRE(!o.collectives.empty(), "no collective given");
   TANDEM_REQUIRE(o.gpus >= 0, "--gpus must be positive (got " + std::to_string(o.gpus) + ")");

@@ -35,6 +35,9 @@ struct BenchOptions {
   int warmup = 5;
   double timeout_s = 120;
   std::string json_path;
+  // `tandem bench --trace FILE` (training scenarios): one more iteration per policy, each operation
+  // bracketed by events, written as a Chrome trace (harness/trace.h).
+  std::string trace_path;
   bool progress = true;
   // How this process takes part (harness/launch_env.h): threads over the visible GPUs, or one rank of
   // a launcher's world (mpirun, torchrun, srun), and what the command line asked for.

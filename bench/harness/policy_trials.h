@@ -5,8 +5,10 @@
 // that cannot apply. The sequence - apply, check, measure, restore - is the same for every kind of
 // case and lives here; a kind supplies the three steps.
 #include <string>
+#include <vector>
 
 #include "harness/report.h"
+#include "harness/trace.h"
 #include "tandem/policy.h"
 #include "tandem/shaped_kernel.h"
 
@@ -26,6 +28,9 @@ class PolicyTrials {
   // policy the user named explicitly (`policies_given`) must apply, or the run fails.
   bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason);
   virtual CaseTraits traits() = 0;
+  // The timelines recorded since the last call (`--trace`: training scenarios only), every rank's;
+  // empty when nothing was traced.
+  virtual std::vector<TraceIteration> take_traces() { return {}; }
 
   // Both sides' first kernels, as capture found them (empty until a kind captures them).
   const FootprintRecord& compute_kernel() const { return compute_kernel_; }

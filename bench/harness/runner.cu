@@ -92,7 +92,9 @@ void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& 
     Row row = blank_row(options, id);
     std::string skip_reason;
     const bool measured = trials.run_policy(policy, row, skip_reason);
+    auto traces = trials.take_traces();
     if (!id.collects) continue;
+    outcome.traces.insert(outcome.traces.end(), traces.begin(), traces.end());
     if (!measured) {
       outcome.notes.push_back(to_string(policy) + " skipped for " + id.workload + ": " + skip_reason);
     } else {

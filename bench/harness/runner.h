@@ -8,6 +8,7 @@
 
 #include "harness/bench_options.h"
 #include "harness/report.h"
+#include "harness/trace.h"
 
 namespace tandem::bench {
 
@@ -15,6 +16,7 @@ struct BenchOutcome {
   std::vector<Row> rows;
   std::vector<std::string> notes;  // policies skipped in the default suite, and why
   double hbm_bandwidth_gbps = 0;
+  std::vector<TraceIteration> traces;  // `--trace`: one iteration per policy and rank (harness/trace.h)
 };
 
 using RowSink = std::function<void(const Row&)>;

@@ -13,6 +13,7 @@
 
 #include "harness/dtype.h"
 #include "harness/rank_context.h"
+#include "harness/trace.h"
 #include "tandem/shaped_kernel.h"
 
 namespace tandem::bench {
@@ -93,6 +94,10 @@ class Scenario {
   // Runs one compute-only or collectives-only iteration (`mode`) with an event after every operation
   // and returns each operation's time in program order (0 for the other kind); synchronises.
   virtual std::vector<double> time_operations(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) = 0;
+  // Runs one Full or Sequential iteration (`mode`), issued as enqueue_iteration() issues it, with an
+  // event before and after every operation, and returns when each ran, in program order
+  // (harness/trace.h); synchronises.
+  virtual std::vector<TraceSpan> trace_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) = 0;
   // The iteration's length along its dependency chain with these per-operation times
   // (scenarios/program.h, Program::chain_ms): the ideal bound of any overlap of it.
   virtual double chain_ms(const std::vector<double>& operation_ms) const = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <utility>
 
 #include "harness/footprints.h"
 #include "harness/local_ranks.h"
@@ -105,9 +106,41 @@ class ScenarioCase final : public PolicyTrials {
     const ScenarioMode mode = policy.is_sequential() ? ScenarioMode::Sequential : ScenarioMode::Full;
     row.wrong = options_.check ? check(mode, &policy) : 0;
     const Measured m = measure(mode, &policy);
+    if (!options_.trace_path.empty()) trace(mode, policy);
     const auto kernels = scenario_.shaped_kernels();
     const bool shaped = policy.shape.kind != ShapeTarget::Kind::None && !kernels.empty();
     fill_row(row, policy, m, shaped ? kernels.front() : nullptr);
+  }
+
+  std::vector<TraceIteration> take_traces() override { return std::exchange(traces_, {}); }
+
+  // One more iteration under the policy's controls, its operations bracketed by events; every rank
+  // keeps every rank's timeline (Coordinator::all_gather_series), so threads and processes alike
+  // hand the collecting rank the whole picture.
+  void trace(ScenarioMode mode, const OverlapPolicy& policy) {
+    ctx_.group.barrier();
+    const std::vector<TraceSpan> spans = scenario_.trace_iteration(ctx_, streams_for(mode), mode);
+    std::vector<double> starts, ends;
+    for (const auto& s : spans) {
+      starts.push_back(s.start_ms);
+      ends.push_back(s.end_ms);
+    }
+    const auto all = ctx_.group.all_gather_series({starts, ends});  // [rank][starts, ends]
+    for (size_t rank = 0; rank < all.size(); ++rank) {
+      TANDEM_REQUIRE(all[rank][0].size() == spans.size(),
+                     scenario_.name() + ": rank " + std::to_string(rank) + " traced a different program");
+      TraceIteration it;
+      it.workload = scenario_.name();
+      it.policy = to_string(policy);
+      it.rank = static_cast<int>(rank);
+      it.sequential = mode == ScenarioMode::Sequential;
+      it.spans = spans;  // names, streams and dependencies are the same on every rank
+      for (size_t i = 0; i < spans.size(); ++i) {
+        it.spans[i].start_ms = all[rank][0][i];
+        it.spans[i].end_ms = all[rank][1][i];
+      }
+      traces_.push_back(std::move(it));
+    }
   }
 
   std::string apply(const OverlapPolicy& policy) override {
@@ -257,6 +290,7 @@ class ScenarioCase final : public PolicyTrials {
   ScenarioStreams active_;  // what apply() chose for the policy being measured (defaults otherwise)
   bool sm_target_set_ = false;
   Baselines baselines_;
+  std::vector<TraceIteration> traces_;  // `--trace`: since the last take_traces()
 };
 
 std::string join(const std::vector<std::string>& items, const char* sep = ",") {

@@ -201,6 +201,9 @@ Executor::~Executor() {
   if (comm_done_) cudaEventDestroy(comm_done_);
   if (timed_start_) cudaEventDestroy(timed_start_);
   for (cudaEvent_t e : timed_end_) cudaEventDestroy(e);
+  if (trace_origin_) cudaEventDestroy(trace_origin_);
+  for (auto* events : {&trace_start_, &trace_end_})
+    for (cudaEvent_t e : *events) cudaEventDestroy(e);
 }
 
 void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes_[comm] = route; }
@@ -239,10 +242,14 @@ void Executor::issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, S
     TANDEM_CUDA_CHECK(cudaStreamWaitEvent(on.stream, done_[step.wait], 0));
   }
   if (!on.open) open_segment(on);
+  if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[step.op], on.stream));
   if (op.kind == Op::Kind::Compute)
     op.enqueue(on.stream);
   else
     issue_collective(ctx, comm, op, on.stream);
+  // The trace's end goes before the event the other stream waits for, so an operation that waited
+  // for this one never appears to start before it ended.
+  if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[step.op], on.stream));
   if (done_[step.op]) TANDEM_CUDA_CHECK(cudaEventRecord(done_[step.op], on.stream));
 }
 
@@ -282,11 +289,14 @@ void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode 
   ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
   switch (mode) {
     case ScenarioMode::Sequential:
-      for (const auto& op : ops) {
-        if (op.kind == Op::Kind::Compute)
-          op.enqueue(s.compute);
+      if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
+      for (size_t i = 0; i < ops.size(); ++i) {
+        if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[i], s.compute));
+        if (ops[i].kind == Op::Kind::Compute)
+          ops[i].enqueue(s.compute);
         else
-          issue_collective(ctx, comm, op, s.compute);
+          issue_collective(ctx, comm, ops[i], s.compute);
+        if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[i], s.compute));
       }
       return;
     case ScenarioMode::ComputeOnly:
@@ -310,6 +320,7 @@ void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode 
   if (order.empty()) order = full_issue_order(program_, s.comm_first);
   // Full: the communication stream starts with the iteration, so neither side can begin early and
   // both busy measures share one origin.
+  if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
   TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
   TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
   StreamState compute{s.compute, &compute_segments_, 0, false};
@@ -379,6 +390,38 @@ std::vector<double> Executor::operation_ms() const {
     TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, previous, timed_end_[i]));
     out[i] = ms;
     previous = timed_end_[i];
+  }
+  return out;
+}
+
+void Executor::enqueue_traced(RankContext& ctx, const ScenarioStreams& s, ScenarioMode mode) {
+  TANDEM_REQUIRE(mode == ScenarioMode::Full || mode == ScenarioMode::Sequential,
+                 "a traced iteration runs the whole program: Full or Sequential");
+  if (!trace_origin_) {
+    TANDEM_CUDA_CHECK(cudaEventCreate(&trace_origin_));
+    for (auto* events : {&trace_start_, &trace_end_}) {
+      events->assign(program_.ops().size(), nullptr);
+      for (auto& e : *events) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+    }
+  }
+  tracing_ = true;
+  try {
+    enqueue(ctx, s, mode);
+  } catch (...) {
+    tracing_ = false;
+    throw;
+  }
+  tracing_ = false;
+}
+
+std::vector<std::pair<double, double>> Executor::traced_ms() const {
+  TANDEM_REQUIRE(trace_origin_, "traced_ms() before any enqueue_traced()");
+  std::vector<std::pair<double, double>> out(program_.ops().size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    float start = 0, end = 0;
+    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&start, trace_origin_, trace_start_[i]));
+    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&end, trace_origin_, trace_end_[i]));
+    out[i] = {start, end};
   }
   return out;
 }

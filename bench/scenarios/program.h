@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/dtype.h"
@@ -144,6 +145,13 @@ class Executor {
   std::vector<double> operation_ms() const;
   // The first compute operation, or the first collective, alone on `stream`.
   void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const;
+  // One Full or Sequential iteration, issued exactly as enqueue() issues it, with an event right
+  // before and right after every operation on the stream that runs it (after any wait for the
+  // other stream, so a start is when the operation could begin).
+  void enqueue_traced(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
+  // Per operation, in program order, its start and end in the last enqueue_traced() iteration, in
+  // ms from that iteration's start (after it completed).
+  std::vector<std::pair<double, double>> traced_ms() const;
 
  private:
   struct Segment {
@@ -173,6 +181,11 @@ class Executor {
   cudaEvent_t timed_start_ = nullptr;
   std::vector<cudaEvent_t> timed_end_;
   Op::Kind timed_kind_ = Op::Kind::Compute;
+  // enqueue_traced(): set while it issues; the iteration's origin and each operation's bracket
+  // (created on first use).
+  bool tracing_ = false;
+  cudaEvent_t trace_origin_ = nullptr;
+  std::vector<cudaEvent_t> trace_start_, trace_end_;
 };
 
 // Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each

@@ -354,6 +354,27 @@ std::vector<double> ReplicatedScenario::time_operations(RankContext& ctx, const 
   return executor_->operation_ms();
 }
 
+std::vector<TraceSpan> ReplicatedScenario::trace_iteration(RankContext& ctx, const ScenarioStreams& streams,
+                                                           ScenarioMode mode) {
+  executor_->enqueue_traced(ctx, streams, mode);
+  ctx.wait(streams.compute, name() + ": traced iteration");
+  const auto times = executor_->traced_ms();
+  const Program& program = own_->program();
+  std::vector<TraceSpan> spans;
+  for (size_t i = 0; i < program.ops().size(); ++i) {
+    const Op& op = program.ops()[i];
+    TraceSpan span;
+    span.name = op.name;
+    span.collective = op.kind == Op::Kind::Collective;
+    span.start_ms = times[i].first;
+    span.end_ms = times[i].second;
+    // One stream runs everything in a sequential iteration: nothing waits across streams.
+    span.waits_for = mode == ScenarioMode::Full ? program.cross_wait(i) : -1;
+    spans.push_back(span);
+  }
+  return spans;
+}
+
 double ReplicatedScenario::chain_ms(const std::vector<double>& operation_ms) const {
   return own_->program().chain_ms(operation_ms);
 }

@@ -135,6 +135,7 @@ class ReplicatedScenario : public Scenario {
   StreamBusy last_busy() override;
   void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) override;
   std::vector<double> time_operations(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) override;
+  std::vector<TraceSpan> trace_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) override;
   double chain_ms(const std::vector<double>& operation_ms) const override;
   bool set_sm_count_target(int sm_count) override { return gemms_->set_sm_count_target(sm_count); }
   std::vector<ShapedKernel*> shaped_kernels() override;

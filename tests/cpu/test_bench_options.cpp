@@ -90,3 +90,12 @@ TEST(BenchOptions, SizesMustSplitAcrossRanks) {
   o.min_bytes = o.max_bytes = 1001;
   EXPECT_NE(error_of([&] { tb::validate_for_ranks(o, 2); }).find("not divisible"), std::string::npos);
 }
+
+TEST(BenchOptions, TraceIsForScenariosOnly) {
+  tb::BenchOptions o;
+  o.trace_path = "trace.json";
+  EXPECT_NE(error_of([&] { tb::validate(o); }).find("--trace draws the operations of a training scenario"),
+            std::string::npos);
+  o.workloads = {"tp-attention", "dp-backward"};
+  EXPECT_NO_THROW(tb::validate(o));
+}

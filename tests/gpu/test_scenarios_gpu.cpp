@@ -207,6 +207,78 @@ TEST(ScenariosGpu, CheckCountsOutputsNothingWrote) {
   }
 }
 
+// --trace: one more iteration per policy and rank, every operation once, each stream's operations in
+// program order one after the other, and every operation starting after the one it waited for.
+TEST(ScenariosGpu, TracesShowEveryOperationAfterWhatItWaitedFor) {
+  TANDEM_REQUIRE_GPUS(1);
+  const int ranks = tandem_test::gpu_count();
+  // Events on different streams share one clock, read to about half a microsecond.
+  constexpr double kClockMs = 0.002;
+  for (const std::string name : {"tp-attention", "dp-backward"}) {
+    BenchOptions o = small_options(name);
+    o.scenario.sequence_parallel = name == "tp-attention";  // collectives both wait and are waited for
+    o.policies = tandem::parse_policy_list("sequential,comm-first+priority,concurrent");
+    o.policies_given = true;
+    o.trace_path = "unused";  // turns tracing on; the command line writes the file
+    const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
+    ASSERT_EQ(outcome.traces.size(), size_t(3 * ranks)) << name;
+    for (const auto& it : outcome.traces) {
+      const std::string where = name + " " + it.policy + " rank " + std::to_string(it.rank);
+      EXPECT_EQ(it.workload, name);
+      EXPECT_EQ(it.sequential, it.policy == "sequential") << where;
+      ASSERT_EQ(it.spans.size(), outcome.traces.front().spans.size()) << where;
+      double stream_free[2] = {0, 0};
+      int collectives = 0, waits = 0;
+      for (const auto& s : it.spans) {
+        EXPECT_GE(s.start_ms, 0) << where << " " << s.name;
+        EXPECT_GE(s.end_ms, s.start_ms) << where << " " << s.name;
+        const int stream = s.collective && !it.sequential ? 1 : 0;
+        EXPECT_GE(s.start_ms, stream_free[stream]) << where << " " << s.name;
+        stream_free[stream] = s.end_ms;
+        collectives += s.collective ? 1 : 0;
+        if (s.waits_for < 0) continue;
+        ++waits;
+        ASSERT_FALSE(it.sequential) << where;
+        const auto& before = it.spans[s.waits_for];
+        EXPECT_NE(before.collective, s.collective) << where << " " << s.name;
+        EXPECT_GE(s.start_ms + kClockMs, before.end_ms) << where << ": " << s.name << " waits for " << before.name;
+      }
+      EXPECT_GT(collectives, 0) << where;
+      if (!it.sequential) EXPECT_GT(waits, 0) << where;
+    }
+  }
+}
+
+TEST(ScenariosCli, TraceFileOpensAsChromeTrace) {
+  TANDEM_REQUIRE_GPUS(1);
+  const std::string path = ::testing::TempDir() + "/scenario-trace.json";
+  const auto r = tandem_test::run_command(tandem_test::cli_path() +
+                                          " bench --workload tp-mlp --hidden 1024 --seq 256 --layers 2 -n 2 "
+                                          "--warmup 1 -p comm-first+priority -q --trace " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::ifstream in(path);
+  const auto doc = nlohmann::json::parse(in);
+  int spans = 0, all_reduces = 0;
+  std::set<std::string> processes;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "process_name") processes.insert(e["args"]["name"].get<std::string>());
+    if (e["ph"] != "X") continue;
+    ++spans;
+    EXPECT_GE(e["dur"].get<double>(), 0);
+    if (e["name"].get<std::string>().find("all-reduce") != std::string::npos) {
+      ++all_reduces;
+      EXPECT_EQ(e["cat"], "collective");
+    }
+  }
+  EXPECT_EQ(processes, (std::set<std::string>{"tp-mlp comm-first+priority"}));
+  // The run's identity, as in the JSON results.
+  EXPECT_FALSE(doc["otherData"]["commit"].get<std::string>().empty());
+  EXPECT_NE(doc["otherData"]["command"].get<std::string>().find("--trace"), std::string::npos);
+  // Two layers, forward and backward, two micro-batches: 8 all-reduces per rank.
+  EXPECT_EQ(all_reduces, 8 * tandem_test::gpu_count());
+  EXPECT_GT(spans, all_reduces);
+}
+
 TEST(ScenariosCli, ShortRunWritesRowsAndBoundFraction) {
   TANDEM_REQUIRE_GPUS(1);
   const std::string json = ::testing::TempDir() + "/scenarios.json";

@@ -1,0 +1,63 @@
+#include "harness/trace.h"
+
+#include <fstream>
+#include <map>
+#include <utility>
+
+#include "tandem/error.h"
+
+namespace tandem::bench {
+
+nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations, const nlohmann::json& about) {
+  nlohmann::json events = nlohmann::json::array();
+  // A process per (workload, policy), numbered in order of first appearance so the viewer lists
+  // them as they were measured.
+  std::map<std::pair<std::string, std::string>, int> processes;
+  for (const auto& it : iterations) {
+    const auto key = std::make_pair(it.workload, it.policy);
+    auto found = processes.find(key);
+    if (found == processes.end()) {
+      const int pid = static_cast<int>(processes.size()) + 1;
+      found = processes.emplace(key, pid).first;
+      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
+                        {"args", {{"name", it.workload + " " + it.policy}}}});
+      events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
+    }
+    const int pid = found->second;
+    // Two threads per rank: compute first, then communication.
+    const auto tid = [&](bool collective) { return 2 * it.rank + (collective && !it.sequential ? 1 : 0); };
+    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid(false)},
+                      {"args", {{"name", "rank " + std::to_string(it.rank) +
+                                             (it.sequential ? " (one stream)" : " compute")}}}});
+    if (!it.sequential)
+      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid(true)},
+                        {"args", {{"name", "rank " + std::to_string(it.rank) + " communication"}}}});
+    for (size_t index = 0; index < it.spans.size(); ++index) {
+      const TraceSpan& span = it.spans[index];
+      TANDEM_REQUIRE(span.end_ms >= span.start_ms, "trace span '" + span.name + "' ends before it starts");
+      // The position in program order tells apart operations of the same name (a GEMM is named by
+      // its linear and pass, the same in every layer).
+      nlohmann::json args = {{"op", index}};
+      if (span.waits_for >= 0) {
+        TANDEM_REQUIRE(span.waits_for < static_cast<int>(it.spans.size()),
+                       "trace span '" + span.name + "' waits for an operation that is not in the iteration");
+        args["waits for"] = it.spans[span.waits_for].name;
+      }
+      events.push_back({{"ph", "X"}, {"name", span.name}, {"cat", span.collective ? "collective" : "compute"},
+                        {"pid", pid}, {"tid", tid(span.collective)}, {"ts", span.start_ms * 1000.0},
+                        {"dur", (span.end_ms - span.start_ms) * 1000.0}, {"args", args}});
+    }
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", about}};
+}
+
+void write_trace(const std::string& path, const std::vector<TraceIteration>& iterations, const nlohmann::json& about) {
+  const nlohmann::json doc = chrome_trace(iterations, about);
+  std::ofstream out(path);
+  TANDEM_REQUIRE(out.good(), "cannot write the trace to '" + path + "'");
+  out << doc.dump() << "\n";
+  out.close();
+  TANDEM_REQUIRE(!out.fail(), "writing the trace to '" + path + "' failed");
+}
+
+}  // namespace tandem::bench
