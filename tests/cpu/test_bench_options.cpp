@@ -1,21 +1,13 @@
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "harness/bench_options.h"
 #include "harness/registry.h"
 #include "tandem/error.h"
 
 namespace tb = tandem::bench;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tandem::Error& e) {
-    return e.what();
-  }
-  return "";
-}
-}  // namespace
+using tandem_test::error_of;
 
 TEST(BenchOptions, DefaultsAreThePaperSuite) {
   tb::BenchOptions o;

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "error_of.h"
 #include "tandem/error.h"
 #include "tandem/footprint_text.h"
 
@@ -10,12 +11,7 @@ namespace tandem {
 namespace {
 
 std::string error_of(const std::string& text) {
-  try {
-    parse_footprint(text);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
+  return tandem_test::error_of([&] { parse_footprint(text); });
 }
 
 TEST(FootprintText, ParsesAllKeys) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "error_of.h"
 #include "harness/launch_env.h"
 #include "harness/report.h"
 #include "tandem/error.h"
@@ -19,16 +20,7 @@ LaunchEnv detect(const Vars& vars, const std::string& requested = "auto") {
   return detect_launch(requested, map_environment(vars));
 }
 
-template <typename Action>
-std::string error_of(Action action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no tandem::Error thrown";
-  return "";
-}
+using tandem_test::error_of;
 
 const Vars kOmpi = {{"OMPI_COMM_WORLD_RANK", "1"},        {"OMPI_COMM_WORLD_SIZE", "2"},
                     {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},  {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "error_of.h"
 #include "harness/bench_options.h"
 #include "harness/scenario_runner.h"
 #include "scenarios/model_shapes.h"
@@ -17,15 +18,7 @@ namespace {
 using namespace tandem::bench::scenarios;
 using tandem::bench::BenchOptions;
 
-template <typename Action>
-std::string error_of(Action action) {
-  try {
-    action();
-  } catch (const tandem::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using tandem_test::error_of;
 
 TEST(ScenarioShapes, Llama3Dimensions) {
   const ModelDims d8b = llama_dims(4096);

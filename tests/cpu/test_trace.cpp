@@ -6,22 +6,15 @@
 #include <map>
 #include <string>
 
+#include "error_of.h"
 #include "harness/trace.h"
-#include "tandem/error.h"
 
 namespace tb = tandem::bench;
 using nlohmann::json;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const tandem::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using tandem_test::error_of;
 
 // gemm -> reduce-scatter -> add, overlapped, on `rank`: the add waits for the reduce-scatter.
 tb::TraceIteration overlapped(int rank, double offset_ms) {
