@@ -6,30 +6,11 @@
 import argparse
 import json
 
+from tandem_results import final_round, size
+
 
 def pct(v):
     return "n/a" if v is None else f"{100 * v:.1f}"
-
-
-def size(b):
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if b % (1 << shift) == 0:
-            return f"{b >> shift} {unit}"
-    return f"{b} B"
-
-
-def final_round(rs):
-    """The naive, paper and tuned rows of one case: tandem tune's final round (tune_role), or, in files
-    written before tune_role existed, the search's own rows."""
-    roles = {r.get("tune_role"): r for r in rs if r.get("tune_role")}
-    if {"naive", "paper", "tuned"} <= roles.keys():
-        return roles["naive"], roles["paper"], roles["tuned"]
-    tuned = next(r for r in rs if r["tuned"])
-    candidates = [r for r in rs if not r["tuned"]]
-    naive = next(r for r in candidates if r["policy"] == "concurrent")
-    paper_rows = [r for r in candidates if r["policy"] == "priority" or
-                  (r["policy"].startswith("shape:") and r["policy"].endswith("+priority"))]
-    return naive, min(paper_rows, key=lambda r: r["t_overlap_ms"]), tuned
 
 
 def scenario_targets(rows):

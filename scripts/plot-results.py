@@ -1,0 +1,349 @@
+#!/usr/bin/env python3
+"""Plots tandem bench/tune JSON results (docs/BENCH_JSON.md) as SVG or PNG figures.
+
+  scripts/plot-results.py FILE.json [FILE2.json ...] --out DIR [--format svg|png]
+                          [--metric efficiency|reduction|time]
+
+Writes, for each FILE (named after it, without .json), and prints the paths:
+  FILE-WORKLOAD-COLLECTIVE-METRIC  microbenchmarks (gemm, tiled-gemm, stream): one bar per policy,
+                                   sequential left out; where the file holds several sizes of the
+                                   case (-b/-e), the metric against size, one line per policy
+  FILE-summary-METRIC              every microbenchmark case: naive (concurrent), the paper's best
+                                   (priority or shape:N+priority) and the tuned policy of tandem tune
+                                   (tandem bench: the best measured), with the geometric-mean
+                                   reduction of the tuned policies in the title
+  FILE-scenarios                   training scenarios (rows with bound_fraction): speed-up over one
+                                   stream (naive, tuned), over naive, and tuned time / bound, against
+                                   the targets 1.15, 1.05 and 1.10
+Every figure names the GPU, GPU count, NCCL version, commit and date of its file. SVG text stays
+text and the output is deterministic, so regenerated figures diff cleanly.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+from tandem_results import final_round, is_paper_policy, size
+
+try:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+except ImportError:
+    sys.exit("plot-results: matplotlib is missing: install python3-matplotlib (scripts/install-deps.sh)")
+
+plt.rcParams.update({"svg.hashsalt": "tandem", "svg.fonttype": "none", "font.size": 8,
+                     "axes.spines.top": False, "axes.spines.right": False})
+
+HEADER_FIELDS = ("gpu", "gpus", "nccl", "commit", "date")
+ROW_FIELDS = ("workload", "collective", "bytes", "count", "policy", "tuned", "t_compute_ms", "t_seq_ms",
+              "t_overlap_ms", "t_bound_ms", "reduction", "efficiency")
+COLOURS = {"naive": "#e69f00", "paper": "#56b4e9", "tuned": "#009e73", "best": "#009e73", None: "#c8c8c8"}
+ROLE_NAMES = {"naive": "naive (concurrent)", "paper": "paper (shaping + priority, its best)",
+              "tuned": "tuned (tandem tune)", "best": "best measured"}
+METRICS = {"efficiency": "efficiency, % of the ideal saving", "reduction": "reduction against one stream, %",
+           "time": "t_overlap, ms (lower is better)"}
+TARGETS = {"speedup": 1.15, "over_naive": 1.05, "of_bound": 1.10}  # README: training scenarios
+
+
+def load_results(path):
+    """The JSON document of one result file, checked for what the figures read; exits with one line
+    naming the file and what is wrong otherwise."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        sys.exit(f"plot-results: {path}: no such file")
+    except json.JSONDecodeError as e:
+        sys.exit(f"plot-results: {path}: not JSON ({e.msg}, line {e.lineno})")
+    except (OSError, ValueError) as e:
+        sys.exit(f"plot-results: {path}: cannot read it ({e})")
+    if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+        sys.exit(f"plot-results: {path}: no `rows` list: not a tandem bench/tune result (docs/BENCH_JSON.md)")
+    if not doc["rows"]:
+        sys.exit(f"plot-results: {path}: `rows` is empty")
+    missing = [k for k in HEADER_FIELDS if k not in doc]
+    if missing:
+        sys.exit(f"plot-results: {path}: the header lacks {', '.join(missing)} (docs/BENCH_JSON.md)")
+    for i, r in enumerate(doc["rows"]):
+        missing = [k for k in ROW_FIELDS if not isinstance(r, dict) or k not in r]
+        if missing:
+            sys.exit(f"plot-results: {path}: row {i} lacks {', '.join(missing)} (docs/BENCH_JSON.md)")
+    return doc
+
+
+def provenance(doc, path):
+    merged = f", merged from {len(doc['commands'])} runs" if len(doc.get("commands") or []) > 1 else ""
+    return (f"{doc['gpus']} × {doc['gpu']}, NCCL {doc['nccl']}, commit {doc['commit']}, {doc['date']} "
+            f"({os.path.basename(path)}{merged})")
+
+
+def measured_cases(rows):
+    """Rows grouped by measured case: one (workload, collective, size) with its own baselines, so that
+    a merged file holding one case from two runs keeps them apart."""
+    cases = {}
+    for r in rows:
+        cases.setdefault((r["workload"], r["collective"], r["bytes"], r["t_seq_ms"], r["t_compute_ms"]), []).append(r)
+    return list(cases.values())
+
+
+def picks(case):
+    """Role -> row: tandem tune's final round (naive, paper, tuned), or in a bench result concurrent,
+    the paper's best policy and the best measured policy (best)."""
+    if any(r["tuned"] for r in case):
+        try:
+            return dict(zip(("naive", "paper", "tuned"), final_round(case)))
+        except (StopIteration, ValueError):  # no final round, nor concurrent and the paper's policy: as bench
+            pass
+    overlapped = [r for r in case if r["policy"] != "sequential"]
+    by_time = lambda r: r["t_overlap_ms"]
+    found = {"naive": next((r for r in overlapped if r["policy"] == "concurrent"), None),
+             "paper": min((r for r in overlapped if is_paper_policy(r["policy"])), key=by_time, default=None),
+             "best": min(overlapped, key=by_time, default=None)}
+    return {role: r for role, r in found.items() if r}
+
+
+def policy_rows(case):
+    """(policy, row, roles) per non-sequential policy in file order; the final round's row replaces the
+    search's where tandem tune measured a policy twice."""
+    chosen = picks(case)
+    rows = {r["policy"]: r for r in case if r["policy"] != "sequential" and not r.get("tune_role")}
+    roles = defaultdict(list)
+    for role, r in chosen.items():  # naive, paper, then tuned or best: the last role wins the colour
+        rows[r["policy"]] = r
+        roles[r["policy"]].append(role)
+    return [(policy, r, roles[policy]) for policy, r in rows.items()]
+
+
+def metric_value(r, metric):
+    if metric == "time":
+        return r["t_overlap_ms"]
+    return None if r[metric] is None else 100 * r[metric]
+
+
+def reference_lines(r, metric):
+    """(label, value) lines a row's metric is read against."""
+    if metric == "efficiency":
+        return [("100 %: fully hidden", 100.0)]
+    if metric == "reduction":
+        return [("bound: 1 − t_bound / t_seq", 100 * (1 - r["t_bound_ms"] / r["t_seq_ms"]))]
+    return [("one stream: t_seq", r["t_seq_ms"]), ("bound: t_bound", r["t_bound_ms"])]
+
+
+def value_text(ax, value, y, text, metric, base=0):
+    """The value (and text) beside a horizontal bar from base, on the side away from the labels."""
+    number = f"{value:.3f}" if metric == "time" else f"{value:.1f}"
+    ax.text(max(value, base), y, f" {number}{text}", va="center", fontsize=6.5)
+
+
+def marked_line(ax, x, label, style="--"):
+    """A dashed vertical line labelled above the axes."""
+    ax.axvline(x, color="black", lw=0.8, ls=style)
+    ax.text(x, 1.0, label, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=7)
+
+
+def legend_beside(ax, handles=None):
+    ax.legend(*(handles or ax.get_legend_handles_labels()), loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              fontsize=7, frameon=False)
+
+
+def titled_figure(title, doc, path, width, height, **subplots):
+    fig, axes = plt.subplots(figsize=(width, height), layout="constrained", **subplots)
+    fig.suptitle(f"{title}\n{provenance(doc, path)}", fontsize=9)
+    return fig, axes
+
+
+def plot_policy_bars(case, metric, doc, path):
+    """One horizontal bar per policy of one measured case, the naive, paper and tuned ones coloured."""
+    bars, r0 = policy_rows(case), case[0]
+    title = f"{r0['workload']} × {r0['collective']}, {size(r0['bytes'])}, count {r0['count']}: {METRICS[metric]}"
+    if any(r.get("tune_role") for r in case):
+        title += "\ngrey: the search's candidates; coloured: its final round, measured again together"
+    fig, ax = titled_figure(title, doc, path, 8, 1.5 + 0.24 * len(bars))
+    for i, (policy, r, roles) in enumerate(bars):
+        value, y = metric_value(r, metric), len(bars) - 1 - i
+        if value is None:
+            ax.text(0, y, " n/a", va="center")
+            continue
+        ax.barh(y, value, height=0.7, color=COLOURS[roles[-1] if roles else None],
+                gid=f"bar-{'-'.join(roles) or 'other'}-{i}")
+        value_text(ax, value, y, "", metric)
+    ax.set_yticks(range(len(bars)))
+    ax.set_yticklabels([p + (f" ({', '.join(roles)})" if roles else "") for p, _, roles in reversed(bars)])
+    for (label, value), style in zip(reference_lines(r0, metric), ("--", ":")):
+        marked_line(ax, value, label, style)
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlabel(METRICS[metric])
+    return fig
+
+
+def plot_size_sweep(cases, metric, doc, path):
+    """The metric against size, one line per policy; markers on the paper's and the tuned (or best)
+    policy at each size."""
+    cases = sorted(cases, key=lambda c: c[0]["bytes"])
+    r0 = cases[0][0]
+    title = f"{r0['workload']} × {r0['collective']}: {METRICS[metric]} against size"
+    fig, ax = titled_figure(title, doc, path, 8, 4.5)
+    lines = defaultdict(list)
+    for case in cases:
+        for policy, r, _ in policy_rows(case):
+            if metric_value(r, metric) is not None:
+                lines[policy].append((r["bytes"], metric_value(r, metric)))
+    for i, (policy, points) in enumerate(lines.items()):
+        naive = policy == "concurrent"
+        ax.plot(*zip(*points), marker="o", ms=3, lw=2.2 if naive else 1.2, gid=f"line-{i}",
+                color=COLOURS["naive"] if naive else plt.cm.tab10(i % 10),
+                label=policy + (" (naive)" if naive else ""))
+    for role, marker in (("paper", "D"), ("tuned", "*"), ("best", "*")):
+        points = [(c[0]["bytes"], metric_value(picks(c)[role], metric)) for c in cases if role in picks(c)]
+        points = [p for p in points if p[1] is not None]
+        if points:
+            ax.scatter(*zip(*points), marker=marker, s=90, facecolors="none", edgecolors=COLOURS[role], lw=1.5,
+                       zorder=3, label=f"{ROLE_NAMES[role]} at each size")
+    for (label, _), style in zip(reference_lines(r0, metric), ("--", ":")):
+        ax.plot([c[0]["bytes"] for c in cases], [dict(reference_lines(c[0], metric))[label] for c in cases],
+                color="black", lw=0.8, ls=style, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([c[0]["bytes"] for c in cases], [size(c[0]["bytes"]) for c in cases])
+    ax.minorticks_off()
+    ax.set_xlabel("collective size (nccl-tests convention)")
+    ax.set_ylabel(METRICS[metric])
+    legend_beside(ax)
+    return fig
+
+
+def geomean_reduction(cases):
+    reductions = [picks(c)["tuned"]["reduction"] for c in cases]
+    if min(reductions) <= 0:
+        return "geometric-mean reduction n/a (a tuned reduction ≤ 0)"
+    geomean = math.exp(sum(map(math.log, reductions)) / len(reductions))
+    return f"geometric-mean reduction of the tuned policies {100 * geomean:.1f} %"
+
+
+def plot_summary(cases, metric, doc, path):
+    """Every microbenchmark case: naive, paper and tuned (or best measured) side by side."""
+    tuned = all("tuned" in picks(c) for c in cases)
+    roles = ("naive", "paper", "tuned" if tuned else "best")
+    per_pair = defaultdict(int)
+    for c in cases:
+        per_pair[(c[0]["workload"], c[0]["collective"])] += 1
+    title = f"naive vs paper vs {'tuned' if tuned else 'best measured'}: {METRICS[metric]}"
+    title += f"; {geomean_reduction(cases)}" if tuned else ""
+    fig, ax = titled_figure(title, doc, path, 9, 1.2 + 0.62 * len(cases))
+    for j, case in enumerate(cases):
+        chosen, y, r0 = picks(case), len(cases) - 1 - j, case[0]
+        for k, role in enumerate(roles):
+            r = chosen.get(role)
+            value = metric_value(r, metric) if r else None
+            if value is None:
+                continue
+            yk = y + 0.27 * (1 - k)
+            ax.barh(yk, value, height=0.26, color=COLOURS[role], gid=f"bar-{role}-{j}",
+                    label=ROLE_NAMES[role] if j == 0 else None)
+            value_text(ax, value, yk, "" if role == "naive" else f"  {r['policy']}", metric)
+        for (label, value), style in zip(reference_lines(r0, metric), ("--", ":")):
+            ax.vlines(value, y - 0.45, y + 0.45, color="black", lw=0.8, ls=style, label=label if j == 0 else None)
+    ax.set_yticks(range(len(cases)))
+    ax.set_yticklabels([f"{c[0]['workload']} × {c[0]['collective']}" +
+                        (f", {size(c[0]['bytes'])}" if per_pair[(c[0]['workload'], c[0]['collective'])] > 1 else "")
+                        for c in reversed(cases)])
+    ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlabel(METRICS[metric])
+    lo, hi = ax.get_xlim()
+    ax.set_xlim(lo, hi + 0.3 * (hi - lo))  # room for the policies' names
+    legend_beside(ax)
+    return fig
+
+
+def scenario_labels(cases):
+    """One label per scenario case: the workload, with its count where one workload has several."""
+    counts = defaultdict(set)
+    for c in cases:
+        counts[c[0]["workload"]].add(c[0]["count"])
+    labels, seen = [], defaultdict(int)
+    for c in cases:
+        w = c[0]["workload"]
+        label = w + (f" (count {c[0]['count']})" if len(counts[w]) > 1 else "")
+        seen[label] += 1
+        labels.append(label + (f" #{seen[label]}" if seen[label] > 1 else ""))
+    return labels
+
+
+def plot_scenarios(cases, doc, path):
+    """Training scenarios: × one stream for naive and tuned, tuned × naive, and tuned time over the bound."""
+    chosen = [picks(c) for c in cases]
+    best = "tuned" if all("tuned" in p for p in chosen) else "best"
+    title = f"training scenarios: naive and {ROLE_NAMES[best]} against one stream, naive and the dependency-chain bound"
+    fig, axes = titled_figure(title, doc, path, 11, 1.3 + 0.55 * len(cases), ncols=3, sharey=True)
+    panels = (("× one stream (t_seq / t_overlap)", TARGETS["speedup"],
+               [("naive", ("naive",), lambda p: p["naive"]["t_seq_ms"] / p["naive"]["t_overlap_ms"]),
+                (best, (best,), lambda p: p[best]["t_seq_ms"] / p[best]["t_overlap_ms"])]),
+              ("× naive (t_naive / t_overlap)", TARGETS["over_naive"],
+               [(best, ("naive", best), lambda p: p["naive"]["t_overlap_ms"] / p[best]["t_overlap_ms"])]),
+              ("of bound (t_overlap / t_bound), lower is better", TARGETS["of_bound"],
+               [(best, (best,), lambda p: p[best]["t_overlap_ms"] / p[best]["t_bound_ms"])]))
+    for n, (ax, (xlabel, target, series)) in enumerate(zip(axes, panels)):
+        for j, p in enumerate(chosen):
+            y = len(chosen) - 1 - j
+            for k, (role, needs, ratio) in enumerate(series):
+                if not all(need in p for need in needs):
+                    continue
+                yk = y + (0.2 * (1 - 2 * k) if len(series) > 1 else 0)
+                value = ratio(p)
+                ax.barh(yk, value - 1, left=1, height=0.36, color=COLOURS[role], gid=f"bar-{role}-{n}-{j}",
+                        label=ROLE_NAMES[role] if j == 0 else None)
+                value_text(ax, value, yk, "", "time", base=1)
+        ax.axvline(1, color="black", lw=0.5)
+        marked_line(ax, target, f"target {target:.2f}")
+        ax.set_xlabel(xlabel)
+        ax.margins(x=0.2)
+    legend_beside(axes[-1], axes[0].get_legend_handles_labels())
+    axes[0].set_yticks(range(len(cases)))
+    axes[0].set_yticklabels([f"{label}\n{p[best]['policy'] if best in p else ''}"
+                             for label, p in reversed(list(zip(scenario_labels(cases), chosen)))])
+    return fig
+
+
+def figures(doc, path, metric):
+    """(name, figure) for every figure of one result file."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    micro = measured_cases([r for r in doc["rows"] if "bound_fraction" not in r])
+    scenarios = measured_cases([r for r in doc["rows"] if "bound_fraction" in r])
+    by_pair = defaultdict(list)  # (workload, collective) -> series of cases of distinct sizes
+    for case in micro:
+        series = by_pair[(case[0]["workload"], case[0]["collective"])]
+        free = next((s for s in series if all(c[0]["bytes"] != case[0]["bytes"] for c in s)), None)
+        series.append([case]) if free is None else free.append(case)
+    for (workload, collective), series in by_pair.items():
+        for k, cases in enumerate(series):
+            # k > 0: the same case again, from another run merged into the file
+            name = f"{stem}-{workload}-{collective}-{metric}" + (f"-{k + 1}" if k else "")
+            yield name, (plot_policy_bars(cases[0], metric, doc, path) if len(cases) == 1
+                         else plot_size_sweep(cases, metric, doc, path))
+    if micro:
+        yield f"{stem}-summary-{metric}", plot_summary(micro, metric, doc, path)
+    if scenarios:
+        yield f"{stem}-scenarios", plot_scenarios(scenarios, doc, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("files", nargs="+", metavar="FILE.json")
+    ap.add_argument("--out", required=True, help="folder for the figures (created if missing)")
+    ap.add_argument("--format", choices=("svg", "png"), default="svg")
+    ap.add_argument("--metric", choices=tuple(METRICS), default="efficiency", help="microbenchmark figures")
+    args = ap.parse_args()
+    docs = [(path, load_results(path)) for path in args.files]  # every file checked before any is drawn
+    os.makedirs(args.out, exist_ok=True)
+    for path, doc in docs:
+        for name, fig in figures(doc, path, args.metric):
+            out = os.path.join(args.out, f"{name}.{args.format}")
+            fig.savefig(out, bbox_inches="tight", metadata={"Date": None} if args.format == "svg" else None)
+            plt.close(fig)
+            print(out)
+
+
+if __name__ == "__main__":
+    main()

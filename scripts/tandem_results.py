@@ -1,0 +1,27 @@
+"""What scripts/results-table.py and scripts/plot-results.py share about tandem bench/tune JSON
+(docs/BENCH_JSON.md): sizes as text and the naive, paper and tuned rows of a tuned case."""
+
+
+def size(b):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if b % (1 << shift) == 0:
+            return f"{b >> shift} {unit}"
+    return f"{b} B"
+
+
+def is_paper_policy(policy):
+    """The paper's controls: priority alone, or occupancy shaping with priority."""
+    return policy == "priority" or (policy.startswith("shape:") and policy.endswith("+priority"))
+
+
+def final_round(rs):
+    """The naive, paper and tuned rows of one case: tandem tune's final round (tune_role), or, in files
+    written before tune_role existed, the search's own rows."""
+    roles = {r.get("tune_role"): r for r in rs if r.get("tune_role")}
+    if {"naive", "paper", "tuned"} <= roles.keys():
+        return roles["naive"], roles["paper"], roles["tuned"]
+    tuned = next(r for r in rs if r["tuned"])
+    candidates = [r for r in rs if not r["tuned"]]
+    naive = next(r for r in candidates if r["policy"] == "concurrent")
+    paper_rows = [r for r in candidates if is_paper_policy(r["policy"])]
+    return naive, min(paper_rows, key=lambda r: r["t_overlap_ms"]), tuned

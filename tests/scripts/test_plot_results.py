@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""Tests scripts/plot-results.py on small tandem JSON fixtures (tests/scripts/fixtures, cut from real
+results: a tune, a scenario tune and a bench size sweep): the files it writes, the text and bars of its
+SVG, and its errors.
+
+  python3 tests/scripts/test_plot_results.py      (ctest: plot_results)
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+
+try:
+    import matplotlib  # noqa: F401  (the script's one dependency: a missing one fails, never skips)
+except ImportError:
+    sys.exit("test_plot_results: FAILED: matplotlib is missing: install python3-matplotlib "
+             "(scripts/install-deps.sh does)")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPT = os.path.join(HERE, "..", "..", "scripts", "plot-results.py")
+FIXTURES = os.path.join(HERE, "fixtures")
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def plot(*args):
+    return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as f:
+        return json.load(f)
+
+
+def read_svg(path):
+    """(text of every <text>, ids of the bars, ids of the lines) of one SVG figure."""
+    root = ET.parse(path).getroot()
+    texts = ["".join(t.itertext()) for t in root.iter(SVG + "text")]
+    ids = [g.get("id") or "" for g in root.iter(SVG + "g")]
+    return texts, [i for i in ids if i.startswith("bar-")], [i for i in ids if i.startswith("line-")]
+
+
+class PlotCase(unittest.TestCase):
+    """Runs the script once on one fixture into a fresh folder."""
+    fixture_name = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.run_ = plot(os.path.join(FIXTURES, cls.fixture_name), "--out", cls.tmp.name)
+        cls.doc = fixture(cls.fixture_name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def figure(self, name):
+        path = os.path.join(self.tmp.name, name)
+        self.assertTrue(os.path.isfile(path), f"{name} not written; stderr: {self.run_.stderr}")
+        return read_svg(path)
+
+    def assert_written(self, names):
+        self.assertEqual(self.run_.returncode, 0, self.run_.stderr)
+        self.assertEqual(self.run_.stdout.split(), [os.path.join(self.tmp.name, n) for n in names])
+        self.assertEqual(sorted(os.listdir(self.tmp.name)), sorted(names))
+
+    def assert_provenance(self, texts, file_name):
+        d = self.doc
+        merged = f", merged from {len(d['commands'])} runs" if "commands" in d else ""
+        line = f"{d['gpus']} × {d['gpu']}, NCCL {d['nccl']}, commit {d['commit']}, {d['date']} ({file_name}{merged})"
+        self.assertIn(line, texts)
+
+
+class TuneFigures(PlotCase):
+    fixture_name = "tune.json"
+    figures = ["tune-gemm-all-reduce-efficiency.svg", "tune-stream-all-reduce-efficiency.svg",
+               "tune-summary-efficiency.svg"]
+
+    def test_writes_one_figure_per_case_and_a_summary(self):
+        self.assert_written(self.figures)
+
+    def test_every_figure_names_gpu_nccl_commit_and_date(self):
+        for name in self.figures:
+            self.assert_provenance(self.figure(name)[0], "tune.json")
+
+    def test_one_bar_per_overlapped_policy(self):
+        for workload, expected in (("gemm", 4), ("stream", 3)):
+            policies = {r["policy"] for r in self.doc["rows"] if r["workload"] == workload} - {"sequential"}
+            self.assertEqual(len(policies), expected)  # the fixture as cut
+            texts, bars, _ = self.figure(f"tune-{workload}-all-reduce-efficiency.svg")
+            self.assertEqual(len(bars), expected, bars)
+            for policy in policies:
+                self.assertTrue(any(t.startswith(policy) for t in texts), policy)
+
+    def test_naive_paper_and_tuned_are_labelled(self):
+        texts, bars, _ = self.figure("tune-gemm-all-reduce-efficiency.svg")
+        for label in ("concurrent (naive)", "priority (paper)", "comm-first+nccl-cga:1 (tuned)", "comm-first"):
+            self.assertIn(label, texts)
+        self.assertEqual(sorted(b.rsplit("-", 1)[0] for b in bars), ["bar-naive", "bar-other", "bar-paper", "bar-tuned"])
+        texts, bars, _ = self.figure("tune-stream-all-reduce-efficiency.svg")  # the paper's policy won the tune
+        self.assertIn("shape:4+priority (paper, tuned)", texts)
+        self.assertIn("bar-paper-tuned-1", bars)
+        self.assertIn("100 %: fully hidden", texts)
+
+    def test_final_round_values_not_the_search(self):
+        final = {r["policy"]: r for r in self.doc["rows"] if r["workload"] == "gemm" and r["tune_role"]}
+        texts = self.figure("tune-gemm-all-reduce-efficiency.svg")[0]
+        self.assertIn(f" {100 * final['concurrent']['efficiency']:.1f}", texts)
+
+    def test_summary_has_three_bars_per_case_and_the_geometric_mean(self):
+        texts, bars, _ = self.figure("tune-summary-efficiency.svg")
+        self.assertEqual(sorted(bars), sorted(f"bar-{role}-{j}" for role in ("naive", "paper", "tuned") for j in (0, 1)))
+        tuned = [r["reduction"] for r in self.doc["rows"] if r["tune_role"] == "tuned"]
+        geomean = 100 * math.exp(sum(map(math.log, tuned)) / len(tuned))
+        self.assertTrue(any(f"geometric-mean reduction of the tuned policies {geomean:.1f} %" in t for t in texts), texts[-3:])
+
+    def test_svg_is_deterministic(self):
+        with tempfile.TemporaryDirectory() as again:
+            self.assertEqual(plot(os.path.join(FIXTURES, "tune.json"), "--out", again).returncode, 0)
+            for name in self.figures:
+                with open(os.path.join(self.tmp.name, name), "rb") as a, open(os.path.join(again, name), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), name)
+
+
+class ScenarioFigure(PlotCase):
+    fixture_name = "scenario-tune.json"
+
+    def test_one_summary_with_targets_and_workloads(self):
+        self.assert_written(["scenario-tune-scenarios.svg"])
+        texts, bars, _ = self.figure("scenario-tune-scenarios.svg")
+        self.assert_provenance(texts, "scenario-tune.json")
+        for label in ("target 1.15", "target 1.05", "target 1.10", "fsdp", "copy-engine", "tp-attention (count 2)",
+                      "tp-attention (count 4)", "priority+copy-engine"):  # a tick label's lines are two texts
+            self.assertIn(label, texts)
+        # Three cases: naive and tuned against one stream, tuned against naive, tuned against the bound.
+        self.assertEqual(len(bars), 3 * 4, bars)
+        fsdp = next(r for r in self.doc["rows"] if r["workload"] == "fsdp" and r["tune_role"] == "tuned")
+        self.assertIn(f" {fsdp['t_seq_ms'] / fsdp['t_overlap_ms']:.3f}", texts)
+        self.assertIn(f" {fsdp['t_overlap_ms'] / fsdp['t_bound_ms']:.3f}", texts)
+
+
+class BenchFigures(PlotCase):
+    fixture_name = "bench.json"
+
+    def test_sequential_is_left_out_and_the_best_measured_marked(self):
+        self.assert_written(["bench-tiled-gemm-all-reduce-efficiency.svg", "bench-summary-efficiency.svg"])
+        texts, bars, _ = self.figure("bench-tiled-gemm-all-reduce-efficiency.svg")
+        self.assert_provenance(texts, "bench.json")
+        self.assertIn("sequential", {r["policy"] for r in self.doc["rows"]})
+        self.assertFalse(any(t.startswith("sequential") for t in texts), texts)
+        self.assertEqual(len(bars), len(self.doc["rows"]) - 1, bars)
+        self.assertIn("priority (paper, best)", texts)  # tiled-gemm: priority beats shape:3+priority here
+        texts, bars, _ = self.figure("bench-summary-efficiency.svg")
+        self.assertEqual(sorted(bars), ["bar-best-0", "bar-naive-0", "bar-paper-0"])
+        self.assertFalse(any("geometric-mean" in t for t in texts))  # no tuned policies, no claim
+
+
+class SizeSweepFigure(PlotCase):
+    fixture_name = "sweep.json"
+
+    def test_lines_against_size(self):
+        self.assert_written(["sweep-stream-all-reduce-efficiency.svg", "sweep-summary-efficiency.svg"])
+        texts, bars, lines = self.figure("sweep-stream-all-reduce-efficiency.svg")
+        self.assert_provenance(texts, "sweep.json")
+        self.assertEqual(bars, [])
+        self.assertEqual(len(lines), 3, lines)  # concurrent, comm-first, shape:3+priority
+        for label in ("concurrent (naive)", "comm-first", "shape:3+priority", "32 MiB", "128 MiB", "512 MiB", "1 GiB"):
+            self.assertIn(label, texts)
+        texts, bars, _ = self.figure("sweep-summary-efficiency.svg")
+        self.assertEqual(len(bars), 3 * 4)  # naive, paper, best measured at four sizes
+        self.assertIn("stream × all-reduce, 32 MiB", texts)
+
+
+class Errors(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def assert_fails(self, paths, message):
+        out = os.path.join(self.tmp.name, "figures")
+        run = plot(*paths, "--out", out)
+        self.assertNotEqual(run.returncode, 0)
+        self.assertEqual(run.stderr.strip().count("\n"), 0, run.stderr)  # one line, no traceback
+        self.assertIn(message, run.stderr)
+        self.assertFalse(os.path.exists(out), "figures written although a file was bad")
+
+    def test_missing_file(self):
+        self.assert_fails([os.path.join(FIXTURES, "tune.json"), "/no/such/results.json"],
+                          "plot-results: /no/such/results.json: no such file")
+
+    def test_not_json(self):
+        self.assert_fails([self.write("cut.json", '{"rows": [')], "cut.json: not JSON")
+
+    def test_no_rows(self):
+        self.assert_fails([self.write("clocks.json", '{"phases": []}')], "clocks.json: no `rows` list")
+
+    def test_row_without_fields(self):
+        doc = fixture("tune.json")
+        del doc["rows"][2]["t_seq_ms"], doc["rows"][2]["efficiency"]
+        self.assert_fails([self.write("bad.json", json.dumps(doc))], "bad.json: row 2 lacks t_seq_ms, efficiency")
+
+    def test_header_without_provenance(self):
+        doc = fixture("tune.json")
+        del doc["commit"]
+        self.assert_fails([self.write("anon.json", json.dumps(doc))], "anon.json: the header lacks commit")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
