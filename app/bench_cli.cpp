@@ -57,6 +57,9 @@ void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
                 "Then resize the collective until t_comm is within 5 % of t_compute, at most 3 times (for compute units too coarse to match it)");
   cmd->add_option("--count", o.count, "Fixed compute units per step (turns --balance off)")
       ->each([cli](const std::string&) { cli->fixed_count = true; });
+  cmd->add_flag("--in-place", o.in_place,
+                "Collectives in place: all-gather input in its chunk of the output, all-reduce on one buffer, "
+                "reduce-scatter output in its chunk of the input (not all-to-all)");
   cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0, default 1)");
   cmd->add_option("-n,--iters", o.iters, "Timed steps per measurement");
   cmd->add_option("--warmup", o.warmup, "Untimed steps before each measurement");
@@ -176,7 +179,8 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
   info.config = {
       "workloads " + join(o.workloads),
       "collectives " + join(o.collectives) + ", " + bench::to_string(o.dtype) + ", " + bench::size_text(o.min_bytes) +
-          ".." + bench::size_text(o.max_bytes) + ", factor " + std::to_string(o.step_factor).substr(0, 4),
+          ".." + bench::size_text(o.max_bytes) + ", factor " + std::to_string(o.step_factor).substr(0, 4) +
+          (o.in_place ? ", in place" : ", out of place"),
       std::string("balance   ") + (o.balance ? std::string("on (compute count chosen so that t_compute ~ t_comm") +
                                                    (o.balance_size ? "; then the collective resized to match)" : ")")
                                              : "off, count " + std::to_string(o.count)),

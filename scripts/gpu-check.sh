@@ -5,8 +5,8 @@
 # in $OUT (the device tool returns 8): the results' JSON, summary.log and logs.tgz with everything.
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
-#     sections: environment tests suite collectives tune counts multiprocess run scenarios
-#               scenario-tune clocks scenario-clocks
+#     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess run
+#               scenarios scenario-tune clocks scenario-clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`)
 set -uo pipefail
@@ -14,8 +14,8 @@ mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run,scenarios,scenario-tune,clocks,scenario-clocks ;;
-  full-scenarios) sections=environment,tests,suite,collectives,tune,counts,multiprocess,run ;;
+  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  full-scenarios) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run ;;
   *) sections=$mode ;;
 esac
 want() { [[ ",$sections," == *",$1,"* ]]; }
@@ -93,6 +93,54 @@ if want tune; then
   first=$(ls "$logs"/tuned.gemm.all-reduce.*.policy | head -n 1)
   "$tandem" bench --workload gemm --collective all-reduce --policy "@$first" -q > "$logs/policy-file.log" 2>&1 \
     && echo "policy file accepted by bench: $first" | tee -a "$logs/summary.log" || { status=1; tail -n 2 "$logs/policy-file.log"; }
+fi
+
+if want tune-in-place; then
+  # The same suite with every collective in NCCL's in-place form where it has one (--in-place; all-to-all
+  # has none and runs out of place): NCCL's copy-engine all-gather then copies no chunk of its own on SMs.
+  section "tune: every workload x collective, in place (all-to-all out of place)"
+  rm -f "$logs"/tune-in-place-*"$tag".json
+  "$tandem" tune --collective all-reduce,all-gather,reduce-scatter --in-place --json "$logs/tune-in-place-part1-$tag.json" \
+    --out "$logs/tuned-in-place.policy" "$@" > "$logs/tune-in-place.log" 2> "$logs/tune-in-place.err" || status=1
+  "$tandem" tune --collective all-to-all --json "$logs/tune-in-place-part2-$tag.json" \
+    --out "$logs/tuned-all-to-all.policy" "$@" > "$logs/tune-all-to-all.log" 2> "$logs/tune-all-to-all.err" || status=1
+  for part in tune-in-place tune-all-to-all; do
+    sed -n '/^# summary/,$p' "$logs/$part.log" | grep -v '^# \(command\|date\)' | tee -a "$logs/summary.log"
+    tail -n 2 "$logs/$part.err"
+  done
+  python3 - "$logs" "$tag" > "$logs/tune-in-place-$tag.json" 2> "$logs/tune-in-place-geomean.txt" <<'PY'
+import json, sys
+logs, tag = sys.argv[1], sys.argv[2]
+docs = [json.load(open(f"{logs}/tune-in-place-part{i}-{tag}.json")) for i in (1, 2)]
+merged = dict(docs[0])
+merged["commands"] = [d["command"] for d in docs]
+merged["config"] = [line for d in docs for line in d.get("config", [])]
+merged["rows"] = [r for d in docs for r in d["rows"]]
+merged["notes"] = [n for d in docs for n in d.get("notes", [])]
+print(json.dumps(merged, indent=1))
+tuned = [r["reduction"] for r in merged["rows"] if r.get("tune_role") == "tuned"]
+if tuned:
+    product = 1.0
+    for x in tuned:
+        product *= x
+    print(f"geometric-mean tuned reduction over {len(tuned)} cases: {100 * product ** (1 / len(tuned)):.1f} %",
+          file=sys.stderr)
+PY
+  tee -a "$logs/summary.log" < "$logs/tune-in-place-geomean.txt"
+  cp "$logs/tune-in-place-$tag.json" "$out/" 2>/dev/null
+fi
+
+if want copy-paths; then
+  section "copy paths: which copies run on copy engines beside a kernel that holds every SM"
+  "$root/build/tests/copy_path_probe" > "$logs/copy-paths-$tag.json" 2> "$logs/copy-paths.err" || status=1
+  python3 - "$logs/copy-paths-$tag.json" <<'PY' | tee -a "$logs/summary.log"
+import json, sys
+for c in json.load(open(sys.argv[1]))["copies"]:
+    verdict = "waited for SMs" if c["waited_for_sms"] else "ran on a copy engine"
+    print(f"{c['copy']:54s} alone {c['alone_ms']:6.3f} ms; beside the kernel ends at {c['copy_end_ms']:6.2f} ms "
+          f"(kernel {c['kernel_end_ms']:.2f}): {verdict}")
+PY
+  cp "$logs/copy-paths-$tag.json" "$out/" 2>/dev/null
 fi
 
 if want counts; then

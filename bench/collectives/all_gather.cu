@@ -15,15 +15,17 @@ class AllGather final : public BufferedCollective {
   const char* name() const override { return "all-gather"; }
   double busbw_factor(int n) const override { return double(n - 1) / n; }
   int shards(int n) const override { return n; }
-  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
+  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
     const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count / ctx.nranks, count);
+    allocate(ctx, bytes, dtype, seed, count / ctx.nranks, count, in_place);
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
     TANDEM_NCCL_CHECK(comm, ncclAllGather(send_, recv_, send_count_, to_nccl(dtype_), comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override { return count_wrong_with(ctx, AllGatherExpected{seed_, send_count_}); }
-  double hbm_bytes() const override { return double(bytes_) / nranks_ + bytes_; }
+  // Out of place: the input is read and the whole output written; in place, the own chunk stays
+  // where it is (read once to send, never written).
+  double hbm_bytes() const override { return in_place_ ? double(bytes_) : double(bytes_) / nranks_ + bytes_; }
 };
 
 }  // namespace

@@ -15,9 +15,9 @@ class AllReduce final : public BufferedCollective {
   const char* name() const override { return "all-reduce"; }
   double busbw_factor(int n) const override { return 2.0 * (n - 1) / n; }
   int shards(int ) const override { return 1; }
-  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
+  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
     const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count);
+    allocate(ctx, bytes, dtype, seed, count, count, in_place);
   }
   std::string route_through_copy_engines(bool on) override {
     if (on) {

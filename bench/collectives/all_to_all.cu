@@ -16,9 +16,12 @@ class AllToAll final : public BufferedCollective {
   const char* name() const override { return "all-to-all"; }
   double busbw_factor(int n) const override { return double(n - 1) / n; }
   int shards(int n) const override { return n; }
-  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
+  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
+    // Rank r would overwrite chunk r of a peer's buffer while that peer still sends it.
+    TANDEM_REQUIRE(!in_place, "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); "
+                              "run it without --in-place");
     const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count);
+    allocate(ctx, bytes, dtype, seed, count, count, false);
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
     TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, send_count_ / nranks_, to_nccl(dtype_), comm, stream));

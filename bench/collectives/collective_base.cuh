@@ -24,33 +24,31 @@ class BufferedCollective : public Collective {
   // Buffers come from ncclMemAlloc (cuMem-backed), the kind NCCL can register as symmetric windows
   // for copy-engine collectives; they behave as ordinary device memory otherwise.
   ~BufferedCollective() override {
-    ncclMemFree(send_);
-    ncclMemFree(recv_);
+    for (const Allocation& a : allocations_) ncclMemFree(a.ptr);
     if (scratch_) ncclMemFree(scratch_);
     cudaFree(wrong_);
   }
 
+  // Every allocation becomes one window; in place, the one buffer covers both ranges, and NCCL finds
+  // the window that contains each pointer.
   void use_symmetric_windows(RankContext& ctx, ncclComm_t comm) override {
     for (const auto& w : windows_)
       if (w.comm == comm) return;
-    const size_t elem = dtype_size(dtype_);
-    Windows w{comm, nullptr, nullptr, nullptr};
-    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, send_, send_count_ * elem, &w.send, NCCL_WIN_COLL_SYMMETRIC));
-    ctx.await_communicator(comm, std::string(name()) + " send window");
-    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, recv_, recv_count_ * elem, &w.recv, NCCL_WIN_COLL_SYMMETRIC));
-    ctx.await_communicator(comm, std::string(name()) + " receive window");
-    if (scratch_) {
-      TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, scratch_, scratch_count_ * elem, &w.scratch,
-                                                     NCCL_WIN_COLL_SYMMETRIC));
-      ctx.await_communicator(comm, std::string(name()) + " scratch window");
-    }
+    Windows w{comm, {}};
+    auto add = [&](void* ptr, size_t bytes, const char* what) {
+      ncclWindow_t handle = nullptr;
+      TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, ptr, bytes, &handle, NCCL_WIN_COLL_SYMMETRIC));
+      ctx.await_communicator(comm, std::string(name()) + " " + what + " window");
+      w.handles.push_back(handle);
+    };
+    for (const Allocation& a : allocations_) add(a.ptr, a.bytes, "buffer");
+    if (scratch_) add(scratch_, scratch_count_ * dtype_size(dtype_), "scratch");
     windows_.push_back(w);
   }
 
   void release_windows(RankContext& ctx) override {
     for (const auto& w : windows_) {
-      for (ncclWindow_t handle : {w.send, w.recv, w.scratch}) {
-        if (!handle) continue;
+      for (ncclWindow_t handle : w.handles) {
         TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, handle));
         ctx.await_communicator(w.comm, std::string(name()) + " window release");
       }
@@ -65,11 +63,17 @@ class BufferedCollective : public Collective {
       poison_kernel<T><<<grid_for(recv_count_), 256, 0, stream>>>(static_cast<T*>(recv_), recv_count_);
     });
     TANDEM_CUDA_CHECK_LAUNCH();
+    // In place the input shares the output's memory: the poison hit it too, and the run needs it.
+    if (in_place_) fill_input(stream);
   }
 
  protected:
-  // Send and receive counts are in elements; `bytes` was validated by check_divisible().
-  void allocate(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, size_t send_count, size_t recv_count) {
+  // Send and receive counts are in elements; `bytes` was validated by check_divisible(). `in_place`
+  // allocates the larger buffer only and puts the smaller one inside it where NCCL's in-place forms
+  // expect it: at the same address when the counts are equal (all-reduce), else as this rank's chunk
+  // (all-gather: send = recv + rank x send_count; reduce-scatter: recv = send + rank x recv_count).
+  void allocate(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, size_t send_count, size_t recv_count,
+                bool in_place) {
     const size_t elem = dtype_size(dtype);
     check_divisible(*this, bytes, dtype, ctx.nranks);
     ctx_ = &ctx;
@@ -80,16 +84,38 @@ class BufferedCollective : public Collective {
     nranks_ = ctx.nranks;
     send_count_ = send_count;
     recv_count_ = recv_count;
-    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&send_, send_count * elem));
-    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&recv_, recv_count * elem));
+    in_place_ = in_place;
+    auto allocate_buffer = [&](size_t count) {
+      void* ptr = nullptr;
+      TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&ptr, count * elem));
+      allocations_.push_back({ptr, count * elem});
+      return static_cast<char*>(ptr);
+    };
+    if (!in_place) {
+      send_ = allocate_buffer(send_count);
+      recv_ = allocate_buffer(recv_count);
+    } else if (send_count == recv_count) {
+      send_ = recv_ = allocate_buffer(send_count);
+    } else if (send_count > recv_count) {
+      send_ = allocate_buffer(send_count);
+      recv_ = static_cast<char*>(send_) + size_t(rank_) * recv_count * elem;
+    } else {
+      recv_ = allocate_buffer(recv_count);
+      send_ = static_cast<char*>(recv_) + size_t(rank_) * send_count * elem;
+    }
     TANDEM_CUDA_CHECK(cudaMalloc(&wrong_, sizeof(unsigned long long)));
-    dispatch_dtype(dtype, [&](auto t) {
+    fill_input(ctx.compute);
+    ctx.wait(ctx.compute, std::string(name()) + " setup");
+  }
+
+  // Rank r's input: small_integer(seed, r, i).
+  void fill_input(cudaStream_t stream) {
+    dispatch_dtype(dtype_, [&](auto t) {
       using T = decltype(t);
-      fill_values_kernel<T><<<grid_for(send_count), 256, 0, ctx.compute>>>(
-          static_cast<T*>(send_), send_count, seed, static_cast<uint64_t>(ctx.rank), Fill::SmallIntegers);
+      fill_values_kernel<T><<<grid_for(send_count_), 256, 0, stream>>>(
+          static_cast<T*>(send_), send_count_, seed_, static_cast<uint64_t>(rank_), Fill::SmallIntegers);
     });
     TANDEM_CUDA_CHECK_LAUNCH();
-    ctx.wait(ctx.compute, std::string(name()) + " setup");
   }
 
   // The scratch buffer of a copy-engine reduction: `count` elements, allocated once, on first use
@@ -126,12 +152,18 @@ class BufferedCollective : public Collective {
   void* scratch_ = nullptr;  // copy-engine reductions only
   size_t scratch_count_ = 0;
   bool copy_engine_route_ = false;  // route_through_copy_engines(true) is in force
+  bool in_place_ = false;
   unsigned long long* wrong_ = nullptr;
 
  private:
+  struct Allocation {
+    void* ptr;
+    size_t bytes;
+  };
+  std::vector<Allocation> allocations_;  // send_ and recv_, or the one buffer both lie in
   struct Windows {
     ncclComm_t comm;
-    ncclWindow_t send, recv, scratch;
+    std::vector<ncclWindow_t> handles;
   };
   std::vector<Windows> windows_;
 };

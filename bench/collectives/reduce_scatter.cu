@@ -18,9 +18,9 @@ class ReduceScatter final : public BufferedCollective {
   const char* name() const override { return "reduce-scatter"; }
   double busbw_factor(int n) const override { return double(n - 1) / n; }
   int shards(int n) const override { return n; }
-  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) override {
+  void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
     const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count / ctx.nranks);
+    allocate(ctx, bytes, dtype, seed, count, count / ctx.nranks, in_place);
   }
   std::string route_through_copy_engines(bool on) override {
     if (on) ensure_scratch(send_count_);

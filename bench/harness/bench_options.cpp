@@ -73,6 +73,14 @@ void validate(const BenchOptions& o) {
                  "--trace draws the operations of a training scenario's iteration (--workload dp-backward, "
                  "tp-mlp, tp-attention, fsdp, moe); a microbenchmark step is one compute run beside one "
                  "collective, and its row already has both spans (t_compute, t_comm, c_slow, m_slow)");
+  for (const auto& w : o.workloads)
+    TANDEM_REQUIRE(!o.in_place || !is_scenario(w) || ((w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel),
+                   "--in-place lays out all-gathers in place: among the training scenarios only tp-mlp and "
+                   "tp-attention with --sequence-parallel have all-gathers whose inputs they produce (got '" + w + "')");
+  for (const auto& c : o.collectives)
+    TANDEM_REQUIRE(!o.in_place || scenarios || c != "all-to-all",
+                   "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); drop --in-place "
+                   "or run all-to-all separately");
   TANDEM_REQUIRE(!o.workloads.empty(), "no workload given");
   TANDEM_REQUIRE(!o.collectives.empty(), "no collective given");
   TANDEM_REQUIRE(o.gpus >= 0, "--gpus must be positive (got " + std::to_string(o.gpus) + ")");

@@ -30,6 +30,10 @@ struct BenchOptions {
   // After balancing the count, resize the collective so that t_comm ~ t_compute (within 5 %): the
   // requested size is then only the starting point, and rows report the size measured.
   bool balance_size = false;
+  // Collectives in NCCL's in-place form (all-gather input in its chunk of the output, all-reduce over
+  // one buffer, reduce-scatter output in its chunk of the input), as FSDP2 and Megatron's distributed
+  // optimizer issue all-gathers. All-to-all has none.
+  bool in_place = false;
   bool check = true;
   int iters = 20;
   int warmup = 5;

@@ -22,8 +22,11 @@ class Collective {
   virtual double busbw_factor(int nranks) const = 0;
   // Pieces `bytes` is split into across ranks (1 for all-reduce, the rank count for the others).
   virtual int shards(int nranks) const = 0;
-  // Throws a clear error when `bytes` cannot be split evenly across the ranks.
-  virtual void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed) = 0;
+  // Throws a clear error when `bytes` cannot be split evenly across the ranks. `in_place` lays the
+  // buffers out as NCCL's in-place form (docs/WORKLOADS.md, --in-place): the input is the output
+  // (all-reduce), the output's own chunk (all-gather) or holds the output as its own chunk
+  // (reduce-scatter); all-to-all has no in-place form and refuses it.
+  virtual void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) = 0;
   virtual void enqueue(ncclComm_t comm, cudaStream_t stream) = 0;
   virtual void poison_output(cudaStream_t stream) = 0;
   // Moves the collective's data with copy engines (the `copy-engine` policy) from now on, or stops.

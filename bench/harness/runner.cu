@@ -38,7 +38,7 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
             for (uint64_t requested : sizes) {
               uint64_t bytes = requested;
               auto collective = find_collective(collective_name).make();
-              collective->setup(ctx, bytes, options.dtype, options.workload.seed);
+              collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
               auto runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
               runner->capture_footprints();
               runner->measure_baselines();
@@ -55,7 +55,7 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
                 collective->release_windows(ctx);
                 bytes = balanced;
                 collective = find_collective(collective_name).make();
-                collective->setup(ctx, bytes, options.dtype, options.workload.seed);
+                collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
                 runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
                 runner->capture_footprints();
                 runner->measure_baselines(count);

@@ -336,6 +336,7 @@ std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOpti
       c.dtype = options.dtype;
       c.seed = options.workload.seed;
       c.nranks = nranks;
+      c.in_place = options.in_place;
       return e.make(c);
     }
   TANDEM_THROW("unknown scenario '" + name + "'; accepted: " + join(scenario_names(), ", "));

@@ -68,8 +68,12 @@ void* Replica::zeros(int64_t elements) {
 
 void* Replica::random(int64_t elements, uint64_t tag, float lo, float hi) {
   void* p = zeros(elements);
-  fill_uniform(p, config_.dtype, elements, config_.seed, tag, lo, hi, ctx_.compute);
+  randomize(p, elements, tag, lo, hi);
   return p;
+}
+
+void Replica::randomize(void* p, int64_t elements, uint64_t tag, float lo, float hi) {
+  fill_uniform(p, config_.dtype, elements, config_.seed, tag, lo, hi, ctx_.compute);
 }
 
 int32_t* Replica::upload(const std::vector<int32_t>& values) {

@@ -48,6 +48,8 @@ class Replica {
   void* zeros(int64_t elements);
   // Uniform values in [lo, hi): inputs, weights, saved activations.
   void* random(int64_t elements, uint64_t tag, float lo = -1.0f, float hi = 1.0f);
+  // The same values written into existing memory (e.g. a chunk of a gathered buffer).
+  void randomize(void* p, int64_t elements, uint64_t tag, float lo = -1.0f, float hi = 1.0f);
   int32_t* upload(const std::vector<int32_t>& values);
   // `base` advanced by `elements` of the dtype.
   void* at(const void* base, int64_t elements) const;

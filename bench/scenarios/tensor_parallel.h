@@ -65,7 +65,9 @@ class TensorParallel : public ReplicatedScenario {
            std::to_string(config().nranks) + ": forward + backward, " + col_.name + " column-parallel [" +
            std::to_string(col_.in) + " x " + std::to_string(col_.out) + "], " + row_.name + " row-parallel [" +
            std::to_string(row_.in) + " x " + std::to_string(row_.out) + "], " +
-           (o.sequence_parallel ? "sequence-parallel (all-gather + reduce-scatter)" : "all-reduce");
+           (o.sequence_parallel ? std::string("sequence-parallel (all-gather + reduce-scatter") +
+                                      (config().in_place ? ", all-gathers in place)" : ")")
+                                : std::string("all-reduce"));
   }
 
  private:
@@ -99,27 +101,41 @@ class TensorParallel : public ReplicatedScenario {
       dwcol[l] = r.zeros(col_.params());
       dwrow[l] = r.zeros(row_.params());
     }
+    // --in-place (with sequence parallelism): every all-gather's input is written straight into this
+    // rank's chunk of the gathered buffer, as TransformerEngine's userbuffers arrange it, so NCCL has
+    // no chunk of its own to copy. Out of place, NCCL's copy-engine all-gather copies that chunk with
+    // an SM kernel before the peers' copies, and it waits for any kernel that holds every SM.
+    const bool in_place = sp && config().in_place;
+    const int64_t own_chunk = int64_t(r.rank()) * rows * H;
+    auto shard_of = [&](void* gathered) { return in_place ? r.at(gathered, own_chunk) : r.zeros(rows * H); };
+
     // Per micro-batch: the residual stream at every layer boundary (x[0] is the input; without
-    // sequence parallelism it is the same on every rank), saved activations, gradients.
+    // sequence parallelism it is the same on every rank; x[L] the output), saved activations,
+    // gradients. full[l] is x[l] gathered, dyfull[l] the gradient layer l's backward gathers.
     struct Micro {
-      std::vector<void*> x, full, c, m, dx;
-      void *dout, *p, *ps, *dyfull, *dm, *dc, *dxp, *dxps;
+      std::vector<void*> x, full, c, m, dx, dyfull;
+      void *dout, *p, *ps, *dm, *dc, *dxp, *dxps;
     };
     std::vector<Micro> mb(M);
     for (int k = 0; k < M; ++k) {
       Micro& u = mb[k];
-      u.x.push_back(r.random(rows * H, r.tag("x0", -1, k, /*per_rank=*/sp)));
       for (int l = 0; l < L; ++l) {
-        u.x.push_back(r.zeros(rows * H));
-        u.full.push_back(sp ? r.zeros(T * H) : u.x[l]);
+        void* full = sp ? r.zeros(T * H) : nullptr;
+        u.x.push_back(sp ? shard_of(full) : r.zeros(rows * H));
+        u.full.push_back(sp ? full : u.x[l]);
         u.c.push_back(r.zeros(T * col_.out));
         u.m.push_back(r.zeros(T * row_.in));
-        u.dx.push_back(r.zeros(rows * H));
+        // Out of place, the layers' backward gathers share one buffer.
+        if (sp) u.dyfull.push_back(in_place || l == 0 ? r.zeros(T * H) : u.dyfull[0]);
       }
-      u.dout = r.random(rows * H, r.tag("dout", -1, k, /*per_rank=*/sp));
+      u.x.push_back(r.zeros(rows * H));
+      r.randomize(u.x[0], rows * H, r.tag("x0", -1, k, /*per_rank=*/sp));
+      // dx[l] is layer l - 1's backward input: in place, it lies in its chunk of dyfull[l - 1].
+      for (int l = 0; l < L; ++l) u.dx.push_back(l > 0 && sp ? shard_of(u.dyfull[l - 1]) : r.zeros(rows * H));
+      u.dout = sp ? shard_of(u.dyfull[L - 1]) : r.zeros(rows * H);
+      r.randomize(u.dout, rows * H, r.tag("dout", -1, k, /*per_rank=*/sp));
       u.p = r.zeros(T * H);
       u.ps = sp ? r.zeros(rows * H) : u.p;
-      u.dyfull = sp ? r.zeros(T * H) : nullptr;
       u.dm = r.zeros(T * row_.in);
       u.dc = r.zeros(T * col_.out);
       u.dxp = r.zeros(T * H);
@@ -148,8 +164,8 @@ class TensorParallel : public ReplicatedScenario {
         const void* dys = l == L - 1 ? u.dout : u.dx[l + 1];
         const void* dy = dys;
         if (sp) {
-          r.collective(n + "all-gather dy", Kind::AllGather, dys, u.dyfull, rows * H);
-          dy = u.dyfull;
+          r.collective(n + "all-gather dy", Kind::AllGather, dys, u.dyfull[l], rows * H);
+          dy = u.dyfull[l];
         }
         const bool acc = k > 0;  // gradients accumulate over micro-batches
         r.gemm(dgrad_gemm(row_, T), dy, wrow[l], u.dm);

@@ -91,3 +91,21 @@ TEST(BenchOptions, TraceIsForScenariosOnly) {
   o.workloads = {"tp-attention", "dp-backward"};
   EXPECT_NO_THROW(tb::validate(o));
 }
+
+TEST(BenchOptions, InPlaceIsForCollectivesThatHaveTheForm) {
+  tb::BenchOptions o;
+  o.in_place = true;
+  o.collectives = {"all-reduce", "all-gather", "reduce-scatter"};
+  EXPECT_NO_THROW(tb::validate(o));
+  o.collectives.push_back("all-to-all");
+  EXPECT_NE(error_of([&] { tb::validate(o); }).find("all-to-all has no in-place form"), std::string::npos);
+  // Scenarios: only the tensor-parallel ones with sequence parallelism produce their gathers' inputs.
+  o.collectives = {"all-reduce"};
+  o.workloads = {"tp-attention"};
+  EXPECT_NE(error_of([&] { tb::validate(o); }).find("only tp-mlp and tp-attention with --sequence-parallel"),
+            std::string::npos);
+  o.scenario.sequence_parallel = true;
+  EXPECT_NO_THROW(tb::validate(o));
+  o.workloads = {"fsdp"};
+  EXPECT_NE(error_of([&] { tb::validate(o); }).find("(got 'fsdp')"), std::string::npos);
+}

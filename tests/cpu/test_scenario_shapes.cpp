@@ -224,6 +224,13 @@ TEST(ScenarioOptions, RankDependentChecksRunWithoutAGpu) {
   EXPECT_NE(all.find("up_gate column-parallel [4096 x 14336], down row-parallel [7168 x 4096]"), std::string::npos)
       << all;
   EXPECT_NE(all.find("(4 per rank) top-2"), std::string::npos) << all;
+  // --in-place shows in the header of the scenarios it changes.
+  sp.scenario.seq = 4096;
+  sp.in_place = true;
+  const auto sp_lines = tandem::bench::scenario_config_lines(sp, 2);
+  EXPECT_NE(sp_lines.back().find("sequence-parallel (all-gather + reduce-scatter, all-gathers in place)"),
+            std::string::npos)
+      << sp_lines.back();
 }
 
 TEST(ScenarioOptions, JsonGetsBoundFraction) {

@@ -147,6 +147,24 @@ TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
   }
 }
 
+// --in-place: tp-*'s all-gather inputs are written into their chunk of the gathered buffer (x[l] by
+// the forward's residual add, dy by the backward's), under NCCL's kernels and its copy-engine
+// all-gather. The aliasing must keep every output equal to the out-of-place reference's.
+TEST(ScenariosGpu, InPlaceGathersAreCorrectUnderKernelsAndCopyEngines) {
+  TANDEM_REQUIRE_GPUS(2);
+  for (const char* name : {"tp-mlp", "tp-attention"}) {
+    BenchOptions o = small_options(name);
+    o.scenario.sequence_parallel = true;
+    o.in_place = true;
+    o.policies = tandem::parse_policy_list(
+        "sequential,concurrent,priority,copy-engine,comm-first+priority+copy-engine,nccl-symmetric");
+    o.policies_given = true;
+    const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+    ASSERT_EQ(outcome.rows.size(), o.policies.size()) << name;
+    for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << name << " " << r.policy;
+  }
+}
+
 // dp-backward only all-reduces: under copy-engine each bucket goes through a copy-engine all-to-all,
 // a sum and a copy-engine all-gather, at an offset inside the registered gradient buffer; under
 // nccl-symmetric through NCCL's symmetric kernels. Both must give the reference's gradients.
