@@ -179,6 +179,13 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
   };
   outcome.hbm_bandwidth_gbps = scenarios ? for_each_scenario(tune_options, nranks, body, &outcome.notes, progress)
                                          : for_each_case(tune_options, nranks, body, &outcome.notes);
+  const auto& c = options.collectives;
+  if (!scenarios && !options.in_place && std::find(c.begin(), c.end(), "all-gather") != c.end())
+    outcome.notes.push_back(
+        "all-gather ran out of place: NCCL's copy-engine all-gather then copies this rank's own chunk with an "
+        "SM kernel ahead of the peers' chunks, and waits for any kernel holding every SM; if your program can "
+        "write the input into its chunk of the output (FSDP2, Megatron's distributed optimizer), tune with "
+        "--in-place (docs/PERFORMANCE.md)");
   return outcome;
 }
 

@@ -205,6 +205,30 @@ TEST(BenchCli, ShortRunWritesJsonAndOk) {
       EXPECT_TRUE(row.contains(key)) << key;
 }
 
+// `tandem tune` on a microbenchmark case writes its winner as a policy file that `tandem bench
+// --policy @FILE` accepts. Tuning an out-of-place all-gather also notes that NCCL's copy-engine
+// all-gather copies its own chunk on SMs and names --in-place; tuned in place, it does not.
+TEST(BenchCli, TuneWritesAPolicyFileBenchAcceptsAndNamesInPlace) {
+  TANDEM_REQUIRE_GPUS(2);
+  const std::string dir = ::testing::TempDir();
+  const std::string shape = " --workload stream --stream-bytes 16M --collective all-gather -b 8M -n 2 --warmup 1";
+  for (const std::string layout : {"", " --in-place"}) {
+    const auto tune = tandem_test::run_command(tandem_test::cli_path() + " tune" + shape + layout + " --json " + dir +
+                                               "/tune.json --out " + dir + "/tuned.policy");
+    ASSERT_EQ(tune.exit_code, 0) << tune.output;
+    std::ifstream in(dir + "/tune.json");
+    const auto doc = nlohmann::json::parse(in);
+    bool names_in_place = false;
+    for (const auto& note : doc["notes"])
+      names_in_place |= note.get<std::string>().find("tune with --in-place") != std::string::npos;
+    EXPECT_EQ(names_in_place, layout.empty()) << layout << "\n" << tune.output;
+    const auto bench = tandem_test::run_command(tandem_test::cli_path() + " bench" + shape + layout + " --policy @" +
+                                                dir + "/tuned.policy");
+    ASSERT_EQ(bench.exit_code, 0) << bench.output;
+    EXPECT_NE(bench.output.find("# OK: 1 rows, 0 wrong"), std::string::npos) << bench.output;
+  }
+}
+
 // --balance-size: one GEMM cannot be matched to a collective by counting GEMMs, so the collective is
 // resized to the GEMM's time, the row reports the size measured, and the results are still exact.
 TEST(BenchCli, BalanceSizeResizesTheCollectiveToTheCompute) {
