@@ -73,10 +73,12 @@ void validate(const BenchOptions& o) {
                  "--trace draws the operations of a training scenario's iteration (--workload dp-backward, "
                  "tp-mlp, tp-attention, fsdp, moe); a microbenchmark step is one compute run beside one "
                  "collective, and its row already has both spans (t_compute, t_comm, c_slow, m_slow)");
-  for (const auto& w : o.workloads)
-    TANDEM_REQUIRE(!o.in_place || !is_scenario(w) || ((w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel),
+  for (const auto& w : o.workloads) {
+    const bool gathers_own_inputs = (w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel;
+    TANDEM_REQUIRE(!o.in_place || !is_scenario(w) || gathers_own_inputs,
                    "--in-place lays out all-gathers in place: among the training scenarios only tp-mlp and "
                    "tp-attention with --sequence-parallel have all-gathers whose inputs they produce (got '" + w + "')");
+  }
   for (const auto& c : o.collectives)
     TANDEM_REQUIRE(!o.in_place || scenarios || c != "all-to-all",
                    "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); drop --in-place "

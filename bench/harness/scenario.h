@@ -143,7 +143,7 @@ struct ScenarioConfig {
   DType dtype = DType::BF16;
   uint64_t seed = 0x7a4d3e;
   int nranks = 1;
-  bool in_place = false;  // --in-place: all-gather inputs in their chunk of the output (tp-*, fsdp)
+  bool in_place = false;  // --in-place: all-gather inputs in their chunk of the output (tp-* with SP)
 };
 
 using ScenarioFactory = std::unique_ptr<Scenario> (*)(const ScenarioConfig&);
