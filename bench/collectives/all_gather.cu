@@ -1,4 +1,5 @@
 #include "collectives/collective_base.cuh"
+#include "harness/copy_engine_reduction.h"
 
 namespace tandem::bench {
 namespace {
@@ -19,8 +20,17 @@ class AllGather final : public BufferedCollective {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count / ctx.nranks, count, in_place);
   }
+  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
+    lanes_ = lanes;
+    return "";
+  }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    TANDEM_NCCL_CHECK(comm, ncclAllGather(send_, recv_, send_count_, to_nccl(dtype_), comm, stream));
+    // Out of place, NCCL would copy this rank's own chunk first, on the SMs, in one batch with the
+    // peers' copies: the exchange leaves that copy to this rank's own gather instead.
+    if (lanes_ && !in_place_)
+      enqueue_copy_engine_exchange(*ctx_, *lanes_, send_, 0, recv_, send_count_, dtype_, true, stream);
+    else
+      TANDEM_NCCL_CHECK(comm, ncclAllGather(send_, recv_, send_count_, to_nccl(dtype_), comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override { return count_wrong_with(ctx, AllGatherExpected{seed_, send_count_}); }
   // Out of place: the input is read and the whole output written; in place, the own chunk stays

@@ -19,18 +19,18 @@ class AllReduce final : public BufferedCollective {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count, count, in_place);
   }
-  std::string route_through_copy_engines(bool on) override {
-    if (on) {
+  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
+    if (lanes) {
       const std::string why = copy_engine_all_reduce_refusal(recv_count_, nranks_);
       if (!why.empty()) return why;
       ensure_scratch(recv_count_);
     }
-    copy_engine_route_ = on;
+    lanes_ = lanes;
     return "";
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    if (copy_engine_route_)
-      enqueue_copy_engine_all_reduce(*ctx_, comm, send_, recv_, scratch_, recv_count_, dtype_, stream);
+    if (lanes_)
+      enqueue_copy_engine_all_reduce(*ctx_, *lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }

@@ -1,4 +1,5 @@
 #include "collectives/collective_base.cuh"
+#include "harness/copy_engine_reduction.h"
 
 namespace tandem::bench {
 namespace {
@@ -23,8 +24,18 @@ class AllToAll final : public BufferedCollective {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count, count, false);
   }
+  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
+    lanes_ = lanes;
+    return "";
+  }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, send_count_ / nranks_, to_nccl(dtype_), comm, stream));
+    const size_t chunk = send_count_ / nranks_;
+    // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch
+    // with the peers' copies; the exchange leaves that copy to this rank's own gather.
+    if (lanes_)
+      enqueue_copy_engine_exchange(*ctx_, *lanes_, send_, chunk, recv_, chunk, dtype_, true, stream);
+    else
+      TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, chunk, to_nccl(dtype_), comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, AllToAllExpected{seed_, rank_, send_count_ / nranks_});

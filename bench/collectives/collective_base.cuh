@@ -151,7 +151,7 @@ class BufferedCollective : public Collective {
   RankContext* ctx_ = nullptr;  // the rank this collective runs on (set up by allocate())
   void* scratch_ = nullptr;  // copy-engine reductions only
   size_t scratch_count_ = 0;
-  bool copy_engine_route_ = false;  // route_through_copy_engines(true) is in force
+  const CopyEngineLanes* lanes_ = nullptr;  // route_through_copy_engines(lanes) is in force
   bool in_place_ = false;
   unsigned long long* wrong_ = nullptr;
 

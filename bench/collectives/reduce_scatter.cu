@@ -22,14 +22,14 @@ class ReduceScatter final : public BufferedCollective {
     const size_t count = bytes / dtype_size(dtype);
     allocate(ctx, bytes, dtype, seed, count, count / ctx.nranks, in_place);
   }
-  std::string route_through_copy_engines(bool on) override {
-    if (on) ensure_scratch(send_count_);
-    copy_engine_route_ = on;
+  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
+    if (lanes) ensure_scratch(send_count_);
+    lanes_ = lanes;
     return "";
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    if (copy_engine_route_)
-      enqueue_copy_engine_reduce_scatter(*ctx_, comm, send_, recv_, scratch_, recv_count_, dtype_, stream);
+    if (lanes_)
+      enqueue_copy_engine_reduce_scatter(*ctx_, *lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclReduceScatter(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }

@@ -90,13 +90,17 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
   }
   if (policy.sm_target && !workload_.set_sm_count_target(*policy.sm_target))
     return "sm-target applies to cuBLASLt GEMMs only";
-  if (policy.copy_engine) {
+  const CopyEngineLanes* lanes = policy.copy_engine ? &ctx_.copy_engine_lanes(policy) : nullptr;
+  if (lanes) {
     // Before the windows: the route may add a scratch buffer to them.
-    const std::string why = collective_.route_through_copy_engines(true);
+    const std::string why = collective_.route_through_copy_engines(lanes);
     if (!why.empty()) return why;
   }
   active_comm_ = ctx_.communicator_for(policy);
   if (policy.registers_windows()) collective_.use_symmetric_windows(ctx_, active_comm_);
+  // Every lane's gathers reach the same buffers through its own communicator's windows.
+  if (lanes)
+    for (ncclComm_t lane : lanes->comms) collective_.use_symmetric_windows(ctx_, lane);
   active_compute_stream_ = ctx_.compute;
   active_comm_stream_ = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
   if (policy.green_sms) {
@@ -111,7 +115,7 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
 
 void CaseRunner::restore() {
   if (ShapedKernel* kernel = workload_.shaped_kernel()) kernel->shape(ShapeTarget{});
-  collective_.route_through_copy_engines(false);
+  collective_.route_through_copy_engines(nullptr);
   workload_.set_sm_count_target(0);
   active_comm_ = ctx_.comm;
   active_comm_stream_ = ctx_.comm_default;

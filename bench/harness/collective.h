@@ -29,13 +29,15 @@ class Collective {
   virtual void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) = 0;
   virtual void enqueue(ncclComm_t comm, cudaStream_t stream) = 0;
   virtual void poison_output(cudaStream_t stream) = 0;
-  // Moves the collective's data with copy engines (the `copy-engine` policy) from now on, or stops.
-  // All-gather and all-to-all need nothing here: NCCL 2.28 runs them on copy engines by itself on a
-  // communicator with CTA policy zero and symmetric windows. All-reduce and reduce-scatter become
-  // copy-engine all-to-all + a sum kernel (+ all-gather): harness/copy_engine_reduction.h. Returns
-  // why the collective cannot, or "". Call before use_symmetric_windows() (the route may need a
-  // scratch buffer registered with the others).
-  virtual std::string route_through_copy_engines(bool on) { (void)on; return ""; }
+  // Moves the collective's data with copy engines (the `copy-engine` policy) on `lanes` from now on,
+  // or stops (nullptr). The chunks between ranks move by the exchange of
+  // harness/copy_engine_reduction.h (one in-place ncclGather per root, each on its lane), so that no
+  // copy waits for SMs: all-to-all and an out-of-place all-gather copy their own chunk locally on the
+  // side; reduce-scatter and all-reduce add a sum kernel (and an in-place all-gather). An in-place
+  // all-gather stays NCCL's, which copies nothing locally. Returns why the collective cannot, or "".
+  // Call before use_symmetric_windows() (the route may need a scratch buffer registered with the
+  // others), and register the windows on every lane.
+  virtual std::string route_through_copy_engines(const CopyEngineLanes* lanes) = 0;
   // Registers the buffers as symmetric windows on `comm` (once per communicator). All ranks call it
   // together. Windows are released by release_windows() before the buffers are freed.
   virtual void use_symmetric_windows(RankContext& ctx, ncclComm_t comm) = 0;

@@ -191,11 +191,9 @@ bool uses_default_nccl_settings(const OverlapPolicy& p) {
 }
 }  // namespace
 
-ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
-  if (uses_default_nccl_settings(policy)) return comm;
+ncclConfig_t RankContext::config_for(const OverlapPolicy& policy, std::string& key) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  std::string key;
   if (policy.nccl_min_ctas) config.minCTAs = *policy.nccl_min_ctas, key += "min" + std::to_string(config.minCTAs);
   if (policy.nccl_max_ctas) config.maxCTAs = *policy.nccl_max_ctas, key += "max" + std::to_string(config.maxCTAs);
   if (policy.nccl_cga_cluster_size)
@@ -209,18 +207,57 @@ ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
   // because their windows include the scratch buffer of copy-engine reductions, and windows are
   // registered once per communicator.
   if (policy.registers_windows()) key += policy.copy_engine ? "ce" : "win";
+  return config;
+}
+
+ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
+  if (uses_default_nccl_settings(policy)) return comm;
+  std::string key;
+  const ncclConfig_t config = config_for(policy, key);
+  return communicator_with(config, key, "communicator for " + to_string(policy));
+}
+
+ncclComm_t RankContext::communicator_with(const ncclConfig_t& config, const std::string& key, const std::string& what) {
   auto found = comms_by_settings_.find(key);
   if (found != comms_by_settings_.end()) return found->second;
-
-  // Every rank reaches this point for the same policy, so rank 0's id reaches all of them.
+  // Every rank reaches this point for the same settings, so rank 0's id reaches all of them.
   ncclUniqueId id{};
   if (rank == 0) TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
   group.broadcast_from_rank0(&id, sizeof(id));
   ncclComm_t created = nullptr;
-  TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&created, nranks, id, rank, &config));
+  ncclConfig_t own = config;  // ncclCommInitRankConfig takes a non-const config
+  TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&created, nranks, id, rank, &own));
   comms_by_settings_[key] = created;  // owned from here on, even if initialisation fails below
-  await_communicator(created, "communicator for " + to_string(policy));
+  await_communicator(created, what);
   return created;
+}
+
+const CopyEngineLanes& RankContext::copy_engine_lanes(const OverlapPolicy& policy) {
+  TANDEM_REQUIRE(policy.copy_engine, "copy-engine lanes for a policy without copy-engine");
+  std::string key;
+  const ncclConfig_t config = config_for(policy, key);
+  auto& slot = lanes_by_settings_[key];
+  if (slot) return *slot;
+  auto lanes = std::make_unique<CopyEngineLanes>();
+  lanes->comms.push_back(communicator_for(policy));
+  const StreamPriorityRange range = stream_priority_range();
+  for (int lane = 1; lane < nranks; ++lane) {
+    lanes->comms.push_back(communicator_with(config, key + "lane" + std::to_string(lane),
+                                             "copy-engine lane " + std::to_string(lane) + " of " + to_string(policy)));
+    lanes->high.emplace_back(range.greatest);
+    lanes->low.emplace_back(range.least);
+    cudaEvent_t join = nullptr;
+    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    lanes->joins.push_back(join);
+  }
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&lanes->fork, cudaEventDisableTiming));
+  slot = std::move(lanes);
+  return *slot;
+}
+
+CopyEngineLanes::~CopyEngineLanes() {
+  if (fork) cudaEventDestroy(fork);
+  for (cudaEvent_t e : joins) cudaEventDestroy(e);
 }
 
 cudaStream_t RankContext::green_stream(int sm_count) {

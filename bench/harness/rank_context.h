@@ -20,6 +20,21 @@
 
 namespace tandem::bench {
 
+// Copy-engine lanes (harness/copy_engine_reduction.h): a copy-engine policy's communicator once per
+// rank (lane 0 is RankContext::communicator_for itself), so that one collective per lane can run at
+// once, and a side stream per further lane at each comm priority, with the events that fork them
+// from the caller's stream and join them back.
+struct CopyEngineLanes {
+  CopyEngineLanes() = default;
+  CopyEngineLanes(const CopyEngineLanes&) = delete;
+  CopyEngineLanes& operator=(const CopyEngineLanes&) = delete;
+  ~CopyEngineLanes();
+  std::vector<ncclComm_t> comms;
+  std::vector<PriorityStream> high, low;  // lanes 1.., at the greatest and the least priority
+  cudaEvent_t fork = nullptr;
+  std::vector<cudaEvent_t> joins;  // lanes 1..
+};
+
 struct RankContext {
   RankContext(int rank, int nranks, int device, Coordinator& group, ncclComm_t comm, double timeout_s);
   ~RankContext();
@@ -41,6 +56,8 @@ struct RankContext {
   // copy-engine): `comm` for the defaults, else one created on first use. Every rank must ask for
   // the same settings in the same order, as with any communicator creation.
   ncclComm_t communicator_for(const OverlapPolicy& policy);
+  // The lanes of a copy-engine policy, created on first use by every rank together.
+  const CopyEngineLanes& copy_engine_lanes(const OverlapPolicy& policy);
   // A stream whose work runs only on a green context of `sm_count` SMs (created on first use).
   cudaStream_t green_stream(int sm_count);
 
@@ -69,7 +86,11 @@ struct RankContext {
   void check_deadline(std::chrono::steady_clock::time_point deadline, const std::string& step);
   void throw_if_async_error(ncclComm_t c, const std::string& step);
   bool comms_aborted_ = false;
+  // The ncclConfig_t of a policy's settings and the key its communicators are filed under.
+  static ncclConfig_t config_for(const OverlapPolicy& policy, std::string& key);
+  ncclComm_t communicator_with(const ncclConfig_t& config, const std::string& key, const std::string& what);
   std::map<std::string, ncclComm_t> comms_by_settings_;
+  std::map<std::string, std::unique_ptr<CopyEngineLanes>> lanes_by_settings_;
   std::map<int, std::unique_ptr<GreenContext>> green_contexts_;
 };
 
