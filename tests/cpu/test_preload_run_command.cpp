@@ -169,6 +169,27 @@ TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
   EXPECT_NE(run(tandem_run("--shape-when sometimes", "true")).status, 0);
 }
 
+// A policy file as `tandem tune` writes it (comments on the case, then the policy) is accepted by
+// `tandem run --policy @FILE`; a tuned policy with controls only a program can apply (launch order,
+// copy engines) is refused with the reason, before anything runs.
+TEST(preload_run_command, TakesAPolicyFileAsTuneWritesIt) {
+  Scratch scratch;
+  auto write = [&](const std::string& name, const std::string& policy) {
+    std::ofstream(scratch.path(name)) << "# tandem tune 0.1.0 (abc123), 2026-11-30T07:00:00Z\n"
+                                      << "# tiled-gemm x all-reduce 464MiB bf16 on 2 x NVIDIA H200\n"
+                                      << "# t_overlap 1.9 ms, t_seq 3.2 ms, efficiency 85 % (naive 55 %, paper 85 %)\n"
+                                      << policy << "\n";
+    return scratch.path(name).string();
+  };
+  const Result ok = run(tandem_run("--policy @" + write("shape.policy", "shape:3+priority"), "sh -c 'echo ran'"));
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out, "ran\n");
+  const Result refused = run(tandem_run("--policy @" + write("ce.policy", "comm-first+copy-engine"), "sh -c 'echo ran'"));
+  EXPECT_NE(refused.status, 0);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("cannot be applied by `tandem run`"), std::string::npos) << refused.err;
+}
+
 TEST(preload_run_command, MissingLibraryOverrideIsAnError) {
   const Result r = run("TANDEM_PRELOAD_LIB=/nonexistent.so " + tandem_run("", "true"));
   EXPECT_NE(r.status, 0);
