@@ -104,12 +104,11 @@ std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base) {
   p.nccl_cga_cluster_size.reset();
   p.nccl_cta_policy = NcclCtaPolicy::Default;
   std::vector<OverlapPolicy> out{p};
-  // And bare copy engines under every launch order. The order can decide whether copy engines help
-  // at all: out of place, NCCL's copy-engine all-gather and all-to-all copy this rank's own chunk
-  // with an SM kernel before the peers' chunks, so beside a persistent GEMM they helped only with the
-  // collective enqueued first (gemm x all-gather: `copy-engine` 11-12 %, `comm-first+copy-engine`
-  // 34 %), while the best policy before this stage may have settled on another order for NCCL's own
-  // kernels, whose variants would then never meet copy engines.
+  // And bare copy engines under every launch order: the best policy before this stage may have
+  // settled on an order for NCCL's own kernels that is wrong for copy engines, whose variants would
+  // then never meet them. Beside a persistent GEMM, NCCL's own copy-engine all-gather helped only
+  // enqueued first (`comm-first+copy-engine` 34 %, `copy-engine` 11-12 %); through the exchange
+  // (copy_engine_reduction.h) it is the other way round (`copy-engine` 38-40 %, `comm-first+...` 28 %).
   for (OverlapPolicy order : order_candidates()) {
     order.copy_engine = true;
     if (std::none_of(out.begin(), out.end(), [&](const OverlapPolicy& o) { return o == order; })) out.push_back(order);

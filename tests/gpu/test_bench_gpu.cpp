@@ -206,8 +206,8 @@ TEST(BenchCli, ShortRunWritesJsonAndOk) {
 }
 
 // `tandem tune` on a microbenchmark case writes its winner as a policy file that `tandem bench
-// --policy @FILE` accepts. Tuning an out-of-place all-gather also notes that NCCL's copy-engine
-// all-gather copies its own chunk on SMs and names --in-place; tuned in place, it does not.
+// --policy @FILE` accepts. Tuning an out-of-place all-gather also notes that its own chunk is copied
+// on SMs and names --in-place; tuned in place, it does not.
 TEST(BenchCli, TuneWritesAPolicyFileBenchAcceptsAndNamesInPlace) {
   TANDEM_REQUIRE_GPUS(2);
   const std::string dir = ::testing::TempDir();
