@@ -38,6 +38,23 @@ status=0
 
 section() { printf '\n=== %s\n' "$*" | tee -a "$logs/summary.log"; }
 
+# merge_results OUT FILE...: one JSON of several runs' files (the first one's header, every row, note,
+# config line and command), which scripts/results-table.py and plot-results.py read as one run.
+merge_results() {
+  local out=$1
+  shift
+  python3 - "$@" > "$out" <<'PY'
+import json, sys
+docs = [json.load(open(f)) for f in sys.argv[1:]]
+merged = dict(docs[0]) if docs else {}
+merged["commands"] = [d.get("command") for d in docs]
+merged["config"] = [line for d in docs for line in d.get("config", [])]
+merged["rows"] = [r for d in docs for r in d.get("rows", [])]
+merged["notes"] = [n for d in docs for n in d.get("notes", [])]
+print(json.dumps(merged, indent=1))
+PY
+}
+
 if want environment; then
 section "environment"
 {
@@ -88,6 +105,7 @@ if want tune; then
   "$tandem" tune --collective all-reduce,all-gather,reduce-scatter,all-to-all --json "$logs/tune-$tag.json" \
     --out "$logs/tuned.policy" "$@" > "$logs/tune.log" 2> "$logs/tune.err" || status=1
   sed -n '/^# summary/,$p' "$logs/tune.log" | tee -a "$logs/summary.log"
+  python3 "$root/scripts/results-table.py" "$logs/tune-$tag.json" --tuned | grep '^geometric' | tee -a "$logs/summary.log"
   tail -n 2 "$logs/tune.err"
   # The tuner's policy file must be accepted by bench.
   first=$(ls "$logs"/tuned.gemm.all-reduce.*.policy | head -n 1)
@@ -108,25 +126,8 @@ if want tune-in-place; then
     sed -n '/^# summary/,$p' "$logs/$part.log" | grep -v '^# \(command\|date\)' | tee -a "$logs/summary.log"
     tail -n 2 "$logs/$part.err"
   done
-  python3 - "$logs" "$tag" > "$logs/tune-in-place-$tag.json" 2> "$logs/tune-in-place-geomean.txt" <<'PY'
-import json, sys
-logs, tag = sys.argv[1], sys.argv[2]
-docs = [json.load(open(f"{logs}/tune-in-place-part{i}-{tag}.json")) for i in (1, 2)]
-merged = dict(docs[0])
-merged["commands"] = [d["command"] for d in docs]
-merged["config"] = [line for d in docs for line in d.get("config", [])]
-merged["rows"] = [r for d in docs for r in d["rows"]]
-merged["notes"] = [n for d in docs for n in d.get("notes", [])]
-print(json.dumps(merged, indent=1))
-tuned = [r["reduction"] for r in merged["rows"] if r.get("tune_role") == "tuned"]
-if tuned:
-    product = 1.0
-    for x in tuned:
-        product *= x
-    print(f"geometric-mean tuned reduction over {len(tuned)} cases: {100 * product ** (1 / len(tuned)):.1f} %",
-          file=sys.stderr)
-PY
-  tee -a "$logs/summary.log" < "$logs/tune-in-place-geomean.txt"
+  merge_results "$logs/tune-in-place-$tag.json" "$logs/tune-in-place-part1-$tag.json" "$logs/tune-in-place-part2-$tag.json"
+  python3 "$root/scripts/results-table.py" "$logs/tune-in-place-$tag.json" --tuned | grep '^geometric' | tee -a "$logs/summary.log"
   cp "$logs/tune-in-place-$tag.json" "$out/" 2>/dev/null
 fi
 
@@ -249,16 +250,7 @@ for config in "${configs[@]}"; do
   sed -n '/^# summary/,$p' "$logs/scenario-tune-$i.log" | grep -v '^# \(command\|date\)' | tee -a "$logs/summary.log"
   tail -n 2 "$logs/scenario-tune-$i.err"
 done
-python3 - "$logs" "$tag" > "$logs/scenario-tune-$tag.json" <<'PY'
-import glob, json, sys
-logs, tag = sys.argv[1], sys.argv[2]
-docs = [json.load(open(f)) for f in sorted(glob.glob(f"{logs}/scenario-tune-[0-9]*-{tag}.json"))]
-merged = dict(docs[0]) if docs else {}
-merged["rows"] = [r for d in docs for r in d.get("rows", [])]
-merged["notes"] = [n for d in docs for n in d.get("notes", [])]
-merged["commands"] = [d.get("command") for d in docs]
-print(json.dumps(merged, indent=1))
-PY
+merge_results "$logs/scenario-tune-$tag.json" $(ls "$logs"/scenario-tune-[0-9]*-"$tag".json | sort)
 cp "$logs/scenario-tune-$tag.json" "$out/" 2>/dev/null
 fi
 

@@ -25,7 +25,7 @@ import os
 import sys
 from collections import defaultdict
 
-from tandem_results import final_round, is_paper_policy, size
+from tandem_results import final_round, geometric_mean, is_paper_policy, size
 
 try:
     import matplotlib
@@ -215,10 +215,9 @@ def plot_size_sweep(cases, metric, doc, path):
 
 
 def geomean_reduction(cases):
-    reductions = [picks(c)["tuned"]["reduction"] for c in cases]
-    if min(reductions) <= 0:
+    geomean = geometric_mean([picks(c)["tuned"]["reduction"] for c in cases])
+    if geomean is None:
         return "geometric-mean reduction n/a (a tuned reduction ≤ 0)"
-    geomean = math.exp(sum(map(math.log, reductions)) / len(reductions))
     return f"geometric-mean reduction of the tuned policies {100 * geomean:.1f} %"
 
 

@@ -6,7 +6,7 @@
 import argparse
 import json
 
-from tandem_results import final_round, size
+from tandem_results import final_round, geometric_mean, size
 
 
 def pct(v):
@@ -67,6 +67,8 @@ def main():
             print(f"| {w} | {c} | {size(b)} | {tuned['count']} | {pct(naive['efficiency'])} | `{paper['policy']}` | "
                   f"{pct(paper['efficiency'])} | `{tuned['policy']}` | {pct(tuned['efficiency'])} | "
                   f"{pct(tuned['reduction'])} | {tuned['t_seq_ms']:.3f} | {tuned['t_overlap_ms']:.3f} | {tuned['t_bound_ms']:.3f} |")
+        reductions = [final_round(rs)[2]["reduction"] for rs in cases.values()]
+        print(f"\ngeometric-mean tuned reduction over {len(reductions)} cases: {pct(geometric_mean(reductions))} %")
         return
     print("| workload | collective | size | count | policy | t_compute ms | t_comm ms | t_seq ms | t_overlap ms | t_bound ms | reduction % | efficiency % | compute slowdown | comm slowdown | spread % | wrong |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")

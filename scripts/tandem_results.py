@@ -1,5 +1,7 @@
 """What scripts/results-table.py and scripts/plot-results.py share about tandem bench/tune JSON
-(docs/BENCH_JSON.md): sizes as text and the naive, paper and tuned rows of a tuned case."""
+(docs/BENCH_JSON.md): sizes as text, the naive, paper and tuned rows of a tuned case, and the
+geometric mean of the tuned reductions."""
+import math
 
 
 def size(b):
@@ -7,6 +9,13 @@ def size(b):
         if b % (1 << shift) == 0:
             return f"{b >> shift} {unit}"
     return f"{b} B"
+
+
+def geometric_mean(values):
+    """The geometric mean of positive values (None when any is not positive)."""
+    if not values or min(values) <= 0:
+        return None
+    return math.exp(sum(map(math.log, values)) / len(values))
 
 
 def is_paper_policy(policy):
