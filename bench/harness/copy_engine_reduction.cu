@@ -110,16 +110,6 @@ void enqueue_copy_engine_exchange(RankContext& ctx, const CopyEngineLanes& lanes
   }
 }
 
-void enqueue_copy_engine_reduce_scatter(RankContext& ctx, ncclComm_t comm, const void* send, void* recv,
-                                        void* scratch, size_t recv_count, DType dtype, cudaStream_t stream) {
-  // Rank r's chunk j goes to rank j's scratch slot r: each rank then holds every rank's copy of its
-  // own chunk, side by side.
-  TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send, scratch, recv_count, to_nccl(dtype), comm, stream));
-  // On the stream before the sum is launched behind it.
-  ctx.await_communicator(comm, "copy-engine all-to-all");
-  sum_chunks(scratch, nullptr, -1, recv, recv_count, dtype, ctx.nranks, stream);
-}
-
 void enqueue_copy_engine_reduce_scatter(RankContext& ctx, const CopyEngineLanes& lanes, const void* send, void* recv,
                                         void* scratch, size_t recv_count, DType dtype, cudaStream_t stream) {
   // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the sum
@@ -129,32 +119,18 @@ void enqueue_copy_engine_reduce_scatter(RankContext& ctx, const CopyEngineLanes&
              stream);
 }
 
-namespace {
-// The all-reduce on either route: a reduce-scatter into this rank's chunk of `recv`, then an
-// in-place copy-engine all-gather of the chunks on `comm` (in place, no local copy).
-template <class Route>
-void all_reduce_through(RankContext& ctx, const Route& route, ncclComm_t comm, const void* send, void* recv,
-                        void* scratch, size_t count, DType dtype, cudaStream_t stream) {
+void enqueue_copy_engine_all_reduce(RankContext& ctx, const CopyEngineLanes& lanes, const void* send, void* recv,
+                                    void* scratch, size_t count, DType dtype, cudaStream_t stream) {
   const std::string why = copy_engine_all_reduce_refusal(count, ctx.nranks);
   TANDEM_REQUIRE(why.empty(), why);
   const size_t chunk = count / size_t(ctx.nranks);
   void* own = static_cast<char*>(recv) + size_t(ctx.rank) * chunk * dtype_size(dtype);
-  // With send == recv, the reduce-scatter's copies have read every chunk of `send` before the sum
-  // overwrites this rank's chunk: both are on `stream`, in order.
-  enqueue_copy_engine_reduce_scatter(ctx, route, send, own, scratch, chunk, dtype, stream);
-  // The caller awaits this call.
+  // With send == recv, the exchange has read every chunk of `send` (its gathers are joined back into
+  // `stream`) before the sum overwrites this rank's chunk, which it reads element by element itself.
+  enqueue_copy_engine_reduce_scatter(ctx, lanes, send, own, scratch, chunk, dtype, stream);
+  // In place on lane 0: NCCL's copy-engine all-gather copies nothing locally. The caller awaits it.
+  ncclComm_t comm = lanes.comms.front();
   TANDEM_NCCL_CHECK(comm, ncclAllGather(own, recv, chunk, to_nccl(dtype), comm, stream));
-}
-}  // namespace
-
-void enqueue_copy_engine_all_reduce(RankContext& ctx, ncclComm_t comm, const void* send, void* recv, void* scratch,
-                                    size_t count, DType dtype, cudaStream_t stream) {
-  all_reduce_through(ctx, comm, comm, send, recv, scratch, count, dtype, stream);
-}
-
-void enqueue_copy_engine_all_reduce(RankContext& ctx, const CopyEngineLanes& lanes, const void* send, void* recv,
-                                    void* scratch, size_t count, DType dtype, cudaStream_t stream) {
-  all_reduce_through(ctx, lanes, lanes.comms.front(), send, recv, scratch, count, dtype, stream);
 }
 
 }  // namespace tandem::bench

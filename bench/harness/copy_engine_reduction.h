@@ -1,27 +1,29 @@
 #pragma once
-// All-reduce and reduce-scatter with their data moved by copy engines. NCCL 2.28 runs only
-// all-gather and all-to-all on copy engines (CTA policy zero, buffers in symmetric windows); a
-// reduction needs arithmetic, which copy engines cannot do. So:
+// Collectives whose data copy engines move, for the `copy-engine` policy. NCCL 2.28 runs only
+// all-gather and all-to-all on copy engines (CTA policy zero, buffers in symmetric windows), and a
+// reduction needs arithmetic, which copy engines cannot do. Worse, a copy within one GPU is always
+// an SM kernel, and NCCL's copy-engine all-to-all and out-of-place all-gather put this rank's own
+// chunk's local copy first in the batch that holds the copies to the peers: beside a kernel that
+// holds every SM, the whole collective waits for it (tests/tools/copy_path_probe.cu). So:
 //
-//   reduce-scatter = ncclAlltoAll (copy engines: rank r receives every rank's chunk r into
-//                    `scratch`) + a sum over the nranks chunks (one short memory-bound kernel)
-//   all-reduce     = that reduce-scatter into this rank's chunk of `recv`, then an in-place
-//                    ncclAllGather (copy engines) of the chunks
+//   exchange       = one ncclGather per root, each on a communicator of its own (a lane,
+//                    RankContext::copy_engine_lanes) and a side stream, all at once; at the root
+//                    its own chunk stays in place or is copied in its own gather, which no peer's
+//                    copy waits for
+//   reduce-scatter = the exchange into `scratch` (rank r receives every rank's chunk r) + a sum
+//                    over the nranks chunks, its own read straight from `send` (one short
+//                    memory-bound kernel: the only SM work)
+//   all-reduce     = that reduce-scatter into this rank's chunk of `recv`, then NCCL's in-place
+//                    copy-engine all-gather on lane 0 (no local copy)
 //
-// The SMs only run the sum (one read of nranks chunks, one write), instead of NCCL's ring kernels
-// for the whole transfer. `send`, `recv` and `scratch` must lie in symmetric windows registered on
-// `comm`; every step is enqueued on `stream` in order, so the scratch can be reused by the next
-// call on the same stream. Sums accumulate in fp32 and round once.
+// `send`, `recv` and `scratch` must lie in symmetric windows registered on every lane's
+// communicator. Every step ends up ordered on `stream` (the side streams are forked from it and
+// joined back), so the scratch can be reused by the next call on the same stream. Sums accumulate
+// in fp32 and round once.
 //
 // The communicators are non-blocking: an NCCL call may return before its work is on the stream, so
-// each is awaited (RankContext::await_communicator) before the sum kernel is launched behind it or
-// the next NCCL call is made - otherwise the sum could run before the all-to-all's data is there.
-//
-// NCCL's all-to-all copies this rank's own chunk first, with an SM kernel (a copy within one GPU is
-// always one), in the same batch as the copies to the peers: beside a kernel that holds every SM
-// the whole collective waits for it. With lanes (RankContext::copy_engine_lanes) the chunks move by
-// an exchange instead, one ncclGather per root on a communicator of its own, in place at the root:
-// no SM work at all, and the sum reads this rank's own chunk straight from `send`.
+// each is awaited (RankContext::await_communicator) before the join, the sum kernel or the next
+// NCCL call is enqueued behind it - otherwise the sum could run before the data is there.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -50,15 +52,11 @@ void enqueue_copy_engine_exchange(RankContext& ctx, const CopyEngineLanes& lanes
                                   size_t send_stride, void* recv, size_t count, DType dtype, bool own_chunk_copied,
                                   cudaStream_t stream);
 
-// `recv_count` elements per rank; `send` holds nranks x recv_count; `scratch` as many. On one
-// communicator (NCCL's all-to-all) or on lanes (the exchange).
-void enqueue_copy_engine_reduce_scatter(RankContext& ctx, ncclComm_t comm, const void* send, void* recv,
-                                        void* scratch, size_t recv_count, DType dtype, cudaStream_t stream);
+// `recv_count` elements per rank; `send` holds nranks x recv_count; `scratch` as many. The exchange
+// on `lanes`, then the sum.
 void enqueue_copy_engine_reduce_scatter(RankContext& ctx, const CopyEngineLanes& lanes, const void* send, void* recv,
                                         void* scratch, size_t recv_count, DType dtype, cudaStream_t stream);
 // `count` elements, divisible by the rank count; `scratch` holds `count`; `send` may equal `recv`.
-void enqueue_copy_engine_all_reduce(RankContext& ctx, ncclComm_t comm, const void* send, void* recv, void* scratch,
-                                    size_t count, DType dtype, cudaStream_t stream);
 void enqueue_copy_engine_all_reduce(RankContext& ctx, const CopyEngineLanes& lanes, const void* send, void* recv,
                                     void* scratch, size_t count, DType dtype, cudaStream_t stream);
 

@@ -120,14 +120,15 @@ class Scenario {
   // need the buffers they touch registered as NCCL symmetric windows on the communicator that runs
   // them (RankContext::communicator_for gives such a policy its own). Registers, on `comm`, every
   // device buffer this rank's collectives send from or receive into - every collective of the
-  // iteration. Valid after setup(). Registration is collective: all ranks call it together, with
-  // the same communicator, and register the same buffers in the same order. Idempotent per
-  // communicator (a second call with the same `comm` does nothing). Returns "" on success, or one
-  // line saying why it cannot apply - with `for_copy_engine`, when the scenario issues no
-  // all-gather or all-to-all, the only collectives NCCL 2.28 runs on copy engines - in which case
-  // nothing is registered.
-  virtual std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) {
-    (void)ctx, (void)comm, (void)for_copy_engine;
+  // iteration. With `lanes` (copy-engine: lane 0 is `comm`), on every lane's communicator too, and
+  // the collectives on `comm` then run on copy engines over the lanes
+  // (harness/copy_engine_reduction.h). Valid after setup(). Registration is collective: all ranks
+  // call it together, with the same communicators, and register the same buffers in the same order.
+  // Idempotent per communicator (a second call with the same `comm` does nothing). Returns "" on
+  // success, or one line saying why it cannot apply (with `lanes`: the scenario has no collective,
+  // or an all-reduce that cannot split into equal chunks), in which case nothing is registered.
+  virtual std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, const CopyEngineLanes* lanes) {
+    (void)ctx, (void)comm, (void)lanes;
     return name() + " does not register symmetric windows";
   }
   // Deregisters every window use_symmetric_windows() registered, on every communicator, awaiting

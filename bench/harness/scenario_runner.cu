@@ -166,7 +166,8 @@ class ScenarioCase final : public PolicyTrials {
     active_.communicator = ctx_.communicator_for(policy);
     if (policy.registers_windows()) {
       // Registered once per communicator and kept until the scenario's buffers are freed.
-      const std::string why = scenario_.use_symmetric_windows(ctx_, active_.communicator, policy.copy_engine);
+      const CopyEngineLanes* lanes = policy.copy_engine ? &ctx_.copy_engine_lanes(policy) : nullptr;
+      const std::string why = scenario_.use_symmetric_windows(ctx_, active_.communicator, lanes);
       if (!why.empty()) return why;
     }
     active_.comm_first = policy.order == LaunchOrder::CommFirst;

@@ -137,31 +137,60 @@ std::string Program::collective_kinds() const {
   return out;
 }
 
+namespace {
+
+// `call` on copy engines over `lanes` (CollectiveRoute::lanes).
+void enqueue_on_copy_engines(RankContext& ctx, const CopyEngineLanes& lanes, const CollectiveCall& c, void* scratch,
+                             cudaStream_t stream) {
+  const size_t count = size_t(c.count);
+  switch (c.kind) {
+    case CollectiveCall::Kind::AllReduce:
+      enqueue_copy_engine_all_reduce(ctx, lanes, c.send, c.recv, scratch, count, c.dtype, stream);
+      return;
+    case CollectiveCall::Kind::ReduceScatter:
+      enqueue_copy_engine_reduce_scatter(ctx, lanes, c.send, c.recv, scratch, count, c.dtype, stream);
+      return;
+    case CollectiveCall::Kind::AllGather: {
+      const void* own_chunk = static_cast<const char*>(c.recv) + size_t(ctx.rank) * count * dtype_size(c.dtype);
+      if (c.send == own_chunk) {
+        // In place: NCCL's copy-engine all-gather only copies to the peers.
+        ncclComm_t comm = lanes.comms.front();
+        TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, count, to_nccl(c.dtype), comm, stream));
+      } else {
+        enqueue_copy_engine_exchange(ctx, lanes, c.send, 0, c.recv, count, c.dtype, true, stream);
+      }
+      return;
+    }
+    case CollectiveCall::Kind::AllToAll:
+      enqueue_copy_engine_exchange(ctx, lanes, c.send, count, c.recv, count, c.dtype, true, stream);
+      return;
+  }
+}
+
+}  // namespace
+
 void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
                         cudaStream_t stream, const CollectiveRoute& route) {
+  if (route.lanes) {
+    enqueue_on_copy_engines(ctx, *route.lanes, c, route.copy_engine_scratch, stream);
+    ctx.await_communicator(route.lanes->comms.front(), name);
+    return;
+  }
   const ncclDataType_t type = to_nccl(c.dtype);
   switch (c.kind) {
     case CollectiveCall::Kind::AllReduce:
-      if (route.copy_engine_scratch)
-        enqueue_copy_engine_all_reduce(ctx, comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count),
-                                       c.dtype, stream);
-      else
-        TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
+      TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
     case CollectiveCall::Kind::AllGather:
       TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, size_t(c.count), type, comm, stream));
       break;
     case CollectiveCall::Kind::ReduceScatter:
-      if (route.copy_engine_scratch)
-        enqueue_copy_engine_reduce_scatter(ctx, comm, c.send, c.recv, route.copy_engine_scratch, size_t(c.count),
-                                           c.dtype, stream);
-      else
-        TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
+      TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
     case CollectiveCall::Kind::AllToAll: {
       if (route.all_to_all_api) {
         // The same exchange (peer j's chunk at send + j count, from peer i at recv + i count) as one
-        // collective, which NCCL can run on copy engines; grouped point-to-point cannot.
+        // collective, which NCCL's symmetric kernels can run; grouped point-to-point cannot.
         TANDEM_NCCL_CHECK(comm, ncclAlltoAll(c.send, c.recv, size_t(c.count), type, comm, stream));
         break;
       }

@@ -108,11 +108,15 @@ std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first)
 
 // How collectives are issued on a communicator whose buffers are registered as symmetric windows.
 struct CollectiveRoute {
-  // All-to-all as one ncclAlltoAll, the form NCCL 2.28 can run on copy engines, instead of grouped
+  // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take, instead of grouped
   // ncclSend/ncclRecv (how frameworks issue all_to_all_single).
   bool all_to_all_api = false;
-  // Non-null: all-reduce and reduce-scatter on copy engines through this registered scratch buffer
-  // (harness/copy_engine_reduction.h); it holds the largest collective's send buffer.
+  // Non-null: every collective on copy engines (harness/copy_engine_reduction.h) over these lanes,
+  // on whose communicators the buffers are registered too: all-reduce and reduce-scatter through
+  // the exchange, a sum and `copy_engine_scratch` (registered, the size of the largest such send
+  // buffer); all-to-all and out-of-place all-gather through the exchange; in-place all-gather
+  // through NCCL's, which copies nothing locally.
+  const CopyEngineLanes* lanes = nullptr;
   void* copy_engine_scratch = nullptr;
 };
 

@@ -383,11 +383,13 @@ double ReplicatedScenario::chain_ms(const std::vector<double>& operation_ms) con
   return own_->program().chain_ms(operation_ms);
 }
 
-std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) {
+std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm, const CopyEngineLanes* lanes) {
   TANDEM_REQUIRE(own_ && executor_, name() + ": use_symmetric_windows before setup");
+  TANDEM_REQUIRE(!lanes || (!lanes->comms.empty() && lanes->comms.front() == comm),
+                 name() + ": copy-engine lane 0 must be the policy's communicator");
   // Decided from the program alone, so every rank returns the same answer and either all register
   // or none does.
-  if (for_copy_engine) {
+  if (lanes) {
     const std::string why = copy_engine_refusal(own_->program());
     if (!why.empty()) return why;
   }
@@ -405,23 +407,30 @@ std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm
   // Copy-engine reductions stage every rank's chunks in one scratch buffer, registered with the rest.
   CollectiveRoute route;
   route.all_to_all_api = true;
-  const int64_t scratch_bytes = for_copy_engine ? copy_engine_scratch_bytes(own_->program()) : 0;
+  route.lanes = lanes;
+  const int64_t scratch_bytes = lanes ? copy_engine_scratch_bytes(own_->program()) : 0;
   if (scratch_bytes > 0) {
     if (!copy_engine_scratch_) TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&copy_engine_scratch_, size_t(scratch_bytes)));
     to_register.push_back({copy_engine_scratch_, scratch_bytes});
     route.copy_engine_scratch = copy_engine_scratch_;
   }
-  for (size_t i = 0; i < to_register.size(); ++i) {
-    Window w{comm, nullptr};
-    TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, const_cast<void*>(to_register[i].ptr),
-                                                   size_t(to_register[i].bytes), &w.window, NCCL_WIN_COLL_SYMMETRIC));
-    // The communicator is non-blocking: the registration completes (and the handle is valid) only
-    // once it reports success.
-    ctx.await_communicator(comm,
-                           name() + " window " + std::to_string(i + 1) + "/" + std::to_string(to_register.size()));
-    windows_.push_back(w);
+  // Each lane's gathers reach the same buffers through its own communicator's windows; lane 0 is
+  // `comm`. Lanes are per policy settings, so none of them has windows yet when `comm` has none.
+  std::vector<ncclComm_t> comms{comm};
+  if (lanes) comms.assign(lanes->comms.begin(), lanes->comms.end());
+  for (ncclComm_t c : comms) {
+    for (size_t i = 0; i < to_register.size(); ++i) {
+      Window w{c, nullptr};
+      TANDEM_NCCL_CHECK(c, ncclCommWindowRegister(c, const_cast<void*>(to_register[i].ptr),
+                                                  size_t(to_register[i].bytes), &w.window, NCCL_WIN_COLL_SYMMETRIC));
+      // The communicator is non-blocking: the registration completes (and the handle is valid) only
+      // once it reports success.
+      ctx.await_communicator(c, name() + " window " + std::to_string(i + 1) + "/" +
+                                    std::to_string(to_register.size()));
+      windows_.push_back(w);
+    }
+    windowed_comms_.push_back(c);
   }
-  windowed_comms_.push_back(comm);
   executor_->set_route(comm, route);
   return "";
 }

@@ -146,9 +146,9 @@ class ReplicatedScenario : public Scenario {
   // Set by setup() when the reference had to use cuBLASLt for GEMMs too large for the naive kernel.
   std::string setup_note() const override { return setup_note_; }
   // Registers the allocations that hold a collective's send or receive range (bench/scenarios/
-  // symmetric_windows.h); collectives on `comm` then issue all-to-all as ncclAlltoAll. Valid after
-  // setup().
-  std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, bool for_copy_engine) override;
+  // symmetric_windows.h), on `comm` and on every lane; collectives on `comm` then issue all-to-all
+  // as ncclAlltoAll, or with lanes run on copy engines. Valid after setup().
+  std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, const CopyEngineLanes* lanes) override;
   void release_windows(RankContext& ctx) override;
 
  protected:

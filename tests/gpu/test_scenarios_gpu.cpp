@@ -125,8 +125,9 @@ TEST(ScenariosGpu, MoeIsCorrectUnderEveryPolicy) {
 }
 
 // The controls beyond the paper's, named explicitly (so each must apply or the run fails): copy
-// engines on symmetric windows where NCCL 2.28 offers them (all-gather, all-to-all), SM-count
-// targets, NCCL's CTA cap and cluster size, and green contexts.
+// engines on symmetric windows (fsdp: out-of-place all-gathers and reduce-scatters through the
+// exchange on every lane; moe: all-to-alls through it; tp-mlp: both), SM-count targets, NCCL's CTA
+// cap and cluster size, and green contexts.
 TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
   TANDEM_REQUIRE_GPUS(2);
   const char* controls =
@@ -165,8 +166,9 @@ TEST(ScenariosGpu, InPlaceGathersAreCorrectUnderKernelsAndCopyEngines) {
   }
 }
 
-// dp-backward only all-reduces: under copy-engine each bucket goes through a copy-engine all-to-all,
-// a sum and a copy-engine all-gather, at an offset inside the registered gradient buffer; under
+// dp-backward only all-reduces: under copy-engine each bucket goes through the copy-engine exchange,
+// a sum and NCCL's in-place copy-engine all-gather, at an offset inside the gradient buffer
+// registered on every lane; under
 // nccl-symmetric through NCCL's symmetric kernels. Both must give the reference's gradients.
 TEST(ScenariosGpu, AllReduceScenarioTakesCopyEnginesAndSymmetricWindows) {
   TANDEM_REQUIRE_GPUS(2);
