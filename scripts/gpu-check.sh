@@ -235,8 +235,9 @@ IFS=';' read -r -a configs <<< "${TANDEM_SCENARIO_CONFIGS:-\
 --workload dp-backward --seq 2048;\
 --workload fsdp --seq 2048;\
 --workload tp-attention --sequence-parallel;\
---workload tp-attention --sequence-parallel --micro-batches 4;\
---workload tp-mlp --sequence-parallel;\
+--workload tp-attention --sequence-parallel --in-place;\
+--workload tp-attention --sequence-parallel --in-place --micro-batches 4;\
+--workload tp-mlp --sequence-parallel --in-place;\
 --workload moe --experts 128 --top-k 8 --expert-ffn 768 --layers 2}"
 # A reused TANDEM_LOGS folder may hold an earlier run's files: only this run's tunes are merged.
 rm -f "$logs"/scenario-tune-[0-9]*-"$tag".json
