@@ -25,7 +25,7 @@ import os
 import sys
 from collections import defaultdict
 
-from tandem_results import final_round, geometric_mean, is_paper_policy, size
+from tandem_results import final_round, geometric_mean, is_paper_policy, measured_cases, size
 
 try:
     import matplotlib
@@ -78,15 +78,6 @@ def provenance(doc, path):
     merged = f", merged from {len(doc['commands'])} runs" if len(doc.get("commands") or []) > 1 else ""
     return (f"{doc['gpus']} × {doc['gpu']}, NCCL {doc['nccl']}, commit {doc['commit']}, {doc['date']} "
             f"({os.path.basename(path)}{merged})")
-
-
-def measured_cases(rows):
-    """Rows grouped by measured case: one (workload, collective, size) with its own baselines, so that
-    a merged file holding one case from two runs keeps them apart."""
-    cases = {}
-    for r in rows:
-        cases.setdefault((r["workload"], r["collective"], r["bytes"], r["t_seq_ms"], r["t_compute_ms"]), []).append(r)
-    return list(cases.values())
 
 
 def picks(case):

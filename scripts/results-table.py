@@ -6,7 +6,7 @@
 import argparse
 import json
 
-from tandem_results import final_round, geometric_mean, size
+from tandem_results import final_round, geometric_mean, measured_cases, size
 
 
 def pct(v):
@@ -19,13 +19,11 @@ def scenario_targets(rows):
     print("| workload | collective | count | t_compute ms | t_comm ms | t_chain ms | t_seq ms | naive ms | tuned policy "
           "| tuned ms | t_bound ms | × one stream | × naive | tuned / bound |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    # One case per tune: a merged file may tune one scenario at several configurations, which share
-    # workload, collective and bytes but not their baselines.
-    cases = {}
-    for r in rows:
-        cases.setdefault((r["workload"], r["collective"], r["bytes"], r["t_seq_ms"], r["t_compute_ms"]), []).append(r)
-    for (w, c, *_), rs in cases.items():
+    # A merged file may tune one scenario at several configurations, which share workload,
+    # collective and bytes but not their baselines.
+    for rs in measured_cases(rows):
         naive, _, tuned = final_round(rs)
+        w, c = tuned["workload"], tuned["collective"]
         # Results from before the chain was measured (t_chain_ms absent) bound by the larger side alone.
         chain = tuned.get("t_chain_ms")
         chain_text = f"{chain:.2f}" if chain else "–"
@@ -59,15 +57,14 @@ def main():
     if args.tuned:
         print("| workload | collective | size | count | naive eff. % | paper policy | paper eff. % | tuned policy | tuned eff. % | tuned reduction % | t_seq ms | t_overlap ms | t_bound ms |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-        cases = {}
-        for r in rows:
-            cases.setdefault((r["workload"], r["collective"], r["bytes"]), []).append(r)
-        for (w, c, b), rs in cases.items():
+        cases = measured_cases(rows)
+        for rs in cases:
             naive, paper, tuned = final_round(rs)
+            w, c, b = tuned["workload"], tuned["collective"], tuned["bytes"]
             print(f"| {w} | {c} | {size(b)} | {tuned['count']} | {pct(naive['efficiency'])} | `{paper['policy']}` | "
                   f"{pct(paper['efficiency'])} | `{tuned['policy']}` | {pct(tuned['efficiency'])} | "
                   f"{pct(tuned['reduction'])} | {tuned['t_seq_ms']:.3f} | {tuned['t_overlap_ms']:.3f} | {tuned['t_bound_ms']:.3f} |")
-        reductions = [final_round(rs)[2]["reduction"] for rs in cases.values()]
+        reductions = [final_round(rs)[2]["reduction"] for rs in cases]
         print(f"\ngeometric-mean tuned reduction over {len(reductions)} cases: {pct(geometric_mean(reductions))} %")
         return
     print("| workload | collective | size | count | policy | t_compute ms | t_comm ms | t_seq ms | t_overlap ms | t_bound ms | reduction % | efficiency % | compute slowdown | comm slowdown | spread % | wrong |")

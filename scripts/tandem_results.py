@@ -1,6 +1,6 @@
 """What scripts/results-table.py and scripts/plot-results.py share about tandem bench/tune JSON
-(docs/BENCH_JSON.md): sizes as text, the naive, paper and tuned rows of a tuned case, and the
-geometric mean of the tuned reductions."""
+(docs/BENCH_JSON.md): sizes as text, rows grouped by measured case, the naive, paper and tuned rows
+of a tuned case, and the geometric mean of the tuned reductions."""
 import math
 
 
@@ -16,6 +16,26 @@ def geometric_mean(values):
     if not values or min(values) <= 0:
         return None
     return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def measured_cases(rows):
+    """Rows grouped by measured case, in file order: one (workload, collective, size) with its own
+    baselines, so that a merged file holding one case from two runs or two configurations keeps them
+    apart. A case's search rows (and a bench run's rows) share its baselines. tandem tune's final-round
+    rows (tune_role) carry each round's own baselines and come right after their case's search rows:
+    they join the case before them, unless it is another (workload, collective, size) or already has
+    that role (a file cut down to final rounds)."""
+    cases = {}
+    last = None
+    for r in rows:
+        identity = (r["workload"], r["collective"], r["bytes"])
+        role = r.get("tune_role")
+        joins_last = (role and last is not None and last[:3] == identity and
+                      all(x.get("tune_role") != role for x in cases[last]))
+        if not joins_last:
+            last = identity + (r["t_seq_ms"], r["t_compute_ms"])
+        cases.setdefault(last, []).append(r)
+    return list(cases.values())
 
 
 def is_paper_policy(policy):

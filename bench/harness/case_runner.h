@@ -46,6 +46,7 @@ class CaseRunner final : public PolicyTrials {
   uint64_t balanced_collective_bytes(uint64_t bytes) const;
 
   CaseTraits traits() override;
+  void remeasure_baselines() override { measure_baselines(count_); }
 
  private:
   std::string apply(const OverlapPolicy& policy) override;

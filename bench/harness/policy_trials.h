@@ -28,6 +28,10 @@ class PolicyTrials {
   // policy the user named explicitly (`policies_given`) must apply, or the run fails.
   bool run_policy(const OverlapPolicy& policy, Row& row, std::string& skip_reason);
   virtual CaseTraits traits() = 0;
+  // Measures the default-configuration baselines again (t_seq, t_compute, t_comm, the bound; the
+  // same compute count), as all ranks do together: rows measured after it are judged against
+  // baselines taken at the same moment, in the same clock and power state.
+  virtual void remeasure_baselines() = 0;
   // The timelines recorded since the last call (`--trace`: training scenarios only), every rank's;
   // empty when nothing was traced.
   virtual std::vector<TraceIteration> take_traces() { return {}; }

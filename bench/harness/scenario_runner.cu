@@ -91,6 +91,8 @@ class ScenarioCase final : public PolicyTrials {
                                             ctx_.group.min(ctx_.hbm_bandwidth_gbps)));
   }
 
+  void remeasure_baselines() override { measure_baselines({}); }
+
   CaseTraits traits() override {
     CaseTraits t;
     t.sm_count = ctx_.limits.sm_count;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tests scripts/plot-results.py on small tandem JSON fixtures (tests/scripts/fixtures, cut from real
 results: a tune, a scenario tune and a bench size sweep): the files it writes, the text and bars of its
-SVG, and its errors.
+SVG, and its errors; and how tandem_results.py groups rows into measured cases.
 
   python3 tests/scripts/test_plot_results.py      (ctest: plot_results)
 """
@@ -172,6 +172,39 @@ class SizeSweepFigure(PlotCase):
         texts, bars, _ = self.figure("sweep-summary-efficiency.svg")
         self.assertEqual(len(bars), 3 * 4)  # naive, paper, best measured at four sizes
         self.assertIn("stream × all-reduce, 32 MiB", texts)
+
+
+class MeasuredCases(unittest.TestCase):
+    """tandem_results.measured_cases: which rows make one measured case."""
+
+    @staticmethod
+    def row(policy, t_seq, role="", workload="tp-attention"):
+        return {"workload": workload, "collective": "all-gather+reduce-scatter", "bytes": 1 << 30,
+                "policy": policy, "tune_role": role, "t_seq_ms": t_seq, "t_compute_ms": t_seq - 3}
+
+    def cases(self, rows):
+        sys.path.insert(0, os.path.dirname(SCRIPT))
+        from tandem_results import measured_cases
+        return [[(r["policy"], r["tune_role"]) for r in case] for case in measured_cases(rows)]
+
+    def test_final_rounds_join_their_search_though_each_round_has_its_own_baselines(self):
+        # Two configurations of one scenario merged: the same identity, other baselines.
+        rows = [self.row("priority", 10.0), self.row("copy-engine", 10.0), self.row("concurrent", 10.2, "naive"),
+                self.row("priority", 10.3, "paper"), self.row("copy-engine", 10.1, "tuned"),
+                self.row("priority", 9.0), self.row("concurrent", 9.1, "naive"), self.row("priority", 9.2, "paper"),
+                self.row("priority", 9.2, "tuned")]
+        self.assertEqual(self.cases(rows), [
+            [("priority", ""), ("copy-engine", ""), ("concurrent", "naive"), ("priority", "paper"),
+             ("copy-engine", "tuned")],
+            [("priority", ""), ("concurrent", "naive"), ("priority", "paper"), ("priority", "tuned")]])
+
+    def test_a_file_cut_down_to_final_rounds_keeps_its_cases_apart(self):
+        rows = [self.row("concurrent", 10.2, "naive"), self.row("priority", 10.3, "paper"),
+                self.row("copy-engine", 10.1, "tuned"), self.row("concurrent", 9.1, "naive"),
+                self.row("concurrent", 20.0, "naive", workload="moe")]
+        self.assertEqual(self.cases(rows), [
+            [("concurrent", "naive"), ("priority", "paper"), ("copy-engine", "tuned")],
+            [("concurrent", "naive")], [("concurrent", "naive")]])
 
 
 class Errors(unittest.TestCase):
