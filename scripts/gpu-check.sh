@@ -5,16 +5,19 @@
 # in $OUT (the device tool returns 8): the results' JSON, summary.log and logs.tgz with everything.
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
-#     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess run
-#               scenarios scenario-tune clocks scenario-clocks
+#     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
+#               shared-gpu mpi-suite run scenarios scenario-tune clocks scenario-clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
-#     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`)
+#     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
+#     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
+#     multiprocess,mpi-suite), then `scenario-tune` as a second call
 set -uo pipefail
 mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  scaling) sections=environment,tests,suite,tune,multiprocess,mpi-suite ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run ;;
   *) sections=$mode ;;
 esac
@@ -174,6 +177,38 @@ fi
 cp "$logs/mpi-$tag.json" "$logs/torchrun-$tag.json" "$out/" 2>/dev/null
 fi
 
+if want shared-gpu; then
+section "more ranks than GPUs: every collective and scenario exact at 2x (and, on 2 GPUs, 4x) the GPU count"
+# Ranks that share a GPU (--allow-shared-gpu) are connected by NCCL as separate hosts (sockets): the
+# timings mean nothing, the results must still be exact, for rank counts this machine cannot give
+# one GPU each (the exchange then runs over that many lanes, tp-* over that many shards).
+per_gpu_counts="2 4"
+[ "$gpus" -ge 4 ] && per_gpu_counts=2  # 8 and 16 ranks: beyond, sockets between 32 processes only add time
+for per_gpu in $per_gpu_counts; do
+  ranks=$((gpus * per_gpu))
+  shared=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe "$tandem" bench --allow-shared-gpu -q)
+  timeout 90 "${shared[@]}" --workload stream --collective all-reduce,all-gather,reduce-scatter,all-to-all \
+    -b 16M -e 16M -n 3 --warmup 1 -p priority,copy-engine --timeout 80 --json "$logs/shared-$ranks-micro-$tag.json" \
+    > "$logs/shared-$ranks-micro.log" 2>&1 || status=1
+  timeout 120 "${shared[@]}" --workload dp-backward,fsdp,tp-mlp,tp-attention,moe --hidden 1024 --seq 256 --layers 2 \
+    --bucket-mb 8 --expert-ffn 1024 -n 2 --warmup 1 -p sequential,comm-first+priority,copy-engine --timeout 110 \
+    --json "$logs/shared-$ranks-scenarios-$tag.json" > "$logs/shared-$ranks-scenarios.log" 2>&1 || status=1
+  for part in micro scenarios; do
+    printf '%s ranks on %s GPUs, %-9s %s\n' "$ranks" "$gpus" "$part:" \
+      "$(grep -E '^# (OK|FAILED)|error' "$logs/shared-$ranks-$part.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
+  done
+done
+fi
+
+if want mpi-suite; then
+section "the default suite under mpirun, one process per GPU"
+# The threaded suite's cases (section suite) with one process per rank, as a cluster runs them.
+timeout 300 mpirun -np "$gpus" --allow-run-as-root "$tandem" bench --json "$logs/mpi-suite-$tag.json" "$@" \
+  > "$logs/mpi-suite.log" 2>&1 || status=1
+grep -v '^# \(command\|date\|workload \|timing\|check\|note\)' "$logs/mpi-suite.log" | tee -a "$logs/summary.log"
+cp "$logs/mpi-suite-$tag.json" "$out/" 2>/dev/null
+fi
+
 if want run; then
 section "tandem run: unmodified programs"
 # Launch overhead: an empty-kernel loop with and without the interposer (target: <= 0.3 us added).
@@ -251,7 +286,7 @@ for config in "${configs[@]}"; do
   sed -n '/^# summary/,$p' "$logs/scenario-tune-$i.log" | grep -v '^# \(command\|date\)' | tee -a "$logs/summary.log"
   tail -n 2 "$logs/scenario-tune-$i.err"
 done
-merge_results "$logs/scenario-tune-$tag.json" $(ls "$logs"/scenario-tune-[0-9]*-"$tag".json | sort)
+merge_results "$logs/scenario-tune-$tag.json" "$logs"/scenario-tune-[0-9]*-"$tag".json  # in glob (name) order
 cp "$logs/scenario-tune-$tag.json" "$out/" 2>/dev/null
 fi
 

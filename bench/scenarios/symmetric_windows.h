@@ -27,9 +27,9 @@ struct ByteRange {
 // same range twice).
 std::vector<ByteRange> collective_ranges(const Program& program);
 
-// Why copy engines cannot apply to `program`, or "" when they can: NCCL 2.28 runs all-gather and
-// all-to-all on copy engines, and all-reduce / reduce-scatter go through its copy-engine all-to-all
-// plus a sum (harness/copy_engine_reduction.h), which needs an all-reduce to split into equal chunks.
+// Why copy engines cannot apply to `program`, or "" when they can: every collective goes through
+// the copy-engine exchange (harness/copy_engine_reduction.h), all-reduce and reduce-scatter plus a
+// sum, which needs an all-reduce to split into equal chunks.
 std::string copy_engine_refusal(const Program& program);
 
 // Bytes of the scratch buffer the copy-engine reductions need: the largest all-reduce or
