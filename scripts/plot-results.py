@@ -22,6 +22,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 from collections import defaultdict
 
@@ -247,15 +248,42 @@ def plot_summary(cases, metric, doc, path):
     return fig
 
 
-def scenario_labels(cases):
-    """One label per scenario case: the workload, with its count where one workload has several."""
+# Options that say where a run wrote or how long it measured, not what it ran.
+NOT_CONFIGURATION = {"--json", "--out", "--workload", "-n", "--iters", "--warmup", "--timeout", "-q"}
+
+
+def command_options(command):
+    """The configuration options of one tandem command line, each with its value: {"--in-place",
+    "--micro-batches 4", ...}."""
+    words, options = shlex.split(command), set()
+    for i, word in enumerate(words):
+        if not word.startswith("-") or word in NOT_CONFIGURATION:
+            continue
+        value = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("-") else None
+        options.add(word if value is None else f"{word} {value}")
+    return options
+
+
+def scenario_labels(cases, commands=None):
+    """One label per scenario case: the workload, and where one workload appears more than once, what
+    tells its runs apart: the options of its run's command that its other runs lack (a merged file
+    from scripts/gpu-check.sh scenario-tune holds one command per case), else its count."""
+    workloads = [c[0]["workload"] for c in cases]
+    repeated = {w for w in workloads if workloads.count(w) > 1}
+    options = [command_options(c) for c in commands] if commands and len(commands) == len(cases) else None
     counts = defaultdict(set)
     for c in cases:
         counts[c[0]["workload"]].add(c[0]["count"])
     labels, seen = [], defaultdict(int)
-    for c in cases:
+    for i, c in enumerate(cases):
         w = c[0]["workload"]
-        label = w + (f" (count {c[0]['count']})" if len(counts[w]) > 1 else "")
+        label = w
+        if w in repeated and options:
+            common = set.intersection(*(options[j] for j, x in enumerate(workloads) if x == w))
+            own = sorted(options[i] - common)
+            label += f" ({', '.join(own)})" if own else ""
+        elif len(counts[w]) > 1:
+            label += f" (count {c[0]['count']})"
         seen[label] += 1
         labels.append(label + (f" #{seen[label]}" if seen[label] > 1 else ""))
     return labels
@@ -292,7 +320,7 @@ def plot_scenarios(cases, doc, path):
     legend_beside(axes[-1], axes[0].get_legend_handles_labels())
     axes[0].set_yticks(range(len(cases)))
     axes[0].set_yticklabels([f"{label}\n{p[best]['policy'] if best in p else ''}"
-                             for label, p in reversed(list(zip(scenario_labels(cases), chosen)))])
+                             for label, p in reversed(list(zip(scenario_labels(cases, doc.get("commands")), chosen)))])
     return fig
 
 

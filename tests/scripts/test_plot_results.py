@@ -207,6 +207,38 @@ class MeasuredCases(unittest.TestCase):
             [("concurrent", "naive")], [("concurrent", "naive")]])
 
 
+class ScenarioLabels(unittest.TestCase):
+    """plot-results.scenario_labels: one scenario at several configurations is told apart by what its
+    runs' commands do not share."""
+
+    @classmethod
+    def setUpClass(cls):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("plot_results", SCRIPT)
+        cls.plot = importlib.util.module_from_spec(spec)
+        sys.path.insert(0, os.path.dirname(SCRIPT))
+        spec.loader.exec_module(cls.plot)
+
+    @staticmethod
+    def case(workload, count=2):
+        return [{"workload": workload, "count": count}]
+
+    def test_the_options_one_run_has_and_its_siblings_lack(self):
+        commands = ["tandem tune --workload tp-attention --sequence-parallel -n 20 --json /tmp/a.json",
+                    "tandem tune --workload tp-attention --sequence-parallel --in-place -n 20 --json /tmp/b.json",
+                    "tandem tune --workload tp-attention --sequence-parallel --in-place --micro-batches 4 --out x",
+                    "tandem tune --workload moe --experts 128 --json /tmp/c.json"]
+        cases = [self.case("tp-attention"), self.case("tp-attention"), self.case("tp-attention", 4), self.case("moe")]
+        self.assertEqual(self.plot.scenario_labels(cases, commands),
+                         ["tp-attention", "tp-attention (--in-place)", "tp-attention (--in-place, --micro-batches 4)",
+                          "moe"])
+
+    def test_without_one_command_per_case_the_count_tells_them_apart(self):
+        cases = [self.case("tp-attention"), self.case("tp-attention", 4), self.case("tp-attention", 4)]
+        self.assertEqual(self.plot.scenario_labels(cases, ["tandem bench --workload tp-attention"]),
+                         ["tp-attention (count 2)", "tp-attention (count 4)", "tp-attention (count 4) #2"])
+
+
 class Errors(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
