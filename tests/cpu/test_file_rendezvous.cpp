@@ -1,6 +1,7 @@
 // The file rendezvous between processes, with threads standing in for the ranks (it is file logic
 // only), and the shared-GPU check.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -129,7 +130,7 @@ TEST_F(FileRendezvous, NegativeVerdictReachesEveryRank) {
 
 TEST_F(FileRendezvous, StaleFilesOfACrashedRunAreIgnored) {
   // A crashed earlier run left a finished rendezvous behind, with another payload: nobody may take it.
-  fs::create_directories(dir_);
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir_ + "/" + name) << "tandem-rendezvous 1\n" << text;
   };
@@ -195,6 +196,80 @@ TEST_F(FileRendezvous, BadRankIsRejected) {
 
 GpuIdentity gpu(const std::string& host, const std::string& bus, const std::string& uuid) {
   return GpuIdentity{host, host + "/boot", bus, uuid};
+}
+
+// Another user on the machine must not be able to read the NCCL id or plant join files: a
+// rendezvous folder that someone else prepared is refused, never used.
+std::string only_rank_error(const FileRendezvousOptions& o) {
+  try {
+    file_rendezvous(o, "secret-nccl-id", nullptr);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(FileRendezvous, CreatesThePrivateFolderClosedToOthers) {
+  const auto outcomes = run({options(0, 1)}, "payload");
+  ASSERT_EQ(outcomes[0].error, "");
+  struct stat st {};
+  ASSERT_EQ(lstat(dir_.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+}
+
+TEST_F(FileRendezvous, FolderOpenToOthersIsRefused) {
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  const std::string error = only_rank_error(options(0, 1));
+  EXPECT_NE(error.find("has mode 755"), std::string::npos) << error;
+  EXPECT_NE(error.find(dir_), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(dir_ + "/id")) << "the NCCL id was written into a folder others can read";
+}
+
+TEST_F(FileRendezvous, SymbolicLinkInPlaceOfTheFolderIsRefused) {
+  const std::string elsewhere = root_ + "/elsewhere";
+  ASSERT_EQ(mkdir(elsewhere.c_str(), 0700), 0);
+  fs::create_directory_symlink(elsewhere, dir_);
+  const std::string error = only_rank_error(options(0, 1));
+  EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
+  EXPECT_TRUE(fs::is_empty(elsewhere)) << "a file was written through the link";
+}
+
+TEST_F(FileRendezvous, FolderOfAnotherUserIsRefused) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to give a folder to another user";
+  ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+  ASSERT_EQ(chown(dir_.c_str(), 65534, 65534), 0);  // nobody
+  const std::string error = only_rank_error(options(0, 1));
+  EXPECT_NE(error.find("belongs to user id 65534"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(dir_ + "/id"));
+}
+
+TEST_F(FileRendezvous, FolderPlantedInsideASharedFolderIsRefused) {
+  // /tmp/<shared, sticky>/<planted by another user, 0777>/job: the middle folder is refused even
+  // though the leaf would be created private, since its owner could swap the leaf at will.
+  const std::string shared = root_ + "/shared";
+  ASSERT_EQ(mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(shared.c_str(), 01777), 0);
+  const std::string planted = shared + "/tandem-rendezvous";
+  ASSERT_EQ(mkdir(planted.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(planted.c_str(), 0777), 0);
+  FileRendezvousOptions o = options(0, 1);
+  o.dir = planted + "/job";
+  const std::string error = only_rank_error(o);
+  EXPECT_NE(error.find("'" + planted + "' has mode 777"), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(o.dir));
+}
+
+TEST_F(FileRendezvous, UserChosenFoldersAboveStayTheUsers) {
+  // A group-readable project folder the user picked (not shared-writable) is fine; only the
+  // rendezvous folder itself must be private.
+  const std::string project = root_ + "/project";
+  ASSERT_EQ(mkdir(project.c_str(), 0700), 0);
+  ASSERT_EQ(chmod(project.c_str(), 0750), 0);
+  FileRendezvousOptions o = options(0, 1);
+  o.dir = project + "/rdv";
+  EXPECT_EQ(only_rank_error(o), "");
 }
 
 TEST(SharedGpu, DistinctGpusPass) {

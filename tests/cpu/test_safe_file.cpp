@@ -1,0 +1,137 @@
+// Files tandem writes and reads where other users may write too (tandem/safe_file.h): what a
+// planted link, folder, FIFO or device does to a write or a read.
+#include "tandem/safe_file.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tandem/error.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+class SafeFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/tandem-safe-file-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  // Nothing but `expected` in the folder: no temporary file left behind.
+  void expect_only(std::initializer_list<std::string> expected) const {
+    size_t n = 0;
+    for (const auto& entry : fs::directory_iterator(dir_)) {
+      ++n;
+      EXPECT_NE(std::find(expected.begin(), expected.end(), entry.path().filename().string()), expected.end())
+          << "left behind: " << entry.path();
+    }
+    EXPECT_EQ(n, expected.size());
+  }
+  fs::path dir_;
+};
+
+TEST_F(SafeFile, WritesNewAndReplacesExistingFiles) {
+  EXPECT_EQ(tandem::try_write_file_atomically(path("out.json"), "first"), "");
+  EXPECT_EQ(slurp(path("out.json")), "first");
+  EXPECT_EQ(tandem::try_write_file_atomically(path("out.json"), std::string(100000, 'x')), "");
+  EXPECT_EQ(slurp(path("out.json")), std::string(100000, 'x'));
+  expect_only({"out.json"});
+}
+
+TEST_F(SafeFile, ModeFollowsTheUmaskAsOpenWould) {
+  const mode_t old = umask(027);
+  const std::string error = tandem::try_write_file_atomically(path("m"), "x");
+  umask(old);
+  ASSERT_EQ(error, "");
+  struct stat st {};
+  ASSERT_EQ(stat(path("m").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+}
+
+TEST_F(SafeFile, PlantedLinkIsRefusedAndItsTargetUntouched) {
+  const std::string victim = path("victim");
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, path("stats.json"));
+  const std::string error = tandem::try_write_file_atomically(path("stats.json"), "overwrite");
+  EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
+  EXPECT_NE(error.find(path("stats.json")), std::string::npos) << error;
+  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_NE(tandem::why_not_writable(path("stats.json")), "");
+  expect_only({"victim", "stats.json"});
+}
+
+TEST_F(SafeFile, FolderIsNeverReplaced) {
+  fs::create_directory(path("results"));
+  const std::string error = tandem::try_write_file_atomically(path("results"), "x");
+  EXPECT_NE(error.find("is a folder"), std::string::npos) << error;
+  EXPECT_TRUE(fs::is_directory(path("results")));
+  EXPECT_NE(tandem::why_not_writable(path("results")).find("is a folder"), std::string::npos);
+}
+
+TEST_F(SafeFile, FifoIsNeitherWrittenNorWaitedFor) {
+  ASSERT_EQ(mkfifo(path("fifo").c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(tandem::try_write_file_atomically(path("fifo"), "x").find("not a regular file"), std::string::npos);
+  EXPECT_THROW(tandem::read_small_regular_file(path("fifo"), 1024), tandem::Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST_F(SafeFile, MissingOrReadOnlyFolderIsNamedBeforeAnyWork) {
+  const std::string in_missing = path("no/such/folder/out.json");
+  EXPECT_NE(tandem::why_not_writable(in_missing).find("'" + path("no/such/folder") + "'"), std::string::npos)
+      << tandem::why_not_writable(in_missing);
+  EXPECT_THROW(tandem::require_writable(in_missing, "--json"), tandem::Error);
+  EXPECT_EQ(tandem::why_not_writable(path("fine.json")), "");
+  if (geteuid() != 0) {  // root writes anywhere
+    fs::create_directory(path("ro"));
+    fs::permissions(path("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+    EXPECT_NE(tandem::why_not_writable(path("ro/out.json")).find("not writable"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(path("fine.json"))) << "the check must create nothing";
+}
+
+TEST_F(SafeFile, ReadsRegularFilesWithinTheBound) {
+  std::ofstream(path("policy")) << "shape:3+priority\n";
+  EXPECT_EQ(tandem::read_small_regular_file(path("policy"), 64), "shape:3+priority\n");
+  fs::create_symlink(path("policy"), path("link"));
+  EXPECT_EQ(tandem::read_small_regular_file(path("link"), 64), "shape:3+priority\n");
+  try {
+    tandem::read_small_regular_file(path("policy"), 8);
+    ADD_FAILURE() << "a file over the bound was read";
+  } catch (const tandem::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("larger than 8 bytes"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(SafeFile, DevicesAndFoldersAreRefusedAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THROW(tandem::read_small_regular_file("/dev/zero", 1 << 20), tandem::Error);
+  EXPECT_THROW(tandem::read_small_regular_file(dir_.string(), 1 << 20), tandem::Error);
+  EXPECT_THROW(tandem::read_small_regular_file(path("absent"), 1 << 20), tandem::Error);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+}
+
+TEST_F(SafeFile, ProcFilesThatGrowPastTheirSizeAreBounded) {
+  // /proc files report size 0 and deliver more: the bound holds on what is read, not on st_size.
+  EXPECT_THROW(tandem::read_small_regular_file("/proc/self/maps", 16), tandem::Error);
+}
+
+}  // namespace
