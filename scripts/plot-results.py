@@ -2,7 +2,7 @@
 """Plots tandem bench/tune JSON results (docs/BENCH_JSON.md) as SVG or PNG figures.
 
   scripts/plot-results.py FILE.json [FILE2.json ...] --out DIR [--format svg|png]
-                          [--metric efficiency|reduction|time]
+                          [--metric efficiency|reduction|time] [--targets]
 
 Writes, for each FILE (named after it, without .json), and prints the paths:
   FILE-WORKLOAD-COLLECTIVE-METRIC  microbenchmarks (gemm, tiled-gemm, stream): one bar per policy,
@@ -13,10 +13,15 @@ Writes, for each FILE (named after it, without .json), and prints the paths:
                                    (tandem bench: the best measured), with the geometric-mean
                                    reduction of the tuned policies in the title
   FILE-scenarios                   training scenarios (rows with bound_fraction): speed-up over one
-                                   stream (naive, tuned), over naive, and tuned time / bound, against
-                                   the targets 1.15, 1.05 and 1.10
-Every figure names the GPU, GPU count, NCCL version, commit and date of its file. SVG text stays
-text and the output is deterministic, so regenerated figures diff cleanly.
+                                   stream (naive, tuned), over naive, and tuned time / bound; with
+                                   --targets, the tandem project's own targets (1.15, 1.05, 1.10) too
+Cases, policies and scenarios are drawn sorted by name. Every bar carries an error bar: the same
+metric at the fastest and the slowest timed step of its row (t_overlap_min_ms, t_overlap_max_ms),
+every other time at its median. A value far outside the others (a policy that made a case several
+times slower) is clipped to the axis range, hatched, and its value printed on the bar, so that it
+does not squash the range the other bars share. Every figure names the GPU, GPU count, NCCL version,
+commit and date of its file. SVG text stays text and the output is deterministic, so regenerated
+figures diff cleanly.
 """
 import argparse
 import json
@@ -46,7 +51,9 @@ ROLE_NAMES = {"naive": "naive (concurrent)", "paper": "paper (shaping + priority
               "tuned": "tuned (tandem tune)", "best": "best measured"}
 METRICS = {"efficiency": "efficiency, % of the ideal saving", "reduction": "reduction against one stream, %",
            "time": "t_overlap, ms (lower is better)"}
-TARGETS = {"speedup": 1.15, "over_naive": 1.05, "of_bound": 1.10}  # README: training scenarios
+# The tandem project's goals for its training scenarios (docs/PERFORMANCE.md), drawn only with --targets:
+# they say nothing about anyone else's run.
+TARGETS = {"speedup": 1.15, "over_naive": 1.05, "of_bound": 1.10}
 
 
 def load_results(path):
@@ -98,21 +105,111 @@ def picks(case):
 
 
 def policy_rows(case):
-    """(policy, row, roles) per non-sequential policy in file order; the final round's row replaces the
-    search's where tandem tune measured a policy twice."""
+    """(policy, row, roles) per non-sequential policy, sorted by policy name; the final round's row
+    replaces the search's where tandem tune measured a policy twice."""
     chosen = picks(case)
     rows = {r["policy"]: r for r in case if r["policy"] != "sequential" and not r.get("tune_role")}
     roles = defaultdict(list)
     for role, r in chosen.items():  # naive, paper, then tuned or best: the last role wins the colour
         rows[r["policy"]] = r
         roles[r["policy"]].append(role)
-    return [(policy, r, roles[policy]) for policy, r in rows.items()]
+    return [(policy, rows[policy], roles[policy]) for policy in sorted(rows)]
+
+
+def case_name(case):
+    return (case[0]["workload"], case[0]["collective"], case[0]["bytes"])
+
+
+def metric_of_time(r, metric):
+    """The metric as a function of the overlapped time, every other time of the row at its median;
+    None where the row has no such metric (efficiency when t_seq <= t_bound)."""
+    if metric == "time":
+        return lambda t: t
+    if metric == "reduction":
+        return lambda t: 100 * (1 - t / r["t_seq_ms"])
+    if r["efficiency"] is None or r["t_seq_ms"] <= r["t_bound_ms"]:
+        return None
+    return lambda t: 100 * (r["t_seq_ms"] - t) / (r["t_seq_ms"] - r["t_bound_ms"])
 
 
 def metric_value(r, metric):
     if metric == "time":
         return r["t_overlap_ms"]
     return None if r[metric] is None else 100 * r[metric]
+
+
+def spread_interval(r, of_time):
+    """(low, high) of a metric over the row's spread: of_time at its fastest and its slowest step;
+    None for results written without the spread."""
+    if of_time is None or "t_overlap_min_ms" not in r or "t_overlap_max_ms" not in r:
+        return None
+    ends = (of_time(r["t_overlap_min_ms"]), of_time(r["t_overlap_max_ms"]))
+    return min(ends), max(ends)
+
+
+def axis_limits(bars, anchors):
+    """(low, high) of the range an axis shows, for bars given as (value, spread or None): every value,
+    anchor (zero or one, the reference lines) and spread, except outliers. A value is an outlier when
+    the gap between it and the rest is wider than the whole range of the rest: such a value would
+    squash every other bar into a sliver. A spread reaching farther past the others than their whole
+    range is cut off the same way."""
+    values = [v for v, _ in bars]
+    inside = sorted(values)
+    fixed = list(anchors)
+
+    def span(vs):
+        return max(vs + fixed) - min(vs + fixed)
+
+    while len(inside) > 2:
+        low_gap = min(inside[1:] + fixed) - inside[0]
+        high_gap = inside[-1] - max(inside[:-1] + fixed)
+        if low_gap >= high_gap and low_gap > span(inside[1:]) > 0:
+            inside = inside[1:]
+        elif high_gap > low_gap and high_gap > span(inside[:-1]) > 0:
+            inside = inside[:-1]
+        else:
+            break
+    lo, hi = min(inside + fixed), max(inside + fixed)
+    width = hi - lo
+    for value, spread in bars:
+        if spread is not None and lo <= value <= hi:
+            lo = min(lo, max(spread[0], lo - width))
+            hi = max(hi, min(spread[1], hi + width))
+    pad = 0.05 * (hi - lo or 1)
+    clipped_low, clipped_high = any(v < lo for v in values), any(v > hi for v in values)
+    # A clipped bar ends a little past the others, so that it reads as longer than any of them.
+    return lo - (3 if clipped_low else 1) * pad, hi + (3 if clipped_high else 1) * pad
+
+
+def number_text(value, metric):
+    return f"{value:.3f}" if metric == "time" else f"{value:.1f}"
+
+
+def spread_bar(ax, y, value, interval, limits, gid, color, label=None, text="", metric="efficiency", base=0,
+               height=0.7):
+    """One horizontal bar from base to value with its spread as an error bar, both clipped to limits
+    (an outlier's bar is hatched and ends at the limit, its value printed on it); the value and text
+    beside the bar, past its error bar, on the side away from the labels."""
+    lo, hi = limits
+    shown = min(max(value, lo), hi)
+    clipped = shown != value
+    ax.barh(y, shown - base, left=base, height=height, color=color, gid=gid, label=label,
+            hatch="///" if clipped else None, edgecolor="white" if clipped else None, linewidth=0)
+    end = shown
+    if interval is not None:
+        elo, ehi = (min(max(v, lo), hi) for v in interval)
+        bars = ax.errorbar(shown, y, xerr=[[max(shown - elo, 0)], [max(ehi - shown, 0)]], fmt="none",
+                           ecolor="black", elinewidth=0.6, capsize=1.5)
+        bars.lines[2][0].set_gid("err-" + gid)
+        end = max(shown, ehi)
+    number = number_text(value, metric)
+    if clipped:  # on the bar, from its clipped end inwards: the axis does not reach the value
+        low = value < lo
+        ax.text(shown, y, f" {number}, clipped " if low else f" clipped, {number} ", va="center",
+                ha="left" if low else "right", fontsize=6.5, gid="clipped-" + gid)
+        number = ""
+    if number or text.strip():
+        ax.text(max(end, base), y, f" {number}{text}" if number else f" {text.strip()}", va="center", fontsize=6.5)
 
 
 def reference_lines(r, metric):
@@ -122,12 +219,6 @@ def reference_lines(r, metric):
     if metric == "reduction":
         return [("bound: 1 − t_bound / t_seq", 100 * (1 - r["t_bound_ms"] / r["t_seq_ms"]))]
     return [("one stream: t_seq", r["t_seq_ms"]), ("bound: t_bound", r["t_bound_ms"])]
-
-
-def value_text(ax, value, y, text, metric, base=0):
-    """The value (and text) beside a horizontal bar from base, on the side away from the labels."""
-    number = f"{value:.3f}" if metric == "time" else f"{value:.1f}"
-    ax.text(max(value, base), y, f" {number}{text}", va="center", fontsize=6.5)
 
 
 def marked_line(ax, x, label, style="--"):
@@ -148,32 +239,37 @@ def titled_figure(title, doc, path, width, height, **subplots):
 
 
 def plot_policy_bars(case, metric, doc, path):
-    """One horizontal bar per policy of one measured case, the naive, paper and tuned ones coloured."""
+    """One horizontal bar per policy of one measured case, sorted by name, the naive, paper and tuned
+    ones coloured."""
     bars, r0 = policy_rows(case), case[0]
     title = f"{r0['workload']} × {r0['collective']}, {size(r0['bytes'])}, count {r0['count']}: {METRICS[metric]}"
     if any(r.get("tune_role") for r in case):
         title += "\ngrey: the search's candidates; coloured: its final round, measured again together"
     fig, ax = titled_figure(title, doc, path, 8, 1.5 + 0.24 * len(bars))
-    for i, (policy, r, roles) in enumerate(bars):
-        value, y = metric_value(r, metric), len(bars) - 1 - i
+    references = reference_lines(r0, metric)
+    drawn = [(metric_value(r, metric), spread_interval(r, metric_of_time(r, metric))) for _, r, _ in bars]
+    limits = axis_limits([d for d in drawn if d[0] is not None], [0] + [v for _, v in references])
+    for i, ((policy, r, roles), (value, spread)) in enumerate(zip(bars, drawn)):
+        y = len(bars) - 1 - i
         if value is None:
             ax.text(0, y, " n/a", va="center")
             continue
-        ax.barh(y, value, height=0.7, color=COLOURS[roles[-1] if roles else None],
-                gid=f"bar-{'-'.join(roles) or 'other'}-{i}")
-        value_text(ax, value, y, "", metric)
+        spread_bar(ax, y, value, spread, limits, f"bar-{'-'.join(roles) or 'other'}-{i}",
+                   COLOURS[roles[-1] if roles else None], metric=metric)
     ax.set_yticks(range(len(bars)))
     ax.set_yticklabels([p + (f" ({', '.join(roles)})" if roles else "") for p, _, roles in reversed(bars)])
-    for (label, value), style in zip(reference_lines(r0, metric), ("--", ":")):
+    for (label, value), style in zip(references, ("--", ":")):
         marked_line(ax, value, label, style)
     ax.axvline(0, color="black", lw=0.5)
+    ax.set_xlim(*limits)
     ax.set_xlabel(METRICS[metric])
     return fig
 
 
 def plot_size_sweep(cases, metric, doc, path):
-    """The metric against size, one line per policy; markers on the paper's and the tuned (or best)
-    policy at each size."""
+    """The metric against size, one line per policy (sorted by name) with the spread as error bars;
+    markers on the paper's and the tuned (or best) policy at each size. A point off the axis range
+    sits on its edge, its value printed beside it."""
     cases = sorted(cases, key=lambda c: c[0]["bytes"])
     r0 = cases[0][0]
     title = f"{r0['workload']} × {r0['collective']}: {METRICS[metric]} against size"
@@ -182,24 +278,40 @@ def plot_size_sweep(cases, metric, doc, path):
     for case in cases:
         for policy, r, _ in policy_rows(case):
             if metric_value(r, metric) is not None:
-                lines[policy].append((r["bytes"], metric_value(r, metric)))
-    for i, (policy, points) in enumerate(lines.items()):
-        naive = policy == "concurrent"
-        ax.plot(*zip(*points), marker="o", ms=3, lw=2.2 if naive else 1.2, gid=f"line-{i}",
-                color=COLOURS["naive"] if naive else plt.cm.tab10(i % 10),
+                lines[policy].append((r["bytes"], metric_value(r, metric),
+                                      spread_interval(r, metric_of_time(r, metric))))
+    references = [(label, [dict(reference_lines(c[0], metric))[label] for c in cases])
+                  for label, _ in reference_lines(r0, metric)]
+    lo, hi = axis_limits([(v, spread) for points in lines.values() for _, v, spread in points],
+                         [0] + [v for _, vs in references for v in vs])
+    clip = lambda v: min(max(v, lo), hi)
+    for i, policy in enumerate(sorted(lines)):
+        points, naive = lines[policy], policy == "concurrent"
+        xs, ys = [b for b, _, _ in points], [clip(v) for _, v, _ in points]
+        errors = [[y - clip(s[0]) if s else 0 for y, (_, _, s) in zip(ys, points)],
+                  [clip(s[1]) - y if s else 0 for y, (_, _, s) in zip(ys, points)]]
+        colour = COLOURS["naive"] if naive else plt.cm.tab10(i % 10)
+        ax.plot(xs, ys, marker="o", ms=3, lw=2.2 if naive else 1.2, gid=f"line-{i}", color=colour,
                 label=policy + (" (naive)" if naive else ""))
+        bars = ax.errorbar(xs, ys, yerr=[[max(e, 0) for e in errors[0]], [max(e, 0) for e in errors[1]]],
+                           fmt="none", ecolor=colour, elinewidth=0.6, capsize=1.5)
+        bars.lines[2][0].set_gid(f"err-line-{i}")
+        for x, (_, v, _) in zip(xs, points):
+            if clip(v) != v:
+                ax.annotate(f"{number_text(v, metric)}, clipped", (x, clip(v)), fontsize=6.5, ha="center",
+                            va="top" if v < lo else "bottom", gid=f"clipped-line-{i}")
     for role, marker in (("paper", "D"), ("tuned", "*"), ("best", "*")):
         points = [(c[0]["bytes"], metric_value(picks(c)[role], metric)) for c in cases if role in picks(c)]
-        points = [p for p in points if p[1] is not None]
+        points = [(b, clip(v)) for b, v in points if v is not None]
         if points:
             ax.scatter(*zip(*points), marker=marker, s=90, facecolors="none", edgecolors=COLOURS[role], lw=1.5,
                        zorder=3, label=f"{ROLE_NAMES[role]} at each size")
-    for (label, _), style in zip(reference_lines(r0, metric), ("--", ":")):
-        ax.plot([c[0]["bytes"] for c in cases], [dict(reference_lines(c[0], metric))[label] for c in cases],
-                color="black", lw=0.8, ls=style, label=label)
+    for (label, values), style in zip(references, ("--", ":")):
+        ax.plot([c[0]["bytes"] for c in cases], values, color="black", lw=0.8, ls=style, label=label)
     ax.set_xscale("log", base=2)
     ax.set_xticks([c[0]["bytes"] for c in cases], [size(c[0]["bytes"]) for c in cases])
     ax.minorticks_off()
+    ax.set_ylim(lo, hi)
     ax.set_xlabel("collective size (nccl-tests convention)")
     ax.set_ylabel(METRICS[metric])
     legend_beside(ax)
@@ -214,7 +326,8 @@ def geomean_reduction(cases):
 
 
 def plot_summary(cases, metric, doc, path):
-    """Every microbenchmark case: naive, paper and tuned (or best measured) side by side."""
+    """Every microbenchmark case, sorted by name: naive, paper and tuned (or best measured) side by side."""
+    cases = sorted(cases, key=case_name)  # stable: one case from two merged runs keeps its file order
     tuned = all("tuned" in picks(c) for c in cases)
     roles = ("naive", "paper", "tuned" if tuned else "best")
     per_pair = defaultdict(int)
@@ -223,6 +336,10 @@ def plot_summary(cases, metric, doc, path):
     title = f"naive vs paper vs {'tuned' if tuned else 'best measured'}: {METRICS[metric]}"
     title += f"; {geomean_reduction(cases)}" if tuned else ""
     fig, ax = titled_figure(title, doc, path, 9, 1.2 + 0.62 * len(cases))
+    drawn = [(metric_value(r, metric), spread_interval(r, metric_of_time(r, metric)))
+             for c in cases for role, r in picks(c).items() if role in roles]
+    references = [v for c in cases for _, v in reference_lines(c[0], metric)]
+    limits = axis_limits([d for d in drawn if d[0] is not None], [0] + references)
     for j, case in enumerate(cases):
         chosen, y, r0 = picks(case), len(cases) - 1 - j, case[0]
         for k, role in enumerate(roles):
@@ -230,10 +347,9 @@ def plot_summary(cases, metric, doc, path):
             value = metric_value(r, metric) if r else None
             if value is None:
                 continue
-            yk = y + 0.27 * (1 - k)
-            ax.barh(yk, value, height=0.26, color=COLOURS[role], gid=f"bar-{role}-{j}",
-                    label=ROLE_NAMES[role] if j == 0 else None)
-            value_text(ax, value, yk, "" if role == "naive" else f"  {r['policy']}", metric)
+            spread_bar(ax, y + 0.27 * (1 - k), value, spread_interval(r, metric_of_time(r, metric)), limits,
+                       f"bar-{role}-{j}", COLOURS[role], label=ROLE_NAMES[role] if j == 0 else None,
+                       text="" if role == "naive" else f"  {r['policy']}", metric=metric, height=0.26)
         for (label, value), style in zip(reference_lines(r0, metric), ("--", ":")):
             ax.vlines(value, y - 0.45, y + 0.45, color="black", lw=0.8, ls=style, label=label if j == 0 else None)
     ax.set_yticks(range(len(cases)))
@@ -242,7 +358,7 @@ def plot_summary(cases, metric, doc, path):
                         for c in reversed(cases)])
     ax.axvline(0, color="black", lw=0.5)
     ax.set_xlabel(METRICS[metric])
-    lo, hi = ax.get_xlim()
+    lo, hi = limits
     ax.set_xlim(lo, hi + 0.3 * (hi - lo))  # room for the policies' names
     legend_beside(ax)
     return fig
@@ -289,42 +405,49 @@ def scenario_labels(cases, commands=None):
     return labels
 
 
-def plot_scenarios(cases, doc, path):
-    """Training scenarios: × one stream for naive and tuned, tuned × naive, and tuned time over the bound."""
-    chosen = [picks(c) for c in cases]
+def plot_scenarios(cases, doc, path, targets=False):
+    """Training scenarios, sorted by label: × one stream for naive and tuned, tuned × naive, and tuned
+    time over the bound; with targets, the tandem project's own targets as dashed lines."""
+    labels = scenario_labels(cases, doc.get("commands"))
+    order = sorted(range(len(cases)), key=lambda i: labels[i])  # stable: equal labels keep file order
+    labels, chosen = [labels[i] for i in order], [picks(cases[i]) for i in order]
     best = "tuned" if all("tuned" in p for p in chosen) else "best"
     title = f"training scenarios: naive and {ROLE_NAMES[best]} against one stream, naive and the dependency-chain bound"
     fig, axes = titled_figure(title, doc, path, 11, 1.3 + 0.55 * len(cases), ncols=3, sharey=True)
+
+    # (x label, target, series); a series: (role, roles it needs, the ratio at an overlapped time t of
+    # the role's row, every other time at its median).
     panels = (("× one stream (t_seq / t_overlap)", TARGETS["speedup"],
-               [("naive", ("naive",), lambda p: p["naive"]["t_seq_ms"] / p["naive"]["t_overlap_ms"]),
-                (best, (best,), lambda p: p[best]["t_seq_ms"] / p[best]["t_overlap_ms"])]),
+               [("naive", ("naive",), lambda p, t: p["naive"]["t_seq_ms"] / t),
+                (best, (best,), lambda p, t: p[best]["t_seq_ms"] / t)]),
               ("× naive (t_naive / t_overlap)", TARGETS["over_naive"],
-               [(best, ("naive", best), lambda p: p["naive"]["t_overlap_ms"] / p[best]["t_overlap_ms"])]),
+               [(best, ("naive", best), lambda p, t: p["naive"]["t_overlap_ms"] / t)]),
               ("of bound (t_overlap / t_bound), lower is better", TARGETS["of_bound"],
-               [(best, (best,), lambda p: p[best]["t_overlap_ms"] / p[best]["t_bound_ms"])]))
+               [(best, (best,), lambda p, t: t / p[best]["t_bound_ms"])]))
     for n, (ax, (xlabel, target, series)) in enumerate(zip(axes, panels)):
-        for j, p in enumerate(chosen):
-            y = len(chosen) - 1 - j
-            for k, (role, needs, ratio) in enumerate(series):
-                if not all(need in p for need in needs):
-                    continue
-                yk = y + (0.2 * (1 - 2 * k) if len(series) > 1 else 0)
-                value = ratio(p)
-                ax.barh(yk, value - 1, left=1, height=0.36, color=COLOURS[role], gid=f"bar-{role}-{n}-{j}",
-                        label=ROLE_NAMES[role] if j == 0 else None)
-                value_text(ax, value, yk, "", "time", base=1)
+        drawn = [(j, k, role, p[role], (lambda t, p=p, ratio=ratio: ratio(p, t)))
+                 for j, p in enumerate(chosen) for k, (role, needs, ratio) in enumerate(series)
+                 if all(need in p for need in needs)]
+        limits = axis_limits([(of_time(r["t_overlap_ms"]), spread_interval(r, of_time)) for *_, r, of_time in drawn],
+                             [1] + ([target] if targets else []))
+        for j, k, role, r, of_time in drawn:
+            y = len(chosen) - 1 - j + (0.2 * (1 - 2 * k) if len(series) > 1 else 0)
+            spread_bar(ax, y, of_time(r["t_overlap_ms"]), spread_interval(r, of_time), limits,
+                       f"bar-{role}-{n}-{j}", COLOURS[role], label=ROLE_NAMES[role] if j == 0 else None,
+                       metric="time", base=1, height=0.36)
         ax.axvline(1, color="black", lw=0.5)
-        marked_line(ax, target, f"target {target:.2f}")
+        if targets:
+            marked_line(ax, target, f"target {target:.2f}")
+        ax.set_xlim(*limits)
         ax.set_xlabel(xlabel)
-        ax.margins(x=0.2)
     legend_beside(axes[-1], axes[0].get_legend_handles_labels())
     axes[0].set_yticks(range(len(cases)))
     axes[0].set_yticklabels([f"{label}\n{p[best]['policy'] if best in p else ''}"
-                             for label, p in reversed(list(zip(scenario_labels(cases, doc.get("commands")), chosen)))])
+                             for label, p in reversed(list(zip(labels, chosen)))])
     return fig
 
 
-def figures(doc, path, metric):
+def figures(doc, path, metric, targets=False):
     """(name, figure) for every figure of one result file."""
     stem = os.path.splitext(os.path.basename(path))[0]
     micro = measured_cases([r for r in doc["rows"] if "bound_fraction" not in r])
@@ -343,7 +466,7 @@ def figures(doc, path, metric):
     if micro:
         yield f"{stem}-summary-{metric}", plot_summary(micro, metric, doc, path)
     if scenarios:
-        yield f"{stem}-scenarios", plot_scenarios(scenarios, doc, path)
+        yield f"{stem}-scenarios", plot_scenarios(scenarios, doc, path, targets)
 
 
 def main():
@@ -352,11 +475,13 @@ def main():
     ap.add_argument("--out", required=True, help="folder for the figures (created if missing)")
     ap.add_argument("--format", choices=("svg", "png"), default="svg")
     ap.add_argument("--metric", choices=tuple(METRICS), default="efficiency", help="microbenchmark figures")
+    ap.add_argument("--targets", action="store_true",
+                    help="draw the tandem project's own targets on the scenario figure (1.15, 1.05, 1.10)")
     args = ap.parse_args()
     docs = [(path, load_results(path)) for path in args.files]  # every file checked before any is drawn
     os.makedirs(args.out, exist_ok=True)
     for path, doc in docs:
-        for name, fig in figures(doc, path, args.metric):
+        for name, fig in figures(doc, path, args.metric, args.targets):
             out = os.path.join(args.out, f"{name}.{args.format}")
             fig.savefig(out, bbox_inches="tight", metadata={"Date": None} if args.format == "svg" else None)
             plt.close(fig)

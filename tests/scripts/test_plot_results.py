@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Tests scripts/plot-results.py on small tandem JSON fixtures (tests/scripts/fixtures, cut from real
 results: a tune, a scenario tune and a bench size sweep): the files it writes, the text and bars of its
-SVG, and its errors; and how tandem_results.py groups rows into measured cases.
+SVG, and its errors; what every figure must have (error bars from each row's spread, cases sorted by
+name, outliers clipped with their value printed, the project's targets only when asked); and how
+tandem_results.py groups rows into measured cases.
 
   python3 tests/scripts/test_plot_results.py      (ctest: plot_results)
 """
@@ -28,6 +30,16 @@ SVG = "{http://www.w3.org/2000/svg}"
 
 def plot(*args):
     return subprocess.run([sys.executable, SCRIPT, *args], capture_output=True, text=True)
+
+
+def load_script():
+    """plot-results.py as a module, to read the figures it draws without going through SVG."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("plot_results", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, os.path.dirname(SCRIPT))
+    spec.loader.exec_module(module)
+    return module
 
 
 def fixture(name):
@@ -102,7 +114,8 @@ class TuneFigures(PlotCase):
         self.assertEqual(sorted(b.rsplit("-", 1)[0] for b in bars), ["bar-naive", "bar-other", "bar-paper", "bar-tuned"])
         texts, bars, _ = self.figure("tune-stream-all-reduce-efficiency.svg")  # the paper's policy won the tune
         self.assertIn("shape:4+priority (paper, tuned)", texts)
-        self.assertIn("bar-paper-tuned-1", bars)
+        policies = sorted({r["policy"] for r in self.doc["rows"] if r["workload"] == "stream"})
+        self.assertIn(f"bar-paper-tuned-{policies.index('shape:4+priority')}", bars)  # bars sorted by policy
         self.assertIn("100 %: fully hidden", texts)
 
     def test_final_round_values_not_the_search(self):
@@ -128,12 +141,18 @@ class TuneFigures(PlotCase):
 class ScenarioFigure(PlotCase):
     fixture_name = "scenario-tune.json"
 
-    def test_one_summary_with_targets_and_workloads(self):
+    def test_one_summary_with_workloads_and_no_targets_unless_asked(self):
         self.assert_written(["scenario-tune-scenarios.svg"])
         texts, bars, _ = self.figure("scenario-tune-scenarios.svg")
         self.assert_provenance(texts, "scenario-tune.json")
-        for label in ("target 1.15", "target 1.05", "target 1.10", "fsdp", "copy-engine", "tp-attention (count 2)",
+        for label in ("fsdp", "copy-engine", "tp-attention (count 2)",
                       "tp-attention (count 4)", "priority+copy-engine"):  # a tick label's lines are two texts
+            self.assertIn(label, texts)
+        self.assertFalse(any("target" in t for t in texts), texts)  # a user's run is not judged by our goals
+        with tempfile.TemporaryDirectory() as out:
+            self.assertEqual(plot(os.path.join(FIXTURES, self.fixture_name), "--targets", "--out", out).returncode, 0)
+            texts = read_svg(os.path.join(out, "scenario-tune-scenarios.svg"))[0]
+        for label in ("target 1.15", "target 1.05", "target 1.10"):
             self.assertIn(label, texts)
         # Three cases: naive and tuned against one stream, tuned against naive, tuned against the bound.
         self.assertEqual(len(bars), 3 * 4, bars)
@@ -213,11 +232,7 @@ class ScenarioLabels(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        import importlib.util
-        spec = importlib.util.spec_from_file_location("plot_results", SCRIPT)
-        cls.plot = importlib.util.module_from_spec(spec)
-        sys.path.insert(0, os.path.dirname(SCRIPT))
-        spec.loader.exec_module(cls.plot)
+        cls.plot = load_script()
 
     @staticmethod
     def case(workload, count=2):
@@ -237,6 +252,145 @@ class ScenarioLabels(unittest.TestCase):
         cases = [self.case("tp-attention"), self.case("tp-attention", 4), self.case("tp-attention", 4)]
         self.assertEqual(self.plot.scenario_labels(cases, ["tandem bench --workload tp-attention"]),
                          ["tp-attention (count 2)", "tp-attention (count 4)", "tp-attention (count 4) #2"])
+
+
+class FigureRules(unittest.TestCase):
+    """What every figure must have, read from the matplotlib figures the script draws: error bars from
+    each row's spread, cases and policies sorted by name, outliers clipped with their value printed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.plot = load_script()
+        import matplotlib.pyplot as plt
+        cls.plt = plt
+
+    def draw(self, doc, name="fixture.json", metric="efficiency", targets=False):
+        figures = dict(self.plot.figures(doc, name, metric, targets))
+        for fig in figures.values():
+            self.addCleanup(self.plt.close, fig)
+        return figures
+
+    @staticmethod
+    def bars(ax):
+        """gid -> (left end, right end) of every bar of one axes."""
+        return {p.get_gid(): (p.get_x(), p.get_x() + p.get_width()) for p in ax.patches if p.get_gid()}
+
+    @staticmethod
+    def error_bars(ax):
+        """gid -> (low, high) of every horizontal error bar of one axes."""
+        out = {}
+        for c in ax.collections:
+            if (c.get_gid() or "").startswith("err-"):
+                (x0, _), (x1, _) = c.get_segments()[0]
+                out[c.get_gid()] = (min(x0, x1), max(x0, x1))
+        return out
+
+    @staticmethod
+    def tick_labels(ax):
+        """The y tick labels from the top of the figure down."""
+        ticks = sorted(zip(ax.get_yticks(), [t.get_text() for t in ax.get_yticklabels()]), reverse=True)
+        return [text.split("\n")[0] for _, text in ticks]
+
+    @staticmethod
+    def efficiency(r, t):  # the definition in docs/BENCH_JSON.md, in %
+        return 100 * (r["t_seq_ms"] - t) / (r["t_seq_ms"] - r["t_bound_ms"])
+
+    def test_summary_bars_carry_the_spread_of_their_rows(self):
+        doc = fixture("tune.json")
+        ax = self.draw(doc)["fixture-summary-efficiency"].axes[0]
+        errors = self.error_bars(ax)
+        final = [r for r in doc["rows"] if r["tune_role"]]
+        self.assertEqual(len(errors), len(final))  # one per bar: naive, paper and tuned of two cases
+        for j, workload in enumerate(("gemm", "stream")):
+            for r in (r for r in final if r["workload"] == workload):
+                low, high = errors[f"err-bar-{r['tune_role']}-{j}"]
+                self.assertAlmostEqual(low, self.efficiency(r, r["t_overlap_max_ms"]), places=6)
+                self.assertAlmostEqual(high, self.efficiency(r, r["t_overlap_min_ms"]), places=6)
+                self.assertLess(low, high)
+
+    def test_scenario_bars_carry_the_spread_of_their_rows(self):
+        doc = fixture("scenario-tune.json")
+        fig = self.draw(doc)["fixture-scenarios"]
+        tuned = [r for r in doc["rows"] if r["tune_role"] == "tuned"]  # fsdp, tp-attention at 2 and at 4
+        one_stream, of_bound = self.error_bars(fig.axes[0]), self.error_bars(fig.axes[2])
+        self.assertEqual(len(one_stream), 2 * len(tuned))  # naive and tuned
+        for j, r in enumerate(tuned):
+            low, high = one_stream[f"err-bar-tuned-0-{j}"]
+            self.assertAlmostEqual(low, r["t_seq_ms"] / r["t_overlap_max_ms"], places=6)
+            self.assertAlmostEqual(high, r["t_seq_ms"] / r["t_overlap_min_ms"], places=6)
+            low, high = of_bound[f"err-bar-tuned-2-{j}"]
+            self.assertAlmostEqual(low, r["t_overlap_min_ms"] / r["t_bound_ms"], places=6)
+            self.assertAlmostEqual(high, r["t_overlap_max_ms"] / r["t_bound_ms"], places=6)
+
+    def test_error_bars_reach_the_svg(self):
+        with tempfile.TemporaryDirectory() as out:
+            self.assertEqual(plot(os.path.join(FIXTURES, "tune.json"), "--out", out).returncode, 0)
+            root = ET.parse(os.path.join(out, "tune-summary-efficiency.svg")).getroot()
+        ids = {g.get("id") for g in root.iter(SVG + "g")}
+        self.assertTrue({f"err-bar-{role}-{j}" for role in ("naive", "paper", "tuned") for j in (0, 1)} <= ids, ids)
+
+    def test_cases_policies_and_scenarios_are_sorted_by_name(self):
+        doc = fixture("tune.json")
+        doc["rows"] = ([r for r in doc["rows"] if r["workload"] == "stream"] +
+                       [r for r in doc["rows"] if r["workload"] == "gemm"])  # file order: stream first
+        figures = self.draw(doc)
+        self.assertEqual(self.tick_labels(figures["fixture-summary-efficiency"].axes[0]),
+                         ["gemm × all-reduce", "stream × all-reduce"])
+        policies = sorted({r["policy"] for r in doc["rows"] if r["workload"] == "gemm"} - {"sequential"})
+        self.assertNotEqual(policies, list(dict.fromkeys(r["policy"] for r in doc["rows"] if r["workload"] == "gemm")))
+        labels = self.tick_labels(figures["fixture-gemm-all-reduce-efficiency"].axes[0])
+        self.assertEqual([label.split(" (")[0] for label in labels], policies)
+
+        doc = fixture("scenario-tune.json")
+        del doc["commands"]  # labels from the counts alone
+        doc["rows"] = doc["rows"][::-1]  # tp-attention at 4, at 2, then fsdp; each case's rows reversed too
+        labels = self.tick_labels(self.draw(doc)["fixture-scenarios"].axes[0])
+        self.assertEqual(labels, ["fsdp", "tp-attention (count 2)", "tp-attention (count 4)"])
+
+    def test_an_outlier_is_clipped_with_its_value_printed_on_the_bar(self):
+        doc = fixture("tune.json")
+        # comm-first: a candidate of the search only (a finalist's bar shows its final round)
+        r = next(r for r in doc["rows"] if r["workload"] == "gemm" and r["policy"] == "comm-first")
+        # The outlier of the issue: a policy 269.5 % worse than sequential against the ideal saving.
+        r["efficiency"] = -2.695
+        r["t_overlap_ms"] = r["t_seq_ms"] + 2.695 * (r["t_seq_ms"] - r["t_bound_ms"])
+        r["t_overlap_min_ms"], r["t_overlap_max_ms"] = 0.99 * r["t_overlap_ms"], 1.01 * r["t_overlap_ms"]
+        fig = self.draw(doc)["fixture-gemm-all-reduce-efficiency"]
+        ax = fig.axes[0]
+        low, high = ax.get_xlim()
+        others = [100 * x["efficiency"] for x in doc["rows"]
+                  if x["workload"] == "gemm" and x["policy"] not in ("comm-first", "sequential")]
+        self.assertGreater(low, -269.5)  # the outlier does not set the range ...
+        self.assertLess(low, min(others + [0]))  # ... which still holds every other bar and zero
+        self.assertGreaterEqual(high, 100)  # and the fully-hidden line
+        bars = self.bars(ax)
+        policies = sorted({x["policy"] for x in doc["rows"] if x["workload"] == "gemm"} - {"sequential"})
+        clipped = bars[f"bar-other-{policies.index('comm-first')}"]
+        self.assertAlmostEqual(min(clipped), low)  # drawn to the axis' edge
+        self.assertAlmostEqual(max(clipped), 0)
+        texts = [(t.get_text(), t.get_position()[0]) for t in ax.texts]
+        self.assertIn((" -269.5, clipped ", low), texts)  # printed on the bar, from its clipped end
+        for gid, (left, right) in bars.items():  # the other bars are drawn to their values
+            if gid != f"bar-other-{policies.index('comm-first')}":
+                self.assertGreater(left, low)
+        for x_low, x_high in self.error_bars(ax).values():
+            self.assertGreaterEqual(x_low, low)  # error bars clipped too
+            self.assertLessEqual(x_high, high)
+
+    def test_nothing_is_clipped_without_an_outlier(self):
+        # Negative values close to zero are no outliers: the issue's tables show naive overlap at -4 %.
+        bars = [(v, None) for v in (-4.0, 2.0, 60.0, 85.0)]
+        low, high = self.plot.axis_limits(bars, [0, 100])
+        self.assertLess(low, -4.0)
+        self.assertGreater(high, 100)
+        low, high = self.plot.axis_limits([(-269.5, None)] + bars[1:], [0, 100])
+        self.assertGreater(low, -269.5)
+        self.assertLess(low, 0)
+        # A spread is shown whole unless it reaches past the others by more than their whole range.
+        low, high = self.plot.axis_limits([(60.0, (-20.0, 70.0))] + bars[1:], [0, 100])
+        self.assertLess(low, -20.0)
+        low, high = self.plot.axis_limits([(60.0, (-900.0, 70.0))] + bars[1:], [0, 100])
+        self.assertGreater(low, -900.0)
 
 
 class Errors(unittest.TestCase):
