@@ -8,7 +8,6 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -17,6 +16,7 @@
 #include "run_child.h"
 #include "run_environment.h"
 #include "tandem/policy.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::cli {
 namespace {
@@ -35,14 +35,18 @@ void print_environment(const std::vector<EnvChange>& changes) {
 }
 
 int run(RunOptions options) {
+  // Everything is checked before the program starts. The policy (and an @FILE, read here once) is
+  // handed to the interposer as its canonical text: the interposer reads no file.
   const OverlapPolicy policy = policy_for_run(options.policy);
+  options.policy = to_string(policy);
   const std::string library = locate_preload_library();
   options.stats_file = absolute_path(options.stats_file);
-  // A stats file left by an earlier run must not pass for this run's (with %p each process writes
-  // its own file, so there is nothing to remove).
-  if (!options.stats_file.empty() && options.stats_file.find("%p") == std::string::npos) {
-    std::error_code ignored;
-    std::filesystem::remove(options.stats_file, ignored);
+  if (!options.stats_file.empty()) {
+    require_writable(options.stats_file, "--stats");
+    // A stats file left by an earlier run must not pass for this run's (with %p each process writes
+    // its own file, so there is nothing to remove). require_writable has refused anything but a
+    // regular file, so only such a file is removed.
+    if (options.stats_file.find("%p") == std::string::npos) ::unlink(options.stats_file.c_str());
   }
   const auto environment = child_environment(options, policy, library, std::getenv("LD_PRELOAD"));
   if (options.log_level == "info" || options.log_level == "debug") print_environment(environment);

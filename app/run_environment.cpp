@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "../preload/environment.h"
+#include "preload_library_check.h"
 #include "tandem/error.h"
 
 namespace tandem::cli {
@@ -33,6 +34,13 @@ void require_preloadable(const std::string& path) {
                  "the interposer's path '" + path + "' contains a space or a colon, which LD_PRELOAD cannot carry");
 }
 
+// A library is preloaded only once it is known to be our interposer (preload_library_check.h).
+// `label` names the file as the user knows it: "TANDEM_PRELOAD_LIB='x'".
+void require_interposer(const std::string& path, const std::string& label) {
+  const std::string why = why_not_interposer(path);
+  TANDEM_REQUIRE(why.empty(), label + " " + why);
+}
+
 // Our library first (it must see dlsym and the driver symbols before anyone else), then whatever the
 // parent preloaded, without repeating ours (nested `tandem run`).
 std::string prepend_preload(const std::string& library, const char* existing) {
@@ -59,6 +67,7 @@ std::string locate_preload_library() {
                    std::string(env::kPreloadLib) + "='" + override_path + "' is not a readable file");
     const std::string absolute = fs::absolute(override_path).lexically_normal().string();
     require_preloadable(absolute);
+    require_interposer(absolute, std::string(env::kPreloadLib) + "='" + override_path + "'");
     return absolute;
   }
   std::error_code ec;
@@ -69,6 +78,7 @@ std::string locate_preload_library() {
     const fs::path candidate = (self.parent_path() / ".." / libdir / "libtandem_preload.so").lexically_normal();
     if (usable_file(candidate)) {
       require_preloadable(candidate.string());
+      require_interposer(candidate.string(), "the interposer '" + candidate.string() + "'");
       return candidate.string();
     }
     tried.push_back(candidate.string());
@@ -89,8 +99,7 @@ OverlapPolicy policy_for_run(const std::string& text) {
   if (policy.order == LaunchOrder::CommFirst) refuse("comm-first", "the program decides its launch order");
   if (policy.green_sms) refuse("green:" + std::to_string(*policy.green_sms), "it needs green contexts in the program");
   if (policy.copy_engine) refuse("copy-engine", "it needs symmetric NCCL windows registered by the program");
-  if (policy.nccl_symmetric)
-    refuse("nccl-symmetric", "it needs symmetric NCCL windows registered by the program");
+  if (policy.nccl_symmetric) refuse("nccl-symmetric", "it needs symmetric NCCL windows registered by the program");
   return policy;
 }
 

@@ -12,7 +12,7 @@
 namespace tandem::cli {
 
 struct RunOptions {
-  std::string policy;  // validated text (default: the interposer's default)
+  std::string policy;  // as given: policy text or @FILE (default: the interposer's default)
   std::string log_level;
   std::vector<std::string> include;  // glob patterns
   std::vector<std::string> exclude;
@@ -28,8 +28,9 @@ using EnvChange = std::pair<std::string, std::optional<std::string>>;
 // Throws tandem::Error naming the places it looked.
 std::string locate_preload_library();
 
-// The policy as `tandem run` can apply it to an unmodified program. Throws tandem::Error for tokens
-// that need the program's cooperation (sequential, comm-first, green:N, copy-engine).
+// The policy as `tandem run` can apply it to an unmodified program; an @FILE is read here, once.
+// Throws tandem::Error for a bad policy or file and for tokens that need the program's cooperation
+// (sequential, comm-first, green:N, copy-engine).
 OverlapPolicy policy_for_run(const std::string& text);
 
 // `existing_ld_preload` is the parent's LD_PRELOAD (nullptr if unset).

@@ -25,6 +25,18 @@ std::string without_location(const std::string& message) {
 
 void parse_policy_variable(const std::optional<std::string>& value, PreloadConfig& config) {
   config.policy_text = value && !trim(*value).empty() ? std::string(trim(*value)) : env::kDefaultPolicy;
+  // The interposer never reads a file: it runs in every process of the job, at exit too, where a
+  // FIFO or /dev/zero would hang it and a relative path or /dev/stdin means something else in each
+  // process. `tandem run --policy @FILE` reads the file once and passes the policy text.
+  if (config.policy_text.front() == '@') {
+    config.policy_valid = false;
+    config.policy = OverlapPolicy{};
+    config.problems.push_back({LogLevel::Error, std::string(env::kPolicy) + "='" + config.policy_text +
+                                                    "' names a file, running with no controls: the interposer "
+                                                    "reads no files; give the policy text, or use `tandem run "
+                                                    "--policy @FILE`, which reads it"});
+    return;
+  }
   OverlapPolicy parsed;
   try {
     parsed = parse_policy(config.policy_text);

@@ -1,6 +1,7 @@
 // The summary at process exit: on stderr (unless TANDEM_LOG_LEVEL=error) and as JSON in
 // TANDEM_STATS_FILE. Runs from this library's destructor, so it also reports processes that never
-// touched CUDA (their runtime state was never created; the configuration is read here).
+// touched CUDA (their runtime state was never created; the configuration is parsed here from the
+// environment, which reads no file: a TANDEM_POLICY naming one is refused, see config.cpp).
 //
 // Who reports, so that `tandem run -- sh -c '...'` does not print one summary per shell command:
 //   - a process that saw at least one launch;
@@ -8,16 +9,16 @@
 //   - any process at log level info or debug.
 // The stats file is written by a process that saw launches, or by the root process when no other
 // process wrote it (so a child's real numbers are not replaced by the root shell's zeros).
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
+#include <cerrno>
 #include <string>
 
 #include "collective_footprint.h"
 #include "log.h"
 #include "runtime.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::preload {
 namespace {
@@ -69,25 +70,11 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
 
 bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// Written to a temporary file and renamed, so a reader never sees half a document.
-void write_file(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    log(LogLevel::Warn, "cannot write stats file %s", temporary.c_str());
-    return;
-  }
-  size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n <= 0) break;
-    written += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  if (written != text.size() || ::rename(temporary.c_str(), path.c_str()) != 0) {
-    ::unlink(temporary.c_str());
-    log(LogLevel::Warn, "cannot write stats file %s", path.c_str());
-  }
+// Written to a fresh temporary file and renamed (tandem/safe_file.h): a reader never sees half a
+// document, and a folder, a link or a device at that path is refused, never replaced.
+void write_stats_file(const std::string& path, const std::string& text) {
+  const std::string error = try_write_file_atomically(path, text);
+  if (!error.empty()) log(LogLevel::Warn, "stats file not written: %s", error.c_str());
 }
 
 void report() {
@@ -105,17 +92,20 @@ void report() {
     for (const auto& problem : config.problems) log(problem.level, "%s", problem.message.c_str());
   const Snapshot snapshot = take_snapshot(config, rt);
   if (print) write_stderr(render_text(snapshot));
-  if (write) write_file(config.stats_file, render_json(snapshot));
+  if (write) write_stats_file(config.stats_file, render_json(snapshot));
 }
 
 // A destructor, not atexit(): it needs no registration (nothing runs at load time) and runs at exit
 // after the program's own atexit handlers, when its launches are done.
+// errno is kept: a program's atexit handlers and destructors may still read it after ours ran.
 __attribute__((destructor)) void report_at_exit() {
+  const int saved_errno = errno;
   try {
     report();
   } catch (...) {
     // Nothing may escape into the exiting process.
   }
+  errno = saved_errno;
 }
 
 }  // namespace

@@ -1,17 +1,29 @@
 // The exported hook symbols, generated from the hook list (hook_list.h): each only forwards to its
-// handler. These and dlsym (dlsym_hook.cpp) are the library's only exports; the version script made
-// from the same list (version_script.in) keeps everything else local.
+// handler. These, dlsym (dlsym_hook.cpp) and dlerror (dl_error.cpp) are the library's only exports; the
+// version script made from the same list (version_script.in) keeps everything else local.
 //
 // Each symbol is defined in C++ as tandem_hook_<name> (hidden) and exported through an alias whose
 // assembler name is exactly <name>. The C++ names never collide with the declarations in <cuda.h>,
 // and addresses taken inside the library (hook_address) resolve to our definitions even if another
 // object earlier in the search order defines the same names.
+#include <cerrno>
+
 #include "hook_handlers.h"
 
 #define TANDEM_HOOK_EXPORT __attribute__((visibility("default")))
 
+namespace {
+// A hook's own work (lookups, the first launch's metadata, log lines) must not show in errno: the
+// caller sees what it would see without us.
+struct ErrnoKept {
+  int saved = errno;
+  ~ErrnoKept() { errno = saved; }
+};
+}  // namespace
+
 #define TANDEM_DEFINE_EXPORT(name, ret, params, args)                              \
   extern "C" __attribute__((visibility("hidden"))) ret tandem_hook_##name params { \
+    const ErrnoKept kept;                                                          \
     return ::tandem::preload::handle_##name args;                                  \
   }                                                                                \
   extern "C" TANDEM_HOOK_EXPORT ret tandem_export_##name params __asm__(#name)     \

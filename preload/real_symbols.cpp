@@ -5,15 +5,19 @@
 
 #include <atomic>
 #include <cstring>
+#include <string>
+#include <vector>
 
 namespace tandem::preload {
 namespace {
 
 void* dlsym_unavailable(void*, const char*) { return nullptr; }
+char* dlerror_unavailable() { return nullptr; }
 
 // Zero-initialised at load time (constant initialisation), so the hooks work even if they are
 // called before this library's constructors run.
 std::atomic<DlsymFn> g_real_dlsym{nullptr};
+std::atomic<DlerrorFn> g_real_dlerror{nullptr};
 std::atomic<void*> g_real[kHookCount];
 
 // The next definition of `h` after this library in the global search order; for driver symbols,
@@ -24,21 +28,30 @@ std::atomic<void*> g_real[kHookCount];
 // symbol through it. Search every loaded object for a definition instead; the first in load order
 // wins, which is the copy the dynamic linker bound the caller's dependency to in the usual case of
 // one copy per process.
-struct LoadedSearch {
-  const char* symbol;
-  void* found;
-};
+// Names of the loaded objects, in load order. Collected first and looked up after
+// dl_iterate_phdr returns: it holds the loader's list lock while calling back, and a dlopen from the
+// callback would take the loader's main lock after it, the reverse of dlopen's own order. (The dl*
+// calls here change dlerror()'s state; the dlsym hook settles it last, see dlsym_hook.cpp.)
+int collect_object_name(dl_phdr_info* info, size_t, void* data) {
+  if (info->dlpi_name && *info->dlpi_name) static_cast<std::vector<std::string>*>(data)->emplace_back(info->dlpi_name);
+  return 0;
+}
 
-int search_loaded_object(dl_phdr_info* info, size_t, void* data) {
-  auto* search = static_cast<LoadedSearch*>(data);
-  if (!info->dlpi_name || !*info->dlpi_name) return 0;
-  void* handle = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-  if (!handle) return 0;
-  void* candidate = real_dlsym()(handle, search->symbol);
-  dlclose(handle);  // balances the reference RTLD_NOLOAD took; the object stays loaded
-  if (!candidate || is_own_hook(candidate)) return 0;
-  search->found = candidate;
-  return 1;
+void* search_loaded_objects(const char* symbol) {
+  std::vector<std::string> names;
+  try {
+    dl_iterate_phdr(&collect_object_name, &names);
+  } catch (...) {
+    return nullptr;
+  }
+  for (const auto& name : names) {
+    void* handle = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    if (!handle) continue;
+    void* candidate = real_dlsym()(handle, symbol);
+    dlclose(handle);  // balances the reference RTLD_NOLOAD took; the object stays loaded
+    if (candidate && !is_own_hook(candidate)) return candidate;
+  }
+  return nullptr;
 }
 
 void* lookup_next_definition(Hook h) {
@@ -47,9 +60,7 @@ void* lookup_next_definition(Hook h) {
     if (void* libcuda = loaded_libcuda()) found = real_dlsym()(libcuda, name_of(h));
   }
   if ((!found || is_own_hook(found)) && family_of(h) != HookFamily::Driver) {
-    LoadedSearch search{name_of(h), nullptr};
-    dl_iterate_phdr(&search_loaded_object, &search);
-    found = search.found;
+    found = search_loaded_objects(name_of(h));
   }
   return is_own_hook(found) ? nullptr : found;
 }
@@ -68,6 +79,24 @@ DlsymFn real_dlsym() {
   g_real_dlsym.store(fn, std::memory_order_release);
   return fn;
 }
+
+DlerrorFn real_dlerror() {
+  DlerrorFn fn = g_real_dlerror.load(std::memory_order_acquire);
+  if (fn) return fn;
+  void* found = dlvsym(RTLD_NEXT, "dlerror", "GLIBC_2.34");
+  if (!found) found = dlvsym(RTLD_NEXT, "dlerror", "GLIBC_2.2.5");
+  fn = found ? reinterpret_cast<DlerrorFn>(found) : &dlerror_unavailable;
+  g_real_dlerror.store(fn, std::memory_order_release);
+  return fn;
+}
+
+namespace {
+// The only work done at load time: two pointers, before the program can have an error pending.
+__attribute__((constructor)) void resolve_glibc_entry_points() {
+  real_dlsym();
+  real_dlerror();
+}
+}  // namespace
 
 void* real_address(Hook h) {
   std::atomic<void*>& slot = g_real[index_of(h)];

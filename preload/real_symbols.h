@@ -7,6 +7,7 @@
 // libcuda/libcublas (it looks up the next definition after this library, RTLD_NEXT).
 #include <optional>
 
+#include "dl_error.h"
 #include "hooked_symbols.h"
 
 namespace tandem::preload {
@@ -16,6 +17,9 @@ using DlsymFn = void* (*)(void* handle, const char* name);
 // glibc's own dlsym, found with dlvsym so that this library's exported dlsym is not returned. Never
 // null (a stand-in returning nullptr if glibc had none, which cannot happen with glibc).
 DlsymFn real_dlsym();
+// glibc's own dlerror. Resolved when this library is loaded: resolving it later (dlvsym) would clear
+// the very error state the caller of dlerror() wants to read.
+DlerrorFn real_dlerror();
 
 // The real function behind hook `h`, or nullptr if there is none in the process.
 void* real_address(Hook h);

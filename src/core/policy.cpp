@@ -4,12 +4,13 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <utility>
 
+#include <sys/stat.h>
+
 #include "tandem/error.h"
+#include "tandem/safe_file.h"
 
 namespace tandem {
 
@@ -323,19 +324,41 @@ std::string_view strip_comment(std::string_view line) {
   return trim(line.substr(0, line.find('#')));
 }
 
+// A policy file is a few lines; anything larger is not one (and /dev/zero must not fill memory).
+constexpr size_t kMaxPolicyFileBytes = 64 * 1024;
+constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// The file's text, read once and bounded: a FIFO, a device or a folder is refused, never waited on.
+std::string policy_file_text(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    fail("cannot open policy file " + in_quotes(path) + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("policy file " + in_quotes(path) + " is a directory");
+  if (!S_ISREG(st.st_mode))
+    fail("policy file " + in_quotes(path) + " is not a regular file (a FIFO, socket or device)");
+  std::string text;
+  try {
+    text = read_small_regular_file(path, kMaxPolicyFileBytes);
+  } catch (const Error& error) {
+    // Its message names the path and the reason; the location suffix is for internal errors only.
+    const std::string message = error.what();
+    fail("policy file: " + message.substr(0, message.rfind(" [")));
+  }
+  // Editors on Windows start UTF-8 files with a byte order mark; it is not part of the policy.
+  if (std::string_view(text).substr(0, kUtf8Bom.size()) == kUtf8Bom) text.erase(0, kUtf8Bom.size());
+  return text;
+}
+
 OverlapPolicy read_policy_file(const std::string& path) {
   if (path.empty()) fail("missing policy file name after '@'");
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored))
-    fail("policy file " + in_quotes(path) + " is a directory");
-  std::ifstream file(path);
-  if (!file) fail("cannot open policy file " + in_quotes(path) + ": " + std::strerror(errno));
+  const std::string text = policy_file_text(path);
 
   std::string policy_line;
   int policy_line_number = 0;
-  std::string line;
-  for (int number = 1; std::getline(file, line); ++number) {
-    const std::string_view content = strip_comment(line);
+  const std::vector<std::string_view> lines = split(text, '\n');
+  for (size_t index = 0; index < lines.size(); ++index) {
+    const int number = static_cast<int>(index) + 1;
+    const std::string_view content = strip_comment(lines[index]);
     if (content.empty()) continue;
     // One policy per file: a second line is more likely a mistake than something to ignore.
     if (policy_line_number != 0)
@@ -346,7 +369,6 @@ OverlapPolicy read_policy_file(const std::string& path) {
     policy_line = std::string(content);
     policy_line_number = number;
   }
-  if (file.bad()) fail("cannot read policy file " + in_quotes(path) + ": " + std::strerror(errno));
   if (policy_line_number == 0)
     fail("policy file " + in_quotes(path) +
          " holds no policy: every line is blank or a '#' comment (expected one line such as "

@@ -184,7 +184,8 @@ TEST(preload_run_command, TakesAPolicyFileAsTuneWritesIt) {
   const Result ok = run(tandem_run("--policy @" + write("shape.policy", "shape:3+priority"), "sh -c 'echo ran'"));
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_EQ(ok.out, "ran\n");
-  const Result refused = run(tandem_run("--policy @" + write("ce.policy", "comm-first+copy-engine"), "sh -c 'echo ran'"));
+  const Result refused =
+      run(tandem_run("--policy @" + write("ce.policy", "comm-first+copy-engine"), "sh -c 'echo ran'"));
   EXPECT_NE(refused.status, 0);
   EXPECT_EQ(refused.out, "");
   EXPECT_NE(refused.err.find("cannot be applied by `tandem run`"), std::string::npos) << refused.err;
@@ -309,7 +310,7 @@ TEST(preload_interposer, ExportedDlsymForwards) {
   dlclose(libm);
 }
 
-// Hidden-symbol hygiene: the library exports dlsym and the hooks, nothing else.
+// Hidden-symbol hygiene: the library exports dlsym, dlerror and the hooks, nothing else.
 TEST(preload_interposer, ExportsOnlyTheHooks) {
   if (run("command -v nm").status != 0) GTEST_SKIP() << "nm (binutils) not installed";
   const Result r = run("nm -D --defined-only " + kLibrary);
@@ -322,6 +323,7 @@ TEST(preload_interposer, ExportsOnlyTheHooks) {
   }
   std::set<std::string> expected(std::begin(tandem::preload::kHookNames), std::end(tandem::preload::kHookNames));
   expected.insert("dlsym");
+  expected.insert("dlerror");
   EXPECT_EQ(exported, expected);
 }
 

@@ -182,7 +182,10 @@ json run_steps(const Driver& d) {
   steps["compute_via_nested_resolver"] = step(d, [&] {
     return plain_launch(d, reinterpret_cast<decltype(&cuLaunchKernel)>(nested_launch), kFakeCompute, 256, 0);
   });
-  // A direct call of the exported symbol, as a program linked against libcuda makes it.
+  // A direct call of the exported symbol, as a program linked against libcuda makes it. Such a
+  // program has libcuda in its global scope: promote ours there (dlsym answers exactly as without
+  // the interposer, so a libcuda loaded only RTLD_LOCAL is not found through RTLD_DEFAULT).
+  dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
   const auto direct = reinterpret_cast<decltype(&cuLaunchKernel)>(dlsym(RTLD_DEFAULT, "cuLaunchKernel"));
   steps["direct_symbol"] =
       step(d, [&] { return direct ? plain_launch(d, direct, kFakeCompute, 256, 0) : CUDA_ERROR_NOT_FOUND; });
