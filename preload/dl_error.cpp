@@ -20,16 +20,15 @@ struct PendingRewrite {
                               // dlerror() call
 };
 
-PendingRewrite &pending() {
+PendingRewrite& pending() {
   static thread_local PendingRewrite state;
   return state;
 }
 
-const char *own_object_name() {
+const char* own_object_name() {
   Dl_info info{};
-  link_map *map = nullptr;
-  if (dladdr1(reinterpret_cast<void *>(&own_object_name), &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) ==
-          0 ||
+  link_map* map = nullptr;
+  if (dladdr1(reinterpret_cast<void*>(&own_object_name), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0 ||
       !map || !map->l_name)
     return "";
   return map->l_name;
@@ -37,9 +36,9 @@ const char *own_object_name() {
 
 }  // namespace
 
-void arm_dl_error_rewrite(const char *object_name, const char *name) noexcept {
+void arm_dl_error_rewrite(const char* object_name, const char* name) noexcept {
   try {
-    PendingRewrite &state = pending();
+    PendingRewrite& state = pending();
     state.glibc_message = std::string(own_object_name()) + ": undefined symbol: " + name;
     state.message = std::string(object_name) + ": undefined symbol: " + name;
     state.armed = true;
@@ -51,10 +50,10 @@ void arm_dl_error_rewrite(const char *object_name, const char *name) noexcept {
 
 }  // namespace tandem::preload
 
-extern "C" __attribute__((visibility("default"))) char *dlerror(void) {
+extern "C" __attribute__((visibility("default"))) char* dlerror(void) {
   using namespace tandem::preload;
-  char *message = real_dlerror()();
-  PendingRewrite &state = pending();
+  char* message = real_dlerror()();
+  PendingRewrite& state = pending();
   if (!state.armed) return message;
   state.armed = false;  // whatever glibc returned, its state has moved on since
                         // the hook's lookup

@@ -17,9 +17,9 @@ namespace tandem::preload {
 // After the hook's final lookup failed with "<our path>: undefined symbol:
 // `name`": make the next dlerror() of this thread say "<object_name>: undefined
 // symbol: `name`" instead.
-void arm_dl_error_rewrite(const char *object_name, const char *name) noexcept;
+void arm_dl_error_rewrite(const char* object_name, const char* name) noexcept;
 
 // glibc's dlerror, resolved once (see real_symbols.cpp).
-using DlerrorFn = char *(*)();
+using DlerrorFn = char* (*)();
 
 }  // namespace tandem::preload

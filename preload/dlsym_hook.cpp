@@ -30,42 +30,42 @@
 namespace tandem::preload {
 namespace {
 
-link_map *object_containing(const void *address) {
+link_map* object_containing(const void* address) {
   Dl_info info{};
-  link_map *map = nullptr;
-  if (dladdr1(address, &info, reinterpret_cast<void **>(&map), RTLD_DL_LINKMAP) == 0) return nullptr;
+  link_map* map = nullptr;
+  if (dladdr1(address, &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) == 0) return nullptr;
   return map;
 }
 
-link_map *own_object() {
-  static link_map *const self = object_containing(reinterpret_cast<const void *>(&own_object));
+link_map* own_object() {
+  static link_map* const self = object_containing(reinterpret_cast<const void*>(&own_object));
   return self;
 }
 
 // glibc attributes an address outside every object to the program
 // (_dl_sym_find_caller_link_map).
-link_map *caller_object(const void *caller) {
-  link_map *map = object_containing(caller);
+link_map* caller_object(const void* caller) {
+  link_map* map = object_containing(caller);
   if (map) return map;
   map = own_object();
   while (map && map->l_prev) map = map->l_prev;
   return map;
 }
 
-bool is_program(const link_map *map) { return map && !map->l_prev; }
+bool is_program(const link_map* map) { return map && !map->l_prev; }
 
 // Whether `map` comes before this library in the load order: only the program
 // and the libraries preloaded before us, all loaded at start and never
 // unloaded, so walking back is safe.
-bool precedes_us(const link_map *map) {
-  for (const link_map *l = own_object() ? own_object()->l_prev : nullptr; l; l = l->l_prev)
+bool precedes_us(const link_map* map) {
+  for (const link_map* l = own_object() ? own_object()->l_prev : nullptr; l; l = l->l_prev)
     if (l == map) return true;
   return false;
 }
 
 // The object name glibc's messages use: the program is named by argv[0]
 // (DSO_FILENAME in glibc).
-const char *name_in_messages(const link_map *map) {
+const char* name_in_messages(const link_map* map) {
   if (map && map->l_name && map->l_name[0]) return map->l_name;
   return program_invocation_name && program_invocation_name[0] ? program_invocation_name : "<main program>";
 }
@@ -73,20 +73,20 @@ const char *name_in_messages(const link_map *map) {
 // What glibc's dlsym answers without this library, and how to leave dlerror()
 // as it would.
 struct Answer {
-  void *found = nullptr;
+  void* found = nullptr;
   // When nothing is found: the handle whose lookup fails exactly as glibc's
   // would (dlerror() then needs no rewrite), or nullptr and the object whose
   // name the message must carry.
-  void *failing_handle = nullptr;
-  const link_map *named_in_error = nullptr;
+  void* failing_handle = nullptr;
+  const link_map* named_in_error = nullptr;
 };
 
 // The next definition after this library: the global scope minus us (we are
 // preloaded right after the program; the program's own definition, if any, is
 // found before ours and returned as is).
-void *next_after_us(const char *name) { return real_dlsym()(RTLD_NEXT, name); }
+void* next_after_us(const char* name) { return real_dlsym()(RTLD_NEXT, name); }
 
-Answer answer_without_us(void *handle, const char *name, const void *caller) {
+Answer answer_without_us(void* handle, const char* name, const void* caller) {
   Answer a;
   if (handle == RTLD_NEXT) {  // only from objects before us (routes_to_hook)
     a.found = next_after_us(name);
@@ -94,13 +94,13 @@ Answer answer_without_us(void *handle, const char *name, const void *caller) {
     return a;
   }
   if (handle == RTLD_DEFAULT) {
-    void *first = real_dlsym()(RTLD_DEFAULT, name);
+    void* first = real_dlsym()(RTLD_DEFAULT, name);
     if (first && !is_own_hook(first)) {
       a.found = first;
       return a;
     }
     a.found = next_after_us(name);
-    link_map *caller_map = caller_object(caller);
+    link_map* caller_map = caller_object(caller);
     a.named_in_error = caller_map;
     // A library loaded with RTLD_LOCAL also sees its own dependencies (its
     // local scope, searched after the global one). A link_map is glibc's dlopen
@@ -114,20 +114,20 @@ Answer answer_without_us(void *handle, const char *name, const void *caller) {
   }
   // A handle: glibc searches that object's scope, whoever calls. Only the
   // program's handle (dlopen(NULL)) has this library in its scope.
-  void *found = real_dlsym()(handle, name);
+  void* found = real_dlsym()(handle, name);
   if (!is_own_hook(found)) {
     a.found = found;
     if (!found) a.failing_handle = handle;
     return a;
   }
   a.found = next_after_us(name);
-  a.named_in_error = static_cast<const link_map *>(handle);
+  a.named_in_error = static_cast<const link_map*>(handle);
   return a;
 }
 
 // Leaves glibc's error state as the caller's lookup would have: cleared after a
 // success (any successful lookup does that), the failure's message otherwise.
-void settle_dl_error(const Answer &a, const char *name, bool found) {
+void settle_dl_error(const Answer& a, const char* name, bool found) {
   if (found) {
     (void)real_dlsym()(RTLD_DEFAULT,
                        "dlsym");  // always succeeds: this library exports it
@@ -141,10 +141,10 @@ void settle_dl_error(const Answer &a, const char *name, bool found) {
 
 // RTLD_NEXT from an object after us is exact in glibc itself (it cannot return
 // our wrappers, and must return the real definition).
-bool routes_to_hook(void *handle, const char *name, const void *caller) {
+bool routes_to_hook(void* handle, const char* name, const void* caller) {
   if (!hook_named(name)) return false;
   if (handle != RTLD_NEXT) return true;
-  const link_map *map = caller_object(caller);
+  const link_map* map = caller_object(caller);
   return is_program(map) || precedes_us(map);
 }
 
@@ -154,12 +154,12 @@ bool routes_to_hook(void *handle, const char *name, const void *caller) {
 extern "C" {
 
 // Jumped to (not called) for a hooked name: our return address is the caller's.
-__attribute__((visibility("hidden"), noinline)) void *tandem_dlsym_hook(void *handle, const char *name) {
+__attribute__((visibility("hidden"), noinline)) void* tandem_dlsym_hook(void* handle, const char* name) {
   using namespace tandem::preload;
   const int saved_errno = errno;
-  const void *caller = __builtin_return_address(0);
+  const void* caller = __builtin_return_address(0);
   const Answer answer = answer_without_us(handle, name, caller);
-  void *result = answer.found;
+  void* result = answer.found;
   if (result && handle != RTLD_NEXT) result = adopt_real(*hook_named(name), result);
   settle_dl_error(answer, name, result != nullptr);
   errno = saved_errno;
@@ -169,11 +169,11 @@ __attribute__((visibility("hidden"), noinline)) void *tandem_dlsym_hook(void *ha
 // Where the assembly entry jumps: glibc's dlsym, or tandem_dlsym_hook. Uses no
 // lock and nothing that needs this library's constructors, so it is safe
 // however early dlsym is called.
-__attribute__((visibility("hidden"))) void *tandem_dlsym_route(void *handle, const char *name, const void *caller) {
+__attribute__((visibility("hidden"))) void* tandem_dlsym_route(void* handle, const char* name, const void* caller) {
   using namespace tandem::preload;
   const int saved_errno = errno;
-  void *target = routes_to_hook(handle, name, caller) ? reinterpret_cast<void *>(&tandem_dlsym_hook)
-                                                      : reinterpret_cast<void *>(real_dlsym());
+  void* target = routes_to_hook(handle, name, caller) ? reinterpret_cast<void*>(&tandem_dlsym_hook)
+                                                      : reinterpret_cast<void*>(real_dlsym());
   errno = saved_errno;
   return target;
 }
@@ -215,8 +215,8 @@ __asm__(
 // Other architectures: a plain C++ hook. RTLD_NEXT lookups, RTLD_DEFAULT's
 // scope and dependency tracking are then relative to this library rather than
 // the caller (see the comment at the top).
-extern "C" __attribute__((visibility("default"))) void *dlsym(void *handle, const char *name) {
-  using Fn = void *(*)(void *, const char *);
+extern "C" __attribute__((visibility("default"))) void* dlsym(void* handle, const char* name) {
+  using Fn = void* (*)(void*, const char*);
   return reinterpret_cast<Fn>(tandem_dlsym_route(handle, name, __builtin_return_address(0)))(handle, name);
 }
 #endif

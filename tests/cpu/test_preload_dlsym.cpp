@@ -25,9 +25,9 @@ using tandem_run_contract_test::sh_quoted;
 const std::string kLibrary = tandem_preload_test::preload_library_path();
 const fs::path kFakes = fs::path(tandem_preload_test::fake_driver_client_path()).parent_path();
 
-std::string probe_command(const std::vector<std::string> &loads) {
+std::string probe_command(const std::vector<std::string>& loads) {
   std::string command = sh_quoted((kFakes / "dlsym_probe").string());
-  for (const auto &load : loads) {
+  for (const auto& load : loads) {
     const size_t colon = load.find(':');
     command += " " + sh_quoted(load.substr(0, colon + 1) + (kFakes / load.substr(colon + 1)).string());
   }
@@ -35,7 +35,7 @@ std::string probe_command(const std::vector<std::string> &loads) {
 }
 
 // The first line where the two outputs differ, for a readable failure.
-std::string first_difference(const std::string &expected, const std::string &actual) {
+std::string first_difference(const std::string& expected, const std::string& actual) {
   std::istringstream a(expected), b(actual);
   std::string line_a, line_b;
   for (int number = 1;; ++number) {
@@ -48,7 +48,7 @@ std::string first_difference(const std::string &expected, const std::string &act
   }
 }
 
-void expect_same_answers(const std::vector<std::string> &loads) {
+void expect_same_answers(const std::vector<std::string>& loads) {
   const std::string command = probe_command(loads);
   const Result without = run_shell(command);
   const Result with = run_shell("LD_PRELOAD=" + sh_quoted(kLibrary) + " " + command);
@@ -114,7 +114,7 @@ TEST(preload_dlsym, CtypesSeesTheSameAnswersAndMessages) {
       "ctypes.CDLL(sys.argv[2], mode=ctypes.RTLD_GLOBAL)\n"
       "for name in names: look(ctypes.CDLL(None), name)\n";
   std::string names;
-  for (const char *name : tandem::preload::kHookNames) names += std::string(names.empty() ? "" : ",") + name;
+  for (const char* name : tandem::preload::kHookNames) names += std::string(names.empty() ? "" : ",") + name;
   const std::string command =
       "python3 -c " + sh_quoted(program) + " " + sh_quoted(names) + " " + sh_quoted((kFakes / "libcuda.so.1").string());
   const Result without = run_shell(command);

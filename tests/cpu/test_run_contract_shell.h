@@ -19,7 +19,7 @@ struct Result {
   std::string err;
 };
 
-inline std::string read_text(const std::filesystem::path &p) {
+inline std::string read_text(const std::filesystem::path& p) {
   std::ifstream in(p);
   std::stringstream s;
   s << in.rdbuf();
@@ -39,9 +39,9 @@ class ScratchFolder {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
-  ScratchFolder(const ScratchFolder &) = delete;
-  ScratchFolder &operator=(const ScratchFolder &) = delete;
-  std::filesystem::path path(const std::string &name) const { return dir_ / name; }
+  ScratchFolder(const ScratchFolder&) = delete;
+  ScratchFolder& operator=(const ScratchFolder&) = delete;
+  std::filesystem::path path(const std::string& name) const { return dir_ / name; }
   std::string str() const { return dir_.string(); }
 
  private:
@@ -50,7 +50,7 @@ class ScratchFolder {
 
 // `command` under /bin/sh, stdout and stderr to files (unless the command
 // redirects them itself).
-inline Result run_shell(const std::string &command) {
+inline Result run_shell(const std::string& command) {
   ScratchFolder scratch;
   const std::string line =
       "{ " + command + "\n} >" + scratch.path("out").string() + " 2>" + scratch.path("err").string();
@@ -63,7 +63,7 @@ inline Result run_shell(const std::string &command) {
 }
 
 // Single-quoted for /bin/sh.
-inline std::string sh_quoted(const std::string &text) {
+inline std::string sh_quoted(const std::string& text) {
   std::string out = "'";
   for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";

@@ -21,8 +21,8 @@
 
 #include "preload/hooked_symbols.h"
 
-extern "C" void *dlsym_probe_library_dlsym(void *handle, const char *name);
-extern "C" void *dlsym_probe_library_dlvsym(void *handle, const char *name, const char *version);
+extern "C" void* dlsym_probe_library_dlsym(void* handle, const char* name);
+extern "C" void* dlsym_probe_library_dlvsym(void* handle, const char* name, const char* version);
 
 namespace {
 
@@ -35,18 +35,18 @@ constexpr cuuint64_t kProcAddressPerThreadStream = 1ULL << 1;  // CU_GET_PROC_AD
 
 struct Handle {
   std::string label;
-  void *handle;
+  void* handle;
 };
 
 struct Caller {
-  const char *label;
-  void *(*lookup)(void *, const char *);
-  void *(*versioned_lookup)(void *, const char *, const char *);
+  const char* label;
+  void* (*lookup)(void*, const char*);
+  void* (*versioned_lookup)(void*, const char*, const char*);
 };
 
 // Called from the program's own code (this executable is the caller).
-void *program_dlsym(void *handle, const char *name) { return dlsym(handle, name); }
-void *program_dlvsym(void *handle, const char *name, const char *version) { return dlvsym(handle, name, version); }
+void* program_dlsym(void* handle, const char* name) { return dlsym(handle, name); }
+void* program_dlvsym(void* handle, const char* name, const char* version) { return dlvsym(handle, name, version); }
 
 std::vector<std::string> names_to_probe() {
   std::vector<std::string> names(std::begin(tandem::preload::kHookNames), std::end(tandem::preload::kHookNames));
@@ -56,13 +56,13 @@ std::vector<std::string> names_to_probe() {
   return names;
 }
 
-std::string text_or_null(const char *text) { return text ? text : "(null)"; }
+std::string text_or_null(const char* text) { return text ? text : "(null)"; }
 
 // A failed lookup whose error is never read: the next lookup must replace it
 // (success: no error).
 void leave_a_stale_error() { (void)dlsym(RTLD_DEFAULT, "tandem_probe_stale_error"); }
 
-void print_lookup(const std::string &what, void *found) {
+void print_lookup(const std::string& what, void* found) {
   const int errno_after = errno;
   const std::string error = text_or_null(dlerror());
   const std::string error_again = text_or_null(dlerror());
@@ -70,31 +70,31 @@ void print_lookup(const std::string &what, void *found) {
               error.c_str(), error_again.c_str());
 }
 
-void probe_dlsym(const Caller &caller, const Handle &handle, const std::string &name) {
+void probe_dlsym(const Caller& caller, const Handle& handle, const std::string& name) {
   leave_a_stale_error();
   errno = 4242;
-  void *found = caller.lookup(handle.handle, name.c_str());
+  void* found = caller.lookup(handle.handle, name.c_str());
   print_lookup(std::string(caller.label) + " dlsym(" + handle.label + ", " + name + ")", found);
 }
 
-void probe_dlvsym(const Caller &caller, const Handle &handle, const std::string &name, const char *version) {
+void probe_dlvsym(const Caller& caller, const Handle& handle, const std::string& name, const char* version) {
   leave_a_stale_error();
   errno = 4242;
-  void *found = caller.versioned_lookup(handle.handle, name.c_str(), version);
+  void* found = caller.versioned_lookup(handle.handle, name.c_str(), version);
   print_lookup(std::string(caller.label) + " dlvsym(" + handle.label + ", " + name + ", " + version + ")", found);
 }
 
 // The resolver of a loaded driver, asked for every name at both ABIs and both
 // stream flavours.
-void probe_resolver(const Handle &driver) {
+void probe_resolver(const Handle& driver) {
   dlerror();
-  const auto resolve = reinterpret_cast<CUresult (*)(const char *, void **, int, cuuint64_t, int *)>(
+  const auto resolve = reinterpret_cast<CUresult (*)(const char*, void**, int, cuuint64_t, int*)>(
       dlsym(driver.handle, "cuGetProcAddress_v2"));
   if (!resolve) return;
-  for (const auto &name : names_to_probe())
+  for (const auto& name : names_to_probe())
     for (int version : {11080, 12000, 13000})
       for (cuuint64_t flags : {kProcAddressDefault, kProcAddressPerThreadStream}) {
-        void *pfn = reinterpret_cast<void *>(0x1);
+        void* pfn = reinterpret_cast<void*>(0x1);
         int status = -1;
         errno = 4242;
         const CUresult result = resolve(name.c_str(), &pfn, version, flags, &status);
@@ -105,22 +105,22 @@ void probe_resolver(const Handle &driver) {
       }
 }
 
-void probe_everything(const std::vector<Handle> &handles) {
+void probe_everything(const std::vector<Handle>& handles) {
   const Caller callers[] = {{"program", &program_dlsym, &program_dlvsym},
                             {"library", &dlsym_probe_library_dlsym, &dlsym_probe_library_dlvsym}};
-  for (const auto &caller : callers)
-    for (const auto &handle : handles)
-      for (const auto &name : names_to_probe()) {
+  for (const auto& caller : callers)
+    for (const auto& handle : handles)
+      for (const auto& name : names_to_probe()) {
         probe_dlsym(caller, handle, name);
-        for (const char *version : {"GLIBC_2.2.5", "libcublas.so.13", "tandem_probe_version"})
+        for (const char* version : {"GLIBC_2.2.5", "libcublas.so.13", "tandem_probe_version"})
           probe_dlvsym(caller, handle, name, version);
       }
-  for (const auto &handle : handles) probe_resolver(handle);
+  for (const auto& handle : handles) probe_resolver(handle);
 }
 
 }  // namespace
 
-int main(int argc, char **argv) {
+int main(int argc, char** argv) {
   std::vector<Handle> handles = {{"RTLD_DEFAULT", RTLD_DEFAULT},
                                  {"RTLD_NEXT", RTLD_NEXT},
                                  {"program", dlopen(nullptr, RTLD_NOW)},
@@ -131,7 +131,7 @@ int main(int argc, char **argv) {
     const std::string argument = argv[i];
     const bool global = argument.rfind("global:", 0) == 0;
     const std::string path = argument.substr(argument.find(':') + 1);
-    void *handle = dlopen(path.c_str(), RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
+    void* handle = dlopen(path.c_str(), RTLD_NOW | (global ? RTLD_GLOBAL : RTLD_LOCAL));
     if (!handle) {
       std::printf("cannot load %s: %s\n", path.c_str(), text_or_null(dlerror()).c_str());
       return 1;

@@ -5,12 +5,12 @@
 
 extern "C" {
 
-__attribute__((visibility("default"))) void *dlsym_probe_library_dlsym(void *handle, const char *name) {
+__attribute__((visibility("default"))) void* dlsym_probe_library_dlsym(void* handle, const char* name) {
   return dlsym(handle, name);
 }
 
-__attribute__((visibility("default"))) void *dlsym_probe_library_dlvsym(void *handle, const char *name,
-                                                                        const char *version) {
+__attribute__((visibility("default"))) void* dlsym_probe_library_dlvsym(void* handle, const char* name,
+                                                                        const char* version) {
   return dlvsym(handle, name, version);
 }
 
