@@ -9,7 +9,7 @@ import sys
 import cupy as cp
 import numpy as np
 
-from program_output import checksum, emit
+from program_output import checksum, emit, skip
 
 SCRAMBLE = r"""
 extern "C" __global__ void scramble(const unsigned int* x, unsigned int* y, int n, unsigned int salt) {
@@ -33,6 +33,10 @@ def scramble_on_host(x, salt):
 
 
 def main():
+    try:
+        cp.cuda.runtime.getDeviceCount()
+    except cp.cuda.runtime.CUDARuntimeError as e:
+        return skip("cupy", "cupy " + cp.__version__ + " sees no GPU: " + str(e))
     rng = np.random.default_rng(18)
     words = rng.integers(0, 1 << 32, size=1 << 20, dtype=np.uint64).astype(np.uint32)
     a = rng.integers(-2, 3, size=(512, 512)).astype(np.float32)

@@ -6,6 +6,7 @@ digest: must be identical with and without `tandem run` (integer-valued or integ
 whatever kernel or algorithm computes them). approx: floating-point results that a different cuBLAS
 algorithm (an SM-count target) may change in the last bits; the test compares them with a tolerance.
 ok: every result matched an independent reference (so a wrong result fails even when both runs agree).
+A program that cannot run here (its framework sees no GPU) prints {"skipped": WHY} as its digest.
 """
 import hashlib
 import json
@@ -22,3 +23,8 @@ def emit(program, digest, approx=None, ok=True):
     sys.stdout.write(json.dumps(line, sort_keys=True) + "\n")
     sys.stdout.flush()
     return 0 if ok else 1
+
+
+def skip(program, why):
+    """The program cannot run here: the test reports it skipped, with `why`."""
+    return emit(program, {"skipped": why})

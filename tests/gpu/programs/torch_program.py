@@ -13,7 +13,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 import torch  # noqa: E402
 
-from program_output import checksum, emit  # noqa: E402
+from program_output import checksum, emit, skip  # noqa: E402
 
 
 def integer_tensor(shape, generator):
@@ -87,6 +87,8 @@ def approx_part(generator):
 
 
 def main():
+    if not torch.cuda.is_available():
+        return skip("torch", "torch " + torch.__version__ + " sees no CUDA GPU")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     # Warn, not fail, where an op has no deterministic kernel: the exact part does not depend on it.
