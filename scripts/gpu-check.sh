@@ -6,7 +6,8 @@
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
-#               shared-gpu mpi-suite run scenarios scenario-tune clocks scenario-clocks
+#               shared-gpu mpi-suite run interposer-programs faults scenarios scenario-tune clocks
+#               scenario-clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -16,7 +17,7 @@ mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,scenarios,scenario-tune,clocks,scenario-clocks ;;
   scaling) sections=environment,tests,suite,tune,multiprocess,mpi-suite ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run ;;
   *) sections=$mode ;;
@@ -80,6 +81,8 @@ section "tests"
 for t in "$root"/build/tests/${TANDEM_TESTS:-test_*}; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   name=$(basename "$t")
+  # These two take minutes: their own sections run them (interposer-programs, faults).
+  case $name in test_interposer_programs | test_faults_gpu) continue ;; esac
   # Full gtest output: when a test hangs and is killed, the log shows which one was running.
   if timeout 240 "$t" > "$logs/$name.log" 2>&1; then result=ok; else result="FAILED($?)"; status=1; fi
   summary=$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')
@@ -249,6 +252,30 @@ if command -v torchrun > /dev/null; then
   done
 fi
 cp "$logs/run-bench-stream-$tag.json" "$out/" 2>/dev/null
+fi
+
+# gtest_section NAME BINARY: one line per test (OK, FAILED, SKIPPED and why) into the summary.
+gtest_section() {
+  local name=$1 binary=$2
+  if timeout 560 "$binary" > "$logs/$name.log" 2>&1; then result=ok; else result="FAILED($?)"; status=1; fi
+  grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z]|^\[          \] ' "$logs/$name.log" | tee -a "$logs/summary.log"
+  printf '%-28s %s %s\n' "$name" "$result" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')" \
+    | tee -a "$logs/summary.log"
+}
+
+if want interposer-programs; then
+section "tandem run: real programs unchanged (priority, shape:3+priority, sm-target:116)"
+# Graph capture, fork, 16 threads, cooperative, cluster and per-thread-stream programs, PyTorch
+# (torch.compile, CUDA graphs), JAX, CuPy and ctypes lookups of every hooked name, each with and
+# without `tandem run`: same digest, same exit code, launches seen (tests/gpu/test_interposer_programs.cpp).
+gtest_section interposer-programs "$root/build/tests/test_interposer_programs"
+fi
+
+if want faults; then
+section "faults: a rank killed, stalled or never joining, under mpirun, torchrun and no launcher"
+# 2 ranks (sharing the GPU when there is one): the other rank exits within --timeout, non-zero,
+# naming the lost rank (tests/gpu/test_faults_gpu.cpp).
+gtest_section faults "$root/build/tests/test_faults_gpu"
 fi
 
 if want scenarios; then

@@ -30,6 +30,18 @@ void run_threads(const BenchOptions& options, int nranks, const std::function<vo
   }
 }
 
+// Rethrows the exception being handled; a tandem::Error gains the names of the ranks this one can
+// see have exited or stopped (a time-out or a transport error alone cannot say who was lost).
+[[noreturn]] void rethrow_naming_lost_peers(const ProcessRank& process) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    const std::string lost = process.lost_peers();
+    if (lost.empty()) throw;
+    throw Error(std::string(e.what()) + "; " + lost, e.file(), e.line());
+  }
+}
+
 void run_process(const BenchOptions& options, int nranks, const std::function<void(RankContext&)>& body,
                  std::vector<std::string>* notes) {
   ProcessRank process(options.launch, options.launch_request, options.timeout_s);
@@ -47,7 +59,7 @@ void run_process(const BenchOptions& options, int nranks, const std::function<vo
     // that no peer waits for this rank in a collective that will never come.
     process.coordinator().fail(std::current_exception());
     if (comm) ncclCommAbort(comm);
-    throw;
+    rethrow_naming_lost_peers(process);
   }
 }
 

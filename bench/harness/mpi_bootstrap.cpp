@@ -65,7 +65,7 @@ bool mpi_available(std::string* why) {
   return m.exchange != nullptr;
 }
 
-MpiExchange mpi_exchange(const std::string& payload, const std::string& identity, int expected_size,
+MpiExchange mpi_exchange(const std::string& payload, const std::string& identity, int my_rank, int expected_size,
                          double timeout_s) {
   std::string why;
   if (!mpi_available(&why)) TANDEM_THROW(why);
@@ -94,9 +94,13 @@ MpiExchange mpi_exchange(const std::string& payload, const std::string& identity
                          state->error, sizeof(state->error));
     done.set_value();
   }).detach();
-  if (finished.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready)
+  if (finished.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready) {
+    // MPI cannot say which rank is missing; of two, it is the other one.
+    const std::string missing =
+        expected_size == 2 && (my_rank == 0 || my_rank == 1) ? "rank " + std::to_string(1 - my_rank) : "a rank";
     TANDEM_THROW("the MPI rendezvous did not complete within " + std::to_string(static_cast<int>(timeout_s)) +
-                 " s (--timeout): a rank did not reach it");
+                 " s (--timeout): " + missing + " did not reach it");
+  }
   if (state->rc != 0) TANDEM_THROW(std::string("MPI rendezvous: ") + state->error);
   if (state->out.size != expected_size)
     TANDEM_THROW("MPI reports " + std::to_string(state->out.size) + " ranks but the launcher's environment " +

@@ -20,7 +20,8 @@ struct MpiExchange {
 // Collective over MPI_COMM_WORLD. `payload` has the same size on every rank (rank 0's content
 // counts); `identity` is at most 1023 bytes. MPI has no time-outs, so the exchange runs on its own
 // thread and this call gives up after `timeout_s` (the thread is left blocked; the caller exits).
-MpiExchange mpi_exchange(const std::string& payload, const std::string& identity, int expected_size,
+// `my_rank` (the launcher's) only serves that time-out's message: with two ranks it names the other.
+MpiExchange mpi_exchange(const std::string& payload, const std::string& identity, int my_rank, int expected_size,
                          double timeout_s);
 
 }  // namespace tandem::bench

@@ -11,6 +11,7 @@
 #include "harness/control_channel.h"
 #include "harness/file_rendezvous.h"
 #include "harness/mpi_bootstrap.h"
+#include "harness/peer_processes.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
 
@@ -91,6 +92,9 @@ ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, 
       const std::string why = judge_gpus(identities);
       if (!why.empty()) TANDEM_THROW(why);
     }
+    // Every rank's process, so that a later failure can name the rank that was lost.
+    for (const auto& text : control_->all_gather(serialize(this_process()), "processes"))
+      peers_.push_back(parse_peer_process(text));
   } catch (...) {
     coordinator_->fail(std::current_exception());
     throw;
@@ -101,6 +105,17 @@ ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, 
 }
 
 ProcessRank::~ProcessRank() = default;
+
+std::string ProcessRank::lost_peers() const {
+  // A killed peer's sockets close while it is still exiting, and a failure can be seen here before
+  // the process table shows the peer gone: look again for a moment before concluding nothing is.
+  for (int look = 0; look < 10; ++look) {
+    const std::string lost = describe_lost_peers(peers_, launch_.rank);
+    if (!lost.empty() || peers_.empty()) return lost;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return "";
+}
 
 std::string ProcessRank::judge_gpus(const std::vector<std::string>& identities) {
   std::vector<GpuIdentity> ids;
@@ -126,7 +141,7 @@ ncclUniqueId ProcessRank::rendezvous_id(const GpuIdentity& me, std::vector<std::
       return id;
     case RendezvousKind::Mpi: {
       if (launch_.rank == 0) TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
-      const MpiExchange ex = mpi_exchange(id_bytes(id), serialize(me), launch_.world_size, timeout_s_);
+      const MpiExchange ex = mpi_exchange(id_bytes(id), serialize(me), launch_.rank, launch_.world_size, timeout_s_);
       if (ex.rank != launch_.rank)
         TANDEM_THROW("MPI says rank " + std::to_string(ex.rank) + " but " + launch_.source + " says " +
                      std::to_string(launch_.rank));

@@ -10,7 +10,8 @@
 //      carry every rank's GPU identity, so a shared GPU is refused before NCCL refuses it tersely;
 //   3. the control channel (an NCCL communicator) forms over that id, within the time-out;
 //   4. identities are compared again over the channel (NCCL_COMM_ID carried none);
-//   5. every later communicator takes its id from rank 0 over the channel.
+//   5. every rank's process (pid, machine) is gathered over the channel, to name a lost rank later;
+//   6. every later communicator takes its id from rank 0 over the channel.
 #include <nccl.h>
 
 #include <memory>
@@ -20,6 +21,7 @@
 #include "harness/coordinator.h"
 #include "harness/gpu_identity.h"
 #include "harness/launch_env.h"
+#include "harness/peer_processes.h"
 
 namespace tandem::bench {
 
@@ -44,6 +46,9 @@ class ProcessRank {
   // Things rank 0 should tell the user (a shared GPU allowed, a derived NCCL_COMM_ID, a fallback).
   const std::vector<std::string>& notes() const { return notes_; }
   Coordinator& coordinator() { return *coordinator_; }
+  // After a failure: the ranks on this machine whose processes have exited or are stopped, e.g.
+  // "rank 1 (pid 4242) has exited"; "" when none is seen (peers elsewhere cannot be looked at).
+  std::string lost_peers() const;
 
   // A non-blocking communicator over every rank with NCCL's default settings, ready on return.
   // Collective; rank 0's unique id travels over the control channel.
@@ -64,6 +69,7 @@ class ProcessRank {
   bool shared_gpu_ = false;
   std::vector<GpuIdentity> gpus_;
   std::vector<std::string> notes_;
+  std::vector<PeerProcess> peers_;  // by rank
   std::unique_ptr<ControlChannel> control_;
   std::unique_ptr<ProcessCoordinator> coordinator_;  // after control_: destroyed first
 };
