@@ -102,13 +102,17 @@ Answer answer_without_us(void* handle, const char* name, const void* caller) {
     a.found = next_after_us(name);
     link_map* caller_map = caller_object(caller);
     a.named_in_error = caller_map;
-    // A library loaded with RTLD_LOCAL also sees its own dependencies (its
-    // local scope, searched after the global one). A link_map is glibc's dlopen
-    // handle; the lookup through it fails with the caller's name, exactly as
-    // glibc's would.
-    if (!a.found && caller_map && !is_program(caller_map) && !precedes_us(caller_map) && caller_map != own_object()) {
-      a.found = real_dlsym()(caller_map, name);
-      if (!a.found) a.failing_handle = caller_map;
+    // A library loaded with RTLD_LOCAL also sees its own dependencies (its local scope, searched
+    // after the global one). A link_map is not always a usable handle: an object loaded as another's
+    // dependency has no search list of its own until it is dlopen()ed (glibc then crashes on it), so
+    // take a real handle with RTLD_NOLOAD, which loads nothing and leaves the object loaded after
+    // dlclose. The failure, if any, is then reported as glibc would, naming the caller.
+    if (!a.found && caller_map && !is_program(caller_map) && !precedes_us(caller_map) && caller_map != own_object() &&
+        caller_map->l_name && caller_map->l_name[0]) {
+      if (void* caller_handle = dlopen(caller_map->l_name, RTLD_LAZY | RTLD_NOLOAD)) {
+        a.found = real_dlsym()(caller_handle, name);
+        dlclose(caller_handle);
+      }
     }
     return a;
   }
