@@ -196,6 +196,17 @@ TEST(Residency, IncompleteDeviceLimitsThrow) {
   EXPECT_THROW(residency(broken, fp(256, 32)), Error);
 }
 
+// Found by tests/fuzz/fuzz_occupancy: an SM with fewer threads than a warp has no warp slot, and the
+// warp occupancy came out 0/0 = NaN instead of an error.
+TEST(Residency, LimitsWithoutAWholeWarpPerSmThrow) {
+  DeviceLimits broken = h200();
+  broken.warp_size = 64;
+  broken.max_threads_per_sm = 2;
+  EXPECT_THROW(residency(broken, fp(256, 32)), Error);
+  broken.max_threads_per_sm = 64;  // one warp slot: a valid, if tiny, SM
+  EXPECT_EQ(residency(broken, fp(64, 32)).blocks_per_sm, 1);
+}
+
 // ---------------------------------------------------------------- dynamic_smem_for_target
 
 TEST(DynamicSmemForTarget, HandComputedPaddings) {
