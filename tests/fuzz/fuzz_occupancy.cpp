@@ -217,7 +217,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         d.max_blocks_per_sm <= 0 || d.regs_per_sm <= 0 || d.max_regs_per_block <= 0 ||
         d.max_regs_per_thread <= 0 || d.reg_alloc_unit <= 0 || d.reg_subpartitions <= 0 ||
         d.smem_per_sm <= 0 || d.max_smem_per_block <= 0 || d.smem_alloc_unit <= 0 ||
-        d.smem_reserved_per_block < 0 || d.max_threads_per_sm < d.warp_size;
+        d.smem_reserved_per_block < 0 || d.max_threads_per_sm < d.warp_size ||
+                            int64_t{d.max_regs_per_thread} * d.warp_size > d.regs_per_sm;
     FUZZ_CHECK(incomplete, describe(d, compute) + ": " + error.what());
     return 0;
   }
