@@ -3,7 +3,9 @@
 # also runs on machines that cannot install anything, once they have the packages). The CUDA
 # toolkit (nvcc, cuBLASLt, NCCL) must already be installed: it is not a distribution package here.
 set -euo pipefail
-packages=(cmake ninja-build g++ git libcli11-dev nlohmann-json3-dev libgtest-dev libopenmpi-dev python3-matplotlib)
+# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): tests/fuzz/run.sh.
+packages=(cmake ninja-build g++ git libcli11-dev nlohmann-json3-dev libgtest-dev libopenmpi-dev python3-matplotlib
+          clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

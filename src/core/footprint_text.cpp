@@ -1,6 +1,7 @@
 #include "tandem/footprint_text.h"
 
 #include <cctype>
+#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -12,6 +13,9 @@ namespace tandem {
 namespace {
 
 constexpr const char* kAcceptedKeys = "threads, regs, smem, dsmem, cluster, name";
+// Far above any GPU's per-block shared memory, and far enough below int64's range that the model's
+// sums of sizes cannot overflow.
+constexpr int64_t kMaxValue = int64_t{1} << 40;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -38,11 +42,19 @@ int64_t parse_number(std::string_view key, std::string_view value, bool sizes) {
     if (iequals(suffix, "KiB")) multiplier = 1024, suffix_ok = true;
     if (iequals(suffix, "MiB")) multiplier = 1024 * 1024, suffix_ok = true;
   }
-  if (digits == 0 || !suffix_ok || digits > 12) {
+  if (digits == 0 || !suffix_ok) {
     TANDEM_THROW("footprint key '" + std::string(key) + "': '" + std::string(value) + "' is not " +
                  (sizes ? "a byte count (e.g. 4096, 48KiB)" : "a non-negative integer"));
   }
-  return std::stoll(std::string(value.substr(0, digits))) * multiplier;
+  // Bounded by value, not by digit count: a digit limit let "1000000MiB" in while its canonical
+  // form in bytes (13 digits) was refused, so footprint_to_string's text did not parse.
+  int64_t count = 0;
+  const auto [end, error] = std::from_chars(value.data(), value.data() + digits, count);
+  (void)end;
+  if (error != std::errc() || count > kMaxValue / multiplier)
+    TANDEM_THROW("footprint key '" + std::string(key) + "': '" + std::string(value) +
+                 "' is too large" + (sizes ? " (at most 1TiB)" : ""));
+  return count * multiplier;
 }
 
 int parse_int(std::string_view key, std::string_view value) {

@@ -41,15 +41,21 @@ namespace {
 int64_t ceil_div(int64_t x, int64_t y) { return (x + y - 1) / y; }
 int64_t round_up(int64_t x, int64_t unit) { return unit > 0 ? ceil_div(x, unit) * unit : x; }
 
-// A DeviceLimits with zero or negative limits is a programming error (a half-filled catalogue entry
-// or a failed device query), not a property of the kernel, so it throws rather than returning 0.
+// A DeviceLimits with zero or negative limits, fewer threads per SM than a warp (no warp slot, so
+// every ratio to the warp slots would divide by zero), or a per-thread register maximum whose warp
+// exceeds the register file (a warp's registers, kept in an int, could overflow it) is a
+// programming error (a half-filled catalogue entry or a failed device query), not a property of
+// the kernel, so it throws rather than returning 0.
 void require_valid(const DeviceLimits& d) {
   TANDEM_REQUIRE(d.warp_size > 0 && d.max_threads_per_sm > 0 && d.max_threads_per_block > 0 &&
                      d.max_blocks_per_sm > 0 && d.regs_per_sm > 0 && d.max_regs_per_block > 0 &&
                      d.max_regs_per_thread > 0 && d.reg_alloc_unit > 0 && d.reg_subpartitions > 0 &&
                      d.smem_per_sm > 0 && d.max_smem_per_block > 0 && d.smem_alloc_unit > 0 &&
-                     d.smem_reserved_per_block >= 0,
-                 "device limits of '" + d.name + "' are incomplete (a limit is zero or negative)");
+                     d.smem_reserved_per_block >= 0 && d.max_threads_per_sm >= d.warp_size &&
+                     int64_t{d.max_regs_per_thread} * d.warp_size <= d.regs_per_sm,
+                 "device limits of '" + d.name +
+                     "' are inconsistent (a limit is zero or negative, an SM has no warp slot, or "
+                     "a warp at the register maximum exceeds the register file)");
 }
 
 int warps_per_block(const DeviceLimits& d, const KernelFootprint& k) {

@@ -57,6 +57,19 @@ TEST(FootprintText, RoundTrips) {
   EXPECT_EQ(parse_footprint(footprint_to_string(k)).name, "nccl");
 }
 
+// Found by tests/fuzz/fuzz_footprint: "1000000MiB" was accepted, but its canonical text in bytes
+// (1048576000000, 13 digits) was refused, so the round trip failed. Sizes are bounded by value now.
+TEST(FootprintText, LargeSizesRoundTripAndTooLargeOnesAreRefused) {
+  const KernelFootprint k = parse_footprint("threads=32,regs=8,smem=1000000MiB");
+  EXPECT_EQ(k.static_smem, int64_t{1000000} * 1024 * 1024);
+  EXPECT_EQ(parse_footprint(footprint_to_string(k)).static_smem, k.static_smem);
+  EXPECT_EQ(parse_footprint("threads=32,regs=8,dsmem=1048576MiB").dynamic_smem, int64_t{1} << 40);
+  EXPECT_NE(error_of("threads=32,regs=8,dsmem=1048577MiB").find("'dsmem'"), std::string::npos);
+  EXPECT_NE(error_of("threads=32,regs=8,smem=1099511627777").find("too large"), std::string::npos);
+  EXPECT_NE(error_of("threads=32,regs=8,smem=99999999999999999999999MiB").find("'smem'"),
+            std::string::npos);
+}
+
 TEST(FootprintText, UnknownKeyNamesItAndTheAcceptedKeys) {
   const std::string what = error_of("threads=256,regz=32");
   EXPECT_NE(what.find("'regz'"), std::string::npos) << what;

@@ -196,6 +196,31 @@ TEST(Residency, IncompleteDeviceLimitsThrow) {
   EXPECT_THROW(residency(broken, fp(256, 32)), Error);
 }
 
+// Found by tests/fuzz/fuzz_occupancy: an SM with fewer threads than a warp has no warp slot, and the
+// warp occupancy came out 0/0 = NaN instead of an error.
+TEST(Residency, LimitsWithoutAWholeWarpPerSmThrow) {
+  DeviceLimits broken = h200();
+  broken.warp_size = 64;
+  broken.max_threads_per_sm = 2;
+  EXPECT_THROW(residency(broken, fp(256, 32)), Error);
+  broken.max_threads_per_sm = 64;  // one warp slot: a valid, if tiny, SM
+  EXPECT_EQ(residency(broken, fp(64, 32)).blocks_per_sm, 1);
+}
+
+// Found by tests/fuzz/fuzz_occupancy: with a per-thread register maximum no register file could
+// hold (2^24 registers x 4096-thread warps), a warp's registers overflowed the model's int and a
+// footprint of 2^20 registers per thread came out resident.
+TEST(Residency, LimitsWhoseRegisterMaximumExceedsTheRegisterFileThrow) {
+  DeviceLimits broken = h200();
+  broken.warp_size = 4096;
+  broken.max_threads_per_sm = 16384;
+  broken.max_threads_per_block = 4096;
+  broken.max_regs_per_thread = 1 << 24;
+  EXPECT_THROW(residency(broken, fp(4096, 1 << 20)), Error);
+  // Every catalogue GPU keeps a warp at its register maximum within its register file.
+  for (const DeviceLimits& gpu : gpu_catalog()) EXPECT_NO_THROW(residency(gpu, fp(256, 32))) << gpu.name;
+}
+
 // ---------------------------------------------------------------- dynamic_smem_for_target
 
 TEST(DynamicSmemForTarget, HandComputedPaddings) {
