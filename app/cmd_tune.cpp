@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
 
 #include "bench_cli.h"
@@ -12,9 +12,12 @@
 #include "harness/scenario_runner.h"
 #include "harness/tuner.h"
 #include "tandem/error.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::cli {
 namespace {
+
+constexpr int kMaxShow = 1000;
 
 struct TuneCli {
   std::shared_ptr<BenchCli> bench = std::make_shared<BenchCli>();
@@ -24,8 +27,7 @@ struct TuneCli {
 
 // One case's policy file: comments saying what was tuned and how well, then the policy.
 void write_policy_file(const std::string& path, const bench::TunedCase& c, const bench::RunInfo& info) {
-  std::ofstream out(path);
-  if (!out) TANDEM_THROW("cannot write policy file '" + path + "'");
+  std::ostringstream out;
   const bench::Row& t = c.tuned;
   out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
       << "# " << t.workload << " x " << t.collective << " " << bench::size_text(t.bytes) << " " << t.dtype << " on "
@@ -34,7 +36,8 @@ void write_policy_file(const std::string& path, const bench::TunedCase& c, const
       << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100) << " %, paper "
       << std::lround(c.paper.efficiency * 100) << " %)\n"
       << t.policy << "\n";
-  if (!out) TANDEM_THROW("writing policy file '" + path + "' failed");
+  // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
+  write_file_atomically(path, out.str());
 }
 
 // With several cases, one file each: FILE becomes FILE-stem.workload.collective.size.policy.
@@ -47,7 +50,13 @@ std::string policy_path(const std::string& base, const bench::Row& r, size_t cas
 }
 
 int run(const TuneCli& cli) {
-  const bench::BenchOptions options = resolve_bench_options(*cli.bench);
+  checking_input([&] {
+    TANDEM_CHECK_INPUT(cli.show >= 0 && cli.show <= kMaxShow, "--show " + std::to_string(cli.show) +
+                                                                  " is out of bounds: from 0 to " +
+                                                                  std::to_string(kMaxShow));
+  });
+  // The policy file's folder is checked now; with several cases the files lie beside it.
+  const bench::BenchOptions options = resolve_bench_options(*cli.bench, {{"--out", cli.policy_file}});
   const int nranks = resolve_ranks(options);
   bench::RunInfo info = describe_run(options, nranks, "tune");
   // With one process per rank, only rank 0 prints and writes files.
@@ -93,9 +102,8 @@ int run(const TuneCli& cli) {
   for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
   std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);
   if (!options.json_path.empty()) {
-    auto doc = bench::to_json(info, json_rows, outcome.notes);
+    auto doc = results_json(info, json_rows, outcome.notes, true, bench::is_scenario(options.workloads.front()));
     doc["tune_seconds"] = seconds;
-    if (bench::is_scenario(options.workloads.front())) bench::add_scenario_json_fields(doc);
     write_json(options.json_path, doc);
   }
   int64_t wrong = 0;
@@ -109,8 +117,11 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   auto cli = std::make_shared<TuneCli>();
   CLI::App* cmd = app.add_subcommand("tune", "Search the policy space for each case and write the best as a policy file");
   add_bench_options(cmd, cli->bench);
-  cmd->add_option("-o,--out", cli->policy_file, "Policy file to write (one per case when several)");
-  cmd->add_option("--show", cli->show, "Candidates listed per case, fastest first");
+  cmd->add_option("-o,--out", cli->policy_file,
+                  "Policy file to write (one per case when several, beside it); default tandem-tuned.policy. Its "
+                  "folder must be writable before the search starts");
+  cmd->add_option("--show", cli->show,
+                  "Candidates listed per case, fastest first, from 0 to " + std::to_string(kMaxShow) + " (default 8)");
   cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
 }
 
