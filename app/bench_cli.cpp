@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "command_line.h"
 #include "harness/mpi_bootstrap.h"
@@ -14,20 +13,12 @@
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/error.h"
+#include "tandem/printable.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::cli {
 namespace {
-
-void parse_gemm_shape(const std::string& text, bench::WorkloadOptions& w) {
-  long long m = 0, n = 0, k = 0;
-  char x1 = 0, x2 = 0;
-  if (std::sscanf(text.c_str(), "%lld%c%lld%c%lld", &m, &x1, &n, &x2, &k) != 5 || x1 != 'x' || x2 != 'x' || m <= 0 ||
-      n <= 0 || k <= 0)
-    TANDEM_THROW("bad --gemm-shape '" + text + "'; expected MxNxK, e.g. 8192x8192x8192");
-  w.m = m;
-  w.n = n;
-  w.k = k;
-}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -35,106 +26,149 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-}  // namespace
-
-void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
-  auto& o = cli->options;
-  cmd->add_option("-g,--gpus", o.gpus, "GPUs (ranks) to use, one thread each; default: all visible");
-  cmd->add_option("--workload", o.workloads,
-                  "Compute workloads: gemm, tiled-gemm, stream; or training scenarios (docs/WORKLOADS.md): "
-                  "dp-backward, tp-mlp, tp-attention, fsdp, moe")
-      ->delimiter(',');
-  cmd->add_option("--collective", o.collectives, "Collectives: all-reduce, all-gather, reduce-scatter, all-to-all")
-      ->delimiter(',');
-  cmd->add_option("-d,--dtype", cli->dtype, "bf16, fp16 or fp32 (collective and GEMM)");
-  cmd->add_option("-b,--minbytes", cli->min_bytes, "Smallest collective size, e.g. 64M (default 512M)");
-  cmd->add_option("-e,--maxbytes", cli->max_bytes, "Largest collective size (default: --minbytes)");
-  cmd->add_option("-f,--stepfactor", o.step_factor, "Size multiplier between steps");
-  cmd->add_option("--gemm-shape", cli->gemm_shape, "MxNxK for gemm and tiled-gemm (defaults 8192x8192x8192, 4096x4096x512)");
-  cmd->add_option("--stream-bytes", cli->stream_bytes, "Bytes per stream array (default 256M)");
-  cmd->add_flag("--balance,!--no-balance", o.balance, "Choose the compute count so t_compute ~ t_comm (default on)");
-  cmd->add_flag("--balance-size", o.balance_size,
-                "Then resize the collective until t_comm is within 5 % of t_compute, at most 3 times (for compute units too coarse to match it)");
-  cmd->add_option("--count", o.count, "Fixed compute units per step (turns --balance off)")
-      ->each([cli](const std::string&) { cli->fixed_count = true; });
-  cmd->add_flag("--in-place", o.in_place,
-                "Collectives in place: all-gather input in its chunk of the output, all-reduce on one buffer, "
-                "reduce-scatter output in its chunk of the input (not all-to-all)");
-  cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0, default 1)");
-  cmd->add_option("-n,--iters", o.iters, "Timed steps per measurement");
-  cmd->add_option("--warmup", o.warmup, "Untimed steps before each measurement");
-  cmd->add_option("--timeout", o.timeout_s, "Seconds before an unfinished step aborts the communicators");
-  cmd->add_option("--json", o.json_path, "Write results as JSON (docs/BENCH_JSON.md)");
-  cmd->add_flag("-q,--quiet", cli->quiet, "No progress lines on stderr");
-  // Several processes (README "Several processes and nodes"): mpirun, torchrun, srun.
-  auto& l = o.launch_request;
-  cmd->add_option("--launch", l.launch,
-                  "auto (default: from the launcher's environment), threads, mpi, torchrun, slurm or env")
-      ->check(CLI::IsMember({"auto", "threads", "mpi", "torchrun", "slurm", "env"}));
-  cmd->add_option("--rendezvous", l.rendezvous,
-                  "Directory where one-process-per-rank runs meet (shared across nodes); default $TANDEM_RENDEZVOUS, "
-                  "NCCL_COMM_ID, MPI, or a folder under /tmp");
-  cmd->add_option("--device", l.device, "With one process per rank: this process's GPU (default: its local rank)")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--allow-shared-gpu", l.allow_shared_gpu, "With one process per rank: let ranks share a GPU");
-  // Training scenarios (docs/WORKLOADS.md).
-  auto& sc = o.scenario;
-  cmd->add_option("--hidden", sc.hidden, "Scenarios: model hidden size (default 4096)");
-  cmd->add_option("--seq", sc.seq, "Scenarios: tokens per micro-batch per rank (default 4096)");
-  cmd->add_option("--layers", sc.layers, "Scenarios: transformer layers (default 4)");
-  cmd->add_option("--ffn", sc.ffn, "Scenarios: MLP width (default 3.5 x hidden, rounded up to 128)");
-  cmd->add_option("--heads", sc.heads, "Scenarios: attention heads (default hidden / 128)");
-  cmd->add_option("--kv-heads", sc.kv_heads, "Scenarios: key/value heads (default min(8, heads))");
-  cmd->add_option("--bucket-mb", sc.bucket_mb, "dp-backward: DDP bucket cap in MiB (default 25)");
-  cmd->add_option("--first-bucket-mb", sc.first_bucket_mb, "dp-backward: DDP first-bucket cap in MiB (default 1)");
-  cmd->add_option("--micro-batches", sc.micro_batches,
-                  "tp-mlp, tp-attention, moe: interleaved micro-batches (default 2)");
-  cmd->add_flag("--sequence-parallel", sc.sequence_parallel,
-                "tp-mlp, tp-attention: all-gather + reduce-scatter instead of all-reduce");
-  cmd->add_option("--experts", sc.experts, "moe: experts in total (default 8)");
-  cmd->add_option("--top-k", sc.top_k, "moe: experts per token (default 2)");
-  cmd->add_option("--expert-ffn", sc.expert_ffn, "moe: expert MLP width (default: --ffn)");
+std::string rendezvous_of(const bench::BenchOptions& o) {
+  // The same choice the ranks make when they meet (harness/process_rank.h).
+  const bool mpi = o.launch.mode == bench::LaunchMode::Mpi && bench::mpi_available();
+  return bench::choose_rendezvous(o.launch, o.launch_request, bench::process_environment(), mpi).describe();
 }
 
-bench::BenchOptions resolve_bench_options(const BenchCli& cli) {
-  bench::BenchOptions o = cli.options;
-  o.dtype = bench::parse_dtype(cli.dtype);
-  if (!cli.policies.empty()) {
-    o.policies = parse_policy_list(cli.policies);
-    o.policies_given = true;
-  }
-  if (!cli.min_bytes.empty()) o.min_bytes = bench::parse_size(cli.min_bytes);
-  if (!cli.max_bytes.empty()) o.max_bytes = bench::parse_size(cli.max_bytes);
-  else if (!cli.min_bytes.empty()) o.max_bytes = o.min_bytes;
-  if (!cli.stream_bytes.empty()) o.workload.stream_bytes = static_cast<int64_t>(bench::parse_size(cli.stream_bytes));
-  if (!cli.gemm_shape.empty()) parse_gemm_shape(cli.gemm_shape, o.workload);
-  if (cli.fixed_count) o.balance = false;
-  o.check = cli.check != 0;
-  o.progress = !cli.quiet;
-  o.launch = bench::detect_launch(o.launch_request.launch, bench::process_environment());
-  bench::validate(o);  // before any GPU is touched: bad input fails the same way everywhere
-  return o;
-}
-
-int resolve_ranks(const bench::BenchOptions& options) {
+// resolve_ranks' checks.
+int count_ranks(const bench::BenchOptions& options) {
   const int visible = visible_gpu_count();
   const bench::LaunchEnv& launch = options.launch;
   int nranks = 0;
   if (launch.is_process_mode()) {
     if (options.gpus && options.gpus != launch.world_size)
-      TANDEM_THROW("--gpus " + std::to_string(options.gpus) + " but the launcher started " +
-                   std::to_string(launch.world_size) + " ranks (" + launch.source + "), one GPU each");
+      TANDEM_USER_ERROR("--gpus " + std::to_string(options.gpus) + " but the launcher started " +
+                        std::to_string(launch.world_size) + " ranks (" + launch.source + "), one GPU each");
     bench::choose_device(launch, options.launch_request, visible);  // a bad mapping fails before any rendezvous
     nranks = launch.world_size;
   } else {
     if (options.gpus > visible)
-      TANDEM_THROW("--gpus " + std::to_string(options.gpus) + " but only " + std::to_string(visible) +
-                   " GPU(s) are visible");
+      TANDEM_USER_ERROR("--gpus " + std::to_string(options.gpus) + " but only " + std::to_string(visible) +
+                        " GPU(s) are visible");
     nranks = options.gpus ? options.gpus : visible;
   }
   bench::validate_for_ranks(options, nranks);
   if (bench::is_scenario(options.workloads.front())) bench::validate_scenarios(options, nranks);
+  if (launch.is_process_mode()) rendezvous_of(options);  // ranks on several nodes with nowhere to meet
   return nranks;
+}
+
+}  // namespace
+
+void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
+  auto& o = cli->options;
+  const std::string max_bytes = bench::size_text(bench::kMaxBytes);
+  const std::string max_iters = std::to_string(bench::kMaxIters);
+  cmd->add_option("-g,--gpus", o.gpus,
+                  "GPUs (ranks) to use, one thread each; default: all visible (at most " +
+                      std::to_string(bench::kMaxGpus) + ")");
+  cmd->add_option("--workload", o.workloads,
+                  "Compute workloads: gemm, tiled-gemm, stream; or training scenarios (docs/WORKLOADS.md): "
+                  "dp-backward, tp-mlp, tp-attention, fsdp, moe. Each once")
+      ->delimiter(',');
+  cmd->add_option("--collective", o.collectives,
+                  "Collectives: all-reduce, all-gather, reduce-scatter, all-to-all. Each once")
+      ->delimiter(',');
+  cmd->add_option("-d,--dtype,--datatype", cli->dtype, "bf16, fp16 or fp32 (collective and GEMM)");
+  cmd->add_option("-b,--minbytes", cli->min_bytes,
+                  "Smallest collective size, e.g. 64M: B, K, M, G (binary); default 512M, at most " + max_bytes);
+  cmd->add_option("-e,--maxbytes", cli->max_bytes, "Largest collective size (default: --minbytes)");
+  cmd->add_option("-f,--stepfactor", o.step_factor,
+                  "Size multiplier between steps (default 2), from 1.01 to 1024; at most " +
+                      std::to_string(bench::kMaxSweepSizes) + " sizes from -b to -e");
+  cmd->add_option("--gemm-shape", cli->gemm_shape,
+                  "MxNxK for gemm and tiled-gemm, each from 1 to " + std::to_string(bench::kMaxGemmDim) +
+                      " (defaults 8192x8192x8192, 4096x4096x512)");
+  cmd->add_option("--stream-bytes", cli->stream_bytes,
+                  "Bytes per stream array (default 256M), from 1 to " + max_bytes);
+  cmd->add_flag("--balance,!--no-balance", o.balance, "Choose the compute count so t_compute ~ t_comm (default on)");
+  cmd->add_flag("--balance-size", o.balance_size,
+                "Then resize the collective until t_comm is within 5 % of t_compute, at most 3 times (for compute units too coarse to match it)");
+  cmd->add_option("--count", o.count, "Fixed compute units per step, from 1 to " + max_iters + " (turns --balance off)")
+      ->each([cli](const std::string&) { cli->fixed_count = true; });
+  cmd->add_flag("--in-place", o.in_place,
+                "Collectives in place: all-gather input in its chunk of the output, all-reduce on one buffer, "
+                "reduce-scatter output in its chunk of the input (not all-to-all)");
+  cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0, default 1)");
+  cmd->add_option("-n,--iters", o.iters, "Timed steps per measurement, from 1 to " + max_iters + " (default 20)");
+  cmd->add_option("-w,--warmup,--warmup_iters", o.warmup,
+                  "Untimed steps before each measurement, from 0 to " + max_iters + " (default 5)");
+  cmd->add_option("-T,--timeout", o.timeout_s,
+                  "Seconds before an unfinished step aborts the communicators: above 0, at most 604800 (a week); "
+                  "default 120");
+  cmd->add_option("--json", o.json_path,
+                  "Write results as JSON (docs/BENCH_JSON.md); the file's folder must be writable before the run");
+  cmd->add_flag("-q,--quiet", cli->quiet, "No progress lines on stderr");
+  // Several processes (README "Several processes and nodes"): mpirun, torchrun, srun.
+  auto& l = o.launch_request;
+  cmd->add_option("--launch", l.launch,
+                  "auto (default: from the launcher's environment), threads, mpi, torchrun, slurm or env; "
+                  "launcher world sizes up to " + std::to_string(bench::kMaxWorldSize))
+      ->check(CLI::IsMember({"auto", "threads", "mpi", "torchrun", "slurm", "env"}));
+  cmd->add_option("--rendezvous", l.rendezvous,
+                  "Directory where one-process-per-rank runs meet (shared across nodes); default $TANDEM_RENDEZVOUS, "
+                  "NCCL_COMM_ID, MPI, or a folder under /tmp");
+  cmd->add_option("--device", l.device,
+                  "With one process per rank: this process's GPU, from 0 to " + std::to_string(bench::kMaxDevice) +
+                      " (default: its local rank)");
+  cmd->add_flag("--allow-shared-gpu", l.allow_shared_gpu, "With one process per rank: let ranks share a GPU");
+  // Training scenarios (docs/WORKLOADS.md).
+  auto& sc = o.scenario;
+  cmd->add_option("--hidden", sc.hidden, "Scenarios: model hidden size, 1 to 131072 (default 4096)");
+  cmd->add_option("--seq", sc.seq, "Scenarios: tokens per micro-batch per rank, 1 to 1048576 (default 4096)");
+  cmd->add_option("--layers", sc.layers, "Scenarios: transformer layers, 1 to 1024 (default 4)");
+  cmd->add_option("--ffn", sc.ffn, "Scenarios: MLP width, up to 1048576 (default 3.5 x hidden, rounded up to 128)");
+  cmd->add_option("--heads", sc.heads, "Scenarios: attention heads, up to 4096 (default hidden / 128)");
+  cmd->add_option("--kv-heads", sc.kv_heads, "Scenarios: key/value heads, up to 4096 (default min(8, heads))");
+  cmd->add_option("--bucket-mb", sc.bucket_mb, "dp-backward: DDP bucket cap in MiB, above 0, at most 1048576 (default 25)");
+  cmd->add_option("--first-bucket-mb", sc.first_bucket_mb,
+                  "dp-backward: DDP first-bucket cap in MiB, above 0, at most 1048576 (default 1)");
+  cmd->add_option("--micro-batches", sc.micro_batches,
+                  "tp-mlp, tp-attention, moe: interleaved micro-batches, 1 to 1024 (default 2)");
+  cmd->add_flag("--sequence-parallel", sc.sequence_parallel,
+                "tp-mlp, tp-attention: all-gather + reduce-scatter instead of all-reduce");
+  cmd->add_option("--experts", sc.experts, "moe: experts in total, 1 to 4096 (default 8)");
+  cmd->add_option("--top-k", sc.top_k, "moe: experts per token, 1 to --experts (default 2)");
+  cmd->add_option("--expert-ffn", sc.expert_ffn, "moe: expert MLP width, up to 1048576 (default: --ffn)");
+}
+
+bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector<OutputFile>& more_outputs) {
+  // Everything here checks what the user gave: any error reads as one plain line.
+  return checking_input([&] {
+    bench::BenchOptions o = cli.options;
+    o.dtype = bench::parse_dtype(cli.dtype);
+    if (!cli.policies.empty()) {
+      o.policies = parse_policy_list(cli.policies);
+      o.policies_given = true;
+    }
+    if (!cli.min_bytes.empty()) o.min_bytes = bench::parse_size(cli.min_bytes, "--minbytes");
+    if (!cli.max_bytes.empty()) o.max_bytes = bench::parse_size(cli.max_bytes, "--maxbytes");
+    else if (!cli.min_bytes.empty()) o.max_bytes = o.min_bytes;
+    if (!cli.stream_bytes.empty()) {
+      o.workload.stream_bytes = static_cast<int64_t>(bench::parse_size(cli.stream_bytes, "--stream-bytes"));
+      TANDEM_CHECK_INPUT(o.workload.stream_bytes > 0, "--stream-bytes must be positive (got " +
+                                                          quoted_value(cli.stream_bytes) + ")");
+    }
+    if (!cli.gemm_shape.empty()) bench::parse_gemm_shape(cli.gemm_shape, o.workload);
+    if (cli.fixed_count) o.balance = false;
+    TANDEM_CHECK_INPUT(cli.check == 0 || cli.check == 1,
+                       "--check " + std::to_string(cli.check) + ": expected 1 (check every result) or 0");
+    o.check = cli.check != 0;
+    o.progress = !cli.quiet;
+    o.launch = bench::detect_launch(o.launch_request.launch, bench::process_environment());
+    bench::validate(o);  // before any GPU is touched: bad input fails the same way everywhere
+    std::vector<OutputFile> outputs = {{"--json", o.json_path}, {"--trace", o.trace_path}};
+    outputs.insert(outputs.end(), more_outputs.begin(), more_outputs.end());
+    // Only rank 0 writes; the other ranks may not even share its file system.
+    if (prints(o)) bench::check_output_files(outputs);
+    return o;
+  });
+}
+
+int resolve_ranks(const bench::BenchOptions& options) {
+  return checking_input([&] { return count_ranks(options); });
 }
 
 bool prints(const bench::BenchOptions& options) { return options.launch.rank == 0; }
@@ -159,11 +193,7 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
   info.launch = bench::to_string(o.launch.mode);
   info.world_size = nranks;
   if (o.launch.is_process_mode()) {
-    // The same choice the ranks make when they meet (harness/process_rank.h); an impossible one (ranks
-    // on several nodes, nothing shared) fails here, before any GPU work.
-    const bool mpi = o.launch.mode == bench::LaunchMode::Mpi && bench::mpi_available();
-    info.rendezvous =
-        bench::choose_rendezvous(o.launch, o.launch_request, bench::process_environment(), mpi).describe();
+    info.rendezvous = rendezvous_of(o);
   }
   if (bench::is_scenario(o.workloads.front())) {  // validate() forbids mixing them with microbenchmarks
     info.config = bench::scenario_config_lines(o, nranks);
@@ -198,11 +228,15 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
   return info;
 }
 
+nlohmann::json results_json(const bench::RunInfo& info, const std::vector<bench::Row>& rows,
+                            const std::vector<std::string>& notes, bool complete, bool scenarios) {
+  nlohmann::json doc = bench::to_json(info, rows, notes, complete);
+  if (scenarios) bench::add_scenario_json_fields(doc);
+  return doc;
+}
+
 void write_json(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream out(path);
-  if (!out) TANDEM_THROW("cannot write JSON file '" + path + "'");
-  out << doc.dump(2) << "\n";
-  if (!out) TANDEM_THROW("writing JSON file '" + path + "' failed");
+  write_file_atomically(path, bench::json_text(doc, 2) + "\n");
 }
 
 }  // namespace tandem::cli

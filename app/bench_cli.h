@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness/bench_options.h"
 #include "harness/report.h"
@@ -23,16 +25,23 @@ struct BenchCli {
 
 // Adds the workload, collective, size, timing and checking options to `cmd`.
 void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli);
-// Resolves and validates (no GPU needed) the parsed options.
-bench::BenchOptions resolve_bench_options(const BenchCli& cli);
+// A result file and the flag that named it, e.g. {"--out", "tandem-tuned.policy"}.
+using OutputFile = std::pair<std::string, std::string>;
+// Resolves and validates (no GPU needed) the parsed options, the launcher's variables, and that the
+// result files (--json, --trace and `more_outputs`) can be written. Throws tandem::UserError.
+bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector<OutputFile>& more_outputs = {});
 // Checks the GPU count and returns the number of ranks to run on: the visible GPUs (or --gpus) in
 // the threads mode, the launcher's world size when a launcher started one process per rank.
+// Throws tandem::UserError (no GPU visible, too few, a rank with no GPU or nowhere to meet).
 int resolve_ranks(const bench::BenchOptions& options);
 // Whether this process prints (headers, rows, progress, JSON): only rank 0 does.
 bool prints(const bench::BenchOptions& options);
 // Versions, GPU and configuration, for headers and JSON.
 bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool);
-// Writes `doc` to `path`, throwing on failure.
+// The results document (docs/BENCH_JSON.md); `scenarios`: the rows are training scenarios'.
+nlohmann::json results_json(const bench::RunInfo& info, const std::vector<bench::Row>& rows,
+                            const std::vector<std::string>& notes, bool complete, bool scenarios);
+// Writes `doc` to `path` atomically (tandem/safe_file.h), as valid UTF-8; throws on failure.
 void write_json(const std::string& path, const nlohmann::json& doc);
 
 }  // namespace tandem::cli

@@ -8,6 +8,7 @@
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/error.h"
 #include "tandem/policy.h"
 
 namespace tandem::cli {
@@ -22,7 +23,8 @@ void print_registries() {
 }
 
 void print_gpus() {
-  const int n = visible_gpu_count();
+  // No GPU (or no driver) is the machine's state, not tandem's failure: one plain line.
+  const int n = checking_input([] { return visible_gpu_count(); });
   const SoftwareVersions v = software_versions();
   std::printf("# driver CUDA %s, runtime CUDA %s, NCCL %s\n", v.driver_text().c_str(), v.runtime_text().c_str(),
               v.nccl_text().c_str());

@@ -6,7 +6,6 @@
 // compute blocks now, or only once one of them retires (which is when priority decides who goes
 // first). The level shape:auto would pick is marked.
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,10 +13,13 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "harness/bench_options.h"
+#include "harness/report.h"
 #include "tandem/error.h"
 #include "tandem/footprint_text.h"
 #include "tandem/gpu_catalog.h"
 #include "tandem/occupancy.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::cli {
 
@@ -154,26 +156,26 @@ void write_json(const std::string& path, const std::string& key, const DeviceLim
       {"levels", levels_json},
       {"auto", chosen ? nlohmann::json{{"blocks_per_sm", chosen->blocks_per_sm}, {"dynamic_smem", chosen->dynamic_smem}}
                       : nlohmann::json(nullptr)}};
-  std::ofstream file(path);
-  TANDEM_REQUIRE(file.good(), "cannot open '" + path + "' for writing");
-  file << out.dump(2) << "\n";
-  TANDEM_REQUIRE(file.good(), "cannot write '" + path + "'");
+  write_file_atomically(path, bench::json_text(out, 2) + "\n");
 }
 
 void run_plan(const PlanOptions& opt) {
-  const DeviceLimits& gpu = gpu_limits(opt.gpu);
+  // What the user gave, checked before anything is printed: any error reads as one plain line.
+  const DeviceLimits& gpu = checking_input([&]() -> const DeviceLimits& { return gpu_limits(opt.gpu); });
   const std::string key = catalog_key_of(gpu);
-  const KernelFootprint kernel = parse_footprint(opt.kernel);
+  const KernelFootprint kernel = checking_input([&] { return parse_footprint(opt.kernel); });
   const bool comm_is_default = opt.comm.empty();
-  const KernelFootprint comm = comm_is_default ? typical_nccl_footprint(gpu) : parse_footprint(opt.comm);
+  const KernelFootprint comm =
+      comm_is_default ? typical_nccl_footprint(gpu) : checking_input([&] { return parse_footprint(opt.comm); });
 
   const Residency natural = residency(gpu, kernel);
-  if (natural.blocks_per_sm < 1)
-    TANDEM_THROW("kernel " + footprint_to_string(kernel) + " cannot be resident on " + key + " (" +
-                 to_string(natural.limiter) + ")");
-  if (residency(gpu, comm).blocks_per_sm < 1)
-    TANDEM_THROW("comm " + footprint_to_string(comm) + " cannot be resident on " + key + " (" +
-                 to_string(residency(gpu, comm).limiter) + ")");
+  TANDEM_CHECK_INPUT(natural.blocks_per_sm >= 1, "kernel " + footprint_to_string(kernel) +
+                                                     " cannot be resident on " + key + " (" +
+                                                     to_string(natural.limiter) + ")");
+  TANDEM_CHECK_INPUT(residency(gpu, comm).blocks_per_sm >= 1, "comm " + footprint_to_string(comm) +
+                                                                  " cannot be resident on " + key + " (" +
+                                                                  to_string(residency(gpu, comm).limiter) + ")");
+  checking_input([&] { bench::check_output_files({{"--json", opt.json_path}}); });
 
   const auto chosen = least_shaping_with_room(gpu, kernel, comm);
   const auto levels = plan_levels(gpu, kernel, comm, chosen);
@@ -209,7 +211,8 @@ void add_plan_command(CLI::App& app, int& exit_code) {
       ->required();
   plan->add_option("--comm", opt->comm,
                    "communication CTA footprint, same syntax (default: a typical NCCL channel CTA for the GPU)");
-  plan->add_option("--json", opt->json_path, "also write the plan as JSON to this file");
+  plan->add_option("--json", opt->json_path,
+                   "also write the plan as JSON to this file (its folder must be writable; checked first)");
   plan->callback([opt, &exit_code] {
     run_plan(*opt);
     exit_code = 0;

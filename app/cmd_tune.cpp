@@ -4,17 +4,23 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "bench_cli.h"
 #include "commands.h"
 #include "harness/scenario_runner.h"
 #include "harness/tuner.h"
 #include "tandem/error.h"
+#include "tandem/printable.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::cli {
 namespace {
+
+constexpr int kMaxShow = 1000;
 
 struct TuneCli {
   std::shared_ptr<BenchCli> bench = std::make_shared<BenchCli>();
@@ -23,9 +29,8 @@ struct TuneCli {
 };
 
 // One case's policy file: comments saying what was tuned and how well, then the policy.
-void write_policy_file(const std::string& path, const bench::TunedCase& c, const bench::RunInfo& info) {
-  std::ofstream out(path);
-  if (!out) TANDEM_THROW("cannot write policy file '" + path + "'");
+std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& info) {
+  std::ostringstream out;
   const bench::Row& t = c.tuned;
   out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
       << "# " << t.workload << " x " << t.collective << " " << bench::size_text(t.bytes) << " " << t.dtype << " on "
@@ -34,7 +39,20 @@ void write_policy_file(const std::string& path, const bench::TunedCase& c, const
       << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100) << " %, paper "
       << std::lround(c.paper.efficiency * 100) << " %)\n"
       << t.policy << "\n";
-  if (!out) TANDEM_THROW("writing policy file '" + path + "' failed");
+  return out.str();
+}
+
+// A case's rows in the JSON: every candidate of the search, then the final round's (the comparison
+// the summary prints, and docs/PERFORMANCE.md tabulates).
+void append_case_rows(const bench::TunedCase& c, std::vector<bench::Row>& rows) {
+  rows.insert(rows.end(), c.candidates.begin(), c.candidates.end());
+  for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) rows.push_back(*r);
+}
+
+// The cases run_tune will tune, for the policy files' names before the last case is done.
+size_t expected_cases(const bench::BenchOptions& o) {
+  if (bench::is_scenario(o.workloads.front())) return o.workloads.size();
+  return o.workloads.size() * o.collectives.size() * bench::size_sweep(o.min_bytes, o.max_bytes, o.step_factor).size();
 }
 
 // With several cases, one file each: FILE becomes FILE-stem.workload.collective.size.policy.
@@ -47,7 +65,13 @@ std::string policy_path(const std::string& base, const bench::Row& r, size_t cas
 }
 
 int run(const TuneCli& cli) {
-  const bench::BenchOptions options = resolve_bench_options(*cli.bench);
+  checking_input([&] {
+    TANDEM_CHECK_INPUT(cli.show >= 0 && cli.show <= kMaxShow, "--show " + std::to_string(cli.show) +
+                                                                  " is out of bounds: from 0 to " +
+                                                                  std::to_string(kMaxShow));
+  });
+  // The policy file's folder is checked now; with several cases the files lie beside it.
+  const bench::BenchOptions options = resolve_bench_options(*cli.bench, {{"--out", cli.policy_file}});
   const int nranks = resolve_ranks(options);
   bench::RunInfo info = describe_run(options, nranks, "tune");
   // With one process per rank, only rank 0 prints and writes files.
@@ -56,10 +80,30 @@ int run(const TuneCli& cli) {
     std::fputs(bench::header_text(info).c_str(), stdout);
     std::fflush(stdout);
   }
+  const bool scenarios = bench::is_scenario(options.workloads.front());
+  // Each case's policy file, and the JSON so far (marked incomplete), are written as soon as the case
+  // is tuned: Ctrl-C or a lost rank during a long search keeps every case finished before it. A
+  // write that fails here is only reported; the final writes below throw.
+  std::vector<bench::Row> rows_so_far;
+  const auto write_quietly = [](const std::string& path, const std::string& text) {
+    const std::string why = try_write_file_atomically(path, text);
+    if (!why.empty()) std::fprintf(stderr, "tandem tune: warning: %s\n", printable(why, 1000).c_str());
+  };
+  const bench::CaseSink on_case = [&](const bench::TunedCase& c) {
+    if (!printer) return;
+    write_quietly(policy_path(cli.policy_file, c.tuned, expected_cases(options)), policy_file_text(c, info));
+    if (options.json_path.empty()) return;
+    append_case_rows(c, rows_so_far);
+    write_quietly(options.json_path,
+                  bench::json_text(results_json(info, rows_so_far, {}, false, scenarios), 2) + "\n");
+  };
   const auto started = std::chrono::steady_clock::now();
-  const auto outcome = bench::run_tune(options, nranks, [&](const std::string& line) {
-    if (options.progress) std::fprintf(stderr, "tandem tune: %s\n", line.c_str());
-  });
+  const auto outcome = bench::run_tune(
+      options, nranks,
+      [&](const std::string& line) {
+        if (options.progress) std::fprintf(stderr, "tandem tune: %s\n", line.c_str());
+      },
+      on_case);
   info.hbm_bandwidth_gbps = outcome.hbm_bandwidth_gbps;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!printer) {
@@ -80,12 +124,11 @@ int run(const TuneCli& cli) {
     std::fputs(bench::column_header_text().c_str(), stdout);
     for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(cli.show); ++i)
       std::fputs(bench::row_text(ranked[i]).c_str(), stdout);
-    json_rows.insert(json_rows.end(), c.candidates.begin(), c.candidates.end());
-    // The final round's rows: the comparison the summary prints (and docs/PERFORMANCE.md tabulates).
-    for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) json_rows.push_back(*r);
+    append_case_rows(c, json_rows);
     for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) summary.push_back(*r);
     const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size());
-    write_policy_file(path, c, info);
+    // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
+    write_file_atomically(path, policy_file_text(c, info));
     std::printf("# wrote %s: %s\n", path.c_str(), c.tuned.policy.c_str());
   }
   std::printf("#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; %.1f s\n", seconds);
@@ -93,9 +136,8 @@ int run(const TuneCli& cli) {
   for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
   std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);
   if (!options.json_path.empty()) {
-    auto doc = bench::to_json(info, json_rows, outcome.notes);
+    auto doc = results_json(info, json_rows, outcome.notes, true, scenarios);
     doc["tune_seconds"] = seconds;
-    if (bench::is_scenario(options.workloads.front())) bench::add_scenario_json_fields(doc);
     write_json(options.json_path, doc);
   }
   int64_t wrong = 0;
@@ -109,8 +151,11 @@ void add_tune_command(CLI::App& app, int& exit_code) {
   auto cli = std::make_shared<TuneCli>();
   CLI::App* cmd = app.add_subcommand("tune", "Search the policy space for each case and write the best as a policy file");
   add_bench_options(cmd, cli->bench);
-  cmd->add_option("-o,--out", cli->policy_file, "Policy file to write (one per case when several)");
-  cmd->add_option("--show", cli->show, "Candidates listed per case, fastest first");
+  cmd->add_option("-o,--out", cli->policy_file,
+                  "Policy file to write (one per case when several, beside it); default tandem-tuned.policy. Its "
+                  "folder must be writable before the search starts");
+  cmd->add_option("--show", cli->show,
+                  "Candidates listed per case, fastest first, from 0 to " + std::to_string(kMaxShow) + " (default 8)");
   cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
 }
 

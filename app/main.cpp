@@ -1,17 +1,38 @@
 // `tandem`: the single command-line entry. Only this file exits the process.
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "command_line.h"
 #include "crash_report.h"
 #include "commands.h"
 #include "tandem/build_info.h"
+#include "tandem/error.h"
+#include "tandem/printable.h"
+
+namespace {
+
+// Messages compose echoed values already cut to tandem::kShownChars each; this bounds the whole line
+// too, for messages from libraries (CLI11) that echo what they were given.
+constexpr size_t kMessageChars = 2000;
+
+// Every error is one line on stderr: printable (no terminal escapes or line breaks from the input),
+// bounded, prefixed so scripts and users can tell it from output. `suffix` is kept whole.
+void print_error(const std::string& message, const std::string& suffix = "") {
+  std::fprintf(stderr, "tandem: error: %s%s\n", tandem::printable(message, kMessageChars).c_str(), suffix.c_str());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   tandem::cli::install_crash_report();
   CLI::App app{"tandem: GPU computation and NCCL collectives, overlapped"};
   app.set_version_flag("--version", std::string("tandem ") + TANDEM_VERSION_STRING + " (" + TANDEM_GIT_COMMIT + ")");
   app.require_subcommand(1);
+  // CLI11's own errors (unknown option, a value that is not a number) read like tandem's.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return "tandem: error: " + tandem::printable(e.what(), kMessageChars) + " (see --help)\n";
+  });
   tandem::cli::set_command_line(argc, argv);
   int exit_code = 0;
   tandem::cli::add_bench_command(app, exit_code);
@@ -23,8 +44,16 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const tandem::UserError& e) {
+    print_error(e.message());  // the user's mistake: the line names it; where tandem noticed is noise
+    return 1;
+  } catch (const tandem::Error& e) {
+    // tandem's own failure: its location (" [file.cpp:line]", what() after the message) is kept
+    // even when the message is cut.
+    print_error(e.message(), std::string(e.what()).substr(e.message().size()));
+    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tandem: error: %s\n", e.what());
+    print_error(e.what());
     return 1;
   }
   return exit_code;

@@ -1,11 +1,18 @@
 #include "harness/bench_options.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
 
 #include "harness/registry.h"
+#include "harness/runner.h"
 #include "harness/scenario_runner.h"
 #include "tandem/error.h"
+#include "tandem/printable.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::bench {
 
@@ -29,7 +36,79 @@ std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double 
   return sizes;
 }
 
-uint64_t parse_size(const std::string& text) {
+namespace {
+
+std::string number(double v) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g", v);
+  return buffer;
+}
+
+// Every name of a list once: a repeated one would measure the same case twice under one label.
+void require_distinct(const std::vector<std::string>& names, const std::string& flag) {
+  std::set<std::string> seen;
+  for (const auto& name : names)
+    TANDEM_CHECK_INPUT(seen.insert(name).second,
+                       flag + " lists " + quoted_value(name) + " twice; give each once");
+}
+
+void require_in_range(int64_t value, int64_t least, int64_t most, const std::string& flag) {
+  TANDEM_CHECK_INPUT(value >= least && value <= most, flag + " " + std::to_string(value) + " is out of bounds: from " +
+                                                           std::to_string(least) + " to " + std::to_string(most));
+}
+
+// NaN and infinities fail every comparison that matters here, so the test is written to reject them.
+void require_finite_in_range(double value, double least_exclusive, double most, const std::string& flag,
+                             const std::string& unit) {
+  TANDEM_CHECK_INPUT(std::isfinite(value) && value > least_exclusive && value <= most,
+                     flag + " " + number(value) + " is out of bounds: " + unit + " above " + number(least_exclusive) +
+                         ", at most " + number(most));
+}
+
+void validate_sweep(const BenchOptions& o) {
+  TANDEM_CHECK_INPUT(o.min_bytes > 0, "--minbytes must be positive");
+  TANDEM_CHECK_INPUT(o.min_bytes <= kMaxBytes && o.max_bytes <= kMaxBytes,
+                     "--minbytes and --maxbytes must be at most " + size_text(kMaxBytes));
+  TANDEM_CHECK_INPUT(o.max_bytes >= o.min_bytes, "--maxbytes (" + std::to_string(o.max_bytes) +
+                                                     ") is below --minbytes (" + std::to_string(o.min_bytes) + ")");
+  TANDEM_CHECK_INPUT(std::isfinite(o.step_factor) && o.step_factor >= kMinStepFactor &&
+                         o.step_factor <= kMaxStepFactor,
+                     "--stepfactor " + number(o.step_factor) + " is out of bounds: from " + number(kMinStepFactor) +
+                         " to " + number(kMaxStepFactor));
+  // Counted before the sizes are listed: a factor near 1 over a wide range would list billions.
+  const double steps = std::log(static_cast<double>(o.max_bytes) / static_cast<double>(o.min_bytes)) /
+                       std::log(o.step_factor);
+  TANDEM_CHECK_INPUT(steps + 1 <= static_cast<double>(kMaxSweepSizes),
+                     "--minbytes " + size_text(o.min_bytes) + " to --maxbytes " + size_text(o.max_bytes) + " by " +
+                         "--stepfactor " + number(o.step_factor) + " makes " + std::to_string(int64_t(steps) + 1) +
+                         " sizes; at most " + std::to_string(kMaxSweepSizes));
+  const auto sizes = size_sweep(o.min_bytes, o.max_bytes, o.step_factor);
+  for (size_t i = 1; i < sizes.size(); ++i)
+    TANDEM_CHECK_INPUT(sizes[i] > sizes[i - 1], "--stepfactor " + number(o.step_factor) + " is too small for " +
+                                                    std::to_string(sizes[i - 1]) +
+                                                    " bytes: the next size rounds to the same");
+}
+
+void validate_scenario_options(const ScenarioOptions& s) {
+  require_in_range(s.hidden, 1, 1 << 17, "--hidden");
+  require_in_range(s.seq, 1, 1 << 20, "--seq");
+  require_in_range(s.layers, 1, 1024, "--layers");
+  require_in_range(s.ffn, 0, 1 << 20, "--ffn");
+  require_in_range(s.heads, 0, 4096, "--heads");
+  require_in_range(s.kv_heads, 0, 4096, "--kv-heads");
+  require_finite_in_range(s.bucket_mb, 0, 1 << 20, "--bucket-mb", "MiB");
+  require_finite_in_range(s.first_bucket_mb, 0, 1 << 20, "--first-bucket-mb", "MiB");
+  require_in_range(s.micro_batches, 1, 1024, "--micro-batches");
+  require_in_range(s.experts, 1, 4096, "--experts");
+  require_in_range(s.top_k, 1, s.experts, "--top-k");
+  require_in_range(s.expert_ffn, 0, 1 << 20, "--expert-ffn");
+}
+
+}  // namespace
+
+uint64_t parse_size(const std::string& text, const std::string& flag) {
+  const std::string expected = "; expected a number of bytes with an optional unit B, K, M or G (binary), at most " +
+                               size_text(kMaxBytes);
   size_t pos = 0;
   while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
   const std::string digits = text.substr(0, pos), unit = text.substr(pos);
@@ -38,12 +117,43 @@ uint64_t parse_size(const std::string& text) {
   else if (unit == "K" || unit == "KB" || unit == "KiB") scale = 1ull << 10;
   else if (unit == "M" || unit == "MB" || unit == "MiB") scale = 1ull << 20;
   else if (unit == "G" || unit == "GB" || unit == "GiB") scale = 1ull << 30;
-  if (digits.empty() || digits.size() > 12 || scale == 0)
-    TANDEM_THROW("bad size '" + text + "'; expected a number with an optional unit B, K, M or G (binary)");
-  return std::stoull(digits) * scale;
+  TANDEM_CHECK_INPUT(!digits.empty() && scale != 0, "bad " + flag + " " + quoted_value(text) + expected);
+  // Digit by digit against the bound: no multiplication can wrap (17179869185G is not 1G).
+  uint64_t value = 0;
+  for (char c : digits) {
+    value = value * 10 + static_cast<uint64_t>(c - '0');
+    TANDEM_CHECK_INPUT(value <= kMaxBytes / scale, "bad " + flag + " " + quoted_value(text) + ": too large" + expected);
+  }
+  return value * scale;
+}
+
+void parse_gemm_shape(const std::string& text, WorkloadOptions& w) {
+  int64_t dims[3] = {0, 0, 0};
+  const char* at = text.data();
+  const char* const end = text.data() + text.size();
+  bool ok = true;
+  for (int i = 0; i < 3 && ok; ++i) {
+    // from_chars: digits only (no sign, no spaces, no hexadecimal), and it reports overflow.
+    const auto [next, error] = std::from_chars(at, end, dims[i]);
+    ok = error == std::errc() && next != at && dims[i] >= 1 && dims[i] <= kMaxGemmDim;
+    at = next;
+    if (i < 2) ok = ok && at != end && *at++ == 'x';
+  }
+  TANDEM_CHECK_INPUT(ok && at == end, "bad --gemm-shape " + quoted_value(text) + "; expected MxNxK, each from 1 to " +
+                                          std::to_string(kMaxGemmDim) + ", e.g. 8192x8192x8192");
+  w.m = dims[0];
+  w.n = dims[1];
+  w.k = dims[2];
 }
 
 void validate(const BenchOptions& o) {
+  TANDEM_CHECK_INPUT(!o.workloads.empty(), "no workload given");
+  TANDEM_CHECK_INPUT(!o.collectives.empty(), "no collective given");
+  require_distinct(o.workloads, "--workload");
+  require_distinct(o.collectives, "--collective");
+  std::vector<std::string> policy_names;
+  for (const auto& p : o.policies) policy_names.push_back(to_string(p));
+  require_distinct(policy_names, "--policy");
   // Training scenarios (scenario_runner.h) run on their own runner: accept their names, but not
   // mixed with microbenchmark workloads, whose rows mean something else.
   bool scenarios = false, microbenchmarks = false;
@@ -53,48 +163,70 @@ void validate(const BenchOptions& o) {
       continue;
     }
     microbenchmarks = true;
-    try {
-      find_workload(w);
-    } catch (const Error&) {
-      std::string accepted;
-      for (const auto& e : workload_registry()) accepted += (accepted.empty() ? "" : ", ") + std::string(e.name);
-      for (const auto& n : scenario_names()) accepted += ", " + n;
-      TANDEM_THROW("unknown workload '" + w + "'; accepted: " + accepted);
+    bool known = false;
+    std::string accepted;
+    for (const auto& e : workload_registry()) {
+      known = known || w == e.name;
+      accepted += (accepted.empty() ? "" : ", ") + std::string(e.name);
     }
+    for (const auto& n : scenario_names()) accepted += ", " + n;
+    TANDEM_CHECK_INPUT(known, "unknown workload " + quoted_value(w) + "; accepted: " + accepted);
   }
-  TANDEM_REQUIRE(!(scenarios && microbenchmarks),
-                 "training scenarios and microbenchmark workloads cannot be mixed in one run; run them separately");
-  for (const auto& c : o.collectives) find_collective(c);
-  TANDEM_REQUIRE(!o.balance_size || o.balance, "--balance-size resizes the collective after balancing the count; "
-                                                "it cannot combine with --no-balance or --count");
-  TANDEM_REQUIRE(!o.balance_size || !scenarios, "--balance-size applies to microbenchmarks; a training scenario's "
-                                                 "collectives follow from its model (--hidden, --seq, ...)");
-  TANDEM_REQUIRE(o.trace_path.empty() || !microbenchmarks,
-                 "--trace draws the operations of a training scenario's iteration (--workload dp-backward, "
-                 "tp-mlp, tp-attention, fsdp, moe); a microbenchmark step is one compute run beside one "
-                 "collective, and its row already has both spans (t_compute, t_comm, c_slow, m_slow)");
+  TANDEM_CHECK_INPUT(!(scenarios && microbenchmarks),
+                     "training scenarios and microbenchmark workloads cannot be mixed in one run; run them separately");
+  for (const auto& c : o.collectives) {
+    bool known = false;
+    std::string accepted;
+    for (const auto& e : collective_registry()) {
+      known = known || c == e.name;
+      accepted += (accepted.empty() ? "" : ", ") + std::string(e.name);
+    }
+    TANDEM_CHECK_INPUT(known, "unknown collective " + quoted_value(c) + "; accepted: " + accepted);
+  }
+  TANDEM_CHECK_INPUT(!o.balance_size || o.balance, "--balance-size resizes the collective after balancing the count; "
+                                                   "it cannot combine with --no-balance or --count");
+  TANDEM_CHECK_INPUT(!o.balance_size || !scenarios, "--balance-size applies to microbenchmarks; a training scenario's "
+                                                    "collectives follow from its model (--hidden, --seq, ...)");
+  TANDEM_CHECK_INPUT(o.trace_path.empty() || !microbenchmarks,
+                     "--trace draws the operations of a training scenario's iteration (--workload dp-backward, "
+                     "tp-mlp, tp-attention, fsdp, moe); a microbenchmark step is one compute run beside one "
+                     "collective, and its row already has both spans (t_compute, t_comm, c_slow, m_slow)");
   for (const auto& w : o.workloads) {
     const bool gathers_own_inputs = (w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel;
-    TANDEM_REQUIRE(!o.in_place || !is_scenario(w) || gathers_own_inputs,
-                   "--in-place lays out all-gathers in place: among the training scenarios only tp-mlp and "
-                   "tp-attention with --sequence-parallel have all-gathers whose inputs they produce (got '" + w + "')");
+    TANDEM_CHECK_INPUT(!o.in_place || !is_scenario(w) || gathers_own_inputs,
+                       "--in-place lays out all-gathers in place: among the training scenarios only tp-mlp and "
+                       "tp-attention with --sequence-parallel have all-gathers whose inputs they produce (got " +
+                           quoted_value(w) + ")");
   }
   for (const auto& c : o.collectives)
-    TANDEM_REQUIRE(!o.in_place || scenarios || c != "all-to-all",
-                   "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); drop --in-place "
-                   "or run all-to-all separately");
-  TANDEM_REQUIRE(!o.workloads.empty(), "no workload given");
-  TANDEM_REQUIRE(!o.collectives.empty(), "no collective given");
-  TANDEM_REQUIRE(o.gpus >= 0, "--gpus must be positive (got " + std::to_string(o.gpus) + ")");
-  TANDEM_REQUIRE(o.min_bytes > 0, "--minbytes must be positive");
-  TANDEM_REQUIRE(o.max_bytes >= o.min_bytes, "--maxbytes (" + std::to_string(o.max_bytes) +
-                                                  ") is below --minbytes (" + std::to_string(o.min_bytes) + ")");
-  TANDEM_REQUIRE(o.step_factor > 1 || o.min_bytes == o.max_bytes, "--stepfactor must be above 1");
-  TANDEM_REQUIRE(o.iters >= 1, "--iters must be at least 1");
-  TANDEM_REQUIRE(o.warmup >= 0, "--warmup must not be negative");
-  TANDEM_REQUIRE(o.count >= 1, "--count must be at least 1");
-  TANDEM_REQUIRE(o.timeout_s > 0, "--timeout must be positive");
-  TANDEM_REQUIRE(o.workload.m >= 0 && o.workload.n >= 0 && o.workload.k >= 0, "GEMM sizes must be positive");
+    TANDEM_CHECK_INPUT(!o.in_place || scenarios || c != "all-to-all",
+                       "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); drop --in-place "
+                       "or run all-to-all separately");
+  require_in_range(o.gpus, 0, kMaxGpus, "--gpus");
+  validate_sweep(o);
+  require_in_range(o.iters, 1, kMaxIters, "--iters");
+  require_in_range(o.warmup, 0, kMaxIters, "--warmup");
+  require_in_range(o.count, 1, kMaxIters, "--count");
+  require_finite_in_range(o.timeout_s, 0, kMaxTimeoutS, "--timeout", "seconds");
+  require_in_range(o.launch_request.device, -1, kMaxDevice, "--device");
+  const WorkloadOptions& w = o.workload;
+  TANDEM_CHECK_INPUT(w.m >= 0 && w.n >= 0 && w.k >= 0 && w.m <= kMaxGemmDim && w.n <= kMaxGemmDim &&
+                         w.k <= kMaxGemmDim,
+                     "--gemm-shape: each of M, N, K must be from 1 to " + std::to_string(kMaxGemmDim));
+  TANDEM_CHECK_INPUT(w.stream_bytes >= 0 && static_cast<uint64_t>(w.stream_bytes) <= kMaxBytes,
+                     "--stream-bytes must be at most " + size_text(kMaxBytes));
+  validate_scenario_options(o.scenario);
+}
+
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& files) {
+  std::map<std::string, std::string> flag_of;
+  for (const auto& [flag, path] : files) {
+    if (path.empty()) continue;
+    const std::string why = why_not_writable(path);
+    TANDEM_CHECK_INPUT(why.empty(), flag + ": " + printable(why, 4 * kShownChars));
+    const auto [at, added] = flag_of.emplace(path, flag);
+    TANDEM_CHECK_INPUT(added, at->second + " and " + flag + " name the same file " + quoted_value(path));
+  }
 }
 
 }  // namespace tandem::bench

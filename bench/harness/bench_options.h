@@ -3,6 +3,7 @@
 // validation that needs no GPU (so bad input is rejected before any device is touched).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/dtype.h"
@@ -12,6 +13,19 @@
 #include "tandem/policy.h"
 
 namespace tandem::bench {
+
+// Bounds of the numeric options (checked by validate(), listed in --help). They keep every value
+// far from where arithmetic wraps or a loop never ends, and well above what any GPU can use.
+inline constexpr uint64_t kMaxBytes = 1ull << 40;          // -b, -e, --stream-bytes: 1 TiB
+inline constexpr double kMinStepFactor = 1.01;            // -f: a smaller one repeats sizes
+inline constexpr double kMaxStepFactor = 1024;
+inline constexpr size_t kMaxSweepSizes = 100;             // sizes from -b to -e by -f
+inline constexpr int kMaxIters = 1000000;                  // -n, -w, --count
+inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;   // --timeout: one week
+inline constexpr int64_t kMaxGemmDim = 1 << 20;            // each of --gemm-shape's M, N, K
+inline constexpr int kMaxDevice = 4095;                    // --device
+// --gpus, and the world size a launcher may give (harness/launch_env.h).
+inline constexpr int kMaxGpus = kMaxWorldSize;
 
 struct BenchOptions {
   int gpus = 0;  // 0: every visible GPU
@@ -54,10 +68,18 @@ std::vector<OverlapPolicy> default_policies();
 const std::vector<OverlapPolicy>& effective_policies(const BenchOptions&);
 // min, min*f, ... up to max (nccl-tests' -b/-e/-f).
 std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
-// "4096", "64K", "256M", "1G", "1GiB", "512MB": binary multiples. Throws on anything else.
-uint64_t parse_size(const std::string& text);
-// Throws tandem::Error naming the first bad option.
+// "4096", "64K", "256M", "1G", "1GiB", "512MB": binary multiples, at most kMaxBytes. Throws
+// tandem::UserError naming `flag` and the text on anything else (trailing junk, overflow).
+uint64_t parse_size(const std::string& text, const std::string& flag = "size");
+// MxNxK, each from 1 to kMaxGemmDim, nothing after K. Throws tandem::UserError.
+void parse_gemm_shape(const std::string& text, WorkloadOptions& workload);
+// Throws tandem::UserError naming the first bad option: unknown or repeated names, values out of
+// their bounds (above), combinations that cannot run.
 void validate(const BenchOptions& options);
+// The result files a run will write, as (flag, path); empty paths are skipped. Each must be
+// writable now (tandem::require_writable: its folder exists and is writable, it is not a folder, a
+// link or a device), and no two may be the same file. Throws tandem::UserError.
+void check_output_files(const std::vector<std::pair<std::string, std::string>>& files);
 // The checks that depend on the rank count (collective sizes split across ranks).
 void validate_for_ranks(const BenchOptions& options, int nranks);
 

@@ -2,25 +2,37 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <vector>
 
 #include "tandem/error.h"
+#include "tandem/printable.h"
 
 namespace tandem::bench {
 
 namespace {
 
-// A variable that must be a non-negative integer when set.
-std::optional<int> read_int(const Environment& env, const std::string& name) {
+// A variable that must be an integer from 0 to `max` when set.
+std::optional<int> read_int(const Environment& env, const std::string& name, int max) {
   const auto value = env(name);
   if (!value) return std::nullopt;
   const std::string& text = *value;
-  bool ok = !text.empty() && text.size() <= 9;
-  for (char c : text) ok = ok && std::isdigit(static_cast<unsigned char>(c));
-  if (!ok) TANDEM_THROW(name + "='" + text + "' is not a non-negative integer");
-  return std::stoi(text);
+  bool digits = !text.empty();
+  for (char c : text) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+  if (!digits) TANDEM_USER_ERROR(name + "=" + quoted_value(text) + " is not a non-negative integer");
+  // Compared as text first: no conversion can overflow.
+  const std::string significant = text.substr(std::min(text.find_first_not_of('0'), text.size()));
+  if (significant.size() > 9 || std::stoi(significant.empty() ? "0" : significant) > max)
+    TANDEM_USER_ERROR(name + "=" + printable(text) + " is above " + std::to_string(max) + ", the most " +
+                      (max == kMaxWorldSize ? "ranks tandem runs" : "it can be"));
+  return std::stoi(significant.empty() ? "0" : significant);
+}
+
+// A rank, a world size or a node count.
+std::optional<int> read_count(const Environment& env, const std::string& name) {
+  return read_int(env, name, kMaxWorldSize);
 }
 
 bool is_set(const Environment& env, const std::string& name) { return env(name).has_value(); }
@@ -34,10 +46,10 @@ struct Variables {
 
 // Reads one launcher's trio. Both rank and size are needed; one without the other is an error.
 LaunchEnv read_trio(LaunchMode mode, const Environment& env, const Variables& v) {
-  const auto rank = read_int(env, v.rank);
-  const auto size = read_int(env, v.size);
+  const auto rank = read_count(env, v.rank);
+  const auto size = read_count(env, v.size);
   if (!rank || !size)
-    TANDEM_THROW(std::string(rank ? v.rank : v.size) + " is set but " + (rank ? v.size : v.rank) +
+    TANDEM_USER_ERROR(std::string(rank ? v.rank : v.size) + " is set but " + (rank ? v.size : v.rank) +
                  " is not: the launcher's environment is incomplete");
   LaunchEnv out;
   out.mode = mode;
@@ -45,20 +57,23 @@ LaunchEnv read_trio(LaunchMode mode, const Environment& env, const Variables& v)
   out.world_size = *size;
   out.source = std::string(v.rank) + "/" + v.size;
   for (const char* name : v.local_rank)
-    if (auto local = read_int(env, name)) {
+    if (auto local = read_count(env, name)) {
       out.local_rank = *local;
       break;
     }
   if (v.local_size)
-    if (auto local = read_int(env, v.local_size)) out.local_world_size = *local;
-  if (out.world_size < 1) TANDEM_THROW(std::string(v.size) + "=0: a run needs at least one rank");
+    if (auto local = read_count(env, v.local_size)) out.local_world_size = *local;
+  if (out.world_size < 1) TANDEM_USER_ERROR(std::string(v.size) + "=0: a run needs at least one rank");
   if (out.rank >= out.world_size)
-    TANDEM_THROW(std::string(v.rank) + "=" + std::to_string(out.rank) + " is not below " + v.size + "=" +
-                 std::to_string(out.world_size));
+    TANDEM_USER_ERROR(std::string(v.rank) + "=" + std::to_string(out.rank) + " is not below " + v.size + "=" +
+                      std::to_string(out.world_size));
+  if (out.local_world_size > out.world_size)
+    TANDEM_USER_ERROR(std::string(v.local_size) + "=" + std::to_string(out.local_world_size) + " is above " +
+                      v.size + "=" + std::to_string(out.world_size));
   if (out.local_world_size > 0) {
     if (out.local_rank >= out.local_world_size)
-      TANDEM_THROW("local rank " + std::to_string(out.local_rank) + " is not below the local world size " +
-                   std::to_string(out.local_world_size));
+      TANDEM_USER_ERROR("local rank " + std::to_string(out.local_rank) + " is not below the local world size " +
+                        std::to_string(out.local_world_size));
     out.multi_node = out.local_world_size < out.world_size;
   }
   return out;
@@ -74,7 +89,7 @@ LaunchEnv read_slurm(const Environment& env) {
   const char* size = is_set(env, "SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : "SLURM_NTASKS";
   LaunchEnv out = read_trio(LaunchMode::Slurm, env, Variables{"SLURM_PROCID", size, {"SLURM_LOCALID"}, nullptr});
   const char* nodes = is_set(env, "SLURM_STEP_NUM_NODES") ? "SLURM_STEP_NUM_NODES" : "SLURM_NNODES";
-  if (auto n = read_int(env, nodes)) out.multi_node = *n > 1;
+  if (auto n = read_count(env, nodes)) out.multi_node = *n > 1;
   return out;
 }
 
@@ -168,29 +183,29 @@ LaunchEnv detect_launch(const std::string& requested, const Environment& env) {
     };
     auto need = needs.find(mode);
     if (need != needs.end() && !is_set(env, need->second))
-      TANDEM_THROW("--launch " + requested + " but " + need->second + " is not set: not started by that launcher");
+      TANDEM_USER_ERROR("--launch " + requested + " but " + need->second + " is not set: not started by that launcher");
     if (mode == LaunchMode::Env && !is_set(env, "RANK") && !is_set(env, "PMI_RANK"))
-      TANDEM_THROW("--launch env needs RANK and WORLD_SIZE (or PMI_RANK and PMI_SIZE)");
+      TANDEM_USER_ERROR("--launch env needs RANK and WORLD_SIZE (or PMI_RANK and PMI_SIZE)");
     return read_mode(mode, env);
   }
-  TANDEM_THROW("bad --launch '" + requested + "'; accepted: auto, threads, mpi, torchrun, slurm, env");
+  TANDEM_USER_ERROR("bad --launch " + quoted_value(requested) + "; accepted: auto, threads, mpi, torchrun, slurm, env");
 }
 
 int choose_device(const LaunchEnv& launch, const LaunchRequest& request, int visible) {
-  if (visible < 1) TANDEM_THROW("no GPU is visible to rank " + std::to_string(launch.rank));
+  if (visible < 1) TANDEM_USER_ERROR("no GPU is visible to rank " + std::to_string(launch.rank));
   if (request.device >= 0) {
     if (request.device >= visible)
-      TANDEM_THROW("--device " + std::to_string(request.device) + " but only " + std::to_string(visible) +
-                   " GPU(s) are visible to rank " + std::to_string(launch.rank));
+      TANDEM_USER_ERROR("--device " + std::to_string(request.device) + " but only " + std::to_string(visible) +
+                        " GPU(s) are visible to rank " + std::to_string(launch.rank));
     return request.device;
   }
   const int local = launch.local_rank >= 0 ? launch.local_rank : launch.rank;
   if (local < visible) return local;
   if (visible == 1) return 0;  // the launcher gave this process one GPU (CUDA_VISIBLE_DEVICES)
   if (request.allow_shared_gpu) return local % visible;
-  TANDEM_THROW("rank " + std::to_string(launch.rank) + " has local rank " + std::to_string(local) + " but only " +
-               std::to_string(visible) + " GPU(s) are visible: start at most " + std::to_string(visible) +
-               " ranks per node, give each rank its GPU with --device, or pass --allow-shared-gpu");
+  TANDEM_USER_ERROR("rank " + std::to_string(launch.rank) + " has local rank " + std::to_string(local) +
+                    " but only " + std::to_string(visible) + " GPU(s) are visible: start at most " +
+                    std::to_string(visible) + " ranks per node, give each rank its GPU with --device, or pass --allow-shared-gpu");
 }
 
 std::string RendezvousPlan::describe() const {
@@ -254,7 +269,8 @@ RendezvousPlan choose_rendezvous(const LaunchEnv& launch, const LaunchRequest& r
   }
   if (launch.multi_node) {
     const auto addr = env("MASTER_ADDR");
-    const auto port = read_int(env, "MASTER_PORT");
+    // NCCL's root listens on the next port, which must exist too.
+    const auto port = read_int(env, "MASTER_PORT", 65534);
     if (launch.mode == LaunchMode::Torchrun && addr && !addr->empty() && port) {
       // torchrun's own store listens on MASTER_PORT; the next port is NCCL's bootstrap root on rank 0.
       plan.kind = RendezvousKind::NcclCommId;
@@ -262,9 +278,10 @@ RendezvousPlan choose_rendezvous(const LaunchEnv& launch, const LaunchRequest& r
       plan.set_nccl_comm_id = true;
       return plan;
     }
-    TANDEM_THROW("the ranks span several nodes (" + launch.source + ") but no rendezvous reaches them all: give a "
-                 "directory every node shares with --rendezvous DIR (or TANDEM_RENDEZVOUS), or set "
-                 "NCCL_COMM_ID=<address of rank 0's node>:<free port> for every rank");
+    TANDEM_USER_ERROR("the ranks span several nodes (" + launch.source +
+                      ") but no rendezvous reaches them all: give a directory every node shares with --rendezvous "
+                      "DIR (or TANDEM_RENDEZVOUS), or set NCCL_COMM_ID=<address of rank 0's node>:<free port> for "
+                      "every rank");
   }
   plan.kind = RendezvousKind::File;
   plan.where = "/tmp/tandem-rendezvous-" + std::to_string(static_cast<long>(getuid())) + "/" + key;

@@ -11,6 +11,11 @@
 
 namespace tandem::bench {
 
+// The most ranks a launcher's variables may announce (WORLD_SIZE, OMPI_COMM_WORLD_SIZE, SLURM_NTASKS,
+// PMI_SIZE, and their local counterparts): far above any job tandem can drive, far below the sizes
+// at which per-rank loops and files outlast --timeout.
+inline constexpr int kMaxWorldSize = 65536;
+
 // threads: one process drives every GPU, one thread each (no launcher, or a launcher's world of one).
 // The others: one rank per process, named after the launcher that started it.
 enum class LaunchMode { Threads, Mpi, Torchrun, Slurm, Env };
@@ -46,7 +51,8 @@ struct LaunchEnv {
 //   PMI_RANK/PMI_SIZE -> env (slurm when SLURM_PROCID/SLURM_NTASKS say the same);
 //   SLURM_PROCID/SLURM_NTASKS -> slurm; nothing -> threads.
 // An automatically detected world of one runs as threads over the visible GPUs, as without a
-// launcher. Malformed or incomplete values throw tandem::Error naming the variable.
+// launcher. Malformed, incomplete, inconsistent or out-of-bounds values (a size above kMaxWorldSize, a
+// rank not below its size) throw tandem::UserError naming the variable.
 LaunchEnv detect_launch(const std::string& requested, const Environment& env);
 
 // The GPU this process drives: --device when given, else the local rank. One visible GPU serves

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "tandem/printable.h"
+
 namespace tandem::bench {
 
 namespace {
@@ -37,7 +39,41 @@ nlohmann::json footprint_json(const FootprintRecord& r) {
           {"blocks_per_sm", r.blocks_per_sm}};
 }
 
+// An argument as a POSIX shell reads it back: bare when it can be, else in single quotes, and in
+// bash's $'...' form when it holds control characters or bytes that are not UTF-8, so the recorded
+// command is printable, valid UTF-8 (for the JSON) and still runs as typed.
+std::string shell_word(const std::string& arg) {
+  if (!is_printable(arg)) {
+    std::string out = "$'";
+    for (size_t at = 0; at < arg.size();) {
+      const size_t length = utf8_sequence_length(arg, at);
+      const std::string_view piece(arg.data() + at, length ? length : 1);
+      if (length && is_printable(piece)) {
+        out += piece == "'" || piece == "\\" ? "\\" + std::string(piece) : std::string(piece);
+      } else {
+        for (unsigned char c : piece) {
+          static const char kHex[] = "0123456789abcdef";
+          out += "\\x";
+          out += kHex[c >> 4];
+          out += kHex[c & 15];
+        }
+      }
+      at += piece.size();
+    }
+    return out + "'";
+  }
+  if (!arg.empty() && arg.find_first_of(" \t\"'$\\`*?[]{}()<>|&;~#!") == std::string::npos) return arg;
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
 }  // namespace
+
+std::string shell_command(const std::vector<std::string>& args) {
+  std::string line;
+  for (const auto& arg : args) line += (line.empty() ? "" : " ") + shell_word(arg);
+  return line;
+}
 
 void fill_times(Row& row, const Baselines& base, const Summary& overlap, double compute_span_ms, double comm_span_ms,
                 bool sequential, double collective_bytes, double busbw_factor) {
@@ -99,8 +135,11 @@ std::string footer_text(const std::vector<Row>& rows, const std::vector<std::str
   return out + format("# FAILED: %lld wrong elements across %zu rows\n", static_cast<long long>(wrong), rows.size());
 }
 
-nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std::vector<std::string>& notes) {
-  nlohmann::json doc = {{"tool", i.tool},
+nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std::vector<std::string>& notes,
+                       bool complete) {
+  nlohmann::json doc = {{"schema_version", kBenchJsonSchemaVersion},
+                        {"complete", complete},
+                        {"tool", i.tool},
                         {"tandem_version", i.tandem_version},
                         {"commit", i.commit},
                         {"command", i.command},
@@ -149,6 +188,10 @@ nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std
   if (!i.rendezvous.empty()) doc["rendezvous"] = i.rendezvous;
   doc["rows"] = std::move(out_rows);
   return doc;
+}
+
+std::string json_text(const nlohmann::json& doc, int indent) {
+  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string utc_now_iso8601() {

@@ -78,12 +78,28 @@ struct RunInfo {
   std::vector<std::string> config;  // "key value" lines echoed in the header
 };
 
+// The version of the JSON document to_json writes (docs/BENCH_JSON.md). 2: t_bound is
+// max(t_chain, HBM term) (commit 799c52f changed it for scenarios); files without the key are 1.
+inline constexpr int kBenchJsonSchemaVersion = 2;
+
+// `args` as one line a POSIX shell reads back as the same words: bare when possible, else in single
+// quotes, and in bash's $'...' form with \xHH escapes for control characters and bytes that are not
+// UTF-8, so the recorded command (RunInfo::command) is printable and valid UTF-8.
+std::string shell_command(const std::vector<std::string>& args);
+
 std::string header_text(const RunInfo& info);
 std::string column_header_text();
 std::string row_text(const Row& row);
 // "# OK: N rows, 0 wrong elements" or "# FAILED: ...".
 std::string footer_text(const std::vector<Row>& rows, const std::vector<std::string>& notes);
-nlohmann::json to_json(const RunInfo& info, const std::vector<Row>& rows, const std::vector<std::string>& notes);
+// The document of docs/BENCH_JSON.md. `complete` is false for the rows of a run that was
+// interrupted (Ctrl-C) before it measured every case.
+nlohmann::json to_json(const RunInfo& info, const std::vector<Row>& rows, const std::vector<std::string>& notes,
+                       bool complete = true);
+// `doc` as text that is always valid UTF-8: a byte that is not (from a command line, a path, a GPU
+// name) becomes U+FFFD instead of making nlohmann::json throw and lose the run's results.
+// `indent` < 0: one line.
+std::string json_text(const nlohmann::json& doc, int indent);
 // Current UTC time, ISO 8601.
 std::string utc_now_iso8601();
 

@@ -1,10 +1,11 @@
 #include "harness/trace.h"
 
-#include <fstream>
 #include <map>
 #include <utility>
 
+#include "harness/report.h"
 #include "tandem/error.h"
+#include "tandem/safe_file.h"
 
 namespace tandem::bench {
 
@@ -52,12 +53,10 @@ nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations, const
 }
 
 void write_trace(const std::string& path, const std::vector<TraceIteration>& iterations, const nlohmann::json& about) {
-  const nlohmann::json doc = chrome_trace(iterations, about);
-  std::ofstream out(path);
-  TANDEM_REQUIRE(out.good(), "cannot write the trace to '" + path + "'");
-  out << doc.dump() << "\n";
-  out.close();
-  TANDEM_REQUIRE(!out.fail(), "writing the trace to '" + path + "' failed");
+  // Atomically, beside its destination (tandem/safe_file.h): a reader never sees half a trace, and a
+  // link or another user's file planted at `path` in a shared folder is not written through.
+  const std::string why = try_write_file_atomically(path, json_text(chrome_trace(iterations, about), -1) + "\n");
+  TANDEM_REQUIRE(why.empty(), "cannot write the trace to '" + path + "' (" + why + ")");
 }
 
 }  // namespace tandem::bench

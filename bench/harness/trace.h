@@ -39,7 +39,8 @@ struct TraceIteration {
 // show as the trace's metadata.
 nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations,
                             const nlohmann::json& about = nlohmann::json::object());
-// Writes chrome_trace(iterations, about) to `path`; throws tandem::Error naming the path if it cannot.
+// Writes chrome_trace(iterations, about) to `path` atomically, as valid UTF-8; throws tandem::Error
+// naming the path if it cannot.
 void write_trace(const std::string& path, const std::vector<TraceIteration>& iterations,
                  const nlohmann::json& about = nlohmann::json::object());
 

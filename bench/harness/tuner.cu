@@ -167,6 +167,10 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
 }  // namespace
 
 TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress) {
+  return run_tune(options, nranks, progress, CaseSink{});
+}
+
+TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress, const CaseSink& on_case) {
   BenchOptions tune_options = options;
   tune_options.policies_given = false;  // candidates that cannot apply are pruned, not fatal
   TuneOutcome outcome;
@@ -181,7 +185,9 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
       progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] tuning " + id.workload + " " +
                id.collective + " " + size_text(id.bytes));
     TunedCase result = tune_case(runner, tune_options, id, outcome.notes);
-    if (id.collects) outcome.cases.push_back(std::move(result));
+    if (!id.collects) return;
+    outcome.cases.push_back(std::move(result));
+    if (on_case) on_case(outcome.cases.back());
   };
   outcome.hbm_bandwidth_gbps = scenarios ? for_each_scenario(tune_options, nranks, body, &outcome.notes, progress)
                                          : for_each_case(tune_options, nranks, body, &outcome.notes);

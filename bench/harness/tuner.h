@@ -5,6 +5,7 @@
 // resources and green contexts on top of the best so far, then the order again) and prunes what
 // cannot apply (shaping a closed library kernel, an SM-count target on a kernel without one). The
 // finalists are measured again and the lowest median wins.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct TuneOutcome {
   std::vector<std::string> notes;  // candidates that could not apply, and why
   double hbm_bandwidth_gbps = 0;
 };
+
+// Receives each case as soon as it is tuned, on the rank that collects results (rank 0), so that an
+// interrupted tune (Ctrl-C, a lost rank) keeps the cases it finished.
+using CaseSink = std::function<void(const TunedCase&)>;
+TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress, const CaseSink& on_case);
 
 TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress);
 

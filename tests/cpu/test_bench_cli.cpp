@@ -47,9 +47,9 @@ TEST(BenchCliErrors, UnknownNamesAndBadValues) {
   expect_one_line_error("bench --workload matmul", "unknown workload 'matmul'");
   expect_one_line_error("bench --collective broadcast", "unknown collective 'broadcast'");
   expect_one_line_error("bench --dtype int8", "unknown dtype 'int8'");
-  expect_one_line_error("bench -b 12x", "bad size '12x'");
+  expect_one_line_error("bench -b 12x", "bad --minbytes '12x'");
   expect_one_line_error("bench --gemm-shape 8192x8192", "bad --gemm-shape '8192x8192'");
-  expect_one_line_error("bench --iters 0", "--iters must be at least 1");
+  expect_one_line_error("bench --iters 0", "--iters 0 is out of bounds: from 1 to 1000000");
   expect_one_line_error("tune --workload matmul", "unknown workload 'matmul'");
 }
 

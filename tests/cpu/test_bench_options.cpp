@@ -25,6 +25,7 @@ TEST(BenchOptions, SizesParseWithBinaryUnits) {
   EXPECT_EQ(tb::parse_size("256M"), 256u << 20);
   EXPECT_EQ(tb::parse_size("1GiB"), 1ull << 30);
   EXPECT_NE(error_of([] { tb::parse_size("12x"); }).find("bad size '12x'"), std::string::npos);
+  EXPECT_NE(error_of([] { tb::parse_size("12x", "--minbytes"); }).find("bad --minbytes '12x'"), std::string::npos);
   EXPECT_NE(error_of([] { tb::parse_size(""); }).find("bad size"), std::string::npos);
 }
 
