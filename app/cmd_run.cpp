@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "run_child.h"
 #include "run_environment.h"
+#include "tandem/error.h"
 #include "tandem/policy.h"
 #include "tandem/safe_file.h"
 
@@ -37,12 +38,13 @@ void print_environment(const std::vector<EnvChange>& changes) {
 int run(RunOptions options) {
   // Everything is checked before the program starts. The policy (and an @FILE, read here once) is
   // handed to the interposer as its canonical text: the interposer reads no file.
-  const OverlapPolicy policy = policy_for_run(options.policy);
+  // What fails here is the user's input (a policy, a file, TANDEM_PRELOAD_LIB): one plain line.
+  const OverlapPolicy policy = checking_input([&] { return policy_for_run(options.policy); });
   options.policy = to_string(policy);
-  const std::string library = locate_preload_library();
+  const std::string library = checking_input([] { return locate_preload_library(); });
   options.stats_file = absolute_path(options.stats_file);
   if (!options.stats_file.empty()) {
-    require_writable(options.stats_file, "--stats");
+    checking_input([&] { require_writable(options.stats_file, "--stats"); });
     // A stats file left by an earlier run must not pass for this run's (with %p each process writes
     // its own file, so there is nothing to remove). require_writable has refused anything but a
     // regular file, so only such a file is removed.
