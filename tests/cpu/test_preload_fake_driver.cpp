@@ -99,7 +99,10 @@ TEST_F(preload_fake_driver, WithoutTheInterposerEveryLaunchArrivesAsIssued) {
         continue;
       }
       EXPECT_FALSE(l["has_priority"].get<bool>()) << name;
-      if (name != "nccl" && name != "nccl_ptsz") EXPECT_EQ(l["smem"], 0) << name;
+      if (name == "compute_own_smem")
+        EXPECT_EQ(l["smem"], 4096);
+      else if (name != "nccl" && name != "nccl_ptsz")
+        EXPECT_EQ(l["smem"], 0) << name;
     }
   }
   EXPECT_EQ(only(run, "nccl")["entry"], "cuLaunchKernel");
@@ -133,7 +136,8 @@ TEST_F(preload_fake_driver, FirstLaunchUnderCaptureUsesRelaxedModeAndRestoresIt)
 
 TEST_F(preload_fake_driver, ComputeLaunchesArePaddedOnEveryPath) {
   const json run = as_json(shaped());
-  for (const char* step : {"compute", "compute_ex", "compute_ptsz", "library_kernel", "captured",
+  // compute_own_smem asks for 4096 B itself: the least padding for 2 blocks/SM is still 76928 B.
+  for (const char* step : {"compute", "compute_own_smem", "compute_ex", "compute_ptsz", "library_kernel", "captured",
                            "compute_via_nested_resolver", "direct_symbol", "compute_before_nccl"}) {
     const json& l = only(run, step);
     EXPECT_EQ(l["smem"], kShape2Smem) << step;
@@ -214,7 +218,8 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   EXPECT_EQ(s["nccl_elevated"], 3);
   EXPECT_EQ(s["launches"]["nccl"], 3);
   EXPECT_EQ(s["launches"]["captured"], 1);
-  EXPECT_EQ(s["compute_shaped"], 9 + 4000);
+  // The 9 steps of ComputeLaunchesArePaddedOnEveryPath, compute_after_limit_lowered, 8 threads x 500.
+  EXPECT_EQ(s["compute_shaped"], 10 + 4000);
   EXPECT_EQ(s["skipped"]["cluster"], 1);
   EXPECT_EQ(s["skipped"]["cooperative"], 1);
   EXPECT_EQ(s["skipped"]["one-block-per-sm"], 1);
@@ -289,6 +294,54 @@ TEST(preload_fake_driver_policies, ShapeBytesAddsToEachLaunch) {
   const ClientRun r = run_client("TANDEM_POLICY=shape:48KiB");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(only(as_json(r), "compute")["smem"], 48 * 1024);
+  // The same kernel right after, asking for 4096 B itself: its own decision, not the one cached for
+  // the launch before.
+  EXPECT_EQ(only(as_json(r), "compute_own_smem")["smem"], 4096 + 48 * 1024);
+}
+
+// The elevation's failure paths (launch_controls.cpp), on a driver that refuses what the interposer
+// asks for. The client launches its NCCL kernel three times: nccl, nccl_ex_with_attributes (with a
+// priority 0 attribute of its own) and nccl_ptsz.
+TEST(preload_fake_driver_elevation, ARefusedElevatedLaunchIsIssuedAsMadeAndNeverElevatedAgain) {
+  const ClientRun r = run_client("FAKE_CUDA_REFUSE_PRIORITY=1 TANDEM_POLICY=priority");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The first launch: elevated (refused by the driver), then issued again exactly as the program
+  // made it, whose result is what the program gets.
+  const json& first = r.out["steps"]["nccl"];
+  ASSERT_EQ(first.size(), 2u) << first.dump(2);
+  EXPECT_TRUE(first[0]["has_priority"].get<bool>());
+  EXPECT_EQ(first[0]["priority"], -5);
+  EXPECT_EQ(first[0]["driver_result"], 801);  // CUDA_ERROR_NOT_SUPPORTED
+  EXPECT_FALSE(first[1]["has_priority"].get<bool>());
+  EXPECT_EQ(first[1]["entry"], "cuLaunchKernel");
+  EXPECT_EQ(first[1]["smem"], 16 * 1024);
+  EXPECT_EQ(first[1]["driver_result"], 0);
+  EXPECT_EQ(first[1]["returned"], 0);
+  // Never elevated again: one launch each, as issued.
+  const json run = as_json(r);
+  EXPECT_FALSE(only(run, "nccl_ptsz")["has_priority"].get<bool>());
+  EXPECT_EQ(only(run, "nccl_ptsz")["returned"], 0);
+  EXPECT_EQ(only(run, "nccl_ex_with_attributes")["priority"], 0);
+  EXPECT_EQ(only(run, "nccl_ex_with_attributes")["returned"], 0);
+  EXPECT_EQ(r.stats["nccl_elevated"], 0);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["failed-retry"], 3);
+  EXPECT_EQ(r.stats["failures"]["elevated_retried_as_issued"], 1);
+  EXPECT_NE(r.err.find("not elevated again"), std::string::npos) << r.err;
+}
+
+TEST(preload_fake_driver_elevation, WithoutAPriorityRangeNothingIsElevated) {
+  const ClientRun r = run_client("FAKE_CUDA_NO_PRIORITY_RANGE=1 TANDEM_POLICY=priority");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  for (const char* step : {"nccl", "nccl_ptsz"}) {
+    EXPECT_FALSE(only(run, step)["has_priority"].get<bool>()) << step;
+    EXPECT_EQ(only(run, step)["returned"], 0) << step;
+  }
+  EXPECT_EQ(only(run, "nccl_ex_with_attributes")["priority"], 0);
+  EXPECT_EQ(r.stats["nccl_elevated"], 0);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["no-device"], 3);
+  EXPECT_EQ(r.stats["failures"]["elevated_retried_as_issued"], 0);
+  EXPECT_NE(r.err.find("could not read the stream priority range of device 0"), std::string::npos) << r.err;
 }
 
 TEST(preload_fake_driver_policies, SmTargetReachesCublasAndCublasLt) {

@@ -81,6 +81,8 @@ TEST(preload_collective_footprint, ZeroMeansNoneAndFieldsSaturate) {
 TEST(preload_decision_cache, StoresOneEntry) {
   DecisionCache cache;
   const DecisionKey a{1, 2}, b{1, 3};
+  // An empty cache holds nothing, not even the all-zero key its empty fields look like.
+  EXPECT_FALSE(cache.find(DecisionKey{0, 0}));
   EXPECT_FALSE(cache.find(a));
   cache.store(a, 42);
   ASSERT_TRUE(cache.find(a));

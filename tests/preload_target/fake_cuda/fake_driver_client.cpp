@@ -138,6 +138,9 @@ json run_steps(const Driver& d) {
   d.set_collective_running(1);
   steps["nccl"] = step(d, [&] { return plain_launch(d, d.launch, kFakeNccl, kNcclThreads, kNcclSmem); });
   steps["compute"] = step(d, [&] { return plain_launch(d, d.launch, kFakeCompute, 256, 0); });
+  // The same kernel again with dynamic shared memory of its own: a decision cached for the launch
+  // before must not be reused.
+  steps["compute_own_smem"] = step(d, [&] { return plain_launch(d, d.launch, kFakeCompute, 256, 4096); });
   steps["nccl_ex_with_attributes"] = step(d, [&] {
     CUlaunchAttribute attrs[2] = {};
     attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
