@@ -17,8 +17,9 @@ left as it was found.
 
     scripts/mutants.py --subset ci        # the fixed subset CI runs after ctest
     scripts/mutants.py --all              # the whole catalogue
-    scripts/mutants.py --only occ-        # the mutants whose name contains "occ-"
+    scripts/mutants.py --only occ-        # the mutants whose name starts with "occ-"
     scripts/mutants.py --list             # the catalogue, without running anything
+    scripts/mutants.py --subset ci --no-rebuild   # CI: leaves the tests built from the last mutant
 
 A .mutant file:
 
@@ -180,7 +181,7 @@ def select(mutants, args):
     if args.all:
         return mutants
     if args.only:
-        return [m for m in mutants if args.only in m.name]
+        return [m for m in mutants if m.name.startswith(args.only)]
     return [m for m in mutants if args.subset in m.subsets]
 
 
@@ -189,10 +190,12 @@ def main():
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--all", action="store_true", help="every mutant of the catalogue")
     group.add_argument("--subset", help="the mutants marked with this subset (ci)")
-    group.add_argument("--only", help="the mutants whose name contains this text")
+    group.add_argument("--only", help="the mutants whose name starts with this text")
     group.add_argument("--list", action="store_true", help="print the catalogue and exit")
     parser.add_argument("--build", default=str(ROOT / "build"), help="the configured build directory (build)")
     parser.add_argument("-j", "--jobs", type=int, default=2, help="parallel build jobs (2)")
+    parser.add_argument("--no-rebuild", action="store_true",
+                        help="leave the tests built from the last mutant (CI: nothing runs after this)")
     args = parser.parse_args()
 
     mutants = load_catalogue()
@@ -236,10 +239,13 @@ def main():
             if verdict != "caught":
                 print(f"        {m.file}: {m.why}", flush=True)
     finally:
-        # The targets were last built from a mutant: rebuild them from the restored sources.
-        code, out = build(build_dir, targets, args.jobs)
-        if code != 0:
-            print(out[-4000:], file=sys.stderr)
+        # The targets were last built from a mutant: rebuild them from the restored sources (the
+        # restored files are newer than the objects, so a later build would rebuild them anyway).
+        code = 0
+        if not args.no_rebuild:
+            code, out = build(build_dir, targets, args.jobs)
+            if code != 0:
+                print(out[-4000:], file=sys.stderr)
     caught = verdicts.count("caught")
     print(f"{caught} caught of {len(chosen)} ({time.monotonic() - start:.0f} s)")
     for verdict in ("missed", "stale", "broken"):
