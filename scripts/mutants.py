@@ -10,8 +10,9 @@ the run, so the catalogue cannot rot silently.
 The mutants are applied to the source tree in place and built in its existing build directory: a
 copy of the tree would need a build from scratch (tens of minutes on a 2-core CI machine), while an
 incremental build of one object and the tests that link it takes seconds. Every mutated file is
-restored byte for byte afterwards, also on Ctrl-C; a run killed outright leaves a journal
-(<build>/mutants-journal.json) from which the next run restores the originals before it starts.
+restored byte for byte afterwards, also on Ctrl-C or SIGTERM (which also end the build it started);
+a run killed outright (SIGKILL) leaves a journal (<build>/mutants-journal.json) from which the next
+run restores the originals before it starts (let any compiler it left running finish first).
 The last step rebuilds the tests it touched from the restored sources, so the build directory is
 left as it was found.
 
@@ -52,12 +53,23 @@ CATALOGUE = ROOT / "tests" / "mutants"
 TEST_TIMEOUT_S = 300
 
 
+def read(path):
+    # newline="": line endings as they are, so a restored file is the original byte for byte.
+    with open(path, encoding="utf-8", newline="") as f:
+        return f.read()
+
+
+def write(path, text):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(text)
+
+
 class Mutant:
     def __init__(self, path):
         self.name = path.stem
         self.path = path
         fields, sections, current = {}, {}, None
-        for line in path.read_text().splitlines(keepends=True):
+        for line in read(path).splitlines(keepends=True):
             if line.startswith("--- "):
                 current = line[4:].strip()
                 sections[current] = []
@@ -100,29 +112,48 @@ class Journal:
     def recover(self):
         if not self.path.exists():
             return
-        originals = json.loads(self.path.read_text())
+        originals = json.loads(read(self.path))
         for rel, text in originals.items():
-            (ROOT / rel).write_text(text)
+            write(ROOT / rel, text)  # newer than any object built from the mutant, so rebuilt
             print(f"restored {rel} from an interrupted run", flush=True)
         self.path.unlink()
 
     def apply(self, mutant, text):
-        self.path.write_text(json.dumps({mutant.file: text}))
-        (ROOT / mutant.file).write_text(text.replace(mutant.original, mutant.replacement, 1))
+        write(self.path, json.dumps({mutant.file: text}))
+        write(ROOT / mutant.file, text.replace(mutant.original, mutant.replacement, 1))
 
     def revert(self, mutant, text):
-        (ROOT / mutant.file).write_text(text)
+        write(ROOT / mutant.file, text)
         self.path.unlink()
 
 
 def run(cmd, timeout=None, cwd=ROOT):
-    """(return code or None on timeout, combined output)."""
+    """(return code or None on timeout, combined output). The command runs in a process group of its
+    own, ended whole on a timeout or an interruption: a compiler left running would otherwise write
+    an object built from a mutant after the source was restored, newer than it, so never rebuilt."""
+    p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
     try:
-        p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
-        return p.returncode, p.stdout
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        stop(p)
+        out, _ = p.communicate()
         return None, out
+    except BaseException:
+        stop(p)
+        raise
+
+
+def stop(p):
+    # SIGTERM first: ninja runs each compiler in a process group of its own and ends them all when it
+    # is terminated, which a SIGKILL of its group would not reach.
+    os.killpg(p.pid, signal.SIGTERM)
+    try:
+        p.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
 
 
 def build(build_dir, targets, jobs):
@@ -151,7 +182,7 @@ def check_applies(mutant):
     path = ROOT / mutant.file
     if not path.exists():
         return None, f"{mutant.file} does not exist"
-    text = path.read_text()
+    text = read(path)
     count = text.count(mutant.original)
     if count != 1:
         return None, f"the original snippet occurs {count} times in {mutant.file}, not once"
@@ -238,14 +269,17 @@ def main():
             print(f"{verdict:7} {m.name:44} {time.monotonic() - began:5.0f} s  {detail}", flush=True)
             if verdict != "caught":
                 print(f"        {m.file}: {m.why}", flush=True)
-    finally:
-        # The targets were last built from a mutant: rebuild them from the restored sources (the
-        # restored files are newer than the objects, so a later build would rebuild them anyway).
-        code = 0
-        if not args.no_rebuild:
-            code, out = build(build_dir, targets, args.jobs)
-            if code != 0:
-                print(out[-4000:], file=sys.stderr)
+    except KeyboardInterrupt:
+        print("interrupted: the sources are restored; the next build rebuilds what the mutants touched",
+              file=sys.stderr)
+        return 130
+    # The targets were last built from a mutant: rebuild them from the restored sources (the restored
+    # files are newer than the objects, so a later build would rebuild them anyway).
+    code = 0
+    if not args.no_rebuild:
+        code, out = build(build_dir, targets, args.jobs)
+        if code != 0:
+            print(out[-4000:], file=sys.stderr)
     caught = verdicts.count("caught")
     print(f"{caught} caught of {len(chosen)} ({time.monotonic() - start:.0f} s)")
     for verdict in ("missed", "stale", "broken"):
