@@ -101,7 +101,7 @@ TEST_F(preload_fake_driver, WithoutTheInterposerEveryLaunchArrivesAsIssued) {
       EXPECT_FALSE(l["has_priority"].get<bool>()) << name;
       if (name == "compute_own_smem")
         EXPECT_EQ(l["smem"], 4096);
-      else if (name != "nccl" && name != "nccl_ptsz")
+      else if (name.rfind("nccl", 0) != 0)  // NCCL's CTAs ask for 16 KiB themselves
         EXPECT_EQ(l["smem"], 0) << name;
     }
   }
@@ -187,6 +187,12 @@ TEST_F(preload_fake_driver, NcclLaunchesGetTheGreatestPriority) {
   const json& ptsz = only(run, "nccl_ptsz");
   EXPECT_EQ(ptsz["entry"], "cuLaunchKernelEx_ptsz");  // the per-thread stream stays per-thread
   EXPECT_EQ(ptsz["priority"], -5);
+  // 31 attributes of its own: more than the interposer copies, so issued unchanged and counted.
+  const json& many = only(run, "nccl_ex_many_attributes");
+  EXPECT_FALSE(many["has_priority"].get<bool>());
+  EXPECT_EQ(many["attributes"], 31);
+  EXPECT_EQ(many["entry"], "cuLaunchKernelEx");
+  EXPECT_EQ(shaped().stats["nccl_not_elevated"]["too-many-attributes"], 1);
 }
 
 TEST_F(preload_fake_driver, LoweredLimitIsRaisedAgain) {
@@ -216,7 +222,7 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   ASSERT_TRUE(s.is_object()) << shaped().err;
   EXPECT_EQ(s["policy"], "shape:2+priority");
   EXPECT_EQ(s["nccl_elevated"], 3);
-  EXPECT_EQ(s["launches"]["nccl"], 3);
+  EXPECT_EQ(s["launches"]["nccl"], 4);  // nccl, nccl_ex_with_attributes, nccl_ex_many_attributes, nccl_ptsz
   EXPECT_EQ(s["launches"]["captured"], 1);
   // The 9 steps of ComputeLaunchesArePaddedOnEveryPath, compute_after_limit_lowered, 8 threads x 500.
   EXPECT_EQ(s["compute_shaped"], 10 + 4000);
@@ -227,7 +233,7 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   EXPECT_EQ(s["skipped"]["no-metadata"], 1);
   EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernel_ptsz"], 2 + 2000);
   EXPECT_EQ(s["calls_by_hook"]["cuLaunchCooperativeKernel"], 1);
-  EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernelEx"], 3);
+  EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernelEx"], 4);
   EXPECT_GT(s["calls_by_hook"]["cuGetProcAddress_v2"].get<int>(), 0);
   // The launch total is the sum over the launch entry points.
   uint64_t by_entry = 0;
@@ -279,7 +285,7 @@ TEST(preload_fake_driver_policies, ExcludedKernelsGetNoControl) {
   EXPECT_FALSE(only(run, "nccl")["has_priority"].get<bool>());
   EXPECT_EQ(only(run, "captured")["smem"], kShape2Smem);  // not excluded
   EXPECT_GT(r.stats["skipped"]["excluded"].get<int>(), 0);
-  EXPECT_EQ(r.stats["nccl_not_elevated"]["excluded"], 3);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["excluded"], 4);
 }
 
 TEST(preload_fake_driver_policies, IncludeSelectsKernels) {
@@ -300,8 +306,8 @@ TEST(preload_fake_driver_policies, ShapeBytesAddsToEachLaunch) {
 }
 
 // The elevation's failure paths (launch_controls.cpp), on a driver that refuses what the interposer
-// asks for. The client launches its NCCL kernel three times: nccl, nccl_ex_with_attributes (with a
-// priority 0 attribute of its own) and nccl_ptsz.
+// asks for. The client launches its NCCL kernel four times: nccl, nccl_ex_with_attributes (with a
+// priority 0 attribute of its own), nccl_ex_many_attributes (31 attributes) and nccl_ptsz.
 TEST(preload_fake_driver_elevation, ARefusedElevatedLaunchIsIssuedAsMadeAndNeverElevatedAgain) {
   const ClientRun r = run_client("FAKE_CUDA_REFUSE_PRIORITY=1 TANDEM_POLICY=priority");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -324,7 +330,7 @@ TEST(preload_fake_driver_elevation, ARefusedElevatedLaunchIsIssuedAsMadeAndNever
   EXPECT_EQ(only(run, "nccl_ex_with_attributes")["priority"], 0);
   EXPECT_EQ(only(run, "nccl_ex_with_attributes")["returned"], 0);
   EXPECT_EQ(r.stats["nccl_elevated"], 0);
-  EXPECT_EQ(r.stats["nccl_not_elevated"]["failed-retry"], 3);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["failed-retry"], 4);
   EXPECT_EQ(r.stats["failures"]["elevated_retried_as_issued"], 1);
   EXPECT_NE(r.err.find("not elevated again"), std::string::npos) << r.err;
 }
@@ -339,7 +345,7 @@ TEST(preload_fake_driver_elevation, WithoutAPriorityRangeNothingIsElevated) {
   }
   EXPECT_EQ(only(run, "nccl_ex_with_attributes")["priority"], 0);
   EXPECT_EQ(r.stats["nccl_elevated"], 0);
-  EXPECT_EQ(r.stats["nccl_not_elevated"]["no-device"], 3);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["no-device"], 4);
   EXPECT_EQ(r.stats["failures"]["elevated_retried_as_issued"], 0);
   EXPECT_NE(r.err.find("could not read the stream priority range of device 0"), std::string::npos) << r.err;
 }

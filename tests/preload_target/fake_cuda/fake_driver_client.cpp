@@ -149,6 +149,13 @@ json run_steps(const Driver& d) {
     attrs[1].value.priority = 0;
     return ex_launch(d, kFakeNccl, kNcclThreads, kNcclSmem, attrs, 2);
   });
+  // More attributes than the interposer copies (30): it cannot add a priority, and leaves the launch
+  // as it is.
+  steps["nccl_ex_many_attributes"] = step(d, [&] {
+    CUlaunchAttribute attrs[31] = {};
+    for (auto& a : attrs) a.id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;  // value 0: the default domain
+    return ex_launch(d, kFakeNccl, kNcclThreads, kNcclSmem, attrs, 31);
+  });
   steps["compute_ex"] = step(d, [&] { return ex_launch(d, kFakeCompute, 256, 0, nullptr, 0); });
   steps["compute_cluster"] = step(d, [&] {
     CUlaunchAttribute cluster{};
