@@ -98,6 +98,8 @@ std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& opt
   return out;
 }
 
+}  // namespace
+
 TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes) {
   Search search(runner, options, id);
   const CaseTraits traits = runner.traits();
@@ -163,8 +165,6 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
       notes.push_back(id.workload + " " + id.collective + ": " + policy + " not applicable: " + why);
   return result;
 }
-
-}  // namespace
 
 TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress) {
   return run_tune(options, nranks, progress, CaseSink{});

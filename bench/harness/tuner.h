@@ -36,6 +36,12 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
 
 TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress);
 
+// The search for one case on `trials` (run_tune calls it on every rank's thread; the CPU tests call
+// it with fake trials): every stage's candidates, then the finalists, `concurrent` and the paper's
+// best level measured again in rounds. Candidates that cannot apply become `notes` (collecting rank).
+TunedCase tune_case(PolicyTrials& trials, const BenchOptions& options, const CaseId& id,
+                    std::vector<std::string>& notes);
+
 // The candidate stages, as pure functions of what is known about the case (CPU-tested).
 std::vector<OverlapPolicy> order_candidates();
 std::vector<OverlapPolicy> shaping_candidates(const OverlapPolicy& base, const CaseTraits& traits);

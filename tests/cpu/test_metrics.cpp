@@ -35,6 +35,10 @@ TEST(Metrics, ReductionAndEfficiencyFollowTheDesignDefinitions) {
   EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 4.0, 2.0), 0.0);   // no gain
   EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 5.0, 2.0), -0.5);  // worse than sequential
   EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 2.0, 2.0)));  // nothing to gain
+  // t_seq == t_bound with an overlap that differs from both: still nothing to gain, not +-inf.
+  EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 1.5, 2.0)));
+  EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 2.5, 2.0)));
+  EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 1.5, 3.0)));  // bound above t_seq
 }
 
 TEST(Metrics, BandwidthAndBalance) {
@@ -54,6 +58,10 @@ TEST(Metrics, BalancedBytesScalesTheCollectiveToTheComputeTime) {
   EXPECT_EQ(tb::balanced_bytes(512 * mib, 1.45, 1.85, 2), 401 * mib);
   // Eight ranks: 16 MiB steps, so every peer's chunk stays whole.
   EXPECT_EQ(tb::balanced_bytes(512 * mib, 1.45, 1.28, 8) % (16 * mib), 0u);
+  // Exactly at the tolerance: unchanged (1.25 / 1 is 25 % off, exactly representable); just past
+  // it, 4 MiB x 1.25 = 5 MiB.
+  EXPECT_EQ(tb::balanced_bytes(4 * mib, 1.25, 1.0, 2, 0.25), 4 * mib);
+  EXPECT_EQ(tb::balanced_bytes(4 * mib, 1.25, 1.0, 2, 0.24), 5 * mib);
   // Never below one step.
   EXPECT_EQ(tb::balanced_bytes(mib, 0.001, 10.0, 2), mib);
   EXPECT_THROW(tb::balanced_bytes(mib, 0, 1.0, 2), tandem::Error);

@@ -145,6 +145,44 @@ TEST(Residency, BlockRegisterCheckRoundsWarpsToSubpartitions) {
   EXPECT_EQ(residency(h200(), fp(992, 65)).limiter, Limiter::Registers);
 }
 
+// Where the per-block register limit equals the SM's register file (every NVIDIA GPU catalogued),
+// the rounding never decides: warps rounded up to a multiple of 4 that exceed 64 K registers also
+// exceed what 4 subpartitions of 16 K hold. It does decide when a block may hold less than the SM
+// (32 K per block, 64 K per SM, as on sm_53 and sm_62): 160 threads = 5 warps at 192 registers,
+// 192 x 32 = 6144 registers per warp (a multiple of 256). 5 warps take 30720 <= 32768, but the
+// launch check counts 8 warps: 49152 > 32768, so no block can launch. (Counting 5, the SM would
+// hold 16384 / 6144 = 2 warps per subpartition = 8 warps = 1 block.)
+TEST(Residency, BlockRegisterCheckRoundingDecidesBelowTheSmLimit) {
+  DeviceLimits d = h200();
+  d.max_regs_per_block = 32768;
+  const Residency r = residency(d, fp(160, 192));
+  EXPECT_EQ(r.blocks_per_sm, 0);
+  EXPECT_EQ(r.limiter, Limiter::Registers);
+  // 4 warps (128 threads) need no rounding: 4 x 6144 = 24576 <= 32768; 8 warps per SM / 4 = 2 blocks.
+  EXPECT_EQ(residency(d, fp(128, 192)).blocks_per_sm, 2);
+}
+
+// 800 threads = 25 warps at 80 registers: 2560 per warp; a 16 K subpartition holds 6 such warps,
+// the SM 24 < 25, so not one block (the rounded launch check, 28 x 2560 = 71680 > 65536, agrees).
+TEST(Residency, TwentyFiveWarpsOfEightyRegistersDoNotFit) {
+  EXPECT_EQ(residency(h200(), fp(800, 80)).blocks_per_sm, 0);
+  EXPECT_EQ(residency(h200(), fp(800, 80)).limiter, Limiter::Registers);
+}
+
+// Threads, registers and shared memory all allow exactly 2 blocks: 1024 threads of 2048; 32 warps
+// of 1024 registers against 4 x 16 warps; 100 KiB + 1 KiB reserved = 103424 B (a multiple of 128)
+// against 233472 B = 2.26 blocks. Ties report the first resource, threads.
+TEST(Residency, ThreeWayTieReportsThreads) {
+  const Residency r = residency(h200(), fp(1024, 32, 100 * 1024));
+  EXPECT_EQ(r.blocks_per_sm, 2);
+  EXPECT_EQ(r.limiter, Limiter::Threads);
+  // One unit more shared memory than a third of the SM (233472 / 3 = 77824) still gives 2 blocks,
+  // now set by shared memory alone: 77952 - 1024 reserved = 76928 B dynamic, at 256 threads.
+  const Residency s = residency(h200(), fp(256, 32, 76928));
+  EXPECT_EQ(s.blocks_per_sm, 2);
+  EXPECT_EQ(s.limiter, Limiter::SharedMemory);
+}
+
 TEST(Residency, InvalidFootprintsGiveZeroWithTheLimiter) {
   EXPECT_EQ(residency(h200(), fp(1025, 16)).blocks_per_sm, 0);
   EXPECT_EQ(residency(h200(), fp(1025, 16)).limiter, Limiter::Threads);

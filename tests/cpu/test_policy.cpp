@@ -170,6 +170,65 @@ TEST(PolicyPrint, OperatorsCompareMeaningfulFields) {
   EXPECT_NE(parse_policy("shape:1KiB"), parse_policy("shape:1MiB"));
 }
 
+// Each field alone, set on the struct (not through the parser), must make two policies differ: the
+// tuner removes duplicate candidates with operator==, so a field it ignored would merge two
+// distinct policies (concurrent and priority, say) into one.
+TEST(PolicyEquality, EveryFieldCounts) {
+  using Change = void (*)(OverlapPolicy&);
+  const std::vector<std::pair<const char*, Change>> changes = {
+      {"order sequential", [](OverlapPolicy& p) { p.order = LaunchOrder::Sequential; }},
+      {"order comm-first", [](OverlapPolicy& p) { p.order = LaunchOrder::CommFirst; }},
+      {"comm_priority", [](OverlapPolicy& p) { p.comm_priority = true; }},
+      {"shape blocks",
+       [](OverlapPolicy& p) { p.shape.kind = ShapeTarget::Kind::BlocksPerSm, p.shape.blocks_per_sm = 3; }},
+      {"shape bytes", [](OverlapPolicy& p) { p.shape.kind = ShapeTarget::Kind::Bytes, p.shape.bytes = 4096; }},
+      {"shape auto", [](OverlapPolicy& p) { p.shape.kind = ShapeTarget::Kind::Auto; }},
+      {"sm_target", [](OverlapPolicy& p) { p.sm_target = 116; }},
+      {"nccl_min_ctas", [](OverlapPolicy& p) { p.nccl_min_ctas = 4; }},
+      {"nccl_max_ctas", [](OverlapPolicy& p) { p.nccl_max_ctas = 16; }},
+      {"nccl_cga_cluster_size", [](OverlapPolicy& p) { p.nccl_cga_cluster_size = 1; }},
+      {"nccl_cta_policy efficiency", [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Efficiency; }},
+      {"nccl_cta_policy zero", [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Zero; }},
+      {"green_sms", [](OverlapPolicy& p) { p.green_sms = 100; }},
+      {"nccl_symmetric", [](OverlapPolicy& p) { p.nccl_symmetric = true; }},
+      {"copy_engine", [](OverlapPolicy& p) { p.copy_engine = true; }},
+  };
+  const OverlapPolicy plain;
+  for (const auto& [field, change] : changes) {
+    OverlapPolicy changed;
+    change(changed);
+    EXPECT_FALSE(changed == plain) << field;
+    EXPECT_FALSE(plain == changed) << field;
+    EXPECT_TRUE(changed != plain) << field;
+    OverlapPolicy same;
+    change(same);
+    EXPECT_TRUE(changed == same) << field;
+  }
+  // The value inside a set field counts too, not only whether it is set.
+  OverlapPolicy a, b;
+  a.sm_target = 116, b.sm_target = 124;
+  EXPECT_NE(a, b);
+  a = b = OverlapPolicy{};
+  a.nccl_min_ctas = a.nccl_max_ctas = 8, b.nccl_min_ctas = b.nccl_max_ctas = 16;
+  EXPECT_NE(a, b);
+  a = b = OverlapPolicy{};
+  a.nccl_cga_cluster_size = 1, b.nccl_cga_cluster_size = 2;
+  EXPECT_NE(a, b);
+  a = b = OverlapPolicy{};
+  a.green_sms = 100, b.green_sms = 116;
+  EXPECT_NE(a, b);
+  a = b = OverlapPolicy{};
+  a.shape.kind = b.shape.kind = ShapeTarget::Kind::BlocksPerSm;
+  a.shape.blocks_per_sm = 2, b.shape.blocks_per_sm = 3;
+  EXPECT_NE(a, b);
+  a.shape.kind = b.shape.kind = ShapeTarget::Kind::Bytes;
+  a.shape.bytes = 1024, b.shape.bytes = 2048;
+  EXPECT_NE(a, b);
+  // The two policies the tuner's finals always hold.
+  EXPECT_NE(parse_policy("concurrent"), parse_policy("priority"));
+  EXPECT_NE(parse_policy("concurrent"), parse_policy("copy-engine"));
+}
+
 TEST(Policy, NeedsOwnCommunicator) {
   EXPECT_FALSE(parse_policy("concurrent").needs_own_communicator());
   EXPECT_FALSE(

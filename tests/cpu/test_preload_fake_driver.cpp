@@ -13,8 +13,6 @@
 #include <sstream>
 #include <string>
 
-#include "tandem/gpu_catalog.h"
-#include "tandem/occupancy.h"
 #include "test_preload_paths.h"
 
 namespace {
@@ -101,7 +99,10 @@ TEST_F(preload_fake_driver, WithoutTheInterposerEveryLaunchArrivesAsIssued) {
         continue;
       }
       EXPECT_FALSE(l["has_priority"].get<bool>()) << name;
-      if (name != "nccl" && name != "nccl_ptsz") EXPECT_EQ(l["smem"], 0) << name;
+      if (name == "compute_own_smem")
+        EXPECT_EQ(l["smem"], 4096);
+      else if (name.rfind("nccl", 0) != 0)  // NCCL's CTAs ask for 16 KiB themselves
+        EXPECT_EQ(l["smem"], 0) << name;
     }
   }
   EXPECT_EQ(only(run, "nccl")["entry"], "cuLaunchKernel");
@@ -135,7 +136,8 @@ TEST_F(preload_fake_driver, FirstLaunchUnderCaptureUsesRelaxedModeAndRestoresIt)
 
 TEST_F(preload_fake_driver, ComputeLaunchesArePaddedOnEveryPath) {
   const json run = as_json(shaped());
-  for (const char* step : {"compute", "compute_ex", "compute_ptsz", "library_kernel", "captured",
+  // compute_own_smem asks for 4096 B itself: the least padding for 2 blocks/SM is still 76928 B.
+  for (const char* step : {"compute", "compute_own_smem", "compute_ex", "compute_ptsz", "library_kernel", "captured",
                            "compute_via_nested_resolver", "direct_symbol", "compute_before_nccl"}) {
     const json& l = only(run, step);
     EXPECT_EQ(l["smem"], kShape2Smem) << step;
@@ -185,6 +187,12 @@ TEST_F(preload_fake_driver, NcclLaunchesGetTheGreatestPriority) {
   const json& ptsz = only(run, "nccl_ptsz");
   EXPECT_EQ(ptsz["entry"], "cuLaunchKernelEx_ptsz");  // the per-thread stream stays per-thread
   EXPECT_EQ(ptsz["priority"], -5);
+  // 31 attributes of its own: more than the interposer copies, so issued unchanged and counted.
+  const json& many = only(run, "nccl_ex_many_attributes");
+  EXPECT_FALSE(many["has_priority"].get<bool>());
+  EXPECT_EQ(many["attributes"], 31);
+  EXPECT_EQ(many["entry"], "cuLaunchKernelEx");
+  EXPECT_EQ(shaped().stats["nccl_not_elevated"]["too-many-attributes"], 1);
 }
 
 TEST_F(preload_fake_driver, LoweredLimitIsRaisedAgain) {
@@ -214,9 +222,10 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   ASSERT_TRUE(s.is_object()) << shaped().err;
   EXPECT_EQ(s["policy"], "shape:2+priority");
   EXPECT_EQ(s["nccl_elevated"], 3);
-  EXPECT_EQ(s["launches"]["nccl"], 3);
+  EXPECT_EQ(s["launches"]["nccl"], 4);  // nccl, nccl_ex_with_attributes, nccl_ex_many_attributes, nccl_ptsz
   EXPECT_EQ(s["launches"]["captured"], 1);
-  EXPECT_EQ(s["compute_shaped"], 9 + 4000);
+  // The 9 steps of ComputeLaunchesArePaddedOnEveryPath, compute_after_limit_lowered, 8 threads x 500.
+  EXPECT_EQ(s["compute_shaped"], 10 + 4000);
   EXPECT_EQ(s["skipped"]["cluster"], 1);
   EXPECT_EQ(s["skipped"]["cooperative"], 1);
   EXPECT_EQ(s["skipped"]["one-block-per-sm"], 1);
@@ -224,7 +233,7 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   EXPECT_EQ(s["skipped"]["no-metadata"], 1);
   EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernel_ptsz"], 2 + 2000);
   EXPECT_EQ(s["calls_by_hook"]["cuLaunchCooperativeKernel"], 1);
-  EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernelEx"], 3);
+  EXPECT_EQ(s["calls_by_hook"]["cuLaunchKernelEx"], 4);
   EXPECT_GT(s["calls_by_hook"]["cuGetProcAddress_v2"].get<int>(), 0);
   // The launch total is the sum over the launch entry points.
   uint64_t by_entry = 0;
@@ -236,6 +245,10 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   for (const auto& k : s["kernels"])
     if (k["name"] == "fragile()") fragile_listed = k["decision"] == "skipped: failed-retry";
   EXPECT_TRUE(fragile_listed) << s["kernels"].dump(2);
+  // The client launches its kernels in no particular order of counts: the list is by launches, most first.
+  for (size_t i = 1; i < s["kernels"].size(); ++i)
+    EXPECT_GE(s["kernels"][i - 1]["launches"].get<uint64_t>(), s["kernels"][i]["launches"].get<uint64_t>())
+        << s["kernels"].dump(2);
   // At the default log level, a process that launched prints its summary (and the two warnings).
   EXPECT_NE(shaped().err.find("summary: policy shape:2+priority"), std::string::npos) << shaped().err;
   EXPECT_NE(shaped().err.find("not shaped again"), std::string::npos);
@@ -246,17 +259,10 @@ TEST(preload_fake_driver_policies, ShapeAutoWaitsForAnNcclFootprintThenLeavesRoo
   ASSERT_EQ(r.status, 0) << r.err;
   const json run = as_json(r);
   EXPECT_EQ(only(run, "compute_before_nccl")["smem"], 0);
-  tandem::KernelFootprint compute;
-  compute.threads_per_block = 256;
-  compute.regs_per_thread = 32;
-  tandem::KernelFootprint nccl;
-  nccl.threads_per_block = 512;
-  nccl.regs_per_thread = 32;
-  nccl.dynamic_smem = 16 * 1024;
-  const auto plan = tandem::least_shaping_with_room(tandem::gpu_limits("h200"), compute, nccl);
-  ASSERT_TRUE(plan);
-  EXPECT_EQ(plan->blocks_per_sm, 6);
-  EXPECT_EQ(only(run, "compute")["smem"], plan->dynamic_smem);
+  // The compute kernel (256 threads, 32 registers) beside the fake NCCL kernel (512 threads, 32
+  // registers, 16 KiB): 6 blocks of 8 warps leave the collective's 16 warps room (8 x 6 + 16 = 64);
+  // the least padding for 6 is an allocation above 233472 / 7 B, 33408 B, less 1 KiB reserved.
+  EXPECT_EQ(only(run, "compute")["smem"], 32384);
   EXPECT_FALSE(only(run, "nccl")["has_priority"].get<bool>());  // no `priority` in this policy
   EXPECT_EQ(r.stats["skipped"]["no-nccl-footprint"], 1);
 }
@@ -279,7 +285,7 @@ TEST(preload_fake_driver_policies, ExcludedKernelsGetNoControl) {
   EXPECT_FALSE(only(run, "nccl")["has_priority"].get<bool>());
   EXPECT_EQ(only(run, "captured")["smem"], kShape2Smem);  // not excluded
   EXPECT_GT(r.stats["skipped"]["excluded"].get<int>(), 0);
-  EXPECT_EQ(r.stats["nccl_not_elevated"]["excluded"], 3);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["excluded"], 4);
 }
 
 TEST(preload_fake_driver_policies, IncludeSelectsKernels) {
@@ -294,6 +300,54 @@ TEST(preload_fake_driver_policies, ShapeBytesAddsToEachLaunch) {
   const ClientRun r = run_client("TANDEM_POLICY=shape:48KiB");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(only(as_json(r), "compute")["smem"], 48 * 1024);
+  // The same kernel right after, asking for 4096 B itself: its own decision, not the one cached for
+  // the launch before.
+  EXPECT_EQ(only(as_json(r), "compute_own_smem")["smem"], 4096 + 48 * 1024);
+}
+
+// The elevation's failure paths (launch_controls.cpp), on a driver that refuses what the interposer
+// asks for. The client launches its NCCL kernel four times: nccl, nccl_ex_with_attributes (with a
+// priority 0 attribute of its own), nccl_ex_many_attributes (31 attributes) and nccl_ptsz.
+TEST(preload_fake_driver_elevation, ARefusedElevatedLaunchIsIssuedAsMadeAndNeverElevatedAgain) {
+  const ClientRun r = run_client("FAKE_CUDA_REFUSE_PRIORITY=1 TANDEM_POLICY=priority");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The first launch: elevated (refused by the driver), then issued again exactly as the program
+  // made it, whose result is what the program gets.
+  const json& first = r.out["steps"]["nccl"];
+  ASSERT_EQ(first.size(), 2u) << first.dump(2);
+  EXPECT_TRUE(first[0]["has_priority"].get<bool>());
+  EXPECT_EQ(first[0]["priority"], -5);
+  EXPECT_EQ(first[0]["driver_result"], 801);  // CUDA_ERROR_NOT_SUPPORTED
+  EXPECT_FALSE(first[1]["has_priority"].get<bool>());
+  EXPECT_EQ(first[1]["entry"], "cuLaunchKernel");
+  EXPECT_EQ(first[1]["smem"], 16 * 1024);
+  EXPECT_EQ(first[1]["driver_result"], 0);
+  EXPECT_EQ(first[1]["returned"], 0);
+  // Never elevated again: one launch each, as issued.
+  const json run = as_json(r);
+  EXPECT_FALSE(only(run, "nccl_ptsz")["has_priority"].get<bool>());
+  EXPECT_EQ(only(run, "nccl_ptsz")["returned"], 0);
+  EXPECT_EQ(only(run, "nccl_ex_with_attributes")["priority"], 0);
+  EXPECT_EQ(only(run, "nccl_ex_with_attributes")["returned"], 0);
+  EXPECT_EQ(r.stats["nccl_elevated"], 0);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["failed-retry"], 4);
+  EXPECT_EQ(r.stats["failures"]["elevated_retried_as_issued"], 1);
+  EXPECT_NE(r.err.find("not elevated again"), std::string::npos) << r.err;
+}
+
+TEST(preload_fake_driver_elevation, WithoutAPriorityRangeNothingIsElevated) {
+  const ClientRun r = run_client("FAKE_CUDA_NO_PRIORITY_RANGE=1 TANDEM_POLICY=priority");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  for (const char* step : {"nccl", "nccl_ptsz"}) {
+    EXPECT_FALSE(only(run, step)["has_priority"].get<bool>()) << step;
+    EXPECT_EQ(only(run, step)["returned"], 0) << step;
+  }
+  EXPECT_EQ(only(run, "nccl_ex_with_attributes")["priority"], 0);
+  EXPECT_EQ(r.stats["nccl_elevated"], 0);
+  EXPECT_EQ(r.stats["nccl_not_elevated"]["no-device"], 4);
+  EXPECT_EQ(r.stats["failures"]["elevated_retried_as_issued"], 0);
+  EXPECT_NE(r.err.find("could not read the stream priority range of device 0"), std::string::npos) << r.err;
 }
 
 TEST(preload_fake_driver_policies, SmTargetReachesCublasAndCublasLt) {

@@ -9,8 +9,10 @@
 
 #include "gpu_test_util.h"
 #include "harness/dtype.h"
+#include "harness/local_ranks.h"
 #include "harness/rank_context.h"
 #include "harness/rank_group.h"
+#include "harness/registry.h"
 #include "harness/runner.h"
 #include "tandem/cuda_check.h"
 
@@ -45,7 +47,6 @@ TEST(BenchGpu, EveryCollectiveAndPolicyGivesCorrectResults) {
     if (p.shape.kind != tandem::ShapeTarget::Kind::None) ++shaped_policies;
   // gemm (cuBLASLt) cannot be shaped: its shaping policies are skipped with a note; the others run.
   EXPECT_EQ(outcome.rows.size() + outcome.notes.size(), 3 * 4 * policies);
-  if (ranks == 1) return;  // one rank: NCCL copies, no kernel footprint
   std::set<std::string> workloads_seen;
   for (const auto& r : outcome.rows) {
     workloads_seen.insert(r.workload);
@@ -54,7 +55,8 @@ TEST(BenchGpu, EveryCollectiveAndPolicyGivesCorrectResults) {
     EXPECT_GT(r.t_seq_ms, 0);
     EXPECT_GE(r.t_bound_ms, std::max(r.t_compute_ms, r.t_comm_ms));
     EXPECT_EQ(r.ranks, ranks);
-    EXPECT_FALSE(r.comm_kernel.kernel.empty());
+    // One rank: NCCL copies with the copy engine and launches no kernel, so there is no footprint.
+    if (ranks > 1) EXPECT_FALSE(r.comm_kernel.kernel.empty());
     if (r.workload == "tiled-gemm" && r.policy == "shape:2+priority") EXPECT_EQ(r.compute_blocks_per_sm, 2);
     if (r.workload == "gemm") EXPECT_EQ(r.compute_blocks_per_sm, -1);
   }
@@ -63,6 +65,43 @@ TEST(BenchGpu, EveryCollectiveAndPolicyGivesCorrectResults) {
   for (const auto& n : outcome.notes)
     if (n.find("skipped for gemm") != std::string::npos) ++gemm_skips;
   EXPECT_EQ(gemm_skips, 4 * shaped_policies);
+}
+
+// The device-memory bytes each workload and collective reports for the bound (t_bound's HBM term),
+// worked out by hand, bf16 (2 bytes): a GEMM reads A (m x k) and B (k x n) and writes C (m x n); the
+// stream triad reads two arrays and writes one; all-reduce and all-to-all read and write the whole
+// buffer; an all-gather reads its chunk (bytes / n) and writes the whole, or in place only writes;
+// a reduce-scatter reads the whole and writes its chunk.
+TEST(BenchGpu, BoundBytesPerWorkloadAndCollective) {
+  TANDEM_REQUIRE_GPUS(1);
+  BenchOptions o = small_options();  // m = n = 1024, k = 512, 16 MiB stream arrays
+  o.dtype = o.workload.dtype = tandem::bench::DType::BF16;
+  const int ranks = tandem_test::gpu_count();
+  tandem::bench::run_on_local_ranks(o, ranks, [&](tandem::bench::RankContext& ctx) {
+    const double gemm = (1024.0 * 512 + 512.0 * 1024 + 1024.0 * 1024) * 2;
+    for (const char* name : {"gemm", "tiled-gemm"}) {
+      auto workload = tandem::bench::find_workload(name).make(o.workload);
+      workload->setup(ctx);
+      EXPECT_DOUBLE_EQ(workload->hbm_bytes(), gemm) << name;
+    }
+    auto stream = tandem::bench::find_workload("stream").make(o.workload);
+    stream->setup(ctx);
+    EXPECT_DOUBLE_EQ(stream->hbm_bytes(), 3.0 * (16 << 20));
+
+    const double bytes = 8 << 20, n = ranks;
+    const std::vector<std::pair<const char*, double>> expected = {{"all-reduce", 2 * bytes},
+                                                                  {"all-gather", bytes / n + bytes},
+                                                                  {"reduce-scatter", bytes + bytes / n},
+                                                                  {"all-to-all", 2 * bytes}};
+    for (const auto& [name, hbm] : expected) {
+      auto collective = tandem::bench::find_collective(name).make();
+      collective->setup(ctx, size_t(bytes), o.dtype, 1, /*in_place=*/false);
+      EXPECT_DOUBLE_EQ(collective->hbm_bytes(), hbm) << name << " on " << ranks << " ranks";
+    }
+    auto in_place = tandem::bench::find_collective("all-gather").make();
+    in_place->setup(ctx, size_t(bytes), o.dtype, 1, /*in_place=*/true);
+    EXPECT_DOUBLE_EQ(in_place->hbm_bytes(), bytes);
+  });
 }
 
 // The controls beyond the paper's under every workload and collective: each is measured where it

@@ -138,6 +138,9 @@ json run_steps(const Driver& d) {
   d.set_collective_running(1);
   steps["nccl"] = step(d, [&] { return plain_launch(d, d.launch, kFakeNccl, kNcclThreads, kNcclSmem); });
   steps["compute"] = step(d, [&] { return plain_launch(d, d.launch, kFakeCompute, 256, 0); });
+  // The same kernel again with dynamic shared memory of its own: a decision cached for the launch
+  // before must not be reused.
+  steps["compute_own_smem"] = step(d, [&] { return plain_launch(d, d.launch, kFakeCompute, 256, 4096); });
   steps["nccl_ex_with_attributes"] = step(d, [&] {
     CUlaunchAttribute attrs[2] = {};
     attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -145,6 +148,13 @@ json run_steps(const Driver& d) {
     attrs[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
     attrs[1].value.priority = 0;
     return ex_launch(d, kFakeNccl, kNcclThreads, kNcclSmem, attrs, 2);
+  });
+  // More attributes than the interposer copies (30): it cannot add a priority, and leaves the launch
+  // as it is.
+  steps["nccl_ex_many_attributes"] = step(d, [&] {
+    CUlaunchAttribute attrs[31] = {};
+    for (auto& a : attrs) a.id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN;  // value 0: the default domain
+    return ex_launch(d, kFakeNccl, kNcclThreads, kNcclSmem, attrs, 31);
   });
   steps["compute_ex"] = step(d, [&] { return ex_launch(d, kFakeCompute, 256, 0, nullptr, 0); });
   steps["compute_cluster"] = step(d, [&] {

@@ -3,6 +3,7 @@
 #include <cuda.h>
 #undef cuGetProcAddress
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -37,6 +38,15 @@ int g_capturing = 0;
 int g_collective_running = 0;
 int g_event;  // the one fake event
 thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+// Failures a test asks for through the client's environment (read at each call, so the client needs
+// no control of its own): FAKE_CUDA_REFUSE_PRIORITY=1 refuses every launch that asks for a nonzero
+// priority, as a driver rejecting the attribute would; FAKE_CUDA_NO_PRIORITY_RANGE=1 fails
+// cuCtxGetStreamPriorityRange.
+bool env_flag(const char* name) {
+  const char* value = std::getenv(name);
+  return value && std::strcmp(value, "1") == 0;
+}
 
 // Stricter than the real driver: while a capture is running, every non-launch call made outside
 // relaxed capture mode fails, as a capture-unsafe call would invalidate the capture.
@@ -78,6 +88,8 @@ CUresult record(const char* entry, CUfunction f, unsigned smem, unsigned threads
     result = CUDA_ERROR_INVALID_VALUE;
   else if (g_fail_above >= 0 && static_cast<int>(smem) > g_fail_above)
     result = CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+  else if (r.has_priority && r.priority != 0 && env_flag("FAKE_CUDA_REFUSE_PRIORITY"))
+    result = CUDA_ERROR_NOT_SUPPORTED;
   r.result = result;
   g_launches.push_back(r);
   return result;
@@ -251,6 +263,7 @@ CUresult cuDeviceGetName(char* name, int length, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
+  if (env_flag("FAKE_CUDA_NO_PRIORITY_RANGE")) return CUDA_ERROR_NOT_SUPPORTED;
   *least = 0;
   *greatest = -5;
   return CUDA_SUCCESS;
