@@ -6,7 +6,7 @@
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
-#               shared-gpu mpi-suite run interposer-programs faults scenarios scenario-tune clocks
+#               shared-gpu mpi-suite run interposer-programs faults interrupt scenarios scenario-tune clocks
 #               scenario-clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
@@ -17,7 +17,7 @@ mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,interrupt,scenarios,scenario-tune,clocks,scenario-clocks ;;
   scaling) sections=environment,tests,suite,tune,multiprocess,mpi-suite ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run ;;
   *) sections=$mode ;;
@@ -259,7 +259,12 @@ fi
 # gtest_section NAME BINARY: one line per test (OK, FAILED, SKIPPED and why) into the summary.
 gtest_section() {
   local name=$1 binary=$2
-  if timeout 560 "$binary" > "$logs/$name.log" 2>&1; then result=ok; else result="FAILED($?)"; status=1; fi
+  if timeout 560 "$binary" --gtest_output="json:$logs/$name.gtest.json" > "$logs/$name.log" 2>&1; then
+    result=ok
+  else
+    result="FAILED($?)"
+    status=1
+  fi
   grep -E '^\[ +(OK|FAILED|SKIPPED) +\] [A-Za-z]|^\[          \] ' "$logs/$name.log" | tee -a "$logs/summary.log"
   printf '%-28s %s %s\n' "$name" "$result" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')" \
     | tee -a "$logs/summary.log"
@@ -271,6 +276,22 @@ section "tandem run: real programs unchanged (priority, shape:3+priority, sm-tar
 # (torch.compile, CUDA graphs), JAX, CuPy and ctypes lookups of every hooked name, each with and
 # without `tandem run`: same digest, same exit code, launches seen (tests/gpu/test_interposer_programs.cpp).
 gtest_section interposer-programs "$root/build/tests/test_interposer_programs"
+# dlsym/dlvsym/dlerror/cuGetProcAddress answers with the real driver, loaded locally and globally:
+# identical with and without the interposer (the CPU test does this with a fake driver).
+libcuda=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
+probe="$root/build/tests/fake_cuda/dlsym_probe"
+if [ -n "$libcuda" ] && [ -x "$probe" ]; then
+  "$probe" "local:$libcuda" "global:$libcuda" > "$logs/dlsym-plain.txt" 2>&1
+  LD_PRELOAD="$root/build/lib/libtandem_preload.so" "$probe" "local:$libcuda" "global:$libcuda" \
+    > "$logs/dlsym-preloaded.txt" 2>&1
+  if cmp -s "$logs/dlsym-plain.txt" "$logs/dlsym-preloaded.txt"; then
+    echo "dlsym probe with $libcuda: $(wc -l < "$logs/dlsym-plain.txt") answers identical" | tee -a "$logs/summary.log"
+  else
+    echo "dlsym probe with $libcuda: answers DIFFER" | tee -a "$logs/summary.log"
+    diff "$logs/dlsym-plain.txt" "$logs/dlsym-preloaded.txt" | head -n 10 | tee -a "$logs/summary.log"
+    status=1
+  fi
+fi
 fi
 
 if want faults; then
@@ -278,6 +299,52 @@ section "faults: a rank killed, stalled or never joining, under mpirun, torchrun
 # 2 ranks (sharing the GPU when there is one): the other rank exits within --timeout, non-zero,
 # naming the lost rank (tests/gpu/test_faults_gpu.cpp).
 gtest_section faults "$root/build/tests/test_faults_gpu"
+fi
+
+if want interrupt; then
+section "interrupt: SIGINT during bench and tune keeps what was measured"
+# bench rewrites --json after every row ("complete": false until the end); tune writes each case's
+# policy file and the JSON when the case is tuned. SIGINT once rows / one case exist, then check.
+interrupted() {  # interrupted NAME JSON SECONDS CMD...: SIGINT when JSON holds a row (or after SECONDS)
+  local name=$1 json=$2 limit=$3
+  shift 3
+  rm -f "$json"
+  # A background job of a script starts with SIGINT ignored (no job control): give it the default
+  # disposition, as a terminal's Ctrl-C would find it.
+  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+    "$@" > "$logs/$name.log" 2>&1 &
+  local pid=$! start=$SECONDS
+  until python3 -c "import json,sys; sys.exit(0 if json.load(open('$json'))['rows'] else 1)" 2> /dev/null ||
+    [ $((SECONDS - start)) -ge "$limit" ]; do sleep 0.2; done
+  kill -INT "$pid"
+  wait "$pid"
+  local code=$?
+  python3 - "$json" "$name" "$code" "$logs/interrupt.jsonl" <<'PY' | tee -a "$logs/summary.log" || status=1
+import json, sys
+path, name, code, record = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+try:
+    doc = json.load(open(path))
+except Exception as e:
+    doc = {}
+    print(f"{name:10s} FAILED: no valid JSON after SIGINT ({e})")
+ok = bool(doc.get("complete") is False and doc.get("rows") and code != 0)
+with open(record, "a") as f:
+    f.write(json.dumps({"command": name, "exit": code, "complete": doc.get("complete"),
+                        "rows_kept": len(doc.get("rows", [])), "ok": ok}) + "\n")
+if not doc:
+    sys.exit(1)
+print(f"{name:10s} {'ok' if ok else 'FAILED'}: exit {code}, complete={doc.get('complete')}, "
+      f"schema_version={doc.get('schema_version')}, {len(doc.get('rows', []))} rows kept")
+sys.exit(0 if ok else 1)
+PY
+}
+# Runs long enough to be cut short on any number of GPUs (every collective, sizes up to 4 GiB).
+every=(--workload gemm,tiled-gemm,stream --collective all-reduce,all-gather,reduce-scatter,all-to-all)
+interrupted bench "$logs/interrupted-bench.json" 240 \
+  "$tandem" bench "${every[@]}" -b 64M -e 4G -f 2 -n 100 --json "$logs/interrupted-bench.json"
+interrupted tune "$logs/interrupted-tune.json" 300 \
+  "$tandem" tune "${every[@]}" --json "$logs/interrupted-tune.json" --out "$logs/interrupted.policy"
+ls "$logs"/interrupted*.policy 2> /dev/null | sed 's/^/policy file kept: /' | tee -a "$logs/summary.log"
 fi
 
 if want scenarios; then
@@ -377,9 +444,16 @@ sample_clocks scenarios "" \
   "--workload tp-mlp --sequence-parallel -p copy-engine -n 60 --warmup 3"
 fi
 
+if want interposer-programs || want faults || want interrupt; then
+  # One JSON of the reliability sections (docs/RELIABILITY.md): every test case with its outcome,
+  # the fault timings, the interrupted runs, and what they ran on.
+  python3 "$root/scripts/reliability-record.py" --logs "$logs" --tandem "$tandem" \
+    --command "scripts/gpu-check.sh $mode" > "$logs/reliability-$tag.json" || status=1
+fi
+
 section "result: $([ $status = 0 ] && echo OK || echo FAILED)"
 # The device tool returns at most 8 files: the main results, the summary, and everything in logs.tgz.
-for f in summary.log suite-$tag.json collectives-$tag.json tune-$tag.json; do
+for f in summary.log suite-$tag.json collectives-$tag.json tune-$tag.json reliability-$tag.json; do
   [ -f "$logs/$f" ] && cp "$logs/$f" "$out/"
 done
 tar czf "$out/logs.tgz" -C "$logs" .

@@ -109,8 +109,9 @@ TEST_F(SafeFile, MissingOrReadOnlyFolderIsNamedBeforeAnyWork) {
 }
 
 TEST_F(SafeFile, ReadsRegularFilesWithinTheBound) {
-  std::ofstream(path("policy")) << "shape:3+priority\n";
+  std::ofstream(path("policy")) << "shape:3+priority\n";  // 17 bytes
   EXPECT_EQ(tandem::read_small_regular_file(path("policy"), 64), "shape:3+priority\n");
+  EXPECT_EQ(tandem::read_small_regular_file(path("policy"), 17), "shape:3+priority\n");  // exactly the bound
   fs::create_symlink(path("policy"), path("link"));
   EXPECT_EQ(tandem::read_small_regular_file(path("link"), 64), "shape:3+priority\n");
   try {
@@ -132,6 +133,20 @@ TEST_F(SafeFile, DevicesAndFoldersAreRefusedAtOnce) {
 TEST_F(SafeFile, ProcFilesThatGrowPastTheirSizeAreBounded) {
   // /proc files report size 0 and deliver more: the bound holds on what is read, not on st_size.
   EXPECT_THROW(tandem::read_small_regular_file("/proc/self/maps", 16), tandem::Error);
+}
+
+// tandem::Error names where it was thrown by the file's base name and line: " [safe_file.cpp:N]".
+TEST_F(SafeFile, ErrorsNameTheSourceFileByItsBaseName) {
+  try {
+    tandem::write_file_atomically(path("folder-missing/x"), "x");
+    FAIL() << "no error";
+  } catch (const tandem::Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cannot create a file in '" + path("folder-missing") + "'"), std::string::npos) << what;
+    EXPECT_NE(what.find(" [safe_file.cpp:"), std::string::npos) << what;
+    EXPECT_EQ(what.back(), ']');
+    EXPECT_GT(e.line(), 0);
+  }
 }
 
 }  // namespace
