@@ -4,6 +4,7 @@ for bench/results/ and docs/RELIABILITY.md: each test case and its outcome (from
 each fault's exit status and time, each interrupted run, the dlsym probe, and what ran them.
 
     reliability-record.py --logs LOGS_DIR --tandem BIN --command TEXT > reliability.json
+    reliability-record.py --tables reliability.json     # the Markdown tables of docs/RELIABILITY.md
 """
 import argparse
 import datetime
@@ -63,7 +64,43 @@ def summary(cases):
     return {k: sum(c["outcome"] == k for c in cases) for k in ("passed", "failed", "skipped")}
 
 
+def tables(path):
+    """docs/RELIABILITY.md's tables of one record: faults, then programs under the interposer."""
+    record = json.load(open(path))
+    name = os.path.basename(path)
+    where = "%s, tandem %s, %s" % (", ".join(record["gpus"]), record["commit"], record["date"][:10])
+    lines = ["Faults injected (`%s`; %s):" % (name, where), "",
+             "| launcher | fault | rank 0's exit status | seconds after the fault | lost rank named by |",
+             "|---|---|---|---|---|"]
+    for t in record["faults"]["timings"] or []:
+        lines.append("| %s | %s | %d | %.1f | %s |" % (t["launcher"], t["fault"], t["exit_status"],
+                                                       t["seconds_after_fault"], t.get("lost_rank_named_by", "?")))
+    for run in record.get("interrupt") or []:
+        lines.append("| SIGINT | `tandem %s` interrupted | %d | — | %d rows kept, `complete: %s` |"
+                     % (run["command"], run["exit"], run["rows_kept"], str(run["complete"]).lower()))
+    programs = record["interposer_programs"]
+    by_program = {}
+    for case in programs["cases"] or []:
+        program = case["name"].split("/")[-1]
+        for policy in ("_shape_3_priority", "_sm_target_116", "_priority"):  # test_interposer_programs' names
+            if program.endswith(policy):
+                program = program[: -len(policy)]
+                break
+        by_program.setdefault(program, []).append(case["outcome"])
+    lines += ["", "Programs with and without `tandem run` (`%s`; %s; %s):" % (name, where,
+                                                                          ", ".join(record["python_packages"])),
+              "", "| program | policies | identical results |", "|---|---|---|"]
+    for program, outcomes in by_program.items():
+        lines.append("| %s | %d | %d of %d |" % (program, len(outcomes), outcomes.count("passed"), len(outcomes)))
+    if programs.get("dlsym_probe"):
+        lines += ["", programs["dlsym_probe"] + "."]
+    return "\n".join(lines)
+
+
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--tables":
+        print(tables(sys.argv[2]))
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--logs", required=True)
     parser.add_argument("--tandem", required=True)
