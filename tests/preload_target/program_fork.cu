@@ -67,6 +67,18 @@ struct Child {
   std::string status;
 };
 
+// The parent's side of a forked child writing into pipe `fds`: everything it wrote, then how it ended.
+Child collect_child(pid_t pid, int fds[2]) {
+  close(fds[1]);
+  Child child;
+  child.output = read_all(fds[0]);
+  close(fds[0]);
+  int status = 0;
+  TANDEM_REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid failed");
+  child.status = describe(status);
+  return child;
+}
+
 // Forks; the child writes what `body` returns (computed on the CPU) to a pipe and leaves through
 // `leave`.
 template <class Body>
@@ -83,14 +95,7 @@ Child fork_cpu_child(Body body, void (*leave)(int)) {
     close(fds[1]);
     leave(written == static_cast<ssize_t>(text.size()) ? 0 : 3);
   }
-  close(fds[1]);
-  Child child;
-  child.output = read_all(fds[0]);
-  close(fds[0]);
-  int status = 0;
-  TANDEM_REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid failed");
-  child.status = describe(status);
-  return child;
+  return collect_child(pid, fds);
 }
 
 Child fork_exec_self(const std::string& self) {
@@ -106,13 +111,7 @@ Child fork_exec_self(const std::string& self) {
     execl(self.c_str(), self.c_str(), "fork-exec-child", static_cast<char*>(nullptr));
     _exit(127);
   }
-  close(fds[1]);
-  Child child;
-  child.output = read_all(fds[0]);
-  close(fds[0]);
-  int status = 0;
-  TANDEM_REQUIRE(waitpid(pid, &status, 0) == pid, "waitpid failed");
-  child.status = describe(status);
+  Child child = collect_child(pid, fds);
   while (!child.output.empty() && child.output.back() == '\n') child.output.pop_back();
   return child;
 }
