@@ -42,6 +42,19 @@ std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& in
   return out.str();
 }
 
+// The policy file of a case whose search is still running: its fastest policy so far, which the
+// final rounds have not confirmed yet.
+std::string best_so_far_text(const bench::Row& best, const bench::RunInfo& info) {
+  std::ostringstream out;
+  out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
+      << "# " << best.workload << " x " << best.collective << " " << bench::size_text(best.bytes) << " "
+      << best.dtype << " on " << info.gpus << " x " << info.gpu << "\n"
+      << "# UNFINISHED search: the fastest policy so far (t_overlap " << best.t_overlap_ms << " ms, t_seq "
+      << best.t_seq_ms << " ms), not yet confirmed by the final rounds\n"
+      << best.policy << "\n";
+  return out.str();
+}
+
 // A case's rows in the JSON: every candidate of the search, then the final round's (the comparison
 // the summary prints, and docs/PERFORMANCE.md tabulates).
 void append_case_rows(const bench::TunedCase& c, std::vector<bench::Row>& rows) {
@@ -89,7 +102,8 @@ int run(const TuneCli& cli) {
     const std::string why = try_write_file_atomically(path, text);
     if (!why.empty()) std::fprintf(stderr, "tandem tune: warning: %s\n", printable(why, 1000).c_str());
   };
-  const bench::CaseSink on_case = [&](const bench::TunedCase& c) {
+  bench::TuneSinks sinks;
+  sinks.on_case = [&](const bench::TunedCase& c) {
     if (!printer) return;
     write_quietly(policy_path(cli.policy_file, c.tuned, expected_cases(options)), policy_file_text(c, info));
     if (options.json_path.empty()) return;
@@ -97,13 +111,19 @@ int run(const TuneCli& cli) {
     write_quietly(options.json_path,
                   bench::json_text(results_json(info, rows_so_far, {}, false, scenarios), 2) + "\n");
   };
+  // Within the case being tuned, its fastest policy so far is in its policy file, marked as such,
+  // until the final rounds replace it with the winner: a search interrupted after minutes keeps it.
+  sinks.on_best_so_far = [&](const bench::Row& best) {
+    if (printer)
+      write_quietly(policy_path(cli.policy_file, best, expected_cases(options)), best_so_far_text(best, info));
+  };
   const auto started = std::chrono::steady_clock::now();
   const auto outcome = bench::run_tune(
       options, nranks,
       [&](const std::string& line) {
         if (options.progress) std::fprintf(stderr, "tandem tune: %s\n", line.c_str());
       },
-      on_case);
+      sinks);
   info.hbm_bandwidth_gbps = outcome.hbm_bandwidth_gbps;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (!printer) {

@@ -345,6 +345,24 @@ interrupted bench "$logs/interrupted-bench.json" 240 \
 interrupted tune "$logs/interrupted-tune.json" 300 \
   "$tandem" tune "${every[@]}" --json "$logs/interrupted-tune.json" --out "$logs/interrupted.policy"
 ls "$logs"/interrupted*.policy 2> /dev/null | sed 's/^/policy file kept: /' | tee -a "$logs/summary.log"
+# Interrupted inside its first case: the case's policy file holds the fastest policy so far, marked
+# as an unfinished search.
+rm -f "$logs"/midcase*.policy
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+  "$tandem" tune --workload gemm --collective all-reduce --out "$logs/midcase.policy" > "$logs/midcase.log" 2>&1 &
+pid=$! start=$SECONDS
+until [ -s "$logs/midcase.policy" ] || [ $((SECONDS - start)) -ge 120 ]; do sleep 0.2; done
+kill -INT "$pid"
+wait "$pid"
+code=$?
+if grep -q "UNFINISHED" "$logs/midcase.policy" 2> /dev/null && [ "$code" != 0 ]; then
+  echo "tune (mid-case) ok: exit $code, kept '$(tail -n 1 "$logs/midcase.policy")' as the best so far" | tee -a "$logs/summary.log"
+  echo '{"command": "tune mid-case", "exit": '"$code"', "best_so_far": "'"$(tail -n 1 "$logs/midcase.policy")"'", "ok": true}' \
+    >> "$logs/interrupt.jsonl"
+else
+  echo "tune (mid-case) FAILED: exit $code, policy file: $(head -c 300 "$logs/midcase.policy" 2> /dev/null)" | tee -a "$logs/summary.log"
+  status=1
+fi
 fi
 
 if want scenarios; then

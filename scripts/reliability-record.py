@@ -76,8 +76,9 @@ def tables(path):
         lines.append("| %s | %s | %d | %.1f | %s |" % (t["launcher"], t["fault"], t["exit_status"],
                                                        t["seconds_after_fault"], t.get("lost_rank_named_by", "?")))
     for run in record.get("interrupt") or []:
-        lines.append("| SIGINT | `tandem %s` interrupted | %d | — | %d rows kept, `complete: %s` |"
-                     % (run["command"], run["exit"], run["rows_kept"], str(run["complete"]).lower()))
+        kept = ("`%s` kept as the best so far" % run["best_so_far"] if "best_so_far" in run else
+                "%d rows kept, `complete: %s`" % (run["rows_kept"], str(run["complete"]).lower()))
+        lines.append("| SIGINT | `tandem %s` interrupted | %d | — | %s |" % (run["command"], run["exit"], kept))
     programs = record["interposer_programs"]
     by_program = {}
     for case in programs["cases"] or []:

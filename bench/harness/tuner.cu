@@ -13,7 +13,8 @@ namespace {
 // The policies measured for one case, keyed by their canonical text so none is measured twice.
 class Search {
  public:
-  Search(PolicyTrials& runner, const BenchOptions& options, const CaseId& id) : runner_(runner), options_(options), id_(id) {}
+  Search(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, const BestSoFarSink& on_best)
+      : runner_(runner), options_(options), id_(id), on_best_(on_best) {}
 
   // Measures `policy` unless already measured or unable to apply; returns its row or nullptr.
   const Row* measure(const OverlapPolicy& policy) {
@@ -28,6 +29,7 @@ class Search {
     }
     index_[key] = rows_.size();
     rows_.push_back(row);
+    if (on_best_ && &best_row() == &rows_.back()) on_best_(rows_.back());
     return &rows_.back();
   }
 
@@ -60,6 +62,7 @@ class Search {
   PolicyTrials& runner_;
   const BenchOptions& options_;
   CaseId id_;
+  BestSoFarSink on_best_;  // a copy: tune_case passes a temporary on ranks that do not collect
   std::vector<Row> rows_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> skipped_;
@@ -100,8 +103,9 @@ std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& opt
 
 }  // namespace
 
-TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes) {
-  Search search(runner, options, id);
+TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes,
+                    const BestSoFarSink& on_best_so_far) {
+  Search search(runner, options, id, id.collects ? on_best_so_far : BestSoFarSink{});
   const CaseTraits traits = runner.traits();
 
   // Stage 1: launch order and priority: the controls every workload can take.
@@ -166,11 +170,7 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   return result;
 }
 
-TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress) {
-  return run_tune(options, nranks, progress, CaseSink{});
-}
-
-TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress, const CaseSink& on_case) {
+TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress, const TuneSinks& sinks) {
   BenchOptions tune_options = options;
   tune_options.policies_given = false;  // candidates that cannot apply are pruned, not fatal
   TuneOutcome outcome;
@@ -184,10 +184,10 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
     if (id.rank == 0 && progress)
       progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] tuning " + id.workload + " " +
                id.collective + " " + size_text(id.bytes));
-    TunedCase result = tune_case(runner, tune_options, id, outcome.notes);
+    TunedCase result = tune_case(runner, tune_options, id, outcome.notes, sinks.on_best_so_far);
     if (!id.collects) return;
     outcome.cases.push_back(std::move(result));
-    if (on_case) on_case(outcome.cases.back());
+    if (sinks.on_case) sinks.on_case(outcome.cases.back());
   };
   outcome.hbm_bandwidth_gbps = scenarios ? for_each_scenario(tune_options, nranks, body, &outcome.notes, progress)
                                          : for_each_case(tune_options, nranks, body, &outcome.notes);

@@ -29,18 +29,25 @@ struct TuneOutcome {
   double hbm_bandwidth_gbps = 0;
 };
 
-// Receives each case as soon as it is tuned, on the rank that collects results (rank 0), so that an
-// interrupted tune (Ctrl-C, a lost rank) keeps the cases it finished.
-using CaseSink = std::function<void(const TunedCase&)>;
-TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress, const CaseSink& on_case);
+// Called with each policy that becomes the fastest measured so far in a case's search (before the
+// final rounds confirm it), on the rank that collects results.
+using BestSoFarSink = std::function<void(const Row&)>;
 
-TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress);
+// What run_tune reports while it works, on the rank that collects results (rank 0), so that an
+// interrupted tune (Ctrl-C, a lost rank) keeps what it found: each case as soon as it is tuned, and
+// within the case being tuned its fastest policy so far.
+struct TuneSinks {
+  std::function<void(const TunedCase&)> on_case;
+  BestSoFarSink on_best_so_far;
+};
+TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress,
+                     const TuneSinks& sinks = {});
 
 // The search for one case on `trials` (run_tune calls it on every rank's thread; the CPU tests call
 // it with fake trials): every stage's candidates, then the finalists, `concurrent` and the paper's
 // best level measured again in rounds. Candidates that cannot apply become `notes` (collecting rank).
 TunedCase tune_case(PolicyTrials& trials, const BenchOptions& options, const CaseId& id,
-                    std::vector<std::string>& notes);
+                    std::vector<std::string>& notes, const BestSoFarSink& on_best_so_far = {});
 
 // The candidate stages, as pure functions of what is known about the case (CPU-tested).
 std::vector<OverlapPolicy> order_candidates();

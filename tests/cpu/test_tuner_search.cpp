@@ -174,6 +174,34 @@ TEST(TunerSearch, PoliciesThatCannotApplyBecomeNotesAndAreNotRetried) {
   EXPECT_TRUE(notes.empty());
 }
 
+// An interrupted search keeps its fastest policy so far: each policy that beats every earlier one is
+// reported once, in the order measured, on the collecting rank only. In the main case's script the
+// search meets concurrent (9), priority (6), shape:2+priority (5) and the lucky nccl-symmetric (1)
+// as successive records; nothing later beats 1 ms.
+TEST(TunerSearch, EachNewFastestPolicyIsReportedAsTheBestSoFar) {
+  MainCase c;  // the script, measured once more below with a sink
+  ScriptedTrials trials{shapeable(4)};
+  trials.script = c.trials.script;
+  trials.refusals = c.trials.refusals;
+  std::vector<std::pair<std::string, double>> reported;
+  std::vector<std::string> notes;
+  tune_case(trials, BenchOptions{}, stream_case(), notes,
+            [&](const Row& best) { reported.emplace_back(best.policy, best.t_overlap_ms); });
+  ASSERT_FALSE(reported.empty());
+  for (size_t i = 1; i < reported.size(); ++i)
+    EXPECT_LT(reported[i].second, reported[i - 1].second) << reported[i].first << " is no new best";
+  EXPECT_EQ(reported.back(), std::make_pair(std::string("shape:2+priority+nccl-symmetric"), 1.0));
+  EXPECT_NE(std::find(reported.begin(), reported.end(), std::make_pair(std::string("shape:2+priority"), 5.0)),
+            reported.end());
+
+  ScriptedTrials quiet{shapeable(4)};
+  quiet.script = c.trials.script;
+  quiet.refusals = c.trials.refusals;
+  size_t calls = 0;
+  tune_case(quiet, BenchOptions{}, stream_case(false), notes, [&](const Row&) { ++calls; });
+  EXPECT_EQ(calls, 0u) << "only the rank that collects results reports";
+}
+
 // Nothing to shape (a library kernel): the paper's method is priority alone. Priority is also the
 // fastest, so the finals hold it twice and concurrent once: concurrent and priority differ only in
 // comm_priority, and must stay two policies.
