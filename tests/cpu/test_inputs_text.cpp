@@ -2,9 +2,8 @@
 // errors without a source location, tandem's own errors with one.
 #include <gtest/gtest.h>
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "harness/report.h"
 #include "tandem/error.h"
@@ -25,17 +24,26 @@ TEST(Printable, ControlCharactersAndEscapesAreShownEscaped) {
   EXPECT_EQ(printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");
   EXPECT_EQ(printable(std::string("nul\0x", 5)), "nul\\x00x");
   EXPECT_EQ(printable("\x7f"), "\\x7f");
-  EXPECT_EQ(printable("\xc2\x9b" "2J"), "\\u009b2J");            // C1 CSI, encoded in UTF-8
-  EXPECT_EQ(printable("abc\xe2\x80\xae" "fed"), "abc\\u202efed");  // right-to-left override
-  EXPECT_EQ(printable("line\xe2\x80\xa8" "break"), "line\\u2028break");
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "2J"),
+            "\\u009b2J");  // C1 CSI, encoded in UTF-8
+  EXPECT_EQ(printable("abc\xe2\x80\xae"
+                      "fed"),
+            "abc\\u202efed");  // right-to-left override
+  EXPECT_EQ(printable("line\xe2\x80\xa8"
+                      "break"),
+            "line\\u2028break");
   EXPECT_FALSE(tandem::is_printable("\x1b"));
 }
 
 TEST(Printable, BytesThatAreNotUtf8AreShownAsHex) {
-  EXPECT_EQ(printable("a\xff" "b"), "a\\xffb");
-  EXPECT_EQ(printable("\xc3"), "\\xc3");                  // cut short
-  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");          // overlong '/'
-  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
+  EXPECT_EQ(printable("a\xff"
+                      "b"),
+            "a\\xffb");
+  EXPECT_EQ(printable("\xc3"), "\\xc3");                             // cut short
+  EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(printable("\xe0\x80\x9b[31m"), "\\xe0\\x80\\x9b[31m");   // an escape hidden in 3 bytes
+  EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
   EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
   EXPECT_EQ(tandem::utf8_sequence_length("\xf0\x9f\x98\x80", 0), 4u);
   EXPECT_EQ(tandem::utf8_sequence_length("\x80", 0), 0u);
@@ -45,8 +53,8 @@ TEST(Printable, LongValuesAreCutWithAnEllipsis) {
   const std::string long_value(100000, 'x');
   const std::string shown = printable(long_value);
   EXPECT_EQ(shown, std::string(200, 'x') + "\u2026");
-  EXPECT_EQ(printable(std::string(200, 'y')), std::string(200, 'y'));  // exactly the limit: whole
-  EXPECT_EQ(printable("\u00e9\u00e9\u00e9", 2), "\u00e9\u00e9\u2026");   // counted in characters
+  EXPECT_EQ(printable(std::string(200, 'y')), std::string(200, 'y'));   // exactly the limit: whole
+  EXPECT_EQ(printable("\u00e9\u00e9\u00e9", 2), "\u00e9\u00e9\u2026");  // counted in characters
   EXPECT_EQ(tandem::quoted_value("a\x1b"), "'a\\x1b'");
 }
 
