@@ -2,6 +2,7 @@
 // match, and which cases count as finished, on hand-written tune JSON documents.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -140,3 +141,21 @@ TEST(TuneResume, AMalformedRowIsAUserError) {
 
 }  // namespace
 }  // namespace tandem::bench
+
+namespace {
+
+// The command checks --resume before it looks for a GPU: a bad file is the error, not "no GPU".
+TEST(TuneResumeCli, ABadFileIsOneLineBeforeAnyGpuWork) {
+  const std::string command = "CUDA_VISIBLE_DEVICES= " + std::string(TANDEM_CLI_PATH) +
+                              " tune --resume /nonexistent/t.json 2>&1";
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
+  EXPECT_NE(pclose(pipe), 0);
+  EXPECT_EQ(out.rfind("tandem: error: --resume '/nonexistent/t.json': ", 0), 0u) << out;
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+}
+
+}  // namespace
