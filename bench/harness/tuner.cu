@@ -110,8 +110,8 @@ std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& opt
 
 }  // namespace
 
-TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes,
-                    const BestSoFarSink& on_best_so_far, const TuneStepSink& on_step) {
+TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id,
+                    std::vector<std::string>& notes, const BestSoFarSink& on_best_so_far, const TuneStepSink& on_step) {
   Search search(runner, options, id, id.collects ? on_best_so_far : BestSoFarSink{},
                 id.collects ? on_step : TuneStepSink{});
   const CaseTraits traits = runner.traits();

@@ -1,12 +1,12 @@
 // `tandem tune --resume FILE.json` (harness/tune_resume.h): which files are accepted, which runs
 // match, and which cases count as finished, on hand-written tune JSON documents.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include "harness/tune_resume.h"
 #include "tandem/error.h"
@@ -17,8 +17,8 @@ namespace {
 nlohmann::json row(const std::string& workload, uint64_t bytes, const std::string& policy, const std::string& role,
                    double t_overlap) {
   return {{"workload", workload}, {"collective", "all-reduce"}, {"dtype", "bf16"},   {"bytes", bytes},
-          {"policy", policy},     {"tuned", role == "tuned"},    {"tune_role", role}, {"t_overlap_ms", t_overlap},
-          {"t_seq_ms", 10.0},     {"efficiency", nullptr},       {"wrong", 0}};
+          {"policy", policy},     {"tuned", role == "tuned"},   {"tune_role", role}, {"t_overlap_ms", t_overlap},
+          {"t_seq_ms", 10.0},     {"efficiency", nullptr},      {"wrong", 0}};
 }
 
 RunInfo this_run() {
@@ -44,7 +44,7 @@ nlohmann::json interrupted() {
       row("stream", 256 << 20, "priority", "", 3),
       row("stream", 256 << 20, "concurrent", "", 4),
   });
-  return {{"schema_version", 2}, {"complete", false}, {"tool", "tune"},          {"gpu", info.gpu},
+  return {{"schema_version", 2}, {"complete", false}, {"tool", "tune"},        {"gpu", info.gpu},
           {"gpus", info.gpus},   {"world_size", 1},   {"config", info.config}, {"rows", rows}};
 }
 
@@ -146,8 +146,8 @@ namespace {
 
 // The command checks --resume before it looks for a GPU: a bad file is the error, not "no GPU".
 TEST(TuneResumeCli, ABadFileIsOneLineBeforeAnyGpuWork) {
-  const std::string command = "CUDA_VISIBLE_DEVICES= " + std::string(TANDEM_CLI_PATH) +
-                              " tune --resume /nonexistent/t.json 2>&1";
+  const std::string command =
+      "CUDA_VISIBLE_DEVICES= " + std::string(TANDEM_CLI_PATH) + " tune --resume /nonexistent/t.json 2>&1";
   std::string out;
   FILE* pipe = popen(command.c_str(), "r");
   char buffer[4096];

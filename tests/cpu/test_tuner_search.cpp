@@ -242,7 +242,8 @@ TEST(TuneProgressLines, OneLinePerStepWithTheBestSoFarAndTheTimeLeft) {
   const size_t searched = std::set<std::string>(trials.measured.begin(), trials.measured.end()).size();
   ASSERT_EQ(lines.size(), searched + kRounds);
 
-  const std::regex search_line(R"(\[1/2\] stream all-reduce 64MiB: (\d+)/~(\d+) policies, best so far (\S+) [0-9.]+ ms, ~.* left in this case, ~.* in all)");
+  const std::regex search_line(
+      R"(\[1/2\] stream all-reduce 64MiB: (\d+)/~(\d+) policies, best so far (\S+) [0-9.]+ ms, ~.* left in this case, ~.* in all)");
   for (size_t i = 0; i < searched; ++i) {
     std::smatch m;
     ASSERT_TRUE(std::regex_match(lines[i], m, search_line)) << lines[i];
@@ -252,18 +253,22 @@ TEST(TuneProgressLines, OneLinePerStepWithTheBestSoFarAndTheTimeLeft) {
   EXPECT_NE(lines[searched - 1].find("best so far shape:2+priority+nccl-symmetric 1.00 ms"), std::string::npos)
       << lines[searched - 1];
   for (int r = 1; r <= kRounds; ++r)
-    EXPECT_EQ(lines[searched + r - 1].rfind("[1/2] stream all-reduce 64MiB: final round " + std::to_string(r) + "/5, ", 0), 0u)
+    EXPECT_EQ(
+        lines[searched + r - 1].rfind("[1/2] stream all-reduce 64MiB: final round " + std::to_string(r) + "/5, ", 0),
+        0u)
         << lines[searched + r - 1];
   // After the last round nothing is left in this case; the next case is expected to take as long.
   const size_t next_case_s = searched + 5 * kRounds;
   ASSERT_LT(next_case_s, 90u);  // shown in seconds
-  EXPECT_NE(lines.back().find("~0 s left in this case, ~" + std::to_string(next_case_s) + " s in all"), std::string::npos)
+  EXPECT_NE(lines.back().find("~0 s left in this case, ~" + std::to_string(next_case_s) + " s in all"),
+            std::string::npos)
       << lines.back();
 
   progress.start_case(2, "stream all-reduce 128MiB", 30);
   TuneStep first;
   first.measured = 1;
-  EXPECT_NE(progress.step_line(first, clock + 1).find("[2/2] stream all-reduce 128MiB: 1/~" + std::to_string(searched) + " policies"),
+  EXPECT_NE(progress.step_line(first, clock + 1)
+                .find("[2/2] stream all-reduce 128MiB: 1/~" + std::to_string(searched) + " policies"),
             std::string::npos);
 }
 
