@@ -58,80 +58,138 @@ int count_ranks(const bench::BenchOptions& options) {
 }  // namespace
 
 void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
+  // nccl-tests style help: options in groups, each with its default (or what happens without it).
   auto& o = cli->options;
   const std::string max_bytes = bench::size_text(bench::kMaxBytes);
   const std::string max_iters = std::to_string(bench::kMaxIters);
-  cmd->add_option("-g,--gpus", o.gpus,
-                  "GPUs (ranks) to use, one thread each; default: all visible (at most " +
-                      std::to_string(bench::kMaxGpus) + ")");
+  const std::string sizes = "Sizes and steps", what = "What to run", ranks = "Ranks and launch", output = "Output",
+                    scenarios = "Scenarios (docs/WORKLOADS.md)";
+  cmd->add_option("-b,--minbytes", cli->min_bytes,
+                  "Smallest collective size, e.g. 64M: B, K, M, G (binary); at most " + max_bytes)
+      ->default_str(bench::size_text(o.min_bytes))
+      ->group(sizes);
+  cmd->add_option("-e,--maxbytes", cli->max_bytes, "Largest collective size")->default_str("-b")->group(sizes);
+  cmd->add_option("-f,--stepfactor", o.step_factor,
+                  "Size multiplier between steps, from 1.01 to 1024; at most " + std::to_string(bench::kMaxSweepSizes) +
+                      " sizes from -b to -e")
+      ->capture_default_str()
+      ->group(sizes);
+  cmd->add_option("-n,--iters", o.iters, "Timed steps per measurement, from 1 to " + max_iters)
+      ->capture_default_str()
+      ->group(sizes);
+  cmd->add_option("-w,--warmup,--warmup_iters", o.warmup,
+                  "Untimed steps before each measurement, from 0 to " + max_iters)
+      ->capture_default_str()
+      ->group(sizes);
+  cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0)")
+      ->capture_default_str()
+      ->group(sizes);
+  cmd->add_flag("--balance,!--no-balance", o.balance, "Choose the compute count so t_compute ~ t_comm (default: on)")
+      ->group(sizes);
+  cmd->add_flag("--balance-size", o.balance_size,
+                "Then resize the collective until t_comm is within 5 % of t_compute, at most 3 times (for compute "
+                "units too coarse to match it) (default: off)")
+      ->group(sizes);
+  cmd->add_option("--count", o.count, "Fixed compute units per step, from 1 to " + max_iters + " (turns --balance off)")
+      ->default_str("set by --balance")
+      ->group(sizes)
+      ->each([cli](const std::string&) { cli->fixed_count = true; });
+
   cmd->add_option("--workload", o.workloads,
                   "Compute workloads: gemm, tiled-gemm, stream; or training scenarios (docs/WORKLOADS.md): "
                   "dp-backward, tp-mlp, tp-attention, fsdp, moe. Each once")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->default_str("gemm,tiled-gemm,stream")
+      ->group(what);
   cmd->add_option("--collective", o.collectives,
                   "Collectives: all-reduce, all-gather, reduce-scatter, all-to-all. Each once")
-      ->delimiter(',');
-  cmd->add_option("-d,--dtype,--datatype", cli->dtype, "bf16, fp16 or fp32 (collective and GEMM)");
-  cmd->add_option("-b,--minbytes", cli->min_bytes,
-                  "Smallest collective size, e.g. 64M: B, K, M, G (binary); default 512M, at most " + max_bytes);
-  cmd->add_option("-e,--maxbytes", cli->max_bytes, "Largest collective size (default: --minbytes)");
-  cmd->add_option("-f,--stepfactor", o.step_factor,
-                  "Size multiplier between steps (default 2), from 1.01 to 1024; at most " +
-                      std::to_string(bench::kMaxSweepSizes) + " sizes from -b to -e");
+      ->delimiter(',')
+      ->default_str("all-reduce")
+      ->group(what);
+  cmd->add_option("-d,--dtype,--datatype", cli->dtype, "bf16, fp16 or fp32 (collective and GEMM)")
+      ->capture_default_str()
+      ->group(what);
   cmd->add_option("--gemm-shape", cli->gemm_shape,
-                  "MxNxK for gemm and tiled-gemm, each from 1 to " + std::to_string(bench::kMaxGemmDim) +
-                      " (defaults 8192x8192x8192, 4096x4096x512)");
-  cmd->add_option("--stream-bytes", cli->stream_bytes,
-                  "Bytes per stream array (default 256M), from 1 to " + max_bytes);
-  cmd->add_flag("--balance,!--no-balance", o.balance, "Choose the compute count so t_compute ~ t_comm (default on)");
-  cmd->add_flag("--balance-size", o.balance_size,
-                "Then resize the collective until t_comm is within 5 % of t_compute, at most 3 times (for compute units too coarse to match it)");
-  cmd->add_option("--count", o.count, "Fixed compute units per step, from 1 to " + max_iters + " (turns --balance off)")
-      ->each([cli](const std::string&) { cli->fixed_count = true; });
+                  "MxNxK for gemm and tiled-gemm, each from 1 to " + std::to_string(bench::kMaxGemmDim))
+      ->default_str("8192x8192x8192, tiled-gemm 4096x4096x512")
+      ->group(what);
+  cmd->add_option("--stream-bytes", cli->stream_bytes, "Bytes per stream array, from 1 to " + max_bytes)
+      ->default_str("256M")
+      ->group(what);
   cmd->add_flag("--in-place", o.in_place,
                 "Collectives in place: all-gather input in its chunk of the output, all-reduce on one buffer, "
-                "reduce-scatter output in its chunk of the input (not all-to-all)");
-  cmd->add_option("-c,--check", cli->check, "Check every result under every policy (1/0, default 1)");
-  cmd->add_option("-n,--iters", o.iters, "Timed steps per measurement, from 1 to " + max_iters + " (default 20)");
-  cmd->add_option("-w,--warmup,--warmup_iters", o.warmup,
-                  "Untimed steps before each measurement, from 0 to " + max_iters + " (default 5)");
-  cmd->add_option("-T,--timeout", o.timeout_s,
-                  "Seconds before an unfinished step aborts the communicators: above 0, at most 604800 (a week); "
-                  "default 120");
-  cmd->add_option("--json", o.json_path,
-                  "Write results as JSON (docs/BENCH_JSON.md); the file's folder must be writable before the run");
-  cmd->add_flag("-q,--quiet", cli->quiet, "No progress lines on stderr");
+                "reduce-scatter output in its chunk of the input (not all-to-all) (default: out of place)")
+      ->group(what);
+
+  cmd->add_option("-g,--gpus", o.gpus,
+                  "GPUs (ranks) to use, one thread each, at most " + std::to_string(bench::kMaxGpus))
+      ->default_str("all visible")
+      ->group(ranks);
   // Several processes (README "Several processes and nodes"): mpirun, torchrun, srun.
   auto& l = o.launch_request;
   cmd->add_option("--launch", l.launch,
-                  "auto (default: from the launcher's environment), threads, mpi, torchrun, slurm or env; "
-                  "launcher world sizes up to " + std::to_string(bench::kMaxWorldSize))
-      ->check(CLI::IsMember({"auto", "threads", "mpi", "torchrun", "slurm", "env"}));
-  cmd->add_option("--rendezvous", l.rendezvous,
-                  "Directory where one-process-per-rank runs meet (shared across nodes); default $TANDEM_RENDEZVOUS, "
-                  "NCCL_COMM_ID, MPI, or a folder under /tmp");
+                  "auto (from the launcher's environment), threads, mpi, torchrun, slurm or env; "
+                  "launcher world sizes up to " +
+                      std::to_string(bench::kMaxWorldSize))
+      ->check(CLI::IsMember({"auto", "threads", "mpi", "torchrun", "slurm", "env"}))
+      ->capture_default_str()
+      ->group(ranks);
+  cmd->add_option("--rendezvous", l.rendezvous, "Directory where one-process-per-rank runs meet (shared across nodes)")
+      ->default_str("$TANDEM_RENDEZVOUS, NCCL_COMM_ID, MPI, or a folder under /tmp")
+      ->group(ranks);
   cmd->add_option("--device", l.device,
-                  "With one process per rank: this process's GPU, from 0 to " + std::to_string(bench::kMaxDevice) +
-                      " (default: its local rank)");
-  cmd->add_flag("--allow-shared-gpu", l.allow_shared_gpu, "With one process per rank: let ranks share a GPU");
+                  "With one process per rank: this process's GPU, from 0 to " + std::to_string(bench::kMaxDevice))
+      ->default_str("its local rank")
+      ->group(ranks);
+  cmd->add_flag("--allow-shared-gpu", l.allow_shared_gpu,
+                "With one process per rank: let ranks share a GPU (default: off)")
+      ->group(ranks);
+  cmd->add_option("-T,--timeout", o.timeout_s,
+                  "Seconds before an unfinished step aborts the communicators: above 0, at most 604800 (a week)")
+      ->capture_default_str()
+      ->group(ranks);
+
+  cmd->add_option("--json", o.json_path,
+                  "Write results as JSON (docs/BENCH_JSON.md); the file's folder must be writable before the run")
+      ->default_str("none")
+      ->group(output);
+  cmd->add_flag("-q,--quiet", cli->quiet, "No progress lines on stderr (default: off, progress on)")->group(output);
+
   // Training scenarios (docs/WORKLOADS.md).
   auto& sc = o.scenario;
-  cmd->add_option("--hidden", sc.hidden, "Scenarios: model hidden size, 1 to 131072 (default 4096)");
-  cmd->add_option("--seq", sc.seq, "Scenarios: tokens per micro-batch per rank, 1 to 1048576 (default 4096)");
-  cmd->add_option("--layers", sc.layers, "Scenarios: transformer layers, 1 to 1024 (default 4)");
-  cmd->add_option("--ffn", sc.ffn, "Scenarios: MLP width, up to 1048576 (default 3.5 x hidden, rounded up to 128)");
-  cmd->add_option("--heads", sc.heads, "Scenarios: attention heads, up to 4096 (default hidden / 128)");
-  cmd->add_option("--kv-heads", sc.kv_heads, "Scenarios: key/value heads, up to 4096 (default min(8, heads))");
-  cmd->add_option("--bucket-mb", sc.bucket_mb, "dp-backward: DDP bucket cap in MiB, above 0, at most 1048576 (default 25)");
+  cmd->add_option("--hidden", sc.hidden, "Model hidden size, 1 to 131072")->capture_default_str()->group(scenarios);
+  cmd->add_option("--seq", sc.seq, "Tokens per micro-batch per rank, 1 to 1048576")
+      ->capture_default_str()
+      ->group(scenarios);
+  cmd->add_option("--layers", sc.layers, "Transformer layers, 1 to 1024")->capture_default_str()->group(scenarios);
+  cmd->add_option("--ffn", sc.ffn, "MLP width, up to 1048576")
+      ->default_str("3.5 x hidden, rounded up to 128")
+      ->group(scenarios);
+  cmd->add_option("--heads", sc.heads, "Attention heads, up to 4096")->default_str("hidden / 128")->group(scenarios);
+  cmd->add_option("--kv-heads", sc.kv_heads, "Key/value heads, up to 4096")
+      ->default_str("min(8, heads)")
+      ->group(scenarios);
+  cmd->add_option("--bucket-mb", sc.bucket_mb, "dp-backward: DDP bucket cap in MiB, above 0, at most 1048576")
+      ->capture_default_str()
+      ->group(scenarios);
   cmd->add_option("--first-bucket-mb", sc.first_bucket_mb,
-                  "dp-backward: DDP first-bucket cap in MiB, above 0, at most 1048576 (default 1)");
+                  "dp-backward: DDP first-bucket cap in MiB, above 0, at most 1048576")
+      ->capture_default_str()
+      ->group(scenarios);
   cmd->add_option("--micro-batches", sc.micro_batches,
-                  "tp-mlp, tp-attention, moe: interleaved micro-batches, 1 to 1024 (default 2)");
+                  "tp-mlp, tp-attention, moe: interleaved micro-batches, 1 to 1024")
+      ->capture_default_str()
+      ->group(scenarios);
   cmd->add_flag("--sequence-parallel", sc.sequence_parallel,
-                "tp-mlp, tp-attention: all-gather + reduce-scatter instead of all-reduce");
-  cmd->add_option("--experts", sc.experts, "moe: experts in total, 1 to 4096 (default 8)");
-  cmd->add_option("--top-k", sc.top_k, "moe: experts per token, 1 to --experts (default 2)");
-  cmd->add_option("--expert-ffn", sc.expert_ffn, "moe: expert MLP width, up to 1048576 (default: --ffn)");
+                "tp-mlp, tp-attention: all-gather + reduce-scatter instead of all-reduce (default: off)")
+      ->group(scenarios);
+  cmd->add_option("--experts", sc.experts, "moe: experts in total, 1 to 4096")->capture_default_str()->group(scenarios);
+  cmd->add_option("--top-k", sc.top_k, "moe: experts per token, 1 to --experts")
+      ->capture_default_str()
+      ->group(scenarios);
+  cmd->add_option("--expert-ffn", sc.expert_ffn, "moe: expert MLP width, up to 1048576")
+      ->default_str("--ffn")
+      ->group(scenarios);
 }
 
 bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector<OutputFile>& more_outputs) {
@@ -144,12 +202,14 @@ bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector
       o.policies_given = true;
     }
     if (!cli.min_bytes.empty()) o.min_bytes = bench::parse_size(cli.min_bytes, "--minbytes");
-    if (!cli.max_bytes.empty()) o.max_bytes = bench::parse_size(cli.max_bytes, "--maxbytes");
-    else if (!cli.min_bytes.empty()) o.max_bytes = o.min_bytes;
+    if (!cli.max_bytes.empty())
+      o.max_bytes = bench::parse_size(cli.max_bytes, "--maxbytes");
+    else if (!cli.min_bytes.empty())
+      o.max_bytes = o.min_bytes;
     if (!cli.stream_bytes.empty()) {
       o.workload.stream_bytes = static_cast<int64_t>(bench::parse_size(cli.stream_bytes, "--stream-bytes"));
-      TANDEM_CHECK_INPUT(o.workload.stream_bytes > 0, "--stream-bytes must be positive (got " +
-                                                          quoted_value(cli.stream_bytes) + ")");
+      TANDEM_CHECK_INPUT(o.workload.stream_bytes > 0,
+                         "--stream-bytes must be positive (got " + quoted_value(cli.stream_bytes) + ")");
     }
     if (!cli.gemm_shape.empty()) bench::parse_gemm_shape(cli.gemm_shape, o.workload);
     if (cli.fixed_count) o.balance = false;
@@ -216,8 +276,8 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
                                              : "off, count " + std::to_string(o.count)),
       "timing    " + std::to_string(o.warmup) + " warm-up + " + std::to_string(o.iters) +
           " timed steps, median of the slowest rank; events on the GPU",
-      std::string("check     ") + (o.check ? "on: collectives exact, GEMMs against an fp32 reference, every policy"
-                                           : "off"),
+      std::string("check     ") +
+          (o.check ? "on: collectives exact, GEMMs against an fp32 reference, every policy" : "off"),
   };
   if (tool == "bench") info.config.insert(info.config.begin() + 2, "policies  " + policies);
   for (const auto& name : o.workloads) {

@@ -75,13 +75,17 @@ int run(const BenchCli& cli) {
 
 void add_bench_command(CLI::App& app, int& exit_code) {
   auto cli = std::make_shared<BenchCli>();
-  CLI::App* cmd = app.add_subcommand("bench", "Measure compute/collective overlap under each policy (default: the paper's suite)");
+  CLI::App* cmd =
+      app.add_subcommand("bench", "Measure compute/collective overlap under each policy (default: the paper's suite)");
   add_bench_options(cmd, cli);
-  cmd->add_option("-p,--policy", cli->policies,
-                  "Comma-separated policies, each once (see docs/POLICIES.md); default: the paper's set");
+  cmd->add_option("-p,--policy", cli->policies, "Comma-separated policies, each once (see docs/POLICIES.md)")
+      ->default_str("the paper's set")
+      ->group("What to run");
   cmd->add_option("--trace", cli->options.trace_path,
                   "Scenarios: write one more iteration per policy as a Chrome trace of every operation on every "
-                  "rank's streams (open in ui.perfetto.dev); the file's folder must be writable before the run");
+                  "rank's streams (open in ui.perfetto.dev); the file's folder must be writable before the run")
+      ->default_str("none")
+      ->group("Output");
   cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
 }
 

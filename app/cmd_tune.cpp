@@ -4,14 +4,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <sstream>
+#include <filesystem>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench_cli.h"
 #include "commands.h"
 #include "harness/scenario_runner.h"
+#include "harness/tune_resume.h"
 #include "harness/tuner.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
@@ -26,6 +28,7 @@ struct TuneCli {
   std::shared_ptr<BenchCli> bench = std::make_shared<BenchCli>();
   std::string policy_file = "tandem-tuned.policy";
   int show = 8;
+  std::string resume;  // --resume FILE.json
 };
 
 // One case's policy file: comments saying what was tuned and how well, then the policy.
@@ -47,8 +50,8 @@ std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& in
 std::string best_so_far_text(const bench::Row& best, const bench::RunInfo& info) {
   std::ostringstream out;
   out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
-      << "# " << best.workload << " x " << best.collective << " " << bench::size_text(best.bytes) << " "
-      << best.dtype << " on " << info.gpus << " x " << info.gpu << "\n"
+      << "# " << best.workload << " x " << best.collective << " " << bench::size_text(best.bytes) << " " << best.dtype
+      << " on " << info.gpus << " x " << info.gpu << "\n"
       << "# UNFINISHED search: the fastest policy so far (t_overlap " << best.t_overlap_ms << " ms, t_seq "
       << best.t_seq_ms << " ms), not yet confirmed by the final rounds\n"
       << best.policy << "\n";
@@ -60,6 +63,15 @@ std::string best_so_far_text(const bench::Row& best, const bench::RunInfo& info)
 void append_case_rows(const bench::TunedCase& c, std::vector<bench::Row>& rows) {
   rows.insert(rows.end(), c.candidates.begin(), c.candidates.end());
   for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) rows.push_back(*r);
+}
+
+// A resumed case as tune_case would have returned it: its final round's rows (no candidates).
+bench::TunedCase resumed_case(const bench::ResumedCase& c) {
+  bench::TunedCase t;
+  t.naive = c.naive;
+  t.paper = c.paper;
+  t.tuned = c.tuned;
+  return t;
 }
 
 // The cases run_tune will tune, for the policy files' names before the last case is done.
@@ -79,14 +91,19 @@ std::string policy_path(const std::string& base, const bench::Row& r, size_t cas
 
 int run(const TuneCli& cli) {
   checking_input([&] {
-    TANDEM_CHECK_INPUT(cli.show >= 0 && cli.show <= kMaxShow, "--show " + std::to_string(cli.show) +
-                                                                  " is out of bounds: from 0 to " +
-                                                                  std::to_string(kMaxShow));
+    TANDEM_CHECK_INPUT(
+        cli.show >= 0 && cli.show <= kMaxShow,
+        "--show " + std::to_string(cli.show) + " is out of bounds: from 0 to " + std::to_string(kMaxShow));
   });
   // The policy file's folder is checked now; with several cases the files lie beside it.
   const bench::BenchOptions options = resolve_bench_options(*cli.bench, {{"--out", cli.policy_file}});
+  // --resume: the file is read (every rank skips the same cases) and checked before any GPU work.
+  const nlohmann::json resume_doc = cli.resume.empty() ? nlohmann::json() : bench::read_resume_file(cli.resume);
   const int nranks = resolve_ranks(options);
   bench::RunInfo info = describe_run(options, nranks, "tune");
+  const std::vector<bench::ResumedCase> resumed =
+      cli.resume.empty() ? std::vector<bench::ResumedCase>{} : bench::resumable_cases(resume_doc, info, cli.resume);
+  const std::string dtype = bench::to_string(options.dtype);
   // With one process per rank, only rank 0 prints and writes files.
   const bool printer = prints(options);
   if (printer) {
@@ -97,7 +114,16 @@ int run(const TuneCli& cli) {
   // Each case's policy file, and the JSON so far (marked incomplete), are written as soon as the case
   // is tuned: Ctrl-C or a lost rank during a long search keeps every case finished before it. A
   // write that fails here is only reported; the final writes below throw.
-  std::vector<bench::Row> rows_so_far;
+  // Every case's rows in the order the cases ran, resumed ones as their file had them.
+  nlohmann::json rows_so_far = nlohmann::json::array();
+  const auto rows_json = [&](const std::vector<bench::Row>& rows) {
+    return results_json(info, rows, {}, false, scenarios)["rows"];
+  };
+  const auto document = [&](const std::vector<std::string>& notes, bool complete) {
+    nlohmann::json doc = results_json(info, {}, notes, complete, scenarios);
+    doc["rows"] = rows_so_far;
+    return doc;
+  };
   const auto write_quietly = [](const std::string& path, const std::string& text) {
     const std::string why = try_write_file_atomically(path, text);
     if (!why.empty()) std::fprintf(stderr, "tandem tune: warning: %s\n", printable(why, 1000).c_str());
@@ -106,10 +132,26 @@ int run(const TuneCli& cli) {
   sinks.on_case = [&](const bench::TunedCase& c) {
     if (!printer) return;
     write_quietly(policy_path(cli.policy_file, c.tuned, expected_cases(options)), policy_file_text(c, info));
-    if (options.json_path.empty()) return;
-    append_case_rows(c, rows_so_far);
-    write_quietly(options.json_path,
-                  bench::json_text(results_json(info, rows_so_far, {}, false, scenarios), 2) + "\n");
+    std::vector<bench::Row> rows;
+    append_case_rows(c, rows);
+    for (auto& r : rows_json(rows)) rows_so_far.push_back(std::move(r));
+    if (!options.json_path.empty()) write_quietly(options.json_path, bench::json_text(document({}, false), 2) + "\n");
+  };
+  const auto find_resumed = [&](const std::string& workload, const std::string& collective, uint64_t bytes) {
+    return bench::find_resumed(resumed, workload, collective, bytes, dtype);
+  };
+  sinks.resumed_cases = resumed.size();
+  sinks.skip_case = [&](const bench::CaseId& id) { return find_resumed(id.workload, id.collective, id.bytes); };
+  std::vector<const bench::ResumedCase*> resumed_done;
+  sinks.on_resumed = [&](const bench::CaseId& id) {
+    const bench::ResumedCase* c = find_resumed(id.workload, id.collective, id.bytes);
+    resumed_done.push_back(c);
+    if (!printer) return;
+    // Its policy file, unless it is still there (a user may have edited it).
+    const std::string path = policy_path(cli.policy_file, c->tuned, expected_cases(options));
+    if (!std::filesystem::exists(path)) write_quietly(path, policy_file_text(resumed_case(*c), info));
+    for (const auto& r : c->rows) rows_so_far.push_back(r);
+    if (!options.json_path.empty()) write_quietly(options.json_path, bench::json_text(document({}, false), 2) + "\n");
   };
   // Within the case being tuned, its fastest policy so far is in its policy file, marked as such,
   // until the final rounds replace it with the winner: a search interrupted after minutes keeps it.
@@ -131,7 +173,7 @@ int run(const TuneCli& cli) {
     int64_t wrong = 0;
     for (const auto& c : outcome.cases)
       for (const auto& r : c.candidates) wrong += r.wrong;
-    return wrong == 0 && !outcome.cases.empty() ? 0 : 1;
+    return wrong == 0 && (!outcome.cases.empty() || !resumed_done.empty()) ? 0 : 1;
   }
 
   std::vector<bench::Row> json_rows, summary;
@@ -146,36 +188,50 @@ int run(const TuneCli& cli) {
       std::fputs(bench::row_text(ranked[i]).c_str(), stdout);
     append_case_rows(c, json_rows);
     for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) summary.push_back(*r);
-    const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size());
+    const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size() + resumed_done.size());
     // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
     write_file_atomically(path, policy_file_text(c, info));
     std::printf("# wrote %s: %s\n", path.c_str(), c.tuned.policy.c_str());
   }
-  std::printf("#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; %.1f s\n", seconds);
+  for (const bench::ResumedCase* c : resumed_done)
+    std::printf("#\n# %s x %s %s: tuned before (--resume %s): %s\n", c->workload.c_str(), c->collective.c_str(),
+                bench::size_text(c->bytes).c_str(), printable(cli.resume, 200).c_str(), c->tuned.policy.c_str());
+  std::printf("#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; %.1f s\n",
+              seconds);
   std::fputs(bench::column_header_text().c_str(), stdout);
   for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
   std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);
   if (!options.json_path.empty()) {
-    auto doc = results_json(info, json_rows, outcome.notes, true, scenarios);
+    auto doc = document(outcome.notes, true);
     doc["tune_seconds"] = seconds;
     write_json(options.json_path, doc);
   }
   int64_t wrong = 0;
-  for (const auto& r : json_rows) wrong += r.wrong;
-  return wrong == 0 && !json_rows.empty() ? 0 : 1;
+  for (const auto& r : rows_so_far) wrong += r.value("wrong", int64_t{0});
+  return wrong == 0 && !rows_so_far.empty() ? 0 : 1;
 }
 
 }  // namespace
 
 void add_tune_command(CLI::App& app, int& exit_code) {
   auto cli = std::make_shared<TuneCli>();
-  CLI::App* cmd = app.add_subcommand("tune", "Search the policy space for each case and write the best as a policy file");
+  CLI::App* cmd =
+      app.add_subcommand("tune", "Search the policy space for each case and write the best as a policy file");
   add_bench_options(cmd, cli->bench);
   cmd->add_option("-o,--out", cli->policy_file,
-                  "Policy file to write (one per case when several, beside it); default tandem-tuned.policy. Its "
-                  "folder must be writable before the search starts");
+                  "Policy file to write (one per case when several, beside it); its folder must be writable before "
+                  "the search starts")
+      ->capture_default_str()
+      ->group("Output");
   cmd->add_option("--show", cli->show,
-                  "Candidates listed per case, fastest first, from 0 to " + std::to_string(kMaxShow) + " (default 8)");
+                  "Candidates listed per case, fastest first, from 0 to " + std::to_string(kMaxShow))
+      ->capture_default_str()
+      ->group("Output");
+  cmd->add_option("--resume", cli->resume,
+                  "The --json of an interrupted tune with the same GPUs and options: its finished cases are kept "
+                  "(policy files rewritten if missing), the rest tuned; --json then holds them all")
+      ->default_str("none")
+      ->group("What to run");
   cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
 }
 

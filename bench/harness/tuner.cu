@@ -1,9 +1,11 @@
 #include "harness/tuner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 
 #include "harness/scenario_runner.h"
+#include "harness/tune_progress.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {
@@ -13,8 +15,9 @@ namespace {
 // The policies measured for one case, keyed by their canonical text so none is measured twice.
 class Search {
  public:
-  Search(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, const BestSoFarSink& on_best)
-      : runner_(runner), options_(options), id_(id), on_best_(on_best) {}
+  Search(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, const BestSoFarSink& on_best,
+         const TuneStepSink& on_step)
+      : runner_(runner), options_(options), id_(id), on_best_(on_best), on_step_(on_step) {}
 
   // Measures `policy` unless already measured or unable to apply; returns its row or nullptr.
   const Row* measure(const OverlapPolicy& policy) {
@@ -30,6 +33,7 @@ class Search {
     index_[key] = rows_.size();
     rows_.push_back(row);
     if (on_best_ && &best_row() == &rows_.back()) on_best_(rows_.back());
+    if (on_step_) on_step_(TuneStep{static_cast<int>(rows_.size()), 0, kTuneFinalRounds, &best_row()});
     return &rows_.back();
   }
 
@@ -63,13 +67,14 @@ class Search {
   const BenchOptions& options_;
   CaseId id_;
   BestSoFarSink on_best_;  // a copy: tune_case passes a temporary on ranks that do not collect
+  TuneStepSink on_step_;   // likewise
   std::vector<Row> rows_;
   std::map<std::string, size_t> index_;
   std::map<std::string, std::string> skipped_;
 };
 
 // Rounds of the final comparison.
-constexpr int kFinalRounds = 5;
+constexpr int kFinalRounds = kTuneFinalRounds;
 
 // Measures each distinct policy `rounds` times, one of each per round, and returns one row per
 // policy: the round with its median t_overlap. Every policy here has applied before, so none skips.
@@ -77,7 +82,8 @@ constexpr int kFinalRounds = 5;
 // that has warmed up and lowered its clocks over the search slows the baselines as it slows the
 // policies, instead of leaving a cooler t_seq and bound to compare with.
 std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& options, const CaseId& id,
-                                   const std::vector<OverlapPolicy>& policies, int rounds) {
+                                   const std::vector<OverlapPolicy>& policies, int rounds,
+                                   const std::function<void(int round)>& on_round) {
   std::vector<OverlapPolicy> distinct;
   for (const auto& p : policies)
     if (std::none_of(distinct.begin(), distinct.end(), [&](const OverlapPolicy& d) { return d == p; }))
@@ -92,6 +98,7 @@ std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& opt
                      "policy '" + to_string(distinct[i]) + "' applied before but not in the final round: " + why);
       measured[i].push_back(row);
     }
+    if (on_round) on_round(round + 1);
   }
   std::vector<Row> out;
   for (auto& rows : measured) {
@@ -103,9 +110,10 @@ std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& opt
 
 }  // namespace
 
-TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id, std::vector<std::string>& notes,
-                    const BestSoFarSink& on_best_so_far) {
-  Search search(runner, options, id, id.collects ? on_best_so_far : BestSoFarSink{});
+TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const CaseId& id,
+                    std::vector<std::string>& notes, const BestSoFarSink& on_best_so_far, const TuneStepSink& on_step) {
+  Search search(runner, options, id, id.collects ? on_best_so_far : BestSoFarSink{},
+                id.collects ? on_step : TuneStepSink{});
   const CaseTraits traits = runner.traits();
 
   // Stage 1: launch order and priority: the controls every workload can take.
@@ -147,7 +155,11 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   auto finalists = search.finalists(3);
   finalists.push_back(parse_policy("concurrent"));
   finalists.push_back(paper);
-  const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kFinalRounds);
+  const auto round_done = [&](int round) {
+    if (id.collects && on_step)
+      on_step(TuneStep{static_cast<int>(search.rows().size()), round, kFinalRounds, &search.best_row()});
+  };
+  const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kFinalRounds, round_done);
   const auto final_row = [&](const std::string& policy) {
     const auto it = std::find_if(finals.begin(), finals.end(), [&](const Row& r) { return r.policy == policy; });
     TANDEM_REQUIRE(it != finals.end(), "policy '" + policy + "' was not measured in the final round");
@@ -170,6 +182,17 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   return result;
 }
 
+size_t first_case_policy_estimate(const CaseTraits& traits) {
+  const OverlapPolicy base = parse_policy("priority");
+  // Stage 1, the paper's levels, every family of stage 2 on the same base, the combined NCCL knobs
+  // and stage 3's orders: duplicates and pruned candidates make it an upper bound.
+  return order_candidates().size() + 2 * shaping_candidates(base, traits).size() +
+         sm_target_candidates(base, traits).size() + sm_target_refinements(base, traits).size() +
+         nccl_candidates(base).size() + 1 + partition_candidates(base, traits).size() +
+         symmetric_candidates(base).size() + copy_engine_candidates(base).size() +
+         green_candidates(base, traits).size() + order_candidates().size();
+}
+
 TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink& progress, const TuneSinks& sinks) {
   BenchOptions tune_options = options;
   tune_options.policies_given = false;  // candidates that cannot apply are pruned, not fatal
@@ -180,11 +203,31 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
                                  : options.workloads.size() * options.collectives.size() *
                                        size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
   size_t done = 0;
+  // Progress within each case, on rank 0 (tune_progress.h).
+  TuneProgress steps(total, sinks.skip_case ? sinks.resumed_cases : 0);
+  size_t tuned = 0;
+  std::chrono::steady_clock::time_point first_case_start;
   const CaseBody body = [&](PolicyTrials& runner, const CaseId& id) {
-    if (id.rank == 0 && progress)
-      progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] tuning " + id.workload + " " +
-               id.collective + " " + size_text(id.bytes));
-    TunedCase result = tune_case(runner, tune_options, id, outcome.notes, sinks.on_best_so_far);
+    const std::string name = id.workload + " " + id.collective + " " + size_text(id.bytes);
+    const bool reports = id.rank == 0 && progress;
+    if (sinks.skip_case && sinks.skip_case(id)) {
+      if (reports)
+        progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] " + name + ": tuned before, resumed");
+      if (id.collects && sinks.on_resumed) sinks.on_resumed(id);
+      return;
+    }
+    TuneStepSink on_step;
+    if (reports) {
+      progress("[" + std::to_string(++done) + "/" + std::to_string(total) + "] tuning " + name);
+      if (tuned++ == 0) first_case_start = std::chrono::steady_clock::now();
+      steps.start_case(done, name, first_case_policy_estimate(runner.traits()));
+      on_step = [&](const TuneStep& step) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - first_case_start).count();
+        progress(steps.step_line(step, elapsed));
+      };
+    }
+    TunedCase result = tune_case(runner, tune_options, id, outcome.notes, sinks.on_best_so_far, on_step);
     if (!id.collects) return;
     outcome.cases.push_back(std::move(result));
     if (sinks.on_case) sinks.on_case(outcome.cases.back());

@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <map>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "harness/tune_progress.h"
 #include "harness/tuner.h"
 
 namespace tandem::bench {
@@ -217,6 +220,62 @@ TEST(TunerSearch, WithoutShapingThePaperIsPriorityAndConcurrentStaysApart) {
   EXPECT_EQ(trials.count("priority"), 1 + kRounds);
   EXPECT_EQ(trials.count("concurrent"), 1 + kRounds);
   for (const auto& policy : trials.measured) EXPECT_EQ(policy.find("shape"), std::string::npos) << policy;
+}
+
+// The progress lines within a case (tune_progress.h): one per measured policy and one per final
+// round, the counter climbing by one, the best so far named, and the time left from the average time
+// per measured policy (here exactly 1 s each; a final round measures five policies).
+TEST(TuneProgressLines, OneLinePerStepWithTheBestSoFarAndTheTimeLeft) {
+  MainCase c;
+  ScriptedTrials trials{shapeable(4)};
+  trials.script = c.trials.script;
+  trials.refusals = c.trials.refusals;
+  TuneProgress progress(2);
+  progress.start_case(1, "stream all-reduce 64MiB", 30);
+  std::vector<std::string> lines;
+  double clock = 0;
+  std::vector<std::string> notes;
+  tune_case(trials, BenchOptions{}, stream_case(), notes, {}, [&](const TuneStep& step) {
+    clock += step.final_round ? 5 : 1;
+    lines.push_back(progress.step_line(step, clock));
+  });
+  const size_t searched = std::set<std::string>(trials.measured.begin(), trials.measured.end()).size();
+  ASSERT_EQ(lines.size(), searched + kRounds);
+
+  const std::regex search_line(
+      R"(\[1/2\] stream all-reduce 64MiB: (\d+)/~(\d+) policies, best so far (\S+) [0-9.]+ ms, ~.* left in this case, ~.* in all)");
+  for (size_t i = 0; i < searched; ++i) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(lines[i], m, search_line)) << lines[i];
+    EXPECT_EQ(std::stoul(m[1]), i + 1) << lines[i];
+    EXPECT_GT(std::stoul(m[2]), i + 1) << "the estimate stays above the count: " << lines[i];
+  }
+  EXPECT_NE(lines[searched - 1].find("best so far shape:2+priority+nccl-symmetric 1.00 ms"), std::string::npos)
+      << lines[searched - 1];
+  for (int r = 1; r <= kRounds; ++r)
+    EXPECT_EQ(
+        lines[searched + r - 1].rfind("[1/2] stream all-reduce 64MiB: final round " + std::to_string(r) + "/5, ", 0),
+        0u)
+        << lines[searched + r - 1];
+  // After the last round nothing is left in this case; the next case is expected to take as long.
+  const size_t next_case_s = searched + 5 * kRounds;
+  ASSERT_LT(next_case_s, 90u);  // shown in seconds
+  EXPECT_NE(lines.back().find("~0 s left in this case, ~" + std::to_string(next_case_s) + " s in all"),
+            std::string::npos)
+      << lines.back();
+
+  progress.start_case(2, "stream all-reduce 128MiB", 30);
+  TuneStep first;
+  first.measured = 1;
+  EXPECT_NE(progress.step_line(first, clock + 1)
+                .find("[2/2] stream all-reduce 128MiB: 1/~" + std::to_string(searched) + " policies"),
+            std::string::npos);
+}
+
+TEST(TuneProgressLines, DurationsInSecondsMinutesOrHours) {
+  EXPECT_EQ(duration_text(25), "25 s");
+  EXPECT_EQ(duration_text(360), "6 min");
+  EXPECT_EQ(duration_text(2.5 * 3600), "2.5 h");
 }
 
 }  // namespace
