@@ -39,7 +39,7 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
               uint64_t bytes = requested;
               auto collective = find_collective(collective_name).make();
               collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
-              auto runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+              auto runner = std::make_unique<CaseRunner>(ctx, options, workload_name, *workload, *collective);
               runner->capture_footprints();
               runner->measure_baselines();
               // --balance-size: when whole compute units cannot match the collective (one 8192^3 GEMM
@@ -56,7 +56,7 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
                 bytes = balanced;
                 collective = find_collective(collective_name).make();
                 collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
-                runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+                runner = std::make_unique<CaseRunner>(ctx, options, workload_name, *workload, *collective);
                 runner->capture_footprints();
                 runner->measure_baselines(count);
               }

@@ -121,28 +121,15 @@ class ScenarioCase final : public PolicyTrials {
   // hand the collecting rank the whole picture.
   void trace(ScenarioMode mode, const OverlapPolicy& policy) {
     ctx_.group.barrier();
-    const std::vector<TraceSpan> spans = scenario_.trace_iteration(ctx_, streams_for(mode), mode);
-    std::vector<double> starts, ends;
-    for (const auto& s : spans) {
-      starts.push_back(s.start_ms);
-      ends.push_back(s.end_ms);
-    }
-    const auto all = ctx_.group.all_gather_series({starts, ends});  // [rank][starts, ends]
-    for (size_t rank = 0; rank < all.size(); ++rank) {
-      TANDEM_REQUIRE(all[rank][0].size() == spans.size(),
-                     scenario_.name() + ": rank " + std::to_string(rank) + " traced a different program");
-      TraceIteration it;
-      it.workload = scenario_.name();
-      it.policy = to_string(policy);
-      it.rank = static_cast<int>(rank);
-      it.sequential = mode == ScenarioMode::Sequential;
-      it.spans = spans;  // names, streams and dependencies are the same on every rank
-      for (size_t i = 0; i < spans.size(); ++i) {
-        it.spans[i].start_ms = all[rank][0][i];
-        it.spans[i].end_ms = all[rank][1][i];
-      }
+    TraceIteration mine;
+    mine.workload = scenario_.name();
+    mine.policy = to_string(policy);
+    mine.rank = ctx_.rank;
+    mine.sequential = mode == ScenarioMode::Sequential;
+    mine.spans = scenario_.trace_iteration(ctx_, streams_for(mode), mode);
+    // Names, streams and dependencies are the same on every rank; the times are each rank's own.
+    for (auto& it : every_rank(mine, ctx_.group.all_gather_series(span_times(mine.spans))))
       traces_.push_back(std::move(it));
-    }
   }
 
   std::string apply(const OverlapPolicy& policy) override {
