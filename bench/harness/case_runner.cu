@@ -6,6 +6,7 @@
 #include "harness/footprints.h"
 #include "harness/runner.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nvtx.h"
 
 namespace tandem::bench {
 
@@ -56,6 +57,7 @@ void CaseRunner::capture_footprints() {
 }
 
 void CaseRunner::measure_baselines(int fixed_count) {
+  const NvtxRange range("baselines");
   if (fixed_count > 0) {
     count_ = fixed_count;
   } else if (options_.balance) {
@@ -89,6 +91,7 @@ void CaseRunner::check_and_measure(const OverlapPolicy& policy, Row& row) {
 std::vector<TraceIteration> CaseRunner::take_traces() { return std::exchange(traces_, {}); }
 
 void CaseRunner::trace(Schedule schedule, const OverlapPolicy& policy) {
+  const NvtxRange range("trace step");
   TraceIteration mine;
   mine.workload = label();
   mine.policy = to_string(policy);
@@ -178,6 +181,7 @@ void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSumma
 }
 
 int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {
+  const NvtxRange range("check");
   workload_.poison_output(ctx_.compute);
   collective_.poison_output(ctx_.compute);
   // The poison kernels ran on the compute stream; the collective may run on another stream, which
@@ -193,7 +197,11 @@ int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {
 StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, int count) {
   StepSamples mine;
   const std::string step = schedule_name(schedule, policy);
+  const NvtxRange range(step);
+  // Nested in the schedule's range: the warm-up steps, then the timed ones.
+  NvtxRange phase(options_.warmup > 0 ? "warm-up" : "timed");
   for (int rep = 0; rep < options_.warmup + options_.iters; ++rep) {
+    if (rep == options_.warmup && rep > 0) phase.next("timed");
     // Ranks enqueue together, so neither waits in the collective for the other's host.
     ctx_.group.barrier();
     enqueue_step(schedule, policy, count);

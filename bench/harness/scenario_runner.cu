@@ -9,6 +9,7 @@
 #include "harness/metrics.h"
 #include "harness/policy_trials.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nvtx.h"
 
 namespace tandem::bench {
 
@@ -373,6 +374,8 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
         const bool collects = collects_results(options, ctx.rank);
         if (collects) hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
         for (const auto& name : options.workloads) {
+          // Nsight Systems: the scenario's setup, baselines and policies under one range.
+          const NvtxRange case_range(name);
           if (ctx.rank == 0 && progress) progress(name + ": setup and reference");
           // Freed at the end of each pass, before the next scenario allocates.
           auto scenario = make_scenario(name, options, nranks);
