@@ -82,8 +82,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->default_str("the paper's set")
       ->group("What to run");
   cmd->add_option("--trace", cli->options.trace_path,
-                  "Scenarios: write one more iteration per policy as a Chrome trace of every operation on every "
-                  "rank's streams (open in ui.perfetto.dev); the file's folder must be writable before the run")
+                  "Write one more iteration per policy (a scenario's operations, or a microbenchmark's compute "
+                  "units and collective) as a Chrome trace of every rank's streams (open in ui.perfetto.dev); "
+                  "the file's folder must be writable before the run")
       ->default_str("none")
       ->group("Output");
   cmd->callback([cli, &exit_code] { exit_code = run(*cli); });

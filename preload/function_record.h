@@ -34,6 +34,7 @@ struct FunctionRecord {
   std::atomic<bool> never_shape{false};        // a shaped launch failed once
   std::atomic<bool> never_elevate{false};      // an elevated launch failed once
   std::atomic<bool> limit_is_volatile{false};  // the program lowers its smem limit again and again
+  std::atomic<bool> nvtx_marked{false};        // its first shaped or elevated launch is marked (NVTX)
   // Last outcome, for the summary: the ShapingOutcome / ElevationOutcome value and padded smem.
   std::atomic<uint8_t> last_outcome{0};
   std::atomic<uint32_t> last_dynamic_smem{0};

@@ -1,6 +1,10 @@
 #include "launch_controls.h"
 
+#include <nvtx3/nvToolsExt.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <string>
 
 #include "collective_footprint.h"
 #include "function_metadata.h"
@@ -27,6 +31,17 @@ bool capturing(const DriverApi& api, const Launch& l) {
   if (status == CU_STREAM_CAPTURE_STATUS_NONE) return false;
   Counters::bump(counters().captured);
   return true;
+}
+
+// Nsight Systems: a mark the first time a kernel's launch is shaped or elevated, none after; callers
+// test nvtx_marked first, one relaxed load per launch as for the other flags here. NVTX3 is
+// header-only, nothing is linked; without a profiler the mark is a function-pointer check. The first
+// NVTX call looks for the profiler's library in the environment and may load it: errno is kept.
+void mark_first_decision(FunctionRecord& record, const std::string& what) {
+  if (record.nvtx_marked.exchange(true, std::memory_order_relaxed)) return;  // another thread marked it
+  const int saved_errno = errno;
+  nvtxMarkA(("tandem: " + what).c_str());
+  errno = saved_errno;
 }
 
 KernelFootprint footprint_of(const FunctionRecord& record, const Launch& l) {
@@ -140,6 +155,10 @@ CUresult skip_shaping(FunctionRecord& record, const Launch& l, ShapingOutcome ou
 void note_shaped(FunctionRecord& record, const ShapingDecision& d) {
   Counters::bump(counters().shaping[static_cast<int>(ShapingOutcome::Shaped)]);
   remember_outcome(record, ShapingOutcome::Shaped);
+  if (!record.nvtx_marked.load(std::memory_order_relaxed))
+    mark_first_decision(record, "shaped " + record.display_name + " (" + std::to_string(d.natural_blocks_per_sm) +
+                                    " -> " + std::to_string(d.shaped_blocks_per_sm) + " blocks/SM, " +
+                                    std::to_string(d.dynamic_smem) + " B dynamic smem)");
   if (record.last_dynamic_smem.load(std::memory_order_relaxed) != static_cast<uint32_t>(d.dynamic_smem)) {
     record.last_dynamic_smem.store(static_cast<uint32_t>(d.dynamic_smem), std::memory_order_relaxed);
     record.last_natural_blocks.store(static_cast<uint16_t>(d.natural_blocks_per_sm), std::memory_order_relaxed);
@@ -181,6 +200,9 @@ CUresult launch_collective(Runtime& rt, const DriverApi& api, FunctionRecord& re
     result = issue(l, l.shared_mem_bytes);
   } else if (*elevated == CUDA_SUCCESS) {
     outcome = ElevationOutcome::Elevated;
+    if (!record.nvtx_marked.load(std::memory_order_relaxed))
+      mark_first_decision(record, "elevated " + record.display_name + " to stream priority " +
+                                      std::to_string(device->greatest_priority));
   } else {
     // The driver refused the re-issued launch. Issue it exactly as the program did and return that
     // result; never try this kernel again.

@@ -187,10 +187,6 @@ void validate(const BenchOptions& o) {
                                                    "it cannot combine with --no-balance or --count");
   TANDEM_CHECK_INPUT(!o.balance_size || !scenarios, "--balance-size applies to microbenchmarks; a training scenario's "
                                                     "collectives follow from its model (--hidden, --seq, ...)");
-  TANDEM_CHECK_INPUT(o.trace_path.empty() || !microbenchmarks,
-                     "--trace draws the operations of a training scenario's iteration (--workload dp-backward, "
-                     "tp-mlp, tp-attention, fsdp, moe); a microbenchmark step is one compute run beside one "
-                     "collective, and its row already has both spans (t_compute, t_comm, c_slow, m_slow)");
   for (const auto& w : o.workloads) {
     const bool gathers_own_inputs = (w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel;
     TANDEM_CHECK_INPUT(!o.in_place || !is_scenario(w) || gathers_own_inputs,

@@ -1,14 +1,23 @@
 #include "harness/case_runner.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "harness/footprints.h"
+#include "harness/runner.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nvtx.h"
 
 namespace tandem::bench {
 
-CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective)
-    : PolicyTrials(options.policies_given), ctx_(ctx), options_(options), workload_(workload), collective_(collective) {
+CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, const std::string& workload_name,
+                       Workload& workload, Collective& collective)
+    : PolicyTrials(options.policies_given),
+      ctx_(ctx),
+      options_(options),
+      workload_name_(workload_name),
+      workload_(workload),
+      collective_(collective) {
   for (cudaEvent_t* e : {&start_, &compute_done_, &comm_done_, &end_}) TANDEM_CUDA_CHECK(cudaEventCreate(e));
   active_comm_ = ctx_.comm;
   active_comm_stream_ = ctx_.comm_default;
@@ -17,6 +26,8 @@ CaseRunner::CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& 
 
 CaseRunner::~CaseRunner() {
   for (cudaEvent_t e : {start_, compute_done_, comm_done_, end_}) cudaEventDestroy(e);
+  for (const auto* events : {&trace_start_, &trace_end_})
+    for (cudaEvent_t e : *events) cudaEventDestroy(e);
 }
 
 CaseTraits CaseRunner::traits() {
@@ -46,6 +57,7 @@ void CaseRunner::capture_footprints() {
 }
 
 void CaseRunner::measure_baselines(int fixed_count) {
+  const NvtxRange range("baselines");
   if (fixed_count > 0) {
     count_ = fixed_count;
   } else if (options_.balance) {
@@ -72,7 +84,45 @@ void CaseRunner::check_and_measure(const OverlapPolicy& policy, Row& row) {
   const Schedule schedule = policy.is_sequential() ? Schedule::Sequential : Schedule::Overlap;
   row.wrong = options_.check ? check(schedule, &policy) : 0;
   const StepSummary s = measure(schedule, &policy, count_);
+  if (!options_.trace_path.empty()) trace(schedule, policy);
   fill_row(row, policy, s, workload_.shaped_kernel());
+}
+
+std::vector<TraceIteration> CaseRunner::take_traces() { return std::exchange(traces_, {}); }
+
+void CaseRunner::trace(Schedule schedule, const OverlapPolicy& policy) {
+  const NvtxRange range("trace step");
+  TraceIteration mine;
+  mine.workload = label();
+  mine.policy = to_string(policy);
+  mine.rank = ctx_.rank;
+  mine.sequential = schedule == Schedule::Sequential;
+  const bool collective_first = schedule == Schedule::Overlap && policy.order == LaunchOrder::CommFirst;
+  mine.spans = microbenchmark_step_spans(
+      workload_name_, count_, std::string(collective_.name()) + " " + size_text(collective_.bytes()), collective_first);
+  for (auto* events : {&trace_start_, &trace_end_})
+    while (events->size() < mine.spans.size()) {
+      cudaEvent_t e = nullptr;
+      TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+      events->push_back(e);
+    }
+  ctx_.group.barrier();
+  tracing_ = true;
+  try {
+    enqueue_step(schedule, &policy, count_);
+  } catch (...) {
+    tracing_ = false;
+    throw;
+  }
+  tracing_ = false;
+  ctx_.wait(final_stream(schedule), "traced step (" + to_string(policy) + ")");
+  // As a scenario's traced iteration: every time from the step's start event, on this rank's clock.
+  for (size_t i = 0; i < mine.spans.size(); ++i) {
+    mine.spans[i].start_ms = elapsed(start_, trace_start_[i]);
+    mine.spans[i].end_ms = elapsed(start_, trace_end_[i]);
+  }
+  for (auto& it : every_rank(mine, ctx_.group.all_gather_series(span_times(mine.spans))))
+    traces_.push_back(std::move(it));
 }
 
 std::string CaseRunner::apply(const OverlapPolicy& policy) {
@@ -131,6 +181,7 @@ void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSumma
 }
 
 int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {
+  const NvtxRange range("check");
   workload_.poison_output(ctx_.compute);
   collective_.poison_output(ctx_.compute);
   // The poison kernels ran on the compute stream; the collective may run on another stream, which
@@ -146,7 +197,11 @@ int64_t CaseRunner::check(Schedule schedule, const OverlapPolicy* policy) {
 StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, int count) {
   StepSamples mine;
   const std::string step = schedule_name(schedule, policy);
+  const NvtxRange range(step);
+  // Nested in the schedule's range: the warm-up steps, then the timed ones.
+  NvtxRange phase(options_.warmup > 0 ? "warm-up" : "timed");
   for (int rep = 0; rep < options_.warmup + options_.iters; ++rep) {
+    if (rep == options_.warmup && rep > 0) phase.next("timed");
     // Ranks enqueue together, so neither waits in the collective for the other's host.
     ctx_.group.barrier();
     enqueue_step(schedule, policy, count);
@@ -168,8 +223,18 @@ StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, 
 
 void CaseRunner::enqueue_step(Schedule schedule, const OverlapPolicy* policy, int count) {
   cudaStream_t compute = schedule == Schedule::Overlap ? active_compute_stream_ : ctx_.compute.get();
+  // trace(): operation `op` (launch order) bracketed by events on the stream that runs it.
+  const auto bracketed = [&](size_t op, cudaStream_t stream, const auto& enqueue) {
+    if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[op], stream));
+    enqueue();
+    if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[op], stream));
+  };
+  // The collective goes first in launch order only when the policy launches it first.
+  const bool collective_first = schedule == Schedule::Overlap && policy->order == LaunchOrder::CommFirst;
+  const size_t first_unit = collective_first ? 1 : 0;
+  const size_t collective_op = collective_first ? 0 : static_cast<size_t>(count);
   auto compute_units = [&] {
-    for (int i = 0; i < count; ++i) workload_.enqueue(compute);
+    for (int i = 0; i < count; ++i) bracketed(first_unit + i, compute, [&] { workload_.enqueue(compute); });
   };
   switch (schedule) {
     case Schedule::ComputeOnly:
@@ -185,7 +250,7 @@ void CaseRunner::enqueue_step(Schedule schedule, const OverlapPolicy* policy, in
     case Schedule::Sequential:
       TANDEM_CUDA_CHECK(cudaEventRecord(start_, compute));
       compute_units();
-      enqueue_collective(ctx_.comm, compute);
+      bracketed(collective_op, compute, [&] { enqueue_collective(ctx_.comm, compute); });
       TANDEM_CUDA_CHECK(cudaEventRecord(end_, compute));
       return;
     case Schedule::Overlap: {
@@ -196,12 +261,13 @@ void CaseRunner::enqueue_step(Schedule schedule, const OverlapPolicy* policy, in
       TANDEM_CUDA_CHECK(cudaStreamWaitEvent(comm, start_, 0));
       // The host enqueue order is the control: what is enqueued first reaches the GPU's work
       // queues first and gets SMs first.
-      if (policy->order == LaunchOrder::CommFirst) {
-        enqueue_collective(active_comm_, comm);
+      const auto collective = [&] { bracketed(collective_op, comm, [&] { enqueue_collective(active_comm_, comm); }); };
+      if (collective_first) {
+        collective();
         compute_units();
       } else {
         compute_units();
-        enqueue_collective(active_comm_, comm);
+        collective();
       }
       TANDEM_CUDA_CHECK(cudaEventRecord(compute_done_, compute));
       TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, comm));
@@ -240,5 +306,9 @@ double CaseRunner::elapsed(cudaEvent_t from, cudaEvent_t to) {
 }
 
 double CaseRunner::min_over_ranks_bandwidth() { return ctx_.group.min(ctx_.hbm_bandwidth_gbps); }
+
+std::string CaseRunner::label() const {
+  return workload_name_ + " " + collective_.name() + " " + size_text(collective_.bytes());
+}
 
 }  // namespace tandem::bench

@@ -27,7 +27,9 @@ struct StepSummary {
 
 class CaseRunner final : public PolicyTrials {
  public:
-  CaseRunner(RankContext& ctx, const BenchOptions& options, Workload& workload, Collective& collective);
+  // `workload_name` names the case in traces and NVTX ranges (the Workload does not know its name).
+  CaseRunner(RankContext& ctx, const BenchOptions& options, const std::string& workload_name, Workload& workload,
+             Collective& collective);
   CaseRunner(const CaseRunner&) = delete;
   CaseRunner& operator=(const CaseRunner&) = delete;
   ~CaseRunner() override;
@@ -47,6 +49,7 @@ class CaseRunner final : public PolicyTrials {
 
   CaseTraits traits() override;
   void remeasure_baselines() override { measure_baselines(count_); }
+  std::vector<TraceIteration> take_traces() override;
 
  private:
   std::string apply(const OverlapPolicy& policy) override;
@@ -60,9 +63,14 @@ class CaseRunner final : public PolicyTrials {
 
   StepSummary measure(Schedule schedule, const OverlapPolicy* policy, int count);
 
+  // `--trace`: one more step under the policy, each compute unit and the collective bracketed by
+  // events on the stream that runs it; keeps every rank's timeline (harness/trace.h).
+  void trace(Schedule schedule, const OverlapPolicy& policy);
+
   // Enqueues one step. Every schedule records `start_` and `end_`; Overlap also records when each
   // side finished, relative to the same `start_`. Baselines use the default configuration; Overlap
-  // uses the streams and communicator apply() chose.
+  // uses the streams and communicator apply() chose. While trace() runs, each operation of the step
+  // is also bracketed by `trace_start_`/`trace_end_` (launch order, as microbenchmark_step_spans).
   void enqueue_step(Schedule schedule, const OverlapPolicy* policy, int count);
 
   // The stream a step's end is recorded on, which the host waits for.
@@ -78,8 +86,12 @@ class CaseRunner final : public PolicyTrials {
 
   double min_over_ranks_bandwidth();
 
+  // "gemm all-reduce 256MiB": the case, as progress lines name it.
+  std::string label() const;
+
   RankContext& ctx_;
   const BenchOptions& options_;
+  std::string workload_name_;
   Workload& workload_;
   Collective& collective_;
   cudaEvent_t start_ = nullptr, compute_done_ = nullptr, comm_done_ = nullptr, end_ = nullptr;
@@ -89,6 +101,11 @@ class CaseRunner final : public PolicyTrials {
   cudaStream_t active_compute_stream_ = nullptr;
   int count_ = 1;
   Baselines baselines_;
+  // `--trace`: set while trace() enqueues its step; an event pair per operation, created on first
+  // use; the timelines since the last take_traces().
+  bool tracing_ = false;
+  std::vector<cudaEvent_t> trace_start_, trace_end_;
+  std::vector<TraceIteration> traces_;
 };
 
 }  // namespace tandem::bench

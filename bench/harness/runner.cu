@@ -10,6 +10,7 @@
 #include "harness/registry.h"
 #include "tandem/cuda_check.h"
 #include "tandem/kernel_footprint_probe.h"
+#include "tandem/nvtx.h"
 
 namespace tandem::bench {
 
@@ -36,10 +37,12 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
           workload->setup(ctx);
           for (const auto& collective_name : options.collectives) {
             for (uint64_t requested : sizes) {
+              // Nsight Systems: the case's setup, baselines and policies under one range.
+              const NvtxRange case_range(workload_name + " " + collective_name + " " + size_text(requested));
               uint64_t bytes = requested;
               auto collective = find_collective(collective_name).make();
               collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
-              auto runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+              auto runner = std::make_unique<CaseRunner>(ctx, options, workload_name, *workload, *collective);
               runner->capture_footprints();
               runner->measure_baselines();
               // --balance-size: when whole compute units cannot match the collective (one 8192^3 GEMM
@@ -56,7 +59,7 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
                 bytes = balanced;
                 collective = find_collective(collective_name).make();
                 collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
-                runner = std::make_unique<CaseRunner>(ctx, options, *workload, *collective);
+                runner = std::make_unique<CaseRunner>(ctx, options, workload_name, *workload, *collective);
                 runner->capture_footprints();
                 runner->measure_baselines(count);
               }
@@ -91,7 +94,11 @@ void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& 
                to_string(policy));
     Row row = blank_row(options, id);
     std::string skip_reason;
-    const bool measured = trials.run_policy(policy, row, skip_reason);
+    bool measured = false;
+    {
+      const NvtxRange range(label + " " + to_string(policy));
+      measured = trials.run_policy(policy, row, skip_reason);
+    }
     auto traces = trials.take_traces();
     if (!id.collects) continue;
     outcome.traces.insert(outcome.traces.end(), traces.begin(), traces.end());

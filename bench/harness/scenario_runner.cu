@@ -9,6 +9,7 @@
 #include "harness/metrics.h"
 #include "harness/policy_trials.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nvtx.h"
 
 namespace tandem::bench {
 
@@ -121,28 +122,15 @@ class ScenarioCase final : public PolicyTrials {
   // hand the collecting rank the whole picture.
   void trace(ScenarioMode mode, const OverlapPolicy& policy) {
     ctx_.group.barrier();
-    const std::vector<TraceSpan> spans = scenario_.trace_iteration(ctx_, streams_for(mode), mode);
-    std::vector<double> starts, ends;
-    for (const auto& s : spans) {
-      starts.push_back(s.start_ms);
-      ends.push_back(s.end_ms);
-    }
-    const auto all = ctx_.group.all_gather_series({starts, ends});  // [rank][starts, ends]
-    for (size_t rank = 0; rank < all.size(); ++rank) {
-      TANDEM_REQUIRE(all[rank][0].size() == spans.size(),
-                     scenario_.name() + ": rank " + std::to_string(rank) + " traced a different program");
-      TraceIteration it;
-      it.workload = scenario_.name();
-      it.policy = to_string(policy);
-      it.rank = static_cast<int>(rank);
-      it.sequential = mode == ScenarioMode::Sequential;
-      it.spans = spans;  // names, streams and dependencies are the same on every rank
-      for (size_t i = 0; i < spans.size(); ++i) {
-        it.spans[i].start_ms = all[rank][0][i];
-        it.spans[i].end_ms = all[rank][1][i];
-      }
+    TraceIteration mine;
+    mine.workload = scenario_.name();
+    mine.policy = to_string(policy);
+    mine.rank = ctx_.rank;
+    mine.sequential = mode == ScenarioMode::Sequential;
+    mine.spans = scenario_.trace_iteration(ctx_, streams_for(mode), mode);
+    // Names, streams and dependencies are the same on every rank; the times are each rank's own.
+    for (auto& it : every_rank(mine, ctx_.group.all_gather_series(span_times(mine.spans))))
       traces_.push_back(std::move(it));
-    }
   }
 
   std::string apply(const OverlapPolicy& policy) override {
@@ -386,6 +374,8 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
         const bool collects = collects_results(options, ctx.rank);
         if (collects) hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
         for (const auto& name : options.workloads) {
+          // Nsight Systems: the scenario's setup, baselines and policies under one range.
+          const NvtxRange case_range(name);
           if (ctx.rank == 0 && progress) progress(name + ": setup and reference");
           // Freed at the end of each pass, before the next scenario allocates.
           auto scenario = make_scenario(name, options, nranks);

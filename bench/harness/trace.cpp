@@ -9,6 +9,50 @@
 
 namespace tandem::bench {
 
+std::vector<TraceSpan> microbenchmark_step_spans(const std::string& compute, int count, const std::string& collective,
+                                                 bool collective_first) {
+  TANDEM_REQUIRE(count >= 1, "a microbenchmark step runs at least one compute unit");
+  std::vector<TraceSpan> spans;
+  TraceSpan comm;
+  comm.name = collective;
+  comm.collective = true;
+  if (collective_first) spans.push_back(comm);
+  for (int i = 1; i <= count; ++i) {
+    TraceSpan unit;
+    unit.name = compute + " " + std::to_string(i);
+    spans.push_back(unit);
+  }
+  if (!collective_first) spans.push_back(comm);
+  return spans;
+}
+
+std::vector<std::vector<double>> span_times(const std::vector<TraceSpan>& spans) {
+  std::vector<double> starts, ends;
+  for (const auto& s : spans) {
+    starts.push_back(s.start_ms);
+    ends.push_back(s.end_ms);
+  }
+  return {starts, ends};
+}
+
+std::vector<TraceIteration> every_rank(const TraceIteration& mine,
+                                       const std::vector<std::vector<std::vector<double>>>& gathered) {
+  std::vector<TraceIteration> out;
+  for (size_t rank = 0; rank < gathered.size(); ++rank) {
+    const auto& times = gathered[rank];
+    TANDEM_REQUIRE(times.size() == 2 && times[0].size() == mine.spans.size() && times[1].size() == mine.spans.size(),
+                   mine.workload + ": rank " + std::to_string(rank) + " traced a different program");
+    TraceIteration it = mine;
+    it.rank = static_cast<int>(rank);
+    for (size_t i = 0; i < it.spans.size(); ++i) {
+      it.spans[i].start_ms = times[0][i];
+      it.spans[i].end_ms = times[1][i];
+    }
+    out.push_back(std::move(it));
+  }
+  return out;
+}
+
 nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations, const nlohmann::json& about) {
   nlohmann::json events = nlohmann::json::array();
   // A process per (workload, policy), numbered in order of first appearance so the viewer lists

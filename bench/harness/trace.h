@@ -1,7 +1,8 @@
 #pragma once
-// Timelines of training-scenario iterations (`tandem bench --trace FILE`): when each operation of
-// one iteration ran on each rank's compute and communication streams, under each policy, written as
-// Chrome trace events (open the file in ui.perfetto.dev or chrome://tracing).
+// Timelines of measured iterations (`tandem bench --trace FILE`): when each operation of one
+// training-scenario iteration, or of one microbenchmark step (its compute units and its collective),
+// ran on each rank's compute and communication streams, under each policy, written as Chrome trace
+// events (open the file in ui.perfetto.dev or chrome://tracing).
 //
 // Times come from CUDA events recorded on the stream that runs each operation, right before and
 // right after it, in one extra iteration after the timed ones (the events themselves cost a few
@@ -23,14 +24,30 @@ struct TraceSpan {
   int waits_for = -1;        // the operation of the other stream it had to wait for (program index), or -1
 };
 
-// One iteration of one scenario under one policy on one rank; spans in program order.
+// One iteration of one scenario (or one step of one microbenchmark case) under one policy on one
+// rank; spans in program order (a microbenchmark's: launch order).
 struct TraceIteration {
-  std::string workload;
+  std::string workload;  // the scenario, or the microbenchmark case ("gemm all-reduce 256MiB")
   std::string policy;
   int rank = 0;
   bool sequential = false;  // everything ran on the compute stream
   std::vector<TraceSpan> spans;
 };
+
+// One microbenchmark step's operations in the order the step launches them: `count` compute units
+// named "<compute> 1" .. "<compute> <count>" and the collective, first when the policy launches it
+// first (comm-first), else last. Times are left at 0 for the caller to fill; nothing waits across
+// streams inside a step (both sides start from the step's start and join only at its end).
+std::vector<TraceSpan> microbenchmark_step_spans(const std::string& compute, int count, const std::string& collective,
+                                                 bool collective_first);
+
+// This rank's span times as the series Coordinator::all_gather_series gathers: {starts, ends}.
+std::vector<std::vector<double>> span_times(const std::vector<TraceSpan>& spans);
+// Every rank's iteration: `mine` (names, streams and dependencies, the same on every rank) with
+// each rank's times from `gathered` ([rank][starts, ends], as all_gather_series returns them), in
+// rank order. Throws tandem::Error if a rank traced a different number of operations.
+std::vector<TraceIteration> every_rank(const TraceIteration& mine,
+                                       const std::vector<std::vector<std::vector<double>>>& gathered);
 
 // Chrome trace event format: one process per (workload, policy), one thread per rank and stream,
 // one complete event ("ph": "X", microseconds) per operation; its index in program order ("op")

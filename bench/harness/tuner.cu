@@ -7,6 +7,7 @@
 #include "harness/scenario_runner.h"
 #include "harness/tune_progress.h"
 #include "tandem/error.h"
+#include "tandem/nvtx.h"
 
 namespace tandem::bench {
 
@@ -90,6 +91,7 @@ std::vector<Row> measure_in_rounds(PolicyTrials& runner, const BenchOptions& opt
       distinct.push_back(p);
   std::vector<std::vector<Row>> measured(distinct.size());
   for (int round = 0; round < rounds; ++round) {
+    const NvtxRange range("tune: final round " + std::to_string(round + 1) + "/" + std::to_string(rounds));
     runner.remeasure_baselines();
     for (size_t i = 0; i < distinct.size(); ++i) {
       Row row = blank_row(options, id);
@@ -117,12 +119,15 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   const CaseTraits traits = runner.traits();
 
   // Stage 1: launch order and priority: the controls every workload can take.
+  NvtxRange stage("tune: order and priority");
   search.measure_all(order_candidates());
   // The paper's method (shaping plus priority) at every level, to compare against: its best level
   // is what the paper would pick given the measurement.
   const auto paper_policies = shaping_candidates(parse_policy("priority"), traits);
+  stage.next("tune: the paper's shaping levels");
   search.measure_all(paper_policies);
   // Stage 2: each control family on top of the best so far.
+  stage.next("tune: control families on the best so far");
   search.measure_all(shaping_candidates(search.best(), traits));
   search.measure_all(sm_target_candidates(search.best(), traits));
   search.measure_all(sm_target_refinements(search.best(), traits));
@@ -136,6 +141,7 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   search.measure_all(copy_engine_candidates(search.best()));
   search.measure_all(green_candidates(search.best(), traits));
   // Stage 3: with everything else settled, the order and priority may change their verdict.
+  stage.next("tune: order and priority again");
   for (const auto& order : order_candidates()) {
     OverlapPolicy p = search.best();
     p.order = order.order;
@@ -159,6 +165,7 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
     if (id.collects && on_step)
       on_step(TuneStep{static_cast<int>(search.rows().size()), round, kFinalRounds, &search.best_row()});
   };
+  stage.next("tune: final rounds");
   const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kFinalRounds, round_done);
   const auto final_row = [&](const std::string& policy) {
     const auto it = std::find_if(finals.begin(), finals.end(), [&](const Row& r) { return r.policy == policy; });

@@ -58,6 +58,11 @@ TEST(BenchCliErrors, NoGpuVisibleIsAClearError) {
   expect_one_line_error("tune", "no GPU visible");
 }
 
+// --trace takes microbenchmarks too: validation lets it through and only the missing GPU stops it.
+TEST(BenchCliErrors, TraceOfAMicrobenchmarkPassesValidation) {
+  expect_one_line_error("bench --workload gemm --trace " + ::testing::TempDir() + "/t.json", "no GPU visible");
+}
+
 TEST(BenchCliErrors, UnknownOptionIsRejectedByTheParser) {
   const Result r = run("bench --frobnicate");
   EXPECT_NE(r.exit_code, 0);

@@ -113,3 +113,94 @@ TEST(Trace, WritesTheFileOrSaysWhyNot) {
   EXPECT_NE(why.find("cannot write the trace to '" + bad + "'"), std::string::npos) << why;
   EXPECT_NE(why.find("trace.cpp:"), std::string::npos) << why;
 }
+
+// A microbenchmark step (`--trace` on gemm x all-reduce): the compute units and the collective in
+// the order the policy launches them.
+TEST(Trace, MicrobenchmarkStepListsTheOperationsInLaunchOrder) {
+  const auto last = tb::microbenchmark_step_spans("gemm", 3, "all-reduce 256MiB", false);
+  ASSERT_EQ(last.size(), 4u);
+  const std::vector<std::string> launched_last = {"gemm 1", "gemm 2", "gemm 3", "all-reduce 256MiB"};
+  for (size_t i = 0; i < last.size(); ++i) {
+    EXPECT_EQ(last[i].name, launched_last[i]);
+    EXPECT_EQ(last[i].collective, i == 3) << i;
+    EXPECT_EQ(last[i].waits_for, -1) << "both sides start from the step's start: nothing waits across streams";
+  }
+  const auto first = tb::microbenchmark_step_spans("stream", 2, "all-gather 1GiB", true);
+  ASSERT_EQ(first.size(), 3u);
+  EXPECT_EQ(first[0].name, "all-gather 1GiB");
+  EXPECT_TRUE(first[0].collective);
+  EXPECT_EQ(first[1].name, "stream 1");
+  EXPECT_EQ(first[2].name, "stream 2");
+  EXPECT_FALSE(first[2].collective);
+  EXPECT_NE(error_of([] { tb::microbenchmark_step_spans("gemm", 0, "all-reduce 1MiB", false); }).find("at least one"),
+            std::string::npos);
+}
+
+// What a rank gathers from every rank (Coordinator::all_gather_series: [rank][starts, ends]) becomes
+// one iteration per rank, each with its own times and the shared names.
+TEST(Trace, EveryRankKeepsItsOwnTimes) {
+  tb::TraceIteration mine;
+  mine.workload = "gemm all-reduce 256MiB";
+  mine.policy = "shape:3+priority";
+  mine.rank = 1;
+  mine.spans = tb::microbenchmark_step_spans("gemm", 1, "all-reduce 256MiB", false);
+  mine.spans[0].end_ms = 2.0;
+  mine.spans[1].end_ms = 3.0;
+  EXPECT_EQ(tb::span_times(mine.spans), (std::vector<std::vector<double>>{{0.0, 0.0}, {2.0, 3.0}}));
+
+  const std::vector<std::vector<std::vector<double>>> gathered = {{{0.0, 0.25}, {1.5, 3.5}},  // rank 0
+                                                                  {{0.0, 0.0}, {2.0, 3.0}}};  // rank 1
+  const auto all = tb::every_rank(mine, gathered);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].rank, 0);
+  EXPECT_EQ(all[1].rank, 1);
+  EXPECT_EQ(all[0].spans[1].name, "all-reduce 256MiB");
+  EXPECT_TRUE(all[0].spans[1].collective);
+  EXPECT_DOUBLE_EQ(all[0].spans[1].start_ms, 0.25);
+  EXPECT_DOUBLE_EQ(all[0].spans[1].end_ms, 3.5);
+  EXPECT_DOUBLE_EQ(all[0].spans[0].end_ms, 1.5);
+  EXPECT_DOUBLE_EQ(all[1].spans[0].end_ms, 2.0);
+  EXPECT_EQ(all[1].policy, "shape:3+priority");
+
+  const std::vector<std::vector<std::vector<double>>> short_rank = {{{0.0, 0.25}, {1.5, 3.5}}, {{0.0}, {2.0}}};
+  EXPECT_NE(error_of([&] {
+              tb::every_rank(mine, short_rank);
+            }).find("gemm all-reduce 256MiB: rank 1 traced a different program"),
+            std::string::npos);
+}
+
+// Two ranks' steps under an overlapping policy and under sequential, as `tandem bench --workload
+// gemm --trace` assembles them: compute units on each rank's compute track, the collective on its
+// communication track; under sequential everything on the one stream.
+TEST(Trace, MicrobenchmarkStepsBecomeTwoTracksPerRank) {
+  std::vector<tb::TraceIteration> iterations;
+  for (const bool sequential : {false, true}) {
+    tb::TraceIteration mine;
+    mine.workload = "gemm all-reduce 256MiB";
+    mine.policy = sequential ? "sequential" : "priority";
+    mine.sequential = sequential;
+    mine.spans = tb::microbenchmark_step_spans("gemm", 2, "all-reduce 256MiB", false);
+    const std::vector<std::vector<double>> times = {{0.0, 1.0, 0.0}, {1.0, 2.0, 1.75}};
+    for (auto& it : tb::every_rank(mine, {times, times})) iterations.push_back(it);
+  }
+  const json trace = tb::chrome_trace(iterations);
+  // pid 1: priority, pid 2: sequential; tid 2*rank (+1 for the communication stream).
+  std::map<std::pair<int, int>, std::vector<std::string>> on_track;
+  for (const auto& e : events_of(trace, "X")) on_track[{e["pid"], e["tid"]}].push_back(e["name"]);
+  const std::vector<std::string> units = {"gemm 1", "gemm 2"}, collective = {"all-reduce 256MiB"},
+                                 one_stream = {"gemm 1", "gemm 2", "all-reduce 256MiB"};
+  EXPECT_EQ(on_track, (std::map<std::pair<int, int>, std::vector<std::string>>{{{1, 0}, units},
+                                                                               {{1, 1}, collective},
+                                                                               {{1, 2}, units},
+                                                                               {{1, 3}, collective},
+                                                                               {{2, 0}, one_stream},
+                                                                               {{2, 2}, one_stream}}));
+  std::map<int, std::string> processes;
+  for (const auto& m : events_of(trace, "M"))
+    if (m["name"] == "process_name") processes[m["pid"]] = m["args"]["name"];
+  EXPECT_EQ(processes, (std::map<int, std::string>{{1, "gemm all-reduce 256MiB priority"},
+                                                   {2, "gemm all-reduce 256MiB sequential"}}));
+  // The collective: 0 -> 1.75 ms, in microseconds.
+  for (const auto& e : events_of(trace, "X"))
+    if (e["name"] == "all-reduce 256MiB" && e["pid"] == 1) EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 1750.0);
+}
