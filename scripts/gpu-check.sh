@@ -6,7 +6,7 @@
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
-#               shared-gpu mpi-suite run interposer-programs faults interrupt scenarios scenario-tune clocks
+#               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
 #               scenario-clocks
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
@@ -17,7 +17,7 @@ mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,interrupt,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,interrupt,cli,scenarios,scenario-tune,clocks,scenario-clocks ;;
   scaling) sections=environment,tests,suite,tune,multiprocess,mpi-suite ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run ;;
   *) sections=$mode ;;
@@ -460,6 +460,49 @@ sample_clocks scenarios "" \
   "--workload dp-backward --seq 2048 -p comm-first+priority+copy-engine -n 150 --warmup 3" \
   "--workload tp-attention --sequence-parallel -p priority+copy-engine -n 200 --warmup 3" \
   "--workload tp-mlp --sequence-parallel -p copy-engine -n 60 --warmup 3"
+fi
+
+if want cli; then
+section "cli: a microbenchmark's --trace, tune's progress and --resume"
+# --trace of a microbenchmark: per policy, compute and the collective on their own tracks (one
+# track under sequential).
+"$tandem" bench --workload gemm --collective all-reduce -b 256M -e 256M -p concurrent,priority,sequential \
+  --trace "$logs/micro-trace.json" -q > "$logs/micro-trace.log" 2>&1 || status=1
+python3 - "$logs/micro-trace.json" <<'PY' | tee -a "$logs/summary.log" || status=1
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+names = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+tracks = collections.defaultdict(lambda: collections.defaultdict(set))
+for e in events:
+    if e["ph"] == "X":
+        tracks[e["pid"]][e["cat"]].add(e["tid"])
+bad = [n for p, n in names.items()
+       if not (tracks[p]["compute"] and tracks[p]["collective"]
+               and (n.endswith("sequential") or not tracks[p]["compute"] & tracks[p]["collective"]))]
+print("micro trace:", len(names), "policies,", "FAILED: " + ", ".join(bad) if bad or not names else "ok")
+sys.exit(1 if bad or not names else 0)
+PY
+# tune's progress lines, an interrupted tune resumed: the finished case is not tuned again.
+every=(--workload stream,gemm,tiled-gemm --collective all-reduce -b 256M -e 256M)
+rm -f "$logs"/resume*.policy "$logs/resume.json"
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+  "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" > "$logs/resume-1.log" 2>&1 &
+pid=$! start=$SECONDS
+until grep -q '"tune_role": "tuned"' "$logs/resume.json" 2> /dev/null || [ $((SECONDS - start)) -ge 200 ]; do sleep 0.2; done
+kill -INT "$pid"
+wait "$pid"
+grep -m 2 'policies, best so far' "$logs/resume-1.log" | tee -a "$logs/summary.log"
+"$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" --resume "$logs/resume.json" \
+  > "$logs/resume-2.log" 2>&1 || status=1
+grep 'resumed' "$logs/resume-2.log" | head -n 3 | tee -a "$logs/summary.log"
+python3 - "$logs/resume.json" <<'PY' | tee -a "$logs/summary.log" || status=1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+tuned = [r["workload"] for r in doc["rows"] if r.get("tune_role") == "tuned"]
+ok = doc.get("complete") is True and sorted(tuned) == ["gemm", "stream", "tiled-gemm"]
+print("resume:", "ok" if ok else "FAILED", "complete", doc.get("complete"), "tuned", tuned)
+sys.exit(0 if ok else 1)
+PY
 fi
 
 if want interposer-programs || want faults || want interrupt; then
