@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tandem needs to build, from Debian/Ubuntu packages, only where it is missing (so it
 # also runs on machines that cannot install anything, once they have the packages). The CUDA
-# toolkit (nvcc, cuBLASLt, NCCL) must already be installed: it is not a distribution package here.
+# toolkit (nvcc, cuBLASLt) must already be installed: it is not a distribution package here. NCCL,
+# when missing, comes from PyPI (below).
 set -euo pipefail
 # clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): tests/fuzz/run.sh.
 packages=(cmake ninja-build g++ git libcli11-dev nlohmann-json3-dev libgtest-dev libopenmpi-dev python3-matplotlib
