@@ -31,16 +31,22 @@ struct TuneCli {
   std::string resume;  // --resume FILE.json
 };
 
+// The first lines of a policy file: what tandem tuned, where and when.
+std::string policy_file_header(const bench::Row& r, const bench::RunInfo& info) {
+  std::ostringstream out;
+  out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
+      << "# " << r.workload << " x " << r.collective << " " << bench::size_text(r.bytes) << " " << r.dtype << " on "
+      << info.gpus << " x " << info.gpu << "\n";
+  return out.str();
+}
+
 // One case's policy file: comments saying what was tuned and how well, then the policy.
 std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& info) {
   std::ostringstream out;
   const bench::Row& t = c.tuned;
-  out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
-      << "# " << t.workload << " x " << t.collective << " " << bench::size_text(t.bytes) << " " << t.dtype << " on "
-      << info.gpus << " x " << info.gpu << "\n"
-      << "# t_overlap " << t.t_overlap_ms << " ms, t_seq " << t.t_seq_ms << " ms, efficiency "
-      << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100) << " %, paper "
-      << std::lround(c.paper.efficiency * 100) << " %)\n"
+  out << policy_file_header(t, info) << "# t_overlap " << t.t_overlap_ms << " ms, t_seq " << t.t_seq_ms
+      << " ms, efficiency " << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100)
+      << " %, paper " << std::lround(c.paper.efficiency * 100) << " %)\n"
       << t.policy << "\n";
   return out.str();
 }
@@ -49,11 +55,8 @@ std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& in
 // final rounds have not confirmed yet.
 std::string best_so_far_text(const bench::Row& best, const bench::RunInfo& info) {
   std::ostringstream out;
-  out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
-      << "# " << best.workload << " x " << best.collective << " " << bench::size_text(best.bytes) << " " << best.dtype
-      << " on " << info.gpus << " x " << info.gpu << "\n"
-      << "# UNFINISHED search: the fastest policy so far (t_overlap " << best.t_overlap_ms << " ms, t_seq "
-      << best.t_seq_ms << " ms), not yet confirmed by the final rounds\n"
+  out << policy_file_header(best, info) << "# UNFINISHED search: the fastest policy so far (t_overlap "
+      << best.t_overlap_ms << " ms, t_seq " << best.t_seq_ms << " ms), not yet confirmed by the final rounds\n"
       << best.policy << "\n";
   return out.str();
 }

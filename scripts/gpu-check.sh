@@ -301,6 +301,12 @@ section "faults: a rank killed, stalled or never joining, under mpirun, torchrun
 gtest_section faults "$root/build/tests/test_faults_gpu"
 fi
 
+# A background job of a script starts with SIGINT ignored (no job control): with_default_sigint CMD...
+# runs CMD with the default disposition, as a terminal's Ctrl-C would find it.
+with_default_sigint() {
+  exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
 if want interrupt; then
 section "interrupt: SIGINT during bench and tune keeps what was measured"
 # bench rewrites --json after every row ("complete": false until the end); tune writes each case's
@@ -309,10 +315,7 @@ interrupted() {  # interrupted NAME JSON SECONDS CMD...: SIGINT when JSON holds 
   local name=$1 json=$2 limit=$3
   shift 3
   rm -f "$json"
-  # A background job of a script starts with SIGINT ignored (no job control): give it the default
-  # disposition, as a terminal's Ctrl-C would find it.
-  python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-    "$@" > "$logs/$name.log" 2>&1 &
+  with_default_sigint "$@" > "$logs/$name.log" 2>&1 &
   local pid=$! start=$SECONDS
   until python3 -c "import json,sys; sys.exit(0 if json.load(open('$json'))['rows'] else 1)" 2> /dev/null ||
     [ $((SECONDS - start)) -ge "$limit" ]; do sleep 0.2; done
@@ -348,8 +351,7 @@ ls "$logs"/interrupted*.policy 2> /dev/null | sed 's/^/policy file kept: /' | te
 # Interrupted inside its first case: the case's policy file holds the fastest policy so far, marked
 # as an unfinished search.
 rm -f "$logs"/midcase*.policy
-python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-  "$tandem" tune --workload gemm --collective all-reduce --out "$logs/midcase.policy" > "$logs/midcase.log" 2>&1 &
+with_default_sigint "$tandem" tune --workload gemm --collective all-reduce --out "$logs/midcase.policy" > "$logs/midcase.log" 2>&1 &
 pid=$! start=$SECONDS
 until [ -s "$logs/midcase.policy" ] || [ $((SECONDS - start)) -ge 120 ]; do sleep 0.2; done
 kill -INT "$pid"
@@ -485,8 +487,7 @@ PY
 # tune's progress lines, an interrupted tune resumed: the finished case is not tuned again.
 every=(--workload stream,gemm,tiled-gemm --collective all-reduce -b 256M -e 256M)
 rm -f "$logs"/resume*.policy "$logs/resume.json"
-python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
-  "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" > "$logs/resume-1.log" 2>&1 &
+with_default_sigint "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" > "$logs/resume-1.log" 2>&1 &
 pid=$! start=$SECONDS
 until grep -q '"tune_role": "tuned"' "$logs/resume.json" 2> /dev/null || [ $((SECONDS - start)) -ge 200 ]; do sleep 0.2; done
 kill -INT "$pid"

@@ -13,6 +13,7 @@
 
 #include "harness/file_rendezvous.h"
 #include "harness/gpu_identity.h"
+#include "scratch_folder.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {
@@ -22,14 +23,6 @@ namespace fs = std::filesystem;
 
 class FileRendezvous : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tandem-rdv-test-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    root_ = pattern;
-    dir_ = root_ + "/job";
-  }
-  void TearDown() override { fs::remove_all(root_); }
-
   FileRendezvousOptions options(int rank, int world, double timeout = 10) const {
     FileRendezvousOptions o;
     o.dir = dir_;
@@ -64,7 +57,9 @@ class FileRendezvous : public ::testing::Test {
     return out;
   }
 
-  std::string root_, dir_;
+  tandem_test::ScratchFolder scratch_;
+  const std::string root_ = scratch_.str();
+  const std::string dir_ = root_ + "/job";
 };
 
 // Binary, with a zero byte and a newline: the payload must travel unchanged.

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "scratch_folder.h"
+
 extern char** environ;
 
 namespace {
@@ -161,13 +163,8 @@ TEST(InputCli, NccltestsSpellingsAreAccepted) {
 
 class InputCliFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tandem-test-cli-outputs-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string dir_;
+  tandem_test::ScratchFolder scratch_;
+  const std::string dir_ = scratch_.str();
 };
 
 TEST_F(InputCliFiles, OutputPathsAreCheckedBeforeTheRun) {

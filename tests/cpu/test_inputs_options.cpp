@@ -12,6 +12,7 @@
 #include <string>
 
 #include "error_of.h"
+#include "scratch_folder.h"
 #include "harness/bench_options.h"
 #include "harness/launch_env.h"
 #include "tandem/error.h"
@@ -156,13 +157,8 @@ TEST(InputLists, UnknownNamesAreEchoedPrintably) {
 
 class OutputFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tandem-test-outputs-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
-  std::string dir_;
+  tandem_test::ScratchFolder scratch_;
+  const std::string dir_ = scratch_.str();
 };
 
 TEST_F(OutputFiles, EachMustBeWritableAndDistinct) {

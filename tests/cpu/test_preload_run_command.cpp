@@ -16,6 +16,7 @@
 
 #include "preload/hooked_symbols.h"
 #include "test_preload_paths.h"
+#include "test_run_contract_shell.h"
 
 namespace {
 
@@ -24,48 +25,12 @@ namespace fs = std::filesystem;
 const std::string kTandem = tandem_preload_test::tandem_path();
 const std::string kLibrary = tandem_preload_test::preload_library_path();
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class Scratch {
- public:
-  Scratch() {
-    dir_ =
-        fs::temp_directory_path() / ("tandem_preload_test_" + std::to_string(getpid()) + "_" + std::to_string(next_++));
-    fs::create_directories(dir_);
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
-  fs::path path(const std::string& name) const { return dir_ / name; }
-
- private:
-  fs::path dir_;
-  static inline int next_ = 0;
-};
+using tandem_run_contract_test::Result;
+using tandem_test::read_text;
+using tandem_test::ScratchFolder;
 
 // Runs `command` with /bin/sh; returns its exit status and what it wrote.
-Result run(const std::string& command) {
-  Scratch scratch;
-  const std::string line = command + " >" + scratch.path("out").string() + " 2>" + scratch.path("err").string();
-  const int raw = std::system(line.c_str());
-  Result r;
-  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  r.out = read_file(scratch.path("out"));
-  r.err = read_file(scratch.path("err"));
-  return r;
-}
+Result run(const std::string& command) { return tandem_run_contract_test::run_shell(command); }
 
 std::string tandem_run(const std::string& options, const std::string& command) {
   return kTandem + " run " + options + " -- " + command;
@@ -173,7 +138,7 @@ TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
 // `tandem run --policy @FILE`; a tuned policy with controls only a program can apply (launch order,
 // copy engines) is refused with the reason, before anything runs.
 TEST(preload_run_command, TakesAPolicyFileAsTuneWritesIt) {
-  Scratch scratch;
+  ScratchFolder scratch;
   auto write = [&](const std::string& name, const std::string& policy) {
     std::ofstream(scratch.path(name)) << "# tandem tune 0.1.0 (abc123), 2026-11-30T07:00:00Z\n"
                                       << "# tiled-gemm x all-reduce 464MiB bf16 on 2 x NVIDIA H200\n"
@@ -232,12 +197,12 @@ TEST(preload_run_command, OnlyTheRootProcessReportsWhenNothingLaunched) {
 }
 
 TEST(preload_run_command, StatsFileIsWrittenAsJson) {
-  Scratch scratch;
+  ScratchFolder scratch;
   const fs::path stats = scratch.path("stats.json");
   const Result r = run(tandem_run("--log-level error --policy shape:auto+priority --stats " + stats.string(), "true"));
   ASSERT_EQ(r.status, 0) << r.err;
   ASSERT_TRUE(fs::exists(stats));
-  const auto j = nlohmann::json::parse(read_file(stats));
+  const auto j = nlohmann::json::parse(read_text(stats));
   EXPECT_EQ(j["launches"]["total"], 0);
   EXPECT_EQ(j["policy"], "shape:auto+priority");
   EXPECT_EQ(j["nccl_elevated"], 0);
@@ -245,7 +210,7 @@ TEST(preload_run_command, StatsFileIsWrittenAsJson) {
 }
 
 TEST(preload_run_command, RelativeStatsPathIsTakenFromTandemsDirectory) {
-  Scratch scratch;
+  ScratchFolder scratch;
   const Result r = run("cd " + scratch.path("").string() + " && " +
                        tandem_run("--log-level error --stats rel.json", "sh -c 'cd / && exec true'"));
   ASSERT_EQ(r.status, 0) << r.err;
@@ -253,13 +218,13 @@ TEST(preload_run_command, RelativeStatsPathIsTakenFromTandemsDirectory) {
 }
 
 TEST(preload_run_command, StaleStatsFileIsRemovedFirst) {
-  Scratch scratch;
+  ScratchFolder scratch;
   const fs::path stats = scratch.path("stale.json");
   std::ofstream(stats) << "{\"stale\": true}";
   // dash's `exit` skips destructors: no process writes, so no file may remain.
   const Result r = run(tandem_run("--log-level error --stats " + stats.string(), "sh -c 'exit 0'"));
   ASSERT_EQ(r.status, 0) << r.err;
-  if (fs::exists(stats)) EXPECT_EQ(read_file(stats).find("stale"), std::string::npos);
+  if (fs::exists(stats)) EXPECT_EQ(read_text(stats).find("stale"), std::string::npos);
 }
 
 // The interposer reading an invalid TANDEM_POLICY itself (no `tandem run` to validate it first):

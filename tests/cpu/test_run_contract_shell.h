@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "scratch_folder.h"
+
 namespace tandem_run_contract_test {
 
 struct Result {
@@ -19,34 +21,8 @@ struct Result {
   std::string err;
 };
 
-inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A fresh folder, removed with what it holds.
-class ScratchFolder {
- public:
-  ScratchFolder() {
-    static int next = 0;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("tandem_run_contract_" + std::to_string(getpid()) + "_" + std::to_string(next++));
-    std::filesystem::create_directories(dir_);
-  }
-  ~ScratchFolder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  ScratchFolder(const ScratchFolder&) = delete;
-  ScratchFolder& operator=(const ScratchFolder&) = delete;
-  std::filesystem::path path(const std::string& name) const { return dir_ / name; }
-  std::string str() const { return dir_.string(); }
-
- private:
-  std::filesystem::path dir_;
-};
+using tandem_test::read_text;
+using tandem_test::ScratchFolder;
 
 // `command` under /bin/sh, stdout and stderr to files (unless the command
 // redirects them itself).

@@ -10,30 +10,19 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
+#include "scratch_folder.h"
 #include "tandem/error.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using tandem_test::read_text;
 
 class SafeFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char pattern[] = "/tmp/tandem-safe-file-XXXXXX";
-    ASSERT_NE(mkdtemp(pattern), nullptr);
-    dir_ = pattern;
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   // Nothing but `expected` in the folder: no temporary file left behind.
   void expect_only(std::initializer_list<std::string> expected) const {
@@ -45,14 +34,15 @@ class SafeFile : public ::testing::Test {
     }
     EXPECT_EQ(n, expected.size());
   }
-  fs::path dir_;
+  tandem_test::ScratchFolder scratch_;
+  const fs::path dir_ = scratch_.dir();
 };
 
 TEST_F(SafeFile, WritesNewAndReplacesExistingFiles) {
   EXPECT_EQ(tandem::try_write_file_atomically(path("out.json"), "first"), "");
-  EXPECT_EQ(slurp(path("out.json")), "first");
+  EXPECT_EQ(read_text(path("out.json")), "first");
   EXPECT_EQ(tandem::try_write_file_atomically(path("out.json"), std::string(100000, 'x')), "");
-  EXPECT_EQ(slurp(path("out.json")), std::string(100000, 'x'));
+  EXPECT_EQ(read_text(path("out.json")), std::string(100000, 'x'));
   expect_only({"out.json"});
 }
 
@@ -73,7 +63,7 @@ TEST_F(SafeFile, PlantedLinkIsRefusedAndItsTargetUntouched) {
   const std::string error = tandem::try_write_file_atomically(path("stats.json"), "overwrite");
   EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
   EXPECT_NE(error.find(path("stats.json")), std::string::npos) << error;
-  EXPECT_EQ(slurp(victim), "precious");
+  EXPECT_EQ(read_text(victim), "precious");
   EXPECT_NE(tandem::why_not_writable(path("stats.json")), "");
   expect_only({"victim", "stats.json"});
 }
