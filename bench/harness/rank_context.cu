@@ -6,6 +6,7 @@
 #include "harness/rank_context.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/nccl_config.h"
 
 namespace tandem::bench {
 
@@ -184,29 +185,11 @@ void RankContext::await_communicator(ncclComm_t c, const std::string& step) {
   }
 }
 
-namespace {
-bool uses_default_nccl_settings(const OverlapPolicy& p) {
-  return !p.nccl_min_ctas && !p.nccl_max_ctas && !p.nccl_cga_cluster_size &&
-         p.nccl_cta_policy == NcclCtaPolicy::Default && !p.registers_windows();
-}
-}  // namespace
-
 ncclConfig_t RankContext::config_for(const OverlapPolicy& policy, std::string& key) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  if (policy.nccl_min_ctas) config.minCTAs = *policy.nccl_min_ctas, key += "min" + std::to_string(config.minCTAs);
-  if (policy.nccl_max_ctas) config.maxCTAs = *policy.nccl_max_ctas, key += "max" + std::to_string(config.maxCTAs);
-  if (policy.nccl_cga_cluster_size)
-    config.cgaClusterSize = *policy.nccl_cga_cluster_size, key += "cga" + std::to_string(config.cgaClusterSize);
-  if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY, key += "eff";
-  if (policy.nccl_cta_policy == NcclCtaPolicy::Zero || policy.copy_engine)
-    config.CTAPolicy = NCCL_CTA_POLICY_ZERO, key += "zero";
-  // Windows stay registered on a communicator until the case ends, and NCCL then takes its symmetric
-  // paths for every collective on it: a policy that registers them gets a communicator of its own.
-  // Copy engines get one apart from every other windowed setting (even one with the same ncclConfig),
-  // because their windows include the scratch buffer of copy-engine reductions, and windows are
-  // registered once per communicator.
-  if (policy.registers_windows()) key += policy.copy_engine ? "ce" : "win";
+  apply_nccl_settings(policy, config);
+  key = nccl_settings_key(policy);
   return config;
 }
 

@@ -1,0 +1,29 @@
+#pragma once
+// The NCCL communicator settings a policy names (nccl-ctas, nccl-cga, nccl-cta-policy, and the
+// copy-engine and nccl-symmetric policies' needs), as an ncclConfig_t and as a key that tells which
+// policies can share one communicator. Header-only use of nccl.h: nothing here calls NCCL, so the
+// interposer, which must not load a second NCCL into a program, can use it too.
+#include <nccl.h>
+
+#include <string>
+
+#include "tandem/policy.h"
+
+namespace tandem {
+
+// True when the policy changes nothing about the communicator: the caller's own one serves.
+bool uses_default_nccl_settings(const OverlapPolicy& policy);
+
+// Writes the policy's settings over `config` and leaves every other field as the caller set it
+// (blocking, netName, ...). A setting the policy does not name is left alone, so a program's own
+// choices survive unless the policy overrides them.
+void apply_nccl_settings(const OverlapPolicy& policy, ncclConfig_t& config);
+
+// Equal keys <=> one communicator can serve both policies; "" for the default settings. Windows
+// stay registered on a communicator until it goes, and NCCL then takes its symmetric paths for every
+// collective on it, so a policy that registers windows gets a communicator of its own; copy engines
+// get one apart from every other windowed setting, because their windows include the scratch buffer
+// of the copy-engine reductions.
+std::string nccl_settings_key(const OverlapPolicy& policy);
+
+}  // namespace tandem

@@ -1,0 +1,31 @@
+#include "tandem/nccl_config.h"
+
+namespace tandem {
+
+bool uses_default_nccl_settings(const OverlapPolicy& p) {
+  return !p.nccl_min_ctas && !p.nccl_max_ctas && !p.nccl_cga_cluster_size &&
+         p.nccl_cta_policy == NcclCtaPolicy::Default && !p.registers_windows();
+}
+
+void apply_nccl_settings(const OverlapPolicy& policy, ncclConfig_t& config) {
+  if (policy.nccl_min_ctas) config.minCTAs = *policy.nccl_min_ctas;
+  if (policy.nccl_max_ctas) config.maxCTAs = *policy.nccl_max_ctas;
+  if (policy.nccl_cga_cluster_size) config.cgaClusterSize = *policy.nccl_cga_cluster_size;
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+  // Copy-engine collectives need CTA policy zero: NCCL then moves all-gather and all-to-all data in
+  // symmetric windows with copy engines instead of CTAs.
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Zero || policy.copy_engine) config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
+}
+
+std::string nccl_settings_key(const OverlapPolicy& policy) {
+  std::string key;
+  if (policy.nccl_min_ctas) key += "min" + std::to_string(*policy.nccl_min_ctas);
+  if (policy.nccl_max_ctas) key += "max" + std::to_string(*policy.nccl_max_ctas);
+  if (policy.nccl_cga_cluster_size) key += "cga" + std::to_string(*policy.nccl_cga_cluster_size);
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) key += "eff";
+  if (policy.nccl_cta_policy == NcclCtaPolicy::Zero || policy.copy_engine) key += "zero";
+  if (policy.registers_windows()) key += policy.copy_engine ? "ce" : "win";
+  return key;
+}
+
+}  // namespace tandem
