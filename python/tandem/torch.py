@@ -36,6 +36,7 @@ from tandem import as_policy
 
 __all__ = [
     "apply_process_settings",
+    "gpu_module",
     "init_process_group",
     "install_fsdp_collectives",
     "nccl_comm",
@@ -58,7 +59,7 @@ _TORCH_NCCL_CONFIG_FIELD = {
 _NOT_IN_PYTORCH = (
     (lambda p: p.shape is not None, lambda p: p.shape,
      "occupancy shaping pads the launches of PyTorch's compute kernels, which only tandem's "
-     "interposer can do: run the program under `tandem run --policy ...` instead"),
+     "interposer can do: run the program under `tandem run --policy {policy} -- python ...` instead"),
     (lambda p: p.green_sms is not None, lambda p: f"green:{p.green_sms}",
      "tandem cannot move PyTorch's kernels into a green context; the program can, with "
      "torch.cuda.green_contexts"),
@@ -72,9 +73,8 @@ _NOT_IN_PYTORCH = (
 )
 
 _COPY_ENGINE_MISSING = (
-    "copy-engine: the copy-engine all-reduce is not in this build of tandem: tandem._cuda does not "
-    "bind tandem::copy_engine_all_reduce (include/tandem/copy_engine.h) yet; use the policy without "
-    "copy-engine"
+    "the copy-engine all-reduce is not in this build of tandem: tandem._cuda does not bind "
+    "tandem::copy_engine_all_reduce (include/tandem/copy_engine.h) yet; use the policy without copy-engine"
 )
 
 
@@ -83,7 +83,8 @@ def _pytorch_policy(policy):
     parsed = as_policy(policy)
     for holds, token, why in _NOT_IN_PYTORCH:
         if holds(parsed):
-            raise ValueError(f"policy '{parsed}': {token(parsed)} cannot be applied inside PyTorch: {why}")
+            raise ValueError(f"policy '{parsed}': {token(parsed)} cannot be applied inside PyTorch: "
+                             + why.format(policy=parsed))
     return parsed
 
 
@@ -189,6 +190,28 @@ def nccl_comm(group=None):
         raise RuntimeError("the process group has no NCCL communicator yet: run one collective on it first, "
                            "or pass device_id= to init_process_group")
     return address
+
+
+def _nccl_version_code(version):
+    """NCCL_VERSION_CODE (22809 for 2.28.9) from torch.cuda.nccl.version()'s tuple (or code)."""
+    if isinstance(version, int):
+        return version
+    major, minor, patch = version[:3]
+    return major * 10000 + minor * 100 + patch
+
+
+def gpu_module():
+    """tandem._cuda (the GPU half of tandem: the copy-engine collectives, once bound), checked to run
+    on PyTorch's NCCL. Imported only here, after torch: its libnccl.so.2 and libcudart then resolve
+    to the copies PyTorch loaded. ImportError where tandem was built without it (only `pip install .`
+    builds it)."""
+    from tandem import _cuda
+
+    ours, pytorchs = _cuda.nccl_version(), _nccl_version_code(torch.cuda.nccl.version())
+    if ours != pytorchs:
+        raise RuntimeError(f"tandem._cuda runs NCCL {ours}, PyTorch {pytorchs}: a second NCCL is loaded; "
+                           "import tandem.torch before anything else loads libnccl.so.2")
+    return _cuda
 
 
 def register_ddp_hook(ddp_model, policy, process_group=None):

@@ -1,5 +1,7 @@
-"""One rank of test_torch_gpu.py (started by torchrun): the same DDP training twice, once stock and
-once under tandem.torch, in one process; writes the losses and what it observed as JSON."""
+"""One rank of test_torch_gpu.py (started by torchrun): a small DDP training, stock (`stock`) or under
+tandem.torch (`tandem`); writes the losses and what it observed as JSON. The two modes run as two
+torchrun launches: a process group re-created in one process could read the first one's NCCL id
+from the store."""
 import json
 import os
 import sys
@@ -36,54 +38,53 @@ def train(model_seed, ddp_setup):
     return losses
 
 
-def main(out_dir):
-    local_rank = int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
-
+def stock(device):
     dist.init_process_group("nccl", device_id=device)
-    stock = train(7, lambda ddp: None)
-    dist.destroy_process_group()
+    return {"losses": train(7, lambda ddp: None)}
 
+
+def under_tandem(device):
     policy = tt.init_process_group(POLICY, device_id=device)
-    backend = dist.group.WORLD._get_backend(device)
-    options = backend.options
-    tandem_losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, policy))
-    comm = tt.nccl_comm()
+    options = dist.group.WORLD._get_backend(device).options
+    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, policy))
 
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
     tt.apply_process_settings("sm-target:100", device=device)
     carveout = torch._C._get_sm_carveout_experimental()
     torch._C._set_sm_carveout_experimental(None)
 
-    import tandem._cuda as cuda_module  # after torch: binds to torch's NCCL and CUDA runtime
+    cuda_module = tt.gpu_module()  # raises when its NCCL is not torch's
     nccl_paths = set()
     with open("/proc/self/maps") as maps:
         for line in maps:
-            path = line.split()[-1] if len(line.split()) >= 6 else ""
-            if "libnccl" in os.path.basename(path):
-                nccl_paths.add(path)
-    major, minor, patch = torch.cuda.nccl.version()
-    result = {
-        "rank": dist.get_rank(),
-        "stock": stock,
-        "tandem": tandem_losses,
+            fields = line.split()
+            if len(fields) >= 6 and "libnccl" in os.path.basename(fields[-1]):
+                nccl_paths.add(fields[-1])
+    major, minor, patch = torch.cuda.nccl.version()[:3]
+    return {
+        "losses": losses,
         "policy": str(policy),
         "high_priority": options.is_high_priority_stream,
         "min_ctas": options.config.min_ctas,
         "max_ctas": options.config.max_ctas,
         "cga_cluster_size": options.config.cga_cluster_size,
-        "comm": comm,
-        "sms": sms,
+        "comm": tt.nccl_comm(),
+        "sms": torch.cuda.get_device_properties(device).multi_processor_count,
         "carveout": carveout,
         "nccl_paths": sorted(nccl_paths),
         "tandem_nccl_version": cuda_module.nccl_version(),
         "torch_nccl_version": major * 10000 + minor * 100 + patch,
     }
+
+
+def main(mode, out_dir):
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(device)
+    result = {"stock": stock, "tandem": under_tandem}[mode](device)
+    rank = dist.get_rank()
     dist.destroy_process_group()
-    with open(os.path.join(out_dir, f"rank{result['rank']}.json"), "w") as f:
+    with open(os.path.join(out_dir, f"{mode}{rank}.json"), "w") as f:
         json.dump(result, f)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2])

@@ -53,7 +53,7 @@ def test_a_policy_file(tmp_path):
 
 
 @pytest.mark.parametrize("text,token,pointer", [
-    ("shape:3+priority", "shape:3", "tandem run"),
+    ("shape:3+priority", "shape:3", "tandem run --policy shape:3+priority -- "),
     ("shape:auto", "shape:auto", "tandem run"),
     ("shape:48KiB", "shape:48KiB", "tandem run"),
     ("green:66", "green:66", "green_contexts"),
