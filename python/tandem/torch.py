@@ -223,10 +223,15 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     its multiplying by 1/world_size (world sizes that are powers of two). The policy's other settings
     act through the process group (``init_process_group``).
 
-    With ``copy-engine``: tandem's copy-engine all-reduce, one call per bucket into tandem._cuda on the
-    group's communicator (``nccl_comm``): lanes split from it once (ncclCommSplit), a bucket-sized
-    pool in NCCL symmetric windows registered once and reused, the bucket copied in, reduced there by
-    copy-engine exchanges plus a sum kernel, copied back. Not in this build yet: NotImplementedError.
+    With ``copy-engine``: tandem's copy-engine all-reduce (include/tandem/copy_engine.h), one call
+    per bucket into tandem._cuda. Planned shape: on first use, ``CopyEngineLanes`` split once from
+    the group's communicator (``nccl_comm``, lane 0) and a pool in NCCL symmetric windows
+    (ncclMemAlloc, registered on every lane once and reused: registration is slow) as large as the
+    biggest bucket plus its scratch; per bucket, the bucket copied into the pool, divided by the
+    world size, ``copy_engine_all_reduce`` in place on PyTorch's current stream, copied back. A
+    bucket the route refuses (``copy_engine_refusal``: dtype, a count that does not split into equal
+    chunks) takes NCCL's all-reduce, and the route each bucket took is counted. Not in this build
+    yet: NotImplementedError.
     """
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
