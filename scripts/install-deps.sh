@@ -4,9 +4,10 @@
 # toolkit (nvcc, cuBLASLt) must already be installed: it is not a distribution package here. NCCL,
 # when missing, comes from PyPI (below).
 set -euo pipefail
-# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): tests/fuzz/run.sh.
+# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): tests/fuzz/run.sh. python3-dev: the
+# Python package's extension (python/).
 packages=(cmake ninja-build g++ git libcli11-dev nlohmann-json3-dev libgtest-dev libopenmpi-dev python3-matplotlib
-          clang libclang-rt-dev)
+          clang libclang-rt-dev python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,6 +22,16 @@ if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc, cuBLAS) is required: install CUDA >= 12.4 first" >&2
   exit 1
 fi
+
+# tandem's own virtual environment, for what comes from PyPI (NCCL, nanobind, pytest).
+venv="$HOME/.cache/tandem/venv"
+make_venv() {
+  if ! python3 -m venv "$venv" 2>/dev/null; then
+    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
+    python3 -m venv "$venv"
+  fi
+}
 
 # NCCL is not part of the CUDA toolkit. Where none is found (NCCL_ROOT, the toolkit, the system, a
 # python3 with PyTorch's nvidia-nccl wheel), install NVIDIA's wheel from PyPI into a virtual
@@ -38,12 +49,15 @@ sys.exit(0 if s and os.path.exists(os.path.join(list(s.submodule_search_location
 }
 if ! nccl_found; then
   cuda_major=$("$nvcc_bin" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
-  venv="$HOME/.cache/tandem/venv"
   echo "install-deps: NCCL not found; installing nvidia-nccl-cu$cuda_major from PyPI into $venv" >&2
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
-    python3 -m venv "$venv"
-  fi
+  make_venv
   "$venv/bin/python" -m pip install -q "nvidia-nccl-cu$cuda_major>=2.28"
+fi
+
+# The Python package's build and tests (python/, tests/python): nanobind and pytest, in the same
+# virtual environment, where python/CMakeLists.txt looks for them first.
+if ! "$venv/bin/python" -c "import nanobind, pytest" 2>/dev/null; then
+  echo "install-deps: installing nanobind and pytest from PyPI into $venv" >&2
+  [ -x "$venv/bin/python" ] || make_venv
+  "$venv/bin/python" -m pip install -q nanobind pytest
 fi

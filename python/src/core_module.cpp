@@ -1,0 +1,130 @@
+// tandem._core: tandem's policies for Python, through the same parser, printer and NCCL settings as
+// the command and the library. Loads neither CUDA nor NCCL (python/CMakeLists.txt says why).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tandem/error.h"
+#include "tandem/nccl_config.h"
+#include "tandem/policy.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+using tandem::LaunchOrder;
+using tandem::NcclCtaPolicy;
+using tandem::OverlapPolicy;
+
+// A policy the user gave is the user's text: tandem's message (one plain line naming the bad token
+// and listing the accepted ones, or naming the unreadable file) becomes a ValueError, without the
+// file:line suffix that locates tandem's own errors.
+template <typename Parse>
+OverlapPolicy parsing_user_text(Parse&& parse) {
+  try {
+    return parse();
+  } catch (const tandem::Error& e) {
+    throw nb::value_error(e.message().c_str());
+  }
+}
+
+const char* order_token(LaunchOrder order) {
+  switch (order) {
+    case LaunchOrder::Sequential:
+      return "sequential";
+    case LaunchOrder::CommFirst:
+      return "comm-first";
+    case LaunchOrder::ComputeFirst:
+      break;
+  }
+  return "concurrent";
+}
+
+std::optional<std::string> cta_policy_token(NcclCtaPolicy policy) {
+  switch (policy) {
+    case NcclCtaPolicy::Efficiency:
+      return "efficiency";
+    case NcclCtaPolicy::Zero:
+      return "zero";
+    case NcclCtaPolicy::Default:
+      break;
+  }
+  return std::nullopt;
+}
+
+// The ncclConfig_t fields the policy sets, by their C names, as apply_nccl_settings writes them over
+// NCCL's own initializer: one mapping from tokens to communicator settings, shared with the
+// benchmark and the interposer. Only the fields a policy can set are compared.
+std::vector<std::pair<std::string, int>> nccl_config_fields(const OverlapPolicy& policy) {
+  const ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
+  ncclConfig_t config = defaults;
+  tandem::apply_nccl_settings(policy, config);
+  std::vector<std::pair<std::string, int>> fields;
+  const auto add_if_set = [&](const char* name, int value, int default_value) {
+    if (value != default_value) fields.emplace_back(name, value);
+  };
+  add_if_set("minCTAs", config.minCTAs, defaults.minCTAs);
+  add_if_set("maxCTAs", config.maxCTAs, defaults.maxCTAs);
+  add_if_set("cgaClusterSize", config.cgaClusterSize, defaults.cgaClusterSize);
+  add_if_set("CTAPolicy", config.CTAPolicy, defaults.CTAPolicy);
+  return fields;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "tandem's policies: parsing, text and the NCCL settings they name (no CUDA, no NCCL loaded)";
+  m.attr("__version__") = TANDEM_VERSION;
+
+  nb::class_<OverlapPolicy>(m, "Policy",
+                            "A parsed overlap policy (read-only): the fields of tandem::OverlapPolicy. "
+                            "Made by parse_policy or load_policy_file; str() gives its canonical text.")
+      .def_prop_ro(
+          "order", [](const OverlapPolicy& p) { return order_token(p.order); },
+          "'sequential', 'concurrent' (compute enqueued first) or 'comm-first'")
+      .def_prop_ro("comm_priority", [](const OverlapPolicy& p) { return p.comm_priority; })
+      .def_prop_ro(
+          "shape",
+          [](const OverlapPolicy& p) -> std::optional<std::string> {
+            if (p.shape.kind == tandem::ShapeTarget::Kind::None) return std::nullopt;
+            return tandem::to_string(p.shape);
+          },
+          "the shape token ('shape:3', 'shape:48KiB', 'shape:auto'), or None")
+      .def_prop_ro("sm_target", [](const OverlapPolicy& p) { return p.sm_target; })
+      .def_prop_ro("nccl_min_ctas", [](const OverlapPolicy& p) { return p.nccl_min_ctas; })
+      .def_prop_ro("nccl_max_ctas", [](const OverlapPolicy& p) { return p.nccl_max_ctas; })
+      .def_prop_ro("nccl_cga_cluster_size", [](const OverlapPolicy& p) { return p.nccl_cga_cluster_size; })
+      .def_prop_ro(
+          "nccl_cta_policy", [](const OverlapPolicy& p) { return cta_policy_token(p.nccl_cta_policy); },
+          "'efficiency', 'zero', or None (NCCL's default)")
+      .def_prop_ro("green_sms", [](const OverlapPolicy& p) { return p.green_sms; })
+      .def_prop_ro("nccl_symmetric", [](const OverlapPolicy& p) { return p.nccl_symmetric; })
+      .def_prop_ro("copy_engine", [](const OverlapPolicy& p) { return p.copy_engine; })
+      .def_prop_ro(
+          "nccl_config",
+          [](const OverlapPolicy& p) {
+            nb::dict fields;
+            for (const auto& [name, value] : nccl_config_fields(p)) fields[name.c_str()] = value;
+            return fields;
+          },
+          "the ncclConfig_t fields this policy sets: {C field name: value}, empty for NCCL's defaults")
+      .def("__str__", [](const OverlapPolicy& p) { return tandem::to_string(p); })
+      .def("__repr__", [](const OverlapPolicy& p) { return "tandem.Policy('" + tandem::to_string(p) + "')"; })
+      .def("__eq__", [](const OverlapPolicy& a, const OverlapPolicy& b) { return a == b; })
+      .def("__hash__", [](const OverlapPolicy& p) { return nb::hash(nb::str(tandem::to_string(p).c_str())); });
+
+  m.def(
+      "parse_policy",
+      [](const std::string& text) { return parsing_user_text([&] { return tandem::parse_policy(text); }); },
+      nb::arg("text"), "Parses a policy ('shape:3+priority', or '@FILE'); ValueError names a bad token.");
+  m.def(
+      "load_policy_file",
+      [](const std::string& path) { return parsing_user_text([&] { return tandem::load_policy_file(path); }); },
+      nb::arg("path"), "Reads a policy file as `tandem tune` writes it; ValueError if missing or invalid.");
+  m.def("policy_help", &tandem::policy_grammar_help, "One line per accepted policy token, with its meaning.");
+}

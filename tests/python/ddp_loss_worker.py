@@ -1,0 +1,90 @@
+"""One rank of test_torch_gpu.py (started by torchrun): a small DDP training, stock (`stock`) or under
+tandem.torch (`tandem`); writes the losses and what it observed as JSON. The two modes run as two
+torchrun launches: a process group re-created in one process could read the first one's NCCL id
+from the store."""
+import json
+import os
+import sys
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+import tandem.torch as tt
+
+POLICY = "priority+nccl-ctas:8..16+nccl-cga:2"
+STEPS = 8
+WIDTH = 1024
+
+
+def train(model_seed, ddp_setup):
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.manual_seed(model_seed)
+    model = torch.nn.Sequential(*[torch.nn.Linear(WIDTH, WIDTH) for _ in range(4)]).to(device)
+    # Small buckets: several all-reduces per step, so the hook runs more than once.
+    ddp = DDP(model, device_ids=[device.index], bucket_cap_mb=4)
+    ddp_setup(ddp)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
+    generator = torch.Generator(device=device).manual_seed(1000 + dist.get_rank())
+    losses = []
+    for _ in range(STEPS):
+        x = torch.randn(64, WIDTH, device=device, generator=generator)
+        loss = ddp(x).square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    torch.cuda.synchronize()
+    return losses
+
+
+def stock(device):
+    dist.init_process_group("nccl", device_id=device)
+    return {"losses": train(7, lambda ddp: None)}
+
+
+def under_tandem(device):
+    policy = tt.init_process_group(POLICY, device_id=device)
+    options = dist.group.WORLD._get_backend(device).options
+    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, policy))
+
+    tt.apply_process_settings("sm-target:100", device=device)
+    carveout = torch._C._get_sm_carveout_experimental()
+    torch._C._set_sm_carveout_experimental(None)
+
+    cuda_module = tt.gpu_module()  # raises when its NCCL is not torch's
+    nccl_paths = set()
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            fields = line.split()
+            if len(fields) >= 6 and "libnccl" in os.path.basename(fields[-1]):
+                nccl_paths.add(fields[-1])
+    major, minor, patch = torch.cuda.nccl.version()[:3]
+    return {
+        "losses": losses,
+        "policy": str(policy),
+        "high_priority": options.is_high_priority_stream,
+        "min_ctas": options.config.min_ctas,
+        "max_ctas": options.config.max_ctas,
+        "cga_cluster_size": options.config.cga_cluster_size,
+        "comm": tt.nccl_comm(),
+        "sms": torch.cuda.get_device_properties(device).multi_processor_count,
+        "carveout": carveout,
+        "nccl_paths": sorted(nccl_paths),
+        "tandem_nccl_version": cuda_module.nccl_version(),
+        "torch_nccl_version": major * 10000 + minor * 100 + patch,
+    }
+
+
+def main(mode, out_dir):
+    device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+    torch.cuda.set_device(device)
+    result = {"stock": stock, "tandem": under_tandem}[mode](device)
+    rank = dist.get_rank()
+    dist.destroy_process_group()
+    with open(os.path.join(out_dir, f"{mode}{rank}.json"), "w") as f:
+        json.dump(result, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

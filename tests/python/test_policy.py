@@ -1,0 +1,129 @@
+"""tandem (no PyTorch, no GPU): policies through tandem's C++ parser."""
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tandem
+
+# tandem's own errors end in " [file.cpp:line]"; a user's error must not.
+LOCATION = re.compile(r"\[[\w/.]+\.(cpp|cu|h):\d+\]")
+
+
+def test_fields_of_a_parsed_policy():
+    p = tandem.parse_policy("shape:3+priority+sm-target:100+nccl-ctas:2..6+nccl-cga:2")
+    assert p.comm_priority is True
+    assert p.shape == "shape:3"
+    assert p.sm_target == 100
+    assert (p.nccl_min_ctas, p.nccl_max_ctas, p.nccl_cga_cluster_size) == (2, 6, 2)
+    assert p.order == "concurrent"
+    assert p.nccl_cta_policy is None and p.green_sms is None
+    assert not p.copy_engine and not p.nccl_symmetric
+
+
+def test_defaults_of_the_empty_combination():
+    p = tandem.parse_policy("concurrent")
+    assert (p.order, p.comm_priority, p.shape, p.sm_target) == ("concurrent", False, None, None)
+    assert p.nccl_config == {}
+
+
+@pytest.mark.parametrize("text,order", [("sequential", "sequential"), ("comm-first", "comm-first"),
+                                        ("priority", "concurrent")])
+def test_launch_order(text, order):
+    assert tandem.parse_policy(text).order == order
+
+
+# NCCL's documented values: NCCL_CTA_POLICY_EFFICIENCY 1, NCCL_CTA_POLICY_ZERO 2 (nccl.h).
+@pytest.mark.parametrize("text,fields", [
+    ("priority", {}),
+    ("nccl-ctas:8", {"minCTAs": 8, "maxCTAs": 8}),
+    ("nccl-ctas:2..6", {"minCTAs": 2, "maxCTAs": 6}),
+    ("nccl-ctas:4..", {"minCTAs": 4}),
+    ("nccl-ctas:..16", {"maxCTAs": 16}),
+    ("nccl-cga:1", {"cgaClusterSize": 1}),
+    ("nccl-cta-policy:efficiency", {"CTAPolicy": 1}),
+    ("nccl-cta-policy:zero", {"CTAPolicy": 2}),
+    # Copy-engine collectives need CTA policy zero.
+    ("copy-engine", {"CTAPolicy": 2}),
+    ("shape:auto+sm-target:64", {}),
+])
+def test_nccl_config_per_token(text, fields):
+    assert tandem.parse_policy(text).nccl_config == fields
+
+
+def test_text_round_trip_and_equality():
+    p = tandem.parse_policy("nccl-ctas:8+priority")
+    assert str(p) == "priority+nccl-ctas:8"
+    assert p == tandem.parse_policy(str(p))
+    assert hash(p) == hash(tandem.parse_policy("priority+nccl-ctas:8"))
+    assert p != tandem.parse_policy("priority")
+    assert repr(p) == "tandem.Policy('priority+nccl-ctas:8')"
+
+
+def test_read_only():
+    p = tandem.parse_policy("priority")
+    with pytest.raises(AttributeError):
+        p.comm_priority = False
+    with pytest.raises(TypeError):
+        tandem.Policy()
+
+
+@pytest.mark.parametrize("text,named", [("priorty", "priorty"), ("shape:3+shape:4", "shape"),
+                                        ("nccl-cga:3", "3"), ("nccl-ctas:9..2", "9..2"), ("", "")])
+def test_bad_policy_is_one_plain_line(text, named):
+    with pytest.raises(ValueError) as caught:
+        tandem.parse_policy(text)
+    message = str(caught.value)
+    assert named in message
+    assert "\n" not in message
+    assert not LOCATION.search(message), message
+
+
+def test_policy_files(tmp_path, monkeypatch):
+    path = tmp_path / "best.policy"
+    path.write_text("# written by tandem tune\n\npriority+nccl-ctas:16\n")
+    expected = tandem.parse_policy("priority+nccl-ctas:16")
+    assert tandem.load_policy_file(str(path)) == expected
+    assert tandem.parse_policy(f"@{path}") == expected
+    assert tandem.as_policy(path) == expected        # os.PathLike
+    assert tandem.as_policy(str(path)) == expected   # a str with a '/'
+    assert tandem.as_policy(expected) is expected
+    # A bare name is policy text, even where a file of that name exists.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="best.policy"):
+        tandem.as_policy("best.policy")
+    with pytest.raises(TypeError):
+        tandem.as_policy(3)
+
+
+def test_unreadable_policy_file(tmp_path):
+    missing = tmp_path / "none.policy"
+    with pytest.raises(ValueError) as caught:
+        tandem.as_policy(missing)
+    assert str(missing) in str(caught.value) and not LOCATION.search(str(caught.value))
+    two_lines = tmp_path / "two.policy"
+    two_lines.write_text("priority\nshape:3\n")
+    with pytest.raises(ValueError):
+        tandem.as_policy(two_lines)
+
+
+def test_help_lists_every_token():
+    text = tandem.policy_help()
+    for token in ("sequential", "comm-first", "priority", "shape:", "sm-target:", "nccl-ctas:", "nccl-cga:",
+                  "nccl-cta-policy:", "green:", "nccl-symmetric", "copy-engine"):
+        assert token in text
+
+
+def test_version_is_the_cmake_projects():
+    cmake = (Path(__file__).resolve().parents[2] / "CMakeLists.txt").read_text()
+    assert tandem.__version__ == re.search(r"project\(tandem VERSION ([0-9.]+)", cmake).group(1)
+
+
+def test_import_loads_neither_cuda_nor_nccl():
+    # `import tandem` must not decide which libnccl.so.2 / libcudart a later `import torch` binds to.
+    maps = subprocess.run([sys.executable, "-c", "import tandem; print(open('/proc/self/maps').read())"],
+                          check=True, capture_output=True, text=True).stdout
+    assert "_core" in maps
+    assert "libnccl" not in maps and "libcudart" not in maps and "libcuda.so" not in maps

@@ -1,0 +1,114 @@
+"""tandem.torch without a GPU: what each policy token becomes in PyTorch, and what is refused.
+
+Needs a PyTorch built with NCCL (ProcessGroupNCCL.Options exists without a GPU); skipped otherwise.
+"""
+import pytest
+
+torch = pytest.importorskip("torch")
+dist = pytest.importorskip("torch.distributed")
+if not dist.is_available() or not dist.is_nccl_available():
+    pytest.skip("this PyTorch has no NCCL backend", allow_module_level=True)
+
+import tandem  # noqa: E402
+import tandem.torch as tt  # noqa: E402
+
+# NCCL's documented values (nccl.h): NCCL_CTA_POLICY_EFFICIENCY 1, NCCL_CTA_POLICY_ZERO 2.
+HAS_CTA_POLICY = hasattr(dist.ProcessGroupNCCL.Options().config, "cta_policy")
+
+
+def test_priority():
+    assert tt.process_group_options("priority").is_high_priority_stream is True
+    assert tt.process_group_options("concurrent").is_high_priority_stream is False
+
+
+def test_nccl_ctas_and_cga():
+    options = tt.process_group_options("nccl-ctas:2..6+nccl-cga:2")
+    assert (options.config.min_ctas, options.config.max_ctas, options.config.cga_cluster_size) == (2, 6, 2)
+    assert options.is_high_priority_stream is False
+
+
+def test_unset_fields_stay_pytorchs_default():
+    default = dist.ProcessGroupNCCL.Options().config
+    options = tt.process_group_options("nccl-ctas:..16")
+    assert options.config.max_ctas == 16
+    assert options.config.min_ctas == default.min_ctas
+    assert options.config.cga_cluster_size == default.cga_cluster_size
+
+
+@pytest.mark.parametrize("text,value", [("nccl-cta-policy:efficiency", 1), ("nccl-cta-policy:zero", 2),
+                                        ("copy-engine", 2)])
+def test_cta_policy(text, value):
+    if HAS_CTA_POLICY:
+        assert tt.process_group_options(text).config.cta_policy == value
+    else:
+        with pytest.raises(RuntimeError, match="cta_policy"):
+            tt.process_group_options(text)
+
+
+def test_a_policy_file(tmp_path):
+    path = tmp_path / "best.policy"
+    path.write_text("priority+nccl-cga:1\n")
+    options = tt.process_group_options(path)
+    assert options.is_high_priority_stream is True and options.config.cga_cluster_size == 1
+
+
+@pytest.mark.parametrize("text,token,pointer", [
+    ("shape:3+priority", "shape:3", "tandem run --policy shape:3+priority -- "),
+    ("shape:auto", "shape:auto", "tandem run"),
+    ("shape:48KiB", "shape:48KiB", "tandem run"),
+    ("green:66", "green:66", "green_contexts"),
+    ("sequential", "sequential", "NCCL's own streams"),
+    ("comm-first", "comm-first", "launch order"),
+    ("nccl-symmetric", "nccl-symmetric", "windows"),
+])
+def test_refused_everywhere(text, token, pointer):
+    calls = [
+        lambda: tt.process_group_options(text),
+        lambda: tt.init_process_group(text),
+        lambda: tt.register_ddp_hook(object(), text),
+        lambda: tt.install_fsdp_collectives(object(), text),
+        lambda: tt.apply_process_settings(text),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError) as caught:
+            call()
+        assert token in str(caught.value) and pointer in str(caught.value)
+    assert not dist.is_initialized()
+
+
+def test_bad_policy_is_tandems_message():
+    with pytest.raises(ValueError, match="unknown policy token 'priorty'"):
+        tt.init_process_group("priorty")
+    assert not dist.is_initialized()
+
+
+def test_init_refuses_what_it_cannot_honour():
+    with pytest.raises(ValueError, match="backend 'gloo'"):
+        tt.init_process_group("priority", backend="gloo")
+    with pytest.raises(TypeError, match="process_group_options"):
+        tt.init_process_group("priority", pg_options=dist.ProcessGroupNCCL.Options())
+    assert not dist.is_initialized()
+
+
+def test_copy_engine_is_not_faked():
+    with pytest.raises(NotImplementedError, match="copy_engine.h"):
+        tt.register_ddp_hook(object(), "copy-engine")
+
+    class FakeFSDPModule:
+        def set_custom_all_gather(self, comm):
+            raise AssertionError("nothing may be installed")
+
+    with pytest.raises(NotImplementedError, match="copy_engine.h"):
+        tt.install_fsdp_collectives(FakeFSDPModule(), "copy-engine+priority")
+
+
+def test_fsdp_without_copy_engine_installs_nothing():
+    class FakeFSDPModule:
+        def set_custom_all_gather(self, comm):
+            raise AssertionError("nothing may be installed")
+
+        set_custom_reduce_scatter = set_custom_all_gather
+
+    assert tt.install_fsdp_collectives(FakeFSDPModule(), "priority") == tandem.parse_policy("priority")
+    with pytest.raises(TypeError, match="not an FSDP2 module"):
+        tt.install_fsdp_collectives(torch.nn.Linear(2, 2), "priority")
