@@ -150,6 +150,12 @@ def slowest_rank(step_ms, device):
     return times.tolist()
 
 
+def nccl_version():
+    """The NCCL PyTorch loaded, as text (a tuple in current PyTorch, an int such as 22809 in old ones)."""
+    version = torch.cuda.nccl.version()
+    return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
+
+
 def median_ms(step_ms):
     return round(statistics.median(step_ms), 4)
 
@@ -169,7 +175,7 @@ def report(program, args, step_ms, loss, extra):
         "loss": loss,
         "steps": len(step_ms),
         "torch": torch.__version__,
-        "nccl": ".".join(map(str, torch.cuda.nccl.version())) if dist.get_backend() == "nccl" else None,
+        "nccl": nccl_version() if dist.get_backend() == "nccl" else None,
         "config": vars(args),
     }
     result.update(extra)
