@@ -26,6 +26,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -395,21 +396,34 @@ def plan(args):
     return schedule(args.programs, variants_of, args.rounds)
 
 
+def run_child(argv, env, timeout):
+    """Exit code and output of one launch. The launch leads a session of its own, so that a timeout,
+    or this script being stopped, ends torchrun and every rank it started, not torchrun alone."""
+    try:
+        p = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace", start_new_session=True)
+    except OSError as e:
+        return 127, f"cannot start {argv[0]}: {e}"
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out + err
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return 124, out + err + f"\n(timed out after {timeout:g} s)"
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
+
+
 def launch(round_, program, v, args):
     argv = launch_argv(v, args.torchrun, args.nproc, program_path(program), args.program_args)
     env = launch_env(v, os.environ)
     run = {"round": round_, "program": program, "variant": v["name"], "kind": v["kind"],
            "command": shlex.join(argv), "env": shown_env(v)}
     start = time.monotonic()
-    try:
-        p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=args.timeout, cwd=ROOT)
-        code, output = p.returncode, p.stdout + p.stderr
-    except subprocess.TimeoutExpired as e:
-        code = 124
-        output = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))
-        output += f"\n(timed out after {args.timeout:g} s)"
-    except OSError as e:
-        code, output = 127, f"cannot start {argv[0]}: {e}"
+    code, output = run_child(argv, env, args.timeout)
     run["seconds"] = round(time.monotonic() - start, 2)
     run["exit_code"] = code
     result = parse_result(output) if code == 0 else None
@@ -477,6 +491,9 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # SIGTERM (gpu-check's timeout) as an exception: the running launch is ended, and the JSON keeps
+    # every launch that finished ("complete": false).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         sys.exit(main())
     except UserError as e:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -207,6 +208,11 @@ FAKE_TORCHRUN = textwrap.dedent("""\
     if os.environ.get("TORCH_NCCL_HIGH_PRIORITY") == "1":
         ms = 9.0
     assert os.environ["NCCL_NVLS_ENABLE"] == "0" and os.environ["TORCH_SYMM_MEM_DISABLE_MULTICAST"] == "1"
+    if os.environ.get("FAKE_HANG_PIDFILE"):  # a rank that hangs, as a child of the launcher
+        import subprocess, time
+        rank = subprocess.Popen(["sleep", "60"])
+        open(os.environ["FAKE_HANG_PIDFILE"], "w").write(str(rank.pid))
+        time.sleep(60)
     print("torchrun noise")
     print("TANDEM_RESULT " + json.dumps({{"step_ms_median": ms, "loss": None if mode == "comm-only" else 0.25,
                                           "argv": args, "torch": "9.9"}}))
@@ -246,6 +252,39 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(rows["tandem.torch priority"]["runs_failed"], 2)
         self.assertIn("| ddp_mlp | stock+high-priority | 2/2 | 9.000 | 9.000–9.000 | 1.111 | 33.3 % | bitwise |",
                       tables.stdout)
+
+
+    def test_a_hanging_launch_is_ended_with_its_ranks(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "faketorchrun")
+            with open(fake, "w") as f:
+                f.write(FAKE_TORCHRUN.format(python=sys.executable))
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            pidfile = os.path.join(d, "rank.pid")
+            out = os.path.join(d, "cmp.json")
+            p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "1", "--variants",
+                                "stock,nccl-env", "--env-variant", "hang:FAKE_HANG_PIDFILE=" + pidfile,
+                                "--torchrun", fake, "--timeout", "3", "--out", out],
+                               capture_output=True, text=True, timeout=60)
+            with open(out) as f:
+                record = json.load(f)
+            with open(pidfile) as f:
+                rank = int(f.read())
+        self.assertEqual(p.returncode, 1, p.stderr)
+        hung = [r for r in record["runs"] if r["variant"] == "stock+hang"]
+        self.assertEqual(hung[0]["exit_code"], 124)
+        self.assertIn("timed out after 3 s", hung[0]["output_tail"])
+        self.assertLess(hung[0]["seconds"], 30)
+        self.assertEqual(hung[0]["env"]["FAKE_HANG_PIDFILE"], pidfile)
+        self.assertEqual([r["ok"] for r in record["runs"] if r["variant"] != "stock+hang"], [True, True, True])
+        for _ in range(50):  # the rank the launcher started is ended too (reaped by init soon after)
+            try:
+                os.kill(rank, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            self.fail(f"rank {rank} of the timed-out launch is still running")
 
 
 def torch_python():
