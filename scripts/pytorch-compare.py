@@ -330,7 +330,7 @@ def parse_args(argv):
     parser.add_argument("--tandem-bin", default=os.path.join(ROOT, "build", "bin", "tandem"),
                         help="the tandem command for `tandem run` (default build/bin/tandem)")
     parser.add_argument("--pythonpath", default=None,
-                        help="where tandem.torch is found, ':'-separated (default: python/ and build/python/)")
+                        help="where tandem.torch is found, ':'-separated (default: build/python/, then python/)")
     parser.add_argument("--torchrun", default=None,
                         help="the launcher command (default: torchrun on PATH, else python -m torch.distributed.run)")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per launch (default 300)")
@@ -360,7 +360,9 @@ def parse_args(argv):
             raise UserError(f"--env-variant '{spec}' is not NAME:VAR=VALUE[,VAR=VALUE]")
         args.extra_env[name] = {k: v for k, _, v in pairs}
     if args.pythonpath is None:
-        args.pythonpath = [os.path.join(ROOT, "python"), os.path.join(ROOT, "build", "python")]
+        # The build tree's assembled package (its extension modules beside the Python files) first: the
+        # source folder python/ holds the same package without them, and the first one found is imported.
+        args.pythonpath = [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")]
     else:
         args.pythonpath = [p for p in args.pythonpath.split(os.pathsep) if p]
     if args.torchrun is None:
