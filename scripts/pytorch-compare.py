@@ -30,6 +30,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -359,6 +360,12 @@ def parse_args(argv):
         if not name or not pairs or any(not k or not sep for k, sep, _ in pairs):
             raise UserError(f"--env-variant '{spec}' is not NAME:VAR=VALUE[,VAR=VALUE]")
         args.extra_env[name] = {k: v for k, _, v in pairs}
+    if args.out:
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise UserError(f"--out '{args.out}': cannot write in '{folder}'")
+        if os.path.isdir(args.out):
+            raise UserError(f"--out '{args.out}' is a folder")
     if args.pythonpath is None:
         # The build tree's assembled package (its extension modules beside the Python files) first: the
         # source folder python/ holds the same package without them, and the first one found is imported.
@@ -419,6 +426,20 @@ def run_child(argv, env, timeout):
         raise
 
 
+def write_json_atomically(path, obj):
+    """A reader never sees half a file: a fresh temporary file (mkstemp: never an existing name or
+    link) beside PATH, renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".pytorch-compare-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
 def launch(round_, program, v, args):
     argv = launch_argv(v, args.torchrun, args.nproc, program_path(program), args.program_args)
     env = launch_env(v, os.environ)
@@ -463,10 +484,7 @@ def main(argv=None):
 
     def save():
         if args.out:
-            with open(args.out + ".tmp", "w") as f:
-                json.dump(record, f, indent=1)
-                f.write("\n")
-            os.replace(args.out + ".tmp", args.out)
+            write_json_atomically(args.out, record)
 
     for i, (round_, program, v) in enumerate(launches, 1):
         run = launch(round_, program, v, args)

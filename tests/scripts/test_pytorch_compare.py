@@ -187,7 +187,8 @@ class Launches(unittest.TestCase):
                             (["--programs", "nope"], "no program 'nope'"),
                             (["--rounds", "0"], "--rounds must be at least 1, not 0"),
                             (["--env-variant", "x"], "--env-variant 'x' is not NAME:VAR=VALUE"),
-                            (["--tables"], "--tables needs")):
+                            (["--tables"], "--tables needs"),
+                            (["--out", "/nonexistent-folder/x.json"], "--out '/nonexistent-folder/x.json': cannot write")):
             p = subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertEqual(p.stderr.count("\n"), 1, p.stderr)
@@ -234,8 +235,10 @@ class WholeRun(unittest.TestCase):
             with open(out) as f:
                 record = json.load(f)
             tables = subprocess.run([sys.executable, SCRIPT, "--tables", out], capture_output=True, text=True)
+            self.assertEqual(sorted(os.listdir(d)), ["cmp.json", "faketorchrun"])  # no temporary file left
         self.assertTrue(p.stdout.rstrip().endswith("# FAILED: 10 launches, 2 failed"), p.stdout)
         self.assertEqual((record["kind"], record["complete"], len(record["runs"])), ("pytorch-compare", True, 10))
+        self.assertEqual(record["config"]["program_args"], ["--steps", "3"])
         self.assertEqual(record["versions"]["torch"], "9.9")  # from the launches, no torch here
         failed = [r for r in record["runs"] if not r["ok"]]
         self.assertEqual([(r["variant"], r["exit_code"]) for r in failed], [("tandem.torch priority", 3)] * 2)
