@@ -7,11 +7,12 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks
+#               scenario-clocks pytorch
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
-#     multiprocess,mpi-suite), then `scenario-tune` as a second call
+#     multiprocess,mpi-suite), then `scenario-tune` as a second call;
+#     pytorch (not in full: a call of its own) = stock PyTorch against tandem on DDP and FSDP2 steps
 set -uo pipefail
 mode=${1:-quick}
 shift || true
@@ -462,6 +463,27 @@ sample_clocks scenarios "" \
   "--workload dp-backward --seq 2048 -p comm-first+priority+copy-engine -n 150 --warmup 3" \
   "--workload tp-attention --sequence-parallel -p priority+copy-engine -n 200 --warmup 3" \
   "--workload tp-mlp --sequence-parallel -p copy-engine -n 60 --warmup 3"
+fi
+
+if want pytorch; then
+section "pytorch: DDP and FSDP2 training steps, stock PyTorch and its knobs against tandem, interleaved"
+# scripts/pytorch-compare.py (docs/PYTORCH.md): every variant a torchrun launch of its own, round-robin.
+# Budget ~6 min of GPU time: 17 launches a round (DDP 8 variants, FSDP2 9) of ~10 s each, most of it
+# torchrun, import and NCCL set-up (10 steps of ~40 ms are under a second): 2 rounds ~ 5.7 min.
+# TANDEM_PYTORCH_ROUNDS and TANDEM_PYTORCH_POLICIES (comma-separated) change rounds and policies.
+if [ "$gpus" -lt 2 ]; then
+  echo "pytorch: skipped, needs 2 GPUs ($gpus visible)" | tee -a "$logs/summary.log"
+elif ! python3 -c "import torch" 2> /dev/null && ! command -v torchrun > /dev/null; then
+  echo "pytorch: skipped, no torch (python3 cannot import it, no torchrun on PATH)" | tee -a "$logs/summary.log"
+else
+  timeout 560 python3 "$root/scripts/pytorch-compare.py" --nproc 2 --rounds "${TANDEM_PYTORCH_ROUNDS:-2}" \
+    --policies "${TANDEM_PYTORCH_POLICIES:-priority}" --tandem-bin "$tandem" --timeout 120 \
+    --out "$logs/pytorch-compare-$tag.json" -- --steps 10 --warmup 3 \
+    > "$logs/pytorch-compare.log" 2> "$logs/pytorch-compare.err" || status=1
+  tee -a "$logs/summary.log" < "$logs/pytorch-compare.log"
+  grep -E 'FAILED' "$logs/pytorch-compare.err" | head -n 10
+  cp "$logs/pytorch-compare-$tag.json" "$out/" 2> /dev/null
+fi
 fi
 
 if want cli; then

@@ -1,0 +1,521 @@
+#!/usr/bin/env python3
+"""tandem against stock PyTorch on a training step, side by side in one run (docs/PYTORCH.md).
+
+Each program (examples/pytorch/*.py) runs under every variant, one `torchrun --standalone` launch
+each, interleaved round-robin and repeated --rounds times: stock PyTorch; the knobs its users already
+have (TORCH_NCCL_HIGH_PRIORITY=1, NCCL CTA settings through the environment, FSDP2's symmetric-memory
+all-gather); `tandem run --policy P`; the program's own `--tandem P` (tandem.torch); and the bounds
+(--mode no-comm, --mode comm-only). Per variant: the median over rounds of each launch's median step
+time, its spread, the speed-up over stock, the efficiency against the bound and whether the loss
+after N steps equals stock's. Writes JSON (--out) and prints a table last; --tables renders the
+Markdown tables of docs/PYTORCH.md from such files.
+
+    scripts/pytorch-compare.py --nproc 2 --rounds 3 --policies priority,copy-engine --out cmp.json
+    scripts/pytorch-compare.py --programs ddp_mlp --variants stock,no-comm,comm-only -- --steps 10
+    scripts/pytorch-compare.py --tables cmp.json [more.json...]
+
+NCCL's CTA settings can also be given per communicator, through ProcessGroupNCCL options
+(`opts = dist.ProcessGroupNCCL.Options(); opts.config.max_ctas = 16; opts.config.cga_cluster_size = 1;
+dist.init_process_group("nccl", pg_options=opts)`): the same ncclConfig_t fields the environment
+variables set, and the route tandem.torch takes. The environment variants stand for both here.
+"""
+import argparse
+import datetime
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULT_PREFIX = "TANDEM_RESULT "
+# Relative loss difference accepted as "within tolerance": 2^-8, one bf16 unit in the last place
+# (8 significand bits). A reduction in another order (another NCCL algorithm, a tandem exchange, a
+# GEMM on fewer SMs) rounds differently in the bf16 matmuls; anything above this is a real change.
+LOSS_TOLERANCE = 2.0 ** -8
+# Always in the children: NVLink multicast stays off on shared machines.
+ALWAYS_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
+PROGRAMS = ("ddp_mlp", "fsdp2_mlp")
+KINDS = ("stock", "high-priority", "nccl-env", "symm-mem", "tandem-run", "tandem-torch", "no-comm", "comm-only")
+# NCCL's CTA knobs through the environment (name: variables): fewer CTAs need less room beside
+# compute; single CTAs instead of clusters of 4 fit in the gaps it leaves.
+NCCL_ENV_VARIANTS = {
+    "nccl-max-ctas-16": {"NCCL_MAX_CTAS": "16"},
+    "nccl-max-ctas-16-cga-1": {"NCCL_MAX_CTAS": "16", "NCCL_CGA_CLUSTER_SIZE": "1"},
+}
+BOUND_VARIANTS = ("no-comm", "comm-only")
+
+
+class UserError(Exception):
+    """A bad argument or input: main prints it as one line."""
+
+
+# ---------------------------------------------------------------- variants and launch command lines
+
+def variant(name, kind, env=None, prefix=None, program_args=None, pythonpath=None):
+    return {"name": name, "kind": kind, "env": env or {}, "prefix": prefix or [], "program_args": program_args or [],
+            "pythonpath": pythonpath or []}
+
+
+def policy_label(policy):
+    """A policy as a variant names it: the text, or the file's name for @FILE."""
+    return "@" + os.path.basename(policy[1:]) if policy.startswith("@") else policy
+
+
+def make_variants(program, kinds, policies, tandem_bin, pythonpath, extra_env_variants=None):
+    """Every variant of one program, in a fixed order (stock first, the bounds last)."""
+    out = []
+    if "stock" in kinds:
+        out.append(variant("stock", "stock"))
+    if "high-priority" in kinds:
+        out.append(variant("stock+high-priority", "high-priority", env={"TORCH_NCCL_HIGH_PRIORITY": "1"}))
+    if "nccl-env" in kinds:
+        for name, env in {**NCCL_ENV_VARIANTS, **(extra_env_variants or {})}.items():
+            out.append(variant("stock+" + name, "nccl-env", env=env))
+    if "symm-mem" in kinds and program == "fsdp2_mlp":
+        # PyTorch's own copy-engine all-gather: FSDP2's buffers in NCCL symmetric memory, zero-CTA policy.
+        out.append(variant("stock+symm-mem-ce", "symm-mem", env={"NCCL_CTA_POLICY": "2"}, program_args=["--symm-mem"]))
+    for policy in policies:
+        if "tandem-run" in kinds:
+            out.append(variant("tandem-run " + policy_label(policy), "tandem-run",
+                               prefix=[tandem_bin, "run", "--policy", policy, "--"]))
+    for policy in policies:
+        if "tandem-torch" in kinds:
+            out.append(variant("tandem.torch " + policy_label(policy), "tandem-torch",
+                               program_args=["--tandem", policy], pythonpath=pythonpath))
+    for mode in BOUND_VARIANTS:
+        if mode in kinds:
+            out.append(variant(mode, mode, program_args=["--mode", mode]))
+    return out
+
+
+def launch_argv(v, torchrun, nproc, program_path, program_args):
+    """One launch: [tandem run ... --] torchrun --standalone --nproc-per-node N PROGRAM ARGS VARIANT-ARGS."""
+    return (list(v["prefix"]) + list(torchrun) + ["--standalone", "--nproc-per-node", str(nproc), program_path] +
+            list(program_args) + list(v["program_args"]))
+
+
+def launch_env(v, base):
+    """The child's environment: ours, NVLink multicast off, the variant's variables, and for
+    tandem.torch the package's folders ahead on PYTHONPATH."""
+    env = dict(base)
+    env.update(ALWAYS_ENV)
+    env.update(v["env"])
+    if v["pythonpath"]:
+        env["PYTHONPATH"] = os.pathsep.join(v["pythonpath"] + ([base["PYTHONPATH"]] if base.get("PYTHONPATH") else []))
+    return env
+
+
+def shown_env(v):
+    """The variables a launch sets beyond the caller's environment, as recorded and printed."""
+    env = {**ALWAYS_ENV, **v["env"]}
+    if v["pythonpath"]:
+        env["PYTHONPATH"] = os.pathsep.join(v["pythonpath"]) + os.pathsep + "..."
+    return env
+
+
+def schedule(programs, variants_of, rounds):
+    """Round-robin: every round runs each program's variants once, the order rotated by one each round
+    so that no variant always runs first (after a cold start) or right after the same neighbour."""
+    out = []
+    for r in range(rounds):
+        for program in programs:
+            vs = variants_of[program]
+            k = r % len(vs) if vs else 0
+            out += [(r + 1, program, v) for v in vs[k:] + vs[:k]]
+    return out
+
+
+# ---------------------------------------------------------------- reading a launch's output
+
+def parse_result(output):
+    """The last TANDEM_RESULT line's JSON (None when there is none). Ranks share torchrun's output, so
+    another rank's text may follow the JSON on the same line: decode the object and ignore the rest."""
+    start = output.rfind(RESULT_PREFIX)
+    while start >= 0:
+        try:
+            result, _ = json.JSONDecoder().raw_decode(output, start + len(RESULT_PREFIX))
+            if isinstance(result, dict):
+                return result
+        except ValueError:
+            pass
+        start = output.rfind(RESULT_PREFIX, 0, start)
+    return None
+
+
+def tail(text, lines=20):
+    return "\n".join(text.splitlines()[-lines:])
+
+
+CAUSE = re.compile(r"Error|error:|Traceback|terminate called|Abort|what\(\)")
+
+
+def failure_text(output):
+    """What a failed launch leaves in the record: the first lines naming an error (torchrun's summary
+    at the end names only exit codes), then the output's last lines."""
+    causes = [line for line in output.splitlines() if CAUSE.search(line)][:15]
+    return ("\n".join(causes) + "\n...\n" if causes else "") + tail(output)
+
+
+# ---------------------------------------------------------------- statistics
+
+def median(values):
+    """The middle value; for an even count the mean of the two middle ones."""
+    return statistics.median(values) if values else None
+
+
+def efficiency(t_stock, t, t_bound):
+    """The share of what overlap could gain that the variant gains: (t_stock - t) / (t_stock - t_bound).
+    None when there is nothing to gain (t_stock <= t_bound) or a time is missing."""
+    if None in (t_stock, t, t_bound) or t_stock <= t_bound:
+        return None
+    return (t_stock - t) / (t_stock - t_bound)
+
+
+def loss_agreement(losses, reference, tolerance=LOSS_TOLERANCE):
+    """'bitwise' when every loss equals the reference exactly, 'within tolerance' when each differs by
+    at most tolerance * |reference|, else 'differs'; None without losses or a reference."""
+    losses = [x for x in losses if x is not None]
+    if not losses or reference is None:
+        return None
+    if all(x == reference for x in losses):
+        return "bitwise"
+    if all(abs(x - reference) <= tolerance * abs(reference) for x in losses):
+        return "within tolerance"
+    return "differs"
+
+
+def summarize(runs):
+    """Per program and variant, in first-seen order: runs ok and failed, the median over rounds of the
+    launches' median step times, the spread (min, max) of those, speed-up over stock, efficiency
+    against the bound max(no-comm, comm-only), the loss against stock's first successful launch."""
+    groups = {}
+    for run in runs:
+        groups.setdefault((run["program"], run["variant"]), []).append(run)
+    times = {}
+    for key, rs in groups.items():
+        medians = [r["result"]["step_ms_median"] for r in rs if r["ok"]]
+        times[key] = median(medians)
+    out = []
+    for (program, name), rs in groups.items():
+        ok = [r for r in rs if r["ok"]]
+        medians = [r["result"]["step_ms_median"] for r in ok]
+        t = times[(program, name)]
+        t_stock = times.get((program, "stock"))
+        bounds = [times.get((program, b)) for b in BOUND_VARIANTS]
+        t_bound = max(bounds) if None not in bounds else None
+        stock_losses = [r["result"].get("loss") for r in groups.get((program, "stock"), []) if r["ok"]]
+        reference = stock_losses[0] if stock_losses else None
+        is_bound = rs[0]["kind"] in BOUND_VARIANTS
+        out.append({
+            "program": program, "variant": name, "kind": rs[0]["kind"],
+            "runs_ok": len(ok), "runs_failed": len(rs) - len(ok),
+            "step_ms": t, "spread_ms": [min(medians), max(medians)] if medians else None,
+            "t_stock_ms": t_stock, "t_bound_ms": t_bound,
+            "speedup": t_stock / t if t and t_stock and not is_bound else None,
+            "efficiency": None if is_bound else efficiency(t_stock, t, t_bound),
+            "losses": [r["result"].get("loss") for r in ok],
+            # The bounds change the training (no-comm: no gradient averaging) or do none (comm-only).
+            "loss_vs_stock": None if is_bound else loss_agreement([r["result"].get("loss") for r in ok], reference),
+        })
+    return out
+
+
+# ---------------------------------------------------------------- text and Markdown
+
+def fmt(x, spec, missing="—"):
+    return missing if x is None else format(x, spec)
+
+
+def percent(x):
+    return fmt(None if x is None else 100 * x, ".1f") + ("" if x is None else " %")
+
+
+def row_cells(s):
+    spread = s["spread_ms"]
+    runs = "%d/%d" % (s["runs_ok"], s["runs_ok"] + s["runs_failed"])
+    return [s["program"], s["variant"], runs, fmt(s["step_ms"], ".3f"),
+            "%.3f–%.3f" % tuple(spread) if spread else "—", fmt(s["speedup"], ".3f"), percent(s["efficiency"]),
+            {None: "n/a"}.get(s["loss_vs_stock"], s["loss_vs_stock"])]
+
+
+HEADER = ["program", "variant", "runs ok", "step ms (median)", "spread ms (min–max)", "speed-up", "efficiency",
+          "loss vs stock"]
+
+
+def text_table(summary):
+    rows = [HEADER] + [row_cells(s) for s in summary]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(HEADER))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def markdown_tables(paths):
+    """docs/PYTORCH.md's tables: per file, where and how it was measured, then one row per variant."""
+    lines = []
+    for path in paths:
+        try:
+            with open(path) as f:
+                record = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot read comparison JSON '{path}': {e}")
+        if record.get("kind") != "pytorch-compare":
+            raise UserError(f"'{path}' is not a pytorch-compare record (kind {record.get('kind')!r})")
+        versions = ", ".join("%s %s" % kv for kv in sorted(record.get("versions", {}).items()) if kv[1])
+        lines += ["%s: %s; %s; tandem %s; %s; %d rounds, %d ranks." % (
+            os.path.basename(path), ", ".join(record.get("gpus") or ["GPU unknown"]), versions or "versions unknown",
+            record.get("commit") or "?", (record.get("date") or "")[:10], record["config"]["rounds"],
+            record["config"]["nproc"]), "",
+            "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+        for s in record["summary"]:
+            lines.append("| " + " | ".join(row_cells(s)) + " |")
+        lines.append("")
+    lines.append("Efficiency: (t_stock − t) / (t_stock − t_bound), t_bound = max(no-comm, comm-only); "
+                 "loss within tolerance: |Δ| ≤ 2^-8 · |loss_stock|.")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- provenance
+
+def capture(argv, cwd=None):
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=cwd).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def provenance(tandem_bin, python):
+    """What ran: tandem's version and commit (as scripts/reliability-record.py reads them), whether the
+    tree was clean, GPUs and driver, torch, its CUDA and NCCL."""
+    version = capture([tandem_bin, "--version"]) if shutil.which(tandem_bin) or os.path.exists(tandem_bin) else ""
+    commit = re.search(r"\(([0-9a-f]+(?:-dirty)?)\)", version)
+    git_commit = capture(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT) or None
+    status = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT)
+    torch_versions = capture([python, "-c", "import torch\n"
+                              "nccl = '.'.join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else ''\n"
+                              "print(torch.__version__, torch.version.cuda or '', nccl)"]).split()
+    gpus = capture(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).splitlines()
+    return {
+        "tandem": version or None,
+        "commit": commit[1] if commit else git_commit,
+        "git_commit": git_commit,
+        "clean_tree": None if git_commit is None else status == "",
+        "gpus": gpus,
+        "versions": {"torch": torch_versions[0] if torch_versions else None,
+                     "cuda": torch_versions[1] if len(torch_versions) > 1 else None,
+                     "nccl": torch_versions[2] if len(torch_versions) > 2 else None,
+                     "driver": gpus[0].split(",")[-1].strip() if gpus else None},
+    }
+
+
+# ---------------------------------------------------------------- the comparison
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--programs", default=",".join(PROGRAMS),
+                        help="examples/pytorch programs, comma-separated (default %(default)s)")
+    parser.add_argument("--nproc", type=int, default=2, help="ranks per launch (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of every variant (default 3)")
+    parser.add_argument("--policies", default="", help="tandem policies, comma-separated (each its own variants)")
+    parser.add_argument("--policy-file", action="append", default=[], help="a policy file (tandem tune's), repeatable")
+    parser.add_argument("--variants", default=",".join(KINDS),
+                        help="kinds of variant to run, comma-separated (default: all of %(default)s)")
+    parser.add_argument("--env-variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                        help="another stock variant with these NCCL/PyTorch variables, repeatable")
+    parser.add_argument("--tandem-bin", default=os.path.join(ROOT, "build", "bin", "tandem"),
+                        help="the tandem command for `tandem run` (default build/bin/tandem)")
+    parser.add_argument("--pythonpath", default=None,
+                        help="where tandem.torch is found, ':'-separated (default: build/python/, then python/)")
+    parser.add_argument("--torchrun", default=None,
+                        help="the launcher command (default: torchrun on PATH, else python -m torch.distributed.run)")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds per launch (default 300)")
+    parser.add_argument("--out", default=None, help="write the JSON record here")
+    parser.add_argument("--dry-run", action="store_true", help="print each launch's environment and command, run none")
+    parser.add_argument("program_args", nargs="*", help="after --: arguments for every program (e.g. --steps 10)")
+    args = parser.parse_args(argv)
+    if args.nproc < 1:
+        raise UserError(f"--nproc must be at least 1, not {args.nproc}")
+    if args.rounds < 1:
+        raise UserError(f"--rounds must be at least 1, not {args.rounds}")
+    args.programs = [p for p in args.programs.split(",") if p]
+    for p in args.programs:
+        if not os.path.exists(program_path(p)):
+            raise UserError(f"no program '{p}' (no {program_path(p)})")
+    args.kinds = [k for k in args.variants.split(",") if k]
+    for k in args.kinds:
+        if k not in KINDS:
+            raise UserError(f"unknown variant kind '{k}'; accepted: {', '.join(KINDS)}")
+    args.policy_list = ([p.strip() for p in args.policies.split(",") if p.strip()] +
+                        ["@" + os.path.abspath(f) for f in args.policy_file])
+    args.extra_env = {}
+    for spec in args.env_variant:
+        name, _, assignments = spec.partition(":")
+        pairs = [a.partition("=") for a in assignments.split(",") if a]
+        if not name or not pairs or any(not k or not sep for k, sep, _ in pairs):
+            raise UserError(f"--env-variant '{spec}' is not NAME:VAR=VALUE[,VAR=VALUE]")
+        args.extra_env[name] = {k: v for k, _, v in pairs}
+    if args.out:
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise UserError(f"--out '{args.out}': cannot write in '{folder}'")
+        if os.path.isdir(args.out):
+            raise UserError(f"--out '{args.out}' is a folder")
+    if args.pythonpath is None:
+        # The build tree's assembled package (its extension modules beside the Python files) first: the
+        # source folder python/ holds the same package without them, and the first one found is imported.
+        args.pythonpath = [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")]
+    else:
+        args.pythonpath = [p for p in args.pythonpath.split(os.pathsep) if p]
+    if args.torchrun is None:
+        args.torchrun = ["torchrun"] if shutil.which("torchrun") else [sys.executable, "-m", "torch.distributed.run"]
+    else:
+        args.torchrun = shlex.split(args.torchrun)
+    return args
+
+
+def launcher_python(torchrun):
+    """The Python the launches run (the one that has torch): the launcher's own interpreter, read from
+    torchrun's #! line, or the python named in --torchrun."""
+    first = shutil.which(torchrun[0]) or torchrun[0]
+    if "python" in os.path.basename(first):
+        return first
+    try:
+        with open(first, "rb") as f:
+            line = f.readline().decode(errors="replace")
+        if line.startswith("#!") and "python" in line:
+            return line[2:].split()[0]
+    except OSError:
+        pass
+    return sys.executable
+
+
+def program_path(name):
+    return os.path.join(ROOT, "examples", "pytorch", name + ".py")
+
+
+def plan(args):
+    variants_of = {p: make_variants(p, args.kinds, args.policy_list, args.tandem_bin, args.pythonpath, args.extra_env)
+                   for p in args.programs}
+    return schedule(args.programs, variants_of, args.rounds)
+
+
+def run_child(argv, env, timeout):
+    """Exit code and output of one launch. The launch leads a session of its own, so that a timeout,
+    or this script being stopped, ends torchrun and every rank it started, not torchrun alone."""
+    try:
+        p = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace", start_new_session=True)
+    except OSError as e:
+        return 127, f"cannot start {argv[0]}: {e}"
+    try:
+        out, err = p.communicate(timeout=timeout)
+        return p.returncode, out + err
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        out, err = p.communicate()
+        return 124, out + err + f"\n(timed out after {timeout:g} s)"
+    except BaseException:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise
+
+
+def write_json_atomically(path, obj):
+    """A reader never sees half a file: a fresh temporary file (mkstemp: never an existing name or
+    link) beside PATH, renamed over it."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".pytorch-compare-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(obj, f, indent=1)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def launch(round_, program, v, args):
+    argv = launch_argv(v, args.torchrun, args.nproc, program_path(program), args.program_args)
+    env = launch_env(v, os.environ)
+    run = {"round": round_, "program": program, "variant": v["name"], "kind": v["kind"],
+           "command": shlex.join(argv), "env": shown_env(v)}
+    start = time.monotonic()
+    code, output = run_child(argv, env, args.timeout)
+    run["seconds"] = round(time.monotonic() - start, 2)
+    run["exit_code"] = code
+    result = parse_result(output) if code == 0 else None
+    run["ok"] = result is not None and isinstance(result.get("step_ms_median"), (int, float))
+    run["result"] = result
+    if not run["ok"]:
+        run["output_tail"] = failure_text(output) + ("" if code != 0 else "\n(no TANDEM_RESULT line)")
+    return run
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--tables"]:
+        if len(argv) < 2:
+            raise UserError("--tables needs at least one comparison JSON file")
+        print(markdown_tables(argv[1:]))
+        return 0
+    args = parse_args(argv)
+    launches = plan(args)
+    if args.dry_run:
+        for round_, program, v in launches:
+            extra = " ".join(f"{k}={shlex.quote(val)}" for k, val in shown_env(v).items())
+            print(f"round {round_} {program:10s} {v['name']:28s} {extra} "
+                  f"{shlex.join(launch_argv(v, args.torchrun, args.nproc, program_path(program), args.program_args))}")
+        return 0
+    record = {"schema_version": 1, "kind": "pytorch-compare",
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "command": shlex.join([os.path.relpath(sys.argv[0], ROOT)] + argv),
+              **provenance(args.tandem_bin, launcher_python(args.torchrun)),
+              "config": {"programs": args.programs, "nproc": args.nproc, "rounds": args.rounds,
+                         "policies": args.policy_list, "variants": args.kinds, "program_args": args.program_args,
+                         "always_env": ALWAYS_ENV, "loss_tolerance_relative": LOSS_TOLERANCE,
+                         "pythonpath_for_tandem_torch": args.pythonpath},
+              "runs": [], "summary": [], "complete": False}
+
+    def save():
+        if args.out:
+            write_json_atomically(args.out, record)
+
+    for i, (round_, program, v) in enumerate(launches, 1):
+        run = launch(round_, program, v, args)
+        record["runs"].append(run)
+        state = ("%.3f ms" % run["result"]["step_ms_median"]) if run["ok"] else "FAILED (exit %s)" % run["exit_code"]
+        print(f"[{i}/{len(launches)}] round {round_} {program} {v['name']}: {state}, {run['seconds']:.0f} s",
+              file=sys.stderr, flush=True)
+        if not run["ok"]:
+            print(run["output_tail"].split("\n...\n")[0][-2000:] if "\n...\n" in run["output_tail"]
+                  else tail(run["output_tail"], 5), file=sys.stderr)
+        record["summary"] = summarize(record["runs"])
+        save()  # after every launch: a comparison cut short keeps what it measured
+    record["complete"] = True
+    for r in record["runs"]:  # versions the launches themselves reported, where the probe found none
+        if r["ok"]:
+            for key in ("torch", "nccl"):
+                record["versions"][key] = record["versions"].get(key) or r["result"].get(key)
+    save()
+    print("# %s; %s" % (record["command"], ", ".join(record["gpus"]) or "no GPU seen"))
+    print(text_table(record["summary"]))
+    failed = [r for r in record["runs"] if not r["ok"]]
+    print("# %s: %d launches, %d failed" % ("OK" if not failed else "FAILED", len(record["runs"]), len(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    # SIGTERM (gpu-check's timeout) as an exception: the running launch is ended, and the JSON keeps
+    # every launch that finished ("complete": false).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        sys.exit(main())
+    except UserError as e:
+        print(f"pytorch-compare: {e}", file=sys.stderr)
+        sys.exit(2)
