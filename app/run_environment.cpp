@@ -91,15 +91,10 @@ std::string locate_preload_library() {
 
 OverlapPolicy policy_for_run(const std::string& text) {
   const OverlapPolicy policy = parse_policy(text);  // throws with the grammar on a bad token
-  const auto refuse = [&](const std::string& token, const std::string& why) {
-    TANDEM_THROW("policy '" + text + "': " + token + " cannot be applied by `tandem run`: " + why +
+  // Which tokens need the program's cooperation is a column of the token table (policy_tokens.h).
+  if (!run_can_apply(policy))
+    TANDEM_THROW("policy '" + text + "': " + run_refusal(policy) +
                  "; use `tandem bench` to measure it, or change the program");
-  };
-  if (policy.order == LaunchOrder::Sequential) refuse("sequential", "the program's streams are its own");
-  if (policy.order == LaunchOrder::CommFirst) refuse("comm-first", "the program decides its launch order");
-  if (policy.green_sms) refuse("green:" + std::to_string(*policy.green_sms), "it needs green contexts in the program");
-  if (policy.copy_engine) refuse("copy-engine", "it needs symmetric NCCL windows registered by the program");
-  if (policy.nccl_symmetric) refuse("nccl-symmetric", "it needs symmetric NCCL windows registered by the program");
   return policy;
 }
 

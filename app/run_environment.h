@@ -30,7 +30,7 @@ std::string locate_preload_library();
 
 // The policy as `tandem run` can apply it to an unmodified program; an @FILE is read here, once.
 // Throws tandem::Error for a bad policy or file and for tokens that need the program's cooperation
-// (sequential, comm-first, green:N, copy-engine).
+// (run_refusal in tandem/policy.h, from the token table).
 OverlapPolicy policy_for_run(const std::string& text);
 
 // `existing_ld_preload` is the parent's LD_PRELOAD (nullptr if unset).

@@ -6,6 +6,7 @@
 
 #include "environment.h"
 #include "tandem/error.h"
+#include "tandem/policy_tokens.h"
 
 namespace tandem::preload {
 namespace {
@@ -100,34 +101,22 @@ std::string expand_pid(std::string_view path, long pid) {
   return out;
 }
 
+// The note logged for a token the interposer leaves alone, from its row (tandem/policy_tokens.h).
+std::string interposer_note(const PolicyToken& row) {
+  if (row.run == RunTreatment::NcclEnvironment)
+    return "is applied through " + std::string(row.run_detail) + " (set by tandem run), not by the interposer";
+  return "has no effect on an unmodified program: " + std::string(row.run_detail);
+}
+
 OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<IgnoredToken>* ignored) {
-  OverlapPolicy applied;
-  applied.comm_priority = policy.comm_priority;
-  applied.shape = policy.shape;
-  applied.sm_target = policy.sm_target;
-  const auto note = [&](const std::string& token, const char* reason, bool nccl) {
-    if (ignored) ignored->push_back({token, reason, nccl});
-  };
-  if (policy.order == LaunchOrder::Sequential)
-    note("sequential", "has no effect on an unmodified program: its streams are its own", false);
-  if (policy.order == LaunchOrder::CommFirst)
-    note("comm-first", "has no effect on an unmodified program: it decides its launch order", false);
-  if (policy.green_sms)
-    note("green:" + std::to_string(*policy.green_sms),
-         "has no effect on an unmodified program: it needs green contexts", false);
-  if (policy.copy_engine)
-    note("copy-engine", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
-  if (policy.nccl_symmetric)
-    note("nccl-symmetric", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
-  // The interposer cannot change a communicator's configuration; NCCL reads these from its own
-  // environment variables, which `tandem run` sets before the program starts.
-  if (policy.nccl_min_ctas || policy.nccl_max_ctas)
-    note("nccl-ctas", "is applied through NCCL_MIN_CTAS/NCCL_MAX_CTAS (tandem run sets them), not by the interposer",
-         true);
-  if (policy.nccl_cga_cluster_size)
-    note("nccl-cga", "is applied through NCCL_CGA_CLUSTER_SIZE (tandem run sets it), not by the interposer", true);
-  if (policy.nccl_cta_policy != NcclCtaPolicy::Default)
-    note("nccl-cta-policy", "is applied through NCCL_CTA_POLICY (tandem run sets it), not by the interposer", true);
+  OverlapPolicy applied = policy;
+  for (const PolicyToken& row : policy_tokens()) {
+    if (row.run == RunTreatment::Interposer || row.run == RunTreatment::AsIs) continue;
+    const std::string token = row.print(policy);
+    if (token.empty()) continue;
+    row.clear(applied);
+    if (ignored) ignored->push_back({token, interposer_note(row), row.run == RunTreatment::NcclEnvironment});
+  }
   return applied;
 }
 

@@ -64,8 +64,9 @@ struct IgnoredToken {
   std::string reason;
   bool reaches_nccl_via_environment = false;  // nccl-*: `tandem run` sets NCCL's variables
 };
-// The part of a policy an interposer can apply to an unmodified program (priority, shape:*,
-// sm-target). `ignored` receives each token that cannot be applied this way, with the reason.
+// The part of a policy an interposer can apply to an unmodified program: the tokens whose row in
+// tandem/policy_tokens.h says RunTreatment::Interposer. `ignored` receives each other token the
+// policy sets, with the reason.
 OverlapPolicy interposable_part(const OverlapPolicy&, std::vector<IgnoredToken>* ignored);
 
 }  // namespace tandem::preload

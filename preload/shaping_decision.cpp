@@ -25,35 +25,23 @@ std::optional<ShapingOutcome> flag_outcome(const ShapeTarget& target, const Shap
   return std::nullopt;
 }
 
-// The padded dynamic smem for the target, or the outcome that prevents it.
-struct Padding {
-  std::optional<int64_t> dynamic_smem;
-  ShapingOutcome otherwise = ShapingOutcome::Unreachable;
-};
-
-Padding padding_for(const DeviceLimits& limits, const ShapeTarget& target, const KernelFootprint& kernel, int natural,
-                    const std::optional<KernelFootprint>& last_collective) {
-  switch (target.kind) {
-    case ShapeTarget::Kind::BlocksPerSm:
-      if (natural <= target.blocks_per_sm) return {std::nullopt, ShapingOutcome::AlreadyAtTarget};
-      return {dynamic_smem_for_target(limits, kernel, target.blocks_per_sm), ShapingOutcome::Unreachable};
-    case ShapeTarget::Kind::Bytes: {
-      // shape:<bytes> adds that much to what the launch asks for (as ShapedKernel does in bench).
-      const int64_t padded = kernel.dynamic_smem + target.bytes;
-      if (kernel.static_smem + padded > limits.max_smem_per_block) return {std::nullopt, ShapingOutcome::Unreachable};
-      return {padded, ShapingOutcome::Unreachable};
-    }
-    case ShapeTarget::Kind::Auto: {
-      if (!last_collective) return {std::nullopt, ShapingOutcome::NoNcclFootprint};
-      const auto plan = least_shaping_with_room(limits, kernel, *last_collective);
-      if (!plan) return {std::nullopt, ShapingOutcome::Unreachable};
-      if (plan->dynamic_smem == kernel.dynamic_smem) return {std::nullopt, ShapingOutcome::AlreadyHasRoom};
-      return {plan->dynamic_smem, ShapingOutcome::Unreachable};
-    }
-    case ShapeTarget::Kind::None:
+// Why the shared decision (tandem/shaping.h) left the launch as it is, as the summary counts it.
+ShapingOutcome outcome_of(PaddingOutcome outcome) {
+  switch (outcome) {
+    case PaddingOutcome::NotRequested:
+      return ShapingOutcome::NotRequested;
+    case PaddingOutcome::AtTarget:
+    case PaddingOutcome::BelowTarget:
+      return ShapingOutcome::AlreadyAtTarget;
+    case PaddingOutcome::AlreadyHasRoom:
+      return ShapingOutcome::AlreadyHasRoom;
+    case PaddingOutcome::NoCollectiveFootprint:
+      return ShapingOutcome::NoNcclFootprint;
+    case PaddingOutcome::Padded:  // not reached: a padded launch goes on to the checks below
+    case PaddingOutcome::Unreachable:
       break;
   }
-  return {std::nullopt, ShapingOutcome::NotRequested};
+  return ShapingOutcome::Unreachable;
 }
 
 ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget& target, const ShapingRequest& request,
@@ -65,11 +53,11 @@ ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget&
   if (natural == 0) return unshaped(ShapingOutcome::Unreachable, request, natural);
   if (natural == 1) return unshaped(ShapingOutcome::OneBlockPerSm, request, natural);
 
-  const Padding padding = padding_for(limits, target, kernel, natural, last_collective);
-  if (!padding.dynamic_smem) return unshaped(padding.otherwise, request, natural);
+  const ShapePadding padding = shape_padding(limits, kernel, target, last_collective);
+  if (padding.outcome != PaddingOutcome::Padded) return unshaped(outcome_of(padding.outcome), request, natural);
 
   KernelFootprint padded = kernel;
-  padded.dynamic_smem = *padding.dynamic_smem;
+  padded.dynamic_smem = padding.dynamic_smem;
   const int shaped = residency(limits, padded).blocks_per_sm;
   if (shaped == 0) return unshaped(ShapingOutcome::Unreachable, request, natural);
   if (shaped >= natural) return unshaped(ShapingOutcome::AlreadyAtTarget, request, natural);
@@ -82,7 +70,7 @@ ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget&
 
   ShapingDecision d;
   d.outcome = ShapingOutcome::Shaped;
-  d.dynamic_smem = *padding.dynamic_smem;
+  d.dynamic_smem = padding.dynamic_smem;
   d.natural_blocks_per_sm = natural;
   d.shaped_blocks_per_sm = shaped;
   return d;

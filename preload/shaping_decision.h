@@ -1,7 +1,9 @@
 #pragma once
 // Whether and how to shape one compute launch: the decision as a pure function of the device's
 // limits, the kernel's footprint at this launch, the policy's target and the last NCCL footprint
-// seen. No CUDA call; the interposer caches its result per kernel (decision_cache.h) and applies it.
+// seen. The padding itself is tandem::shape_padding (tandem/shaping.h), shared with ShapedKernel;
+// this adds the interposer's own rules (flags, one block per SM, clusters). No CUDA call; the
+// interposer caches its result per kernel (decision_cache.h) and applies it.
 //
 // Shaping only ever raises the launch's dynamic shared memory. Launches that cannot take that are
 // left alone, each with the reason counted in the summary.
@@ -10,6 +12,7 @@
 
 #include "tandem/occupancy.h"
 #include "tandem/policy.h"
+#include "tandem/shaping.h"
 
 namespace tandem::preload {
 

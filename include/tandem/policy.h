@@ -2,29 +2,9 @@
 // OverlapPolicy: a value naming every overlap control tandem can apply. Its text form is what users
 // type (--policy, TANDEM_POLICY) and what results record; parse(to_string(p)) == p.
 //
-// Grammar: tokens joined by '+', order-insensitive, each at most once:
-//   sequential                 compute and collective on one stream (cannot combine)
-//   concurrent                 two streams, compute enqueued first, default priorities (the
-//                              empty combination; printed only when nothing else is set)
-//   comm-first                 two streams, collective enqueued before the compute kernels
-//   priority                   collective stream at the device's greatest priority, compute
-//                              stream at the least
-//   shape:N                    pad compute launches to N resident blocks per SM
-//   shape:<bytes>              pad compute launches with this much dynamic shared memory
-//                              (48KiB, 1MiB, 4096B)
-//   shape:auto                 the least padding that leaves room for the collective's footprint
-//   sm-target:N                cuBLASLt SM-count target for GEMMs
-//   nccl-ctas:MIN..MAX         NCCL communicator minCTAs/maxCTAs (MIN..MAX, N for both, MIN.. or
-//                              ..MAX to set one side only; 1 <= MIN <= MAX <= 64)
-//   nccl-cga:1|2|4             NCCL communicator cgaClusterSize
-//   nccl-cta-policy:efficiency|zero   NCCL communicator CTAPolicy
-//   green:N                    compute in a green context of N SMs, the collective in the rest
-//   nccl-symmetric             the collective's buffers registered as NCCL symmetric windows, so
-//                              NCCL may run its symmetric kernels (direct loads and stores between
-//                              GPUs, no staging through its FIFOs)
-//   copy-engine                copy-engine collectives (symmetric windows, CTA policy zero); all-reduce
-//                              and reduce-scatter as a copy-engine all-to-all plus a sum kernel
-//                              (+ a copy-engine all-gather)
+// Grammar: tokens joined by '+', order-insensitive, each at most once. The tokens, their values,
+// their meaning and what `tandem run` does with each are rows of one table, include/tandem/policy_tokens.h
+// (src/core/policy_tokens.cpp); policy_grammar_help() and docs/POLICIES.md are rendered from it.
 // A whole policy may instead be "@FILE": a policy file (see load_policy_file).
 #include <cstdint>
 #include <optional>
@@ -60,9 +40,9 @@ struct OverlapPolicy {
   bool copy_engine = false;
 
   bool is_sequential() const { return order == LaunchOrder::Sequential; }
-  // True if the policy needs its own NCCL communicator (any nccl-* or copy-engine setting).
   // Whether the collective's buffers are registered as symmetric windows (nccl-symmetric, copy-engine).
-  bool registers_windows() const { return nccl_symmetric || copy_engine; }
+  bool registers_windows() const;
+  // True if the policy needs its own NCCL communicator (any nccl-* or copy-engine setting).
   bool needs_own_communicator() const;
   bool operator==(const OverlapPolicy&) const;
   bool operator!=(const OverlapPolicy& o) const { return !(*this == o); }
@@ -82,5 +62,11 @@ std::string to_string(const OverlapPolicy&);
 std::string to_string(const ShapeTarget&);
 // One line per accepted token with its meaning, for --help and error messages.
 std::string policy_grammar_help();
+
+// Whether `tandem run -- CMD` can apply every token of the policy to a program it does not control.
+bool run_can_apply(const OverlapPolicy&);
+// Why it cannot, in one line naming the first refused token ("green:8 cannot be applied by `tandem
+// run`: it needs green contexts in the program"); "" when run_can_apply.
+std::string run_refusal(const OverlapPolicy&);
 
 }  // namespace tandem

@@ -3,7 +3,8 @@
 // its blocks are resident per SM, leaving registers, threads and shared memory for communication
 // CTAs. The kernel's code is untouched; only the launch's dynamic shared-memory size grows.
 //
-// All decisions happen in shape() (init time); launch() only launches.
+// All decisions happen in shape() (init time), through tandem::shape_padding (shaping.h), the
+// decision the interposer makes too; launch() only launches.
 #include <cuda_runtime.h>
 
 #include <optional>
@@ -39,6 +40,8 @@ class ShapedKernel {
 
  private:
   void set_dynamic_smem(size_t bytes);
+  // Why `target` cannot be met for this kernel, naming the kernel and its natural residency.
+  [[noreturn]] void throw_unreachable(const ShapeTarget& target, const std::optional<KernelFootprint>& comm) const;
 
   const void* func_;
   bool cooperative_;

@@ -3,6 +3,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
 #include "tandem/shaped_kernel.h"
+#include "tandem/shaping.h"
 
 namespace tandem {
 
@@ -33,40 +34,22 @@ void ShapedKernel::shape(const ShapeTarget& target, const std::optional<KernelFo
     return;
   }
   if (cooperative_)
-    TANDEM_THROW("kernel '" + footprint_.name + "' is launched cooperatively: its grid-wide synchronisation "
+    TANDEM_THROW("kernel '" + footprint_.name +
+                 "' is launched cooperatively: its grid-wide synchronisation "
                  "relies on every block being resident, so it cannot be shaped");
-  switch (target.kind) {
-    case Kind::BlocksPerSm: {
-      const auto pad = dynamic_smem_for_target(limits_, footprint_, target.blocks_per_sm);
-      if (!pad)
-        TANDEM_THROW("shaping target " + to_string(target) + " cannot be reached: " +
-                     describe_natural(footprint_, natural_));
-      set_dynamic_smem(static_cast<size_t>(*pad));
+  const ShapePadding padding = shape_padding(limits_, footprint_, target, comm);
+  switch (padding.outcome) {
+    case PaddingOutcome::Padded:
+    case PaddingOutcome::AtTarget:
+    case PaddingOutcome::AlreadyHasRoom:
+      set_dynamic_smem(static_cast<size_t>(padding.dynamic_smem));
       break;
-    }
-    case Kind::Bytes: {
-      const int64_t total = static_cast<int64_t>(base_dynamic_smem_) + target.bytes;
-      if (footprint_.static_smem + total > limits_.max_smem_per_block)
-        TANDEM_THROW("shaping target " + to_string(target) + " cannot be reached: kernel '" + footprint_.name +
-                     "' would need " + std::to_string(footprint_.static_smem + total) +
-                     " B of shared memory per block, above the device maximum of " +
-                     std::to_string(limits_.max_smem_per_block) + " B");
-      set_dynamic_smem(static_cast<size_t>(total));
-      break;
-    }
-    case Kind::Auto: {
-      TANDEM_REQUIRE(comm.has_value(), "shape:auto needs the collective's footprint");
-      const auto plan = least_shaping_with_room(limits_, footprint_, *comm);
-      if (!plan)
-        TANDEM_THROW("shape:auto cannot leave room for the collective's CTA (" +
-                     std::to_string(comm->threads_per_block) + " threads, " + std::to_string(comm->regs_per_thread) +
-                     " registers, " + std::to_string(comm->static_smem + comm->dynamic_smem) + " B shared): " +
-                     describe_natural(footprint_, natural_) + ", and no shared-memory padding frees the rest");
-      set_dynamic_smem(static_cast<size_t>(plan->dynamic_smem));
-      break;
-    }
-    case Kind::None:
-      break;
+    case PaddingOutcome::NoCollectiveFootprint:
+      TANDEM_THROW("shape:auto needs the collective's footprint");
+    case PaddingOutcome::BelowTarget:
+    case PaddingOutcome::Unreachable:
+    case PaddingOutcome::NotRequested:
+      throw_unreachable(target, comm);
   }
   // The model chose the padding; the runtime's calculator must agree, or the model is wrong for this GPU.
   if (target.kind == Kind::BlocksPerSm && blocks_per_sm_ != target.blocks_per_sm)
@@ -75,14 +58,30 @@ void ShapedKernel::shape(const ShapeTarget& target, const std::optional<KernelFo
                  std::to_string(target.blocks_per_sm) + " blocks/SM, runtime " + std::to_string(blocks_per_sm_));
 }
 
+void ShapedKernel::throw_unreachable(const ShapeTarget& target, const std::optional<KernelFootprint>& comm) const {
+  if (target.kind == ShapeTarget::Kind::Bytes) {
+    const int64_t total = static_cast<int64_t>(base_dynamic_smem_) + target.bytes;
+    TANDEM_THROW("shaping target " + to_string(target) + " cannot be reached: kernel '" + footprint_.name +
+                 "' would need " + std::to_string(footprint_.static_smem + total) +
+                 " B of shared memory per block, above the device maximum of " +
+                 std::to_string(limits_.max_smem_per_block) + " B");
+  }
+  if (target.kind == ShapeTarget::Kind::Auto && comm)
+    TANDEM_THROW("shape:auto cannot leave room for the collective's CTA (" + std::to_string(comm->threads_per_block) +
+                 " threads, " + std::to_string(comm->regs_per_thread) + " registers, " +
+                 std::to_string(comm->static_smem + comm->dynamic_smem) + " B shared): " +
+                 describe_natural(footprint_, natural_) + ", and no shared-memory padding frees the rest");
+  TANDEM_THROW("shaping target " + to_string(target) + " cannot be reached: " + describe_natural(footprint_, natural_));
+}
+
 void ShapedKernel::set_dynamic_smem(size_t bytes) {
   // Above 48 KiB a kernel must opt in to larger dynamic shared memory; setting it once here keeps the
   // launch path free of attribute calls.
   TANDEM_CUDA_CHECK(cudaFuncSetAttribute(func_, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(std::max(bytes, base_dynamic_smem_))));
   dynamic_smem_ = bytes;
-  TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm_, func_,
-                                                                  footprint_.threads_per_block, dynamic_smem_));
+  TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm_, func_, footprint_.threads_per_block,
+                                                                  dynamic_smem_));
 }
 
 void ShapedKernel::launch(dim3 grid, void** args, cudaStream_t stream) const {

@@ -128,7 +128,7 @@ TEST(preload_config, InterposablePartKeepsOnlyPriorityShapeAndSmTarget) {
   EXPECT_EQ(applied.sm_target, 100);
   EXPECT_FALSE(applied.nccl_cga_cluster_size);
   ASSERT_EQ(ignored.size(), 1u);
-  EXPECT_EQ(ignored[0].token, "nccl-cga");
+  EXPECT_EQ(ignored[0].token, "nccl-cga:2");
   EXPECT_TRUE(ignored[0].reaches_nccl_via_environment);
 }
 

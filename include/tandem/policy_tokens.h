@@ -1,0 +1,82 @@
+#pragma once
+// The policy tokens, one row each. This table is the only place a token is described: parse_policy
+// and to_string, policy_grammar_help, the accepted tokens listed in every policy error, what
+// `tandem run` does with a token (run_can_apply, run_refusal, the interposer's notes) and the token
+// table in docs/POLICIES.md (tests/cpu/test_policy_doc.cpp checks it) all read it. To add a token or
+// change how one is treated, edit its row in src/core/policy_tokens.cpp.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tandem/policy.h"
+
+namespace tandem {
+
+// How `tandem run -- CMD` treats a token in a program it does not control.
+enum class RunTreatment {
+  AsIs,             // nothing to apply: it is how the program runs anyway
+  Interposer,       // applied by the interposer (libtandem_preload.so)
+  NcclEnvironment,  // applied by NCCL from the variables `tandem run` sets before the program starts
+  Refused,          // `tandem run` refuses the policy: it needs the program's cooperation
+};
+
+// What applying a token takes (a bit mask of these).
+enum TokenNeeds : unsigned {
+  kNeedsNothing = 0,
+  kNeedsTwoStreams = 1u << 0,        // compute and collective on streams of their own
+  kNeedsOwnCommunicator = 1u << 1,   // NCCL fixes a communicator's configuration when creating it
+  kNeedsSymmetricWindows = 1u << 2,  // buffers from ncclMemAlloc registered as symmetric windows
+  kNeedsGreenContext = 1u << 3,      // a CUDA green context for the compute stream
+  kNeedsCublasLt = 1u << 4,          // a GEMM run through cuBLASLt
+};
+
+// One accepted spelling of a token and what it does, for help: {"shape:N", "pad compute ..."}.
+struct TokenForm {
+  std::string_view syntax;
+  std::string_view help;  // one line
+};
+
+// Thrown by a row's parse with the reason alone; parse_policy adds the token, the policy text and
+// the accepted tokens.
+struct InvalidTokenValue {
+  std::string why;
+};
+
+struct PolicyToken {
+  std::string_view keyword;       // the text before ':'
+  std::string_view value_syntax;  // after ':' ("N|<bytes>|auto"); empty when the token takes no value
+  std::vector<TokenForm> forms;   // one help line each
+  // Sets the token's control from its value ("" for a token without one); throws InvalidTokenValue.
+  void (*parse)(std::string_view value, OverlapPolicy&);
+  // The token as to_string writes it, or "" when the policy does not set it.
+  std::string (*print)(const OverlapPolicy&);
+  // Resets the token's control to the default, leaving every other control as it is.
+  void (*clear)(OverlapPolicy&);
+  // Place in the canonical text. Results record that text, so a token never moves.
+  int canonical_position;
+  RunTreatment run;
+  // Interposer: what it changes; NcclEnvironment: the variables `tandem run` sets; Refused: why
+  // (completes "cannot be applied by `tandem run`: ..."); AsIs: "".
+  std::string_view run_detail;
+  unsigned needs;  // TokenNeeds
+
+  bool takes_value() const { return !value_syntax.empty(); }
+  // "shape:N|<bytes>|auto", "priority": how the accepted list spells the token.
+  std::string syntax() const;
+  bool is_set(const OverlapPolicy& policy) const { return !print(policy).empty(); }
+};
+
+// Every token, in the order of help and of the accepted list.
+const std::vector<PolicyToken>& policy_tokens();
+// The row for a keyword ("shape"), or nullptr.
+const PolicyToken* find_policy_token(std::string_view keyword);
+// "sequential, concurrent, ..., copy-engine": ends every policy syntax error.
+std::string accepted_policy_tokens();
+// What `tandem run` does with the token, as docs/POLICIES.md says it: "yes", "no (refused: ...)".
+std::string run_treatment_text(const PolicyToken&);
+// "two streams, own communicator"; "" for kNeedsNothing.
+std::string needs_text(unsigned needs);
+// The token table of docs/POLICIES.md (markdown, one row per form), without the marker comments.
+std::string policy_tokens_markdown();
+
+}  // namespace tandem

@@ -1,0 +1,426 @@
+// The policy tokens, one row each (include/tandem/policy_tokens.h says who reads them).
+#include "tandem/policy_tokens.h"
+
+#include <algorithm>
+#include <charconv>
+#include <limits>
+
+namespace tandem {
+
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+// More than 64 resident blocks per SM exceeds every GPU's block limit (32 on current parts).
+constexpr int kMaxBlocksPerSm = 64;
+// NCCL caps channels (and so CTAs per collective) at 64.
+constexpr int kMaxNcclCtas = 64;
+// The padding ends up in cudaFuncSetAttribute(MaxDynamicSharedMemorySize), which takes an int.
+constexpr int64_t kMaxShapeBytes = std::numeric_limits<int>::max();
+
+// ----- values ------------------------------------------------------------------------------------
+
+[[noreturn]] void invalid(std::string why) { throw InvalidTokenValue{std::move(why)}; }
+
+std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+bool is_all_digits(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text)
+    if (c < '0' || c > '9') return false;
+  return true;
+}
+
+// A whole, unsigned decimal: no sign, no trailing characters, no overflow.
+int64_t parse_whole_number(std::string_view digits) {
+  if (!is_all_digits(digits)) invalid(in_quotes(digits) + " is not a whole number");
+  int64_t value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (error == std::errc::result_out_of_range) invalid(in_quotes(digits) + " is too large");
+  (void)end;  // is_all_digits guarantees from_chars consumed everything.
+  return value;
+}
+
+int parse_in_range(std::string_view digits, int min, int max, const char* what) {
+  const int64_t value = parse_whole_number(digits);
+  if (value < min || value > max)
+    invalid(std::string(what) + " must be " + std::to_string(min) + ".." + std::to_string(max) + ", not " +
+            std::to_string(value));
+  return static_cast<int>(value);
+}
+
+int parse_positive(std::string_view digits, const char* what) {
+  return parse_in_range(digits, 1, std::numeric_limits<int>::max(), what);
+}
+
+int64_t bytes_per_unit(std::string_view unit) {
+  if (unit == "B") return 1;
+  if (unit == "KiB") return kKiB;
+  if (unit == "MiB") return kMiB;
+  invalid("unknown size unit " + in_quotes(unit) + " (use B, KiB or MiB)");
+}
+
+ShapeTarget parse_shape(std::string_view value) {
+  ShapeTarget shape;
+  if (value == "auto") {
+    shape.kind = ShapeTarget::Kind::Auto;
+    return shape;
+  }
+  const size_t unit_start = std::min(value.find_first_not_of("0123456789"), value.size());
+  const std::string_view digits = value.substr(0, unit_start);
+  const std::string_view unit = value.substr(unit_start);
+  if (digits.empty())
+    invalid(in_quotes(value) + " is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto");
+  if (unit.empty()) {
+    const int64_t blocks = parse_whole_number(digits);
+    if (blocks < 1 || blocks > kMaxBlocksPerSm) {
+      std::string why =
+          "blocks per SM must be 1.." + std::to_string(kMaxBlocksPerSm) + ", not " + std::to_string(blocks);
+      // A large bare number is most likely a byte count missing its unit.
+      if (blocks > kMaxBlocksPerSm) why += " (for a size add a unit: shape:" + std::string(digits) + "B)";
+      invalid(why);
+    }
+    shape.kind = ShapeTarget::Kind::BlocksPerSm;
+    shape.blocks_per_sm = static_cast<int>(blocks);
+    return shape;
+  }
+  const int64_t per_unit = bytes_per_unit(unit);
+  const int64_t count = parse_whole_number(digits);
+  if (count == 0) invalid("a shared-memory size must be greater than 0");
+  if (count > kMaxShapeBytes / per_unit)
+    invalid("a shared-memory size must be at most " + std::to_string(kMaxShapeBytes) +
+            " bytes (a CUDA launch takes an int)");
+  shape.kind = ShapeTarget::Kind::Bytes;
+  shape.bytes = count * per_unit;
+  return shape;
+}
+
+// nccl-ctas:MIN..MAX, N, MIN.. or ..MAX.
+void parse_nccl_ctas(std::string_view value, OverlapPolicy& policy) {
+  const size_t dots = value.find("..");
+  if (dots == std::string_view::npos) {
+    const int ctas = parse_in_range(value, 1, kMaxNcclCtas, "an NCCL CTA count");
+    policy.nccl_min_ctas = ctas;
+    policy.nccl_max_ctas = ctas;
+    return;
+  }
+  const std::string_view min_text = value.substr(0, dots);
+  const std::string_view max_text = value.substr(dots + 2);
+  if (min_text.empty() && max_text.empty()) invalid("give MIN, MAX or both around '..'");
+  if (!min_text.empty()) policy.nccl_min_ctas = parse_in_range(min_text, 1, kMaxNcclCtas, "MIN CTAs");
+  if (!max_text.empty()) policy.nccl_max_ctas = parse_in_range(max_text, 1, kMaxNcclCtas, "MAX CTAs");
+  if (policy.nccl_min_ctas && policy.nccl_max_ctas && *policy.nccl_min_ctas > *policy.nccl_max_ctas)
+    invalid("MIN CTAs " + std::to_string(*policy.nccl_min_ctas) + " exceeds MAX CTAs " +
+            std::to_string(*policy.nccl_max_ctas));
+}
+
+std::string format_cta_range(const std::optional<int>& min_ctas, const std::optional<int>& max_ctas) {
+  if (min_ctas && max_ctas && *min_ctas == *max_ctas) return std::to_string(*min_ctas);
+  std::string range;
+  if (min_ctas) range += std::to_string(*min_ctas);
+  range += "..";
+  if (max_ctas) range += std::to_string(*max_ctas);
+  return range;
+}
+
+int parse_cga_cluster_size(std::string_view value) {
+  if (value == "1" || value == "2" || value == "4") return value[0] - '0';
+  invalid("the NCCL cluster size must be 1, 2 or 4, not " + in_quotes(value));
+}
+
+NcclCtaPolicy parse_cta_policy(std::string_view value) {
+  if (value == "efficiency") return NcclCtaPolicy::Efficiency;
+  if (value == "zero") return NcclCtaPolicy::Zero;
+  invalid("the NCCL CTA policy must be efficiency or zero, not " + in_quotes(value));
+}
+
+std::string format_bytes(int64_t bytes) {
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "MiB";
+  if (bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "KiB";
+  return std::to_string(bytes) + "B";
+}
+
+const char* cta_policy_name(NcclCtaPolicy policy) {
+  switch (policy) {
+    case NcclCtaPolicy::Efficiency:
+      return "efficiency";
+    case NcclCtaPolicy::Zero:
+      return "zero";
+    case NcclCtaPolicy::Default:
+      break;
+  }
+  return "default";
+}
+
+// "keyword" when `set`, else "".
+std::string flag(bool set, const char* keyword) { return set ? keyword : ""; }
+// "keyword:N" when `value` is set, else "".
+std::string numbered(const std::optional<int>& value, const char* keyword) {
+  return value ? std::string(keyword) + ":" + std::to_string(*value) : "";
+}
+
+// Why a program run by `tandem run` cannot take symmetric windows: it allocates its own buffers.
+constexpr std::string_view kNeedsProgramWindows = "it needs symmetric NCCL windows registered by the program";
+
+std::vector<PolicyToken> make_rows() {
+  using P = OverlapPolicy;
+  using V = std::string_view;
+  std::vector<PolicyToken> rows = {
+      {"sequential",
+       "",
+       {{"sequential", "compute and collective on one stream (combines with nothing)"}},
+       [](V, P& p) { p.order = LaunchOrder::Sequential; },
+       [](const P& p) { return flag(p.order == LaunchOrder::Sequential, "sequential"); },
+       [](P& p) { p.order = LaunchOrder::ComputeFirst; },
+       0,
+       RunTreatment::Refused,
+       "the program's streams are its own",
+       kNeedsNothing},
+      {"concurrent",
+       "",
+       {{"concurrent", "two streams, compute enqueued first (the default)"}},
+       [](V, P& p) { p.order = LaunchOrder::ComputeFirst; },
+       // The default launch order: printed only for a policy that sets nothing (to_string).
+       [](const P&) { return std::string(); },
+       [](P&) {},
+       1,
+       RunTreatment::AsIs,
+       "",
+       kNeedsTwoStreams},
+      {"comm-first",
+       "",
+       {{"comm-first", "two streams, collective enqueued before compute"}},
+       [](V, P& p) { p.order = LaunchOrder::CommFirst; },
+       [](const P& p) { return flag(p.order == LaunchOrder::CommFirst, "comm-first"); },
+       [](P& p) { p.order = LaunchOrder::ComputeFirst; },
+       2,
+       RunTreatment::Refused,
+       "the program decides its launch order",
+       kNeedsTwoStreams},
+      {"priority",
+       "",
+       {{"priority", "collective stream at the greatest priority, compute stream at the least"}},
+       [](V, P& p) { p.comm_priority = true; },
+       [](const P& p) { return flag(p.comm_priority, "priority"); },
+       [](P& p) { p.comm_priority = false; },
+       4,
+       RunTreatment::Interposer,
+       "NCCL launches at the greatest priority",
+       kNeedsTwoStreams},
+      {"shape",
+       "N|<bytes>|auto",
+       {{"shape:N", "pad compute launches to N resident blocks per SM (1..64)"},
+        {"shape:<bytes>", "pad compute launches with this much dynamic shared memory (4096B, 48KiB, 1MiB)"},
+        {"shape:auto", "least padding that leaves room for the collective"}},
+       [](V v, P& p) { p.shape = parse_shape(v); },
+       [](const P& p) { return p.shape.kind == ShapeTarget::Kind::None ? std::string() : to_string(p.shape); },
+       [](P& p) { p.shape = ShapeTarget{}; },
+       3,
+       RunTreatment::Interposer,
+       "compute launches padded (shape:auto: for the NCCL footprint last seen)",
+       kNeedsTwoStreams},
+      {"sm-target",
+       "N",
+       {{"sm-target:N", "cuBLASLt SM-count target for GEMMs"}},
+       [](V v, P& p) { p.sm_target = parse_positive(v, "the SM-count target"); },
+       [](const P& p) { return numbered(p.sm_target, "sm-target"); },
+       [](P& p) { p.sm_target.reset(); },
+       5,
+       RunTreatment::Interposer,
+       "cuBLAS handles and cuBLASLt matmul descriptors",
+       kNeedsTwoStreams | kNeedsCublasLt},
+      {"nccl-ctas",
+       "MIN..MAX",
+       {{"nccl-ctas:MIN..MAX", "NCCL minCTAs/maxCTAs (also N, MIN.., ..MAX; 1..64)"}},
+       [](V v, P& p) { parse_nccl_ctas(v, p); },
+       [](const P& p) {
+         return p.nccl_min_ctas || p.nccl_max_ctas ? "nccl-ctas:" + format_cta_range(p.nccl_min_ctas, p.nccl_max_ctas)
+                                                   : std::string();
+       },
+       [](P& p) {
+         p.nccl_min_ctas.reset();
+         p.nccl_max_ctas.reset();
+       },
+       6,
+       RunTreatment::NcclEnvironment,
+       "NCCL_MIN_CTAS/NCCL_MAX_CTAS",
+       kNeedsTwoStreams | kNeedsOwnCommunicator},
+      {"nccl-cga",
+       "1|2|4",
+       {{"nccl-cga:1|2|4", "NCCL CGA cluster size"}},
+       [](V v, P& p) { p.nccl_cga_cluster_size = parse_cga_cluster_size(v); },
+       [](const P& p) { return numbered(p.nccl_cga_cluster_size, "nccl-cga"); },
+       [](P& p) { p.nccl_cga_cluster_size.reset(); },
+       7,
+       RunTreatment::NcclEnvironment,
+       "NCCL_CGA_CLUSTER_SIZE",
+       kNeedsTwoStreams | kNeedsOwnCommunicator},
+      {"nccl-cta-policy",
+       "efficiency|zero",
+       {{"nccl-cta-policy:efficiency|zero", "NCCL CTA policy"}},
+       [](V v, P& p) { p.nccl_cta_policy = parse_cta_policy(v); },
+       [](const P& p) {
+         return p.nccl_cta_policy == NcclCtaPolicy::Default
+                    ? std::string()
+                    : std::string("nccl-cta-policy:") + cta_policy_name(p.nccl_cta_policy);
+       },
+       [](P& p) { p.nccl_cta_policy = NcclCtaPolicy::Default; },
+       8,
+       RunTreatment::NcclEnvironment,
+       "NCCL_CTA_POLICY",
+       kNeedsTwoStreams | kNeedsOwnCommunicator},
+      {"green",
+       "N",
+       {{"green:N", "compute in a green context of N SMs, collective in the rest"}},
+       [](V v, P& p) { p.green_sms = parse_positive(v, "the green-context SM count"); },
+       [](const P& p) { return numbered(p.green_sms, "green"); },
+       [](P& p) { p.green_sms.reset(); },
+       9,
+       RunTreatment::Refused,
+       "it needs green contexts in the program",
+       kNeedsTwoStreams | kNeedsGreenContext},
+      {"nccl-symmetric",
+       "",
+       {{"nccl-symmetric", "buffers as NCCL symmetric windows (direct-access kernels)"}},
+       [](V, P& p) { p.nccl_symmetric = true; },
+       [](const P& p) { return flag(p.nccl_symmetric, "nccl-symmetric"); },
+       [](P& p) { p.nccl_symmetric = false; },
+       10,
+       RunTreatment::Refused,
+       kNeedsProgramWindows,
+       kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows},
+      {"copy-engine",
+       "",
+       {{"copy-engine",
+         "collectives on copy engines: one ncclGather per root, each on its own lane communicator; "
+         "reductions add a sum kernel (all-reduce: then an in-place copy-engine all-gather)"}},
+       [](V, P& p) { p.copy_engine = true; },
+       [](const P& p) { return flag(p.copy_engine, "copy-engine"); },
+       [](P& p) { p.copy_engine = false; },
+       11,
+       RunTreatment::Refused,
+       kNeedsProgramWindows,
+       kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows},
+  };
+  return rows;
+}
+
+// Markdown cell text: '|' would end the cell.
+std::string escape_cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string to_string(const ShapeTarget& shape) {
+  switch (shape.kind) {
+    case ShapeTarget::Kind::BlocksPerSm:
+      return "shape:" + std::to_string(shape.blocks_per_sm);
+    case ShapeTarget::Kind::Bytes:
+      return "shape:" + format_bytes(shape.bytes);
+    case ShapeTarget::Kind::Auto:
+      return "shape:auto";
+    case ShapeTarget::Kind::None:
+      break;
+  }
+  return "none";
+}
+
+std::string PolicyToken::syntax() const {
+  return takes_value() ? std::string(keyword) + ":" + std::string(value_syntax) : std::string(keyword);
+}
+
+const std::vector<PolicyToken>& policy_tokens() {
+  static const std::vector<PolicyToken> rows = make_rows();
+  return rows;
+}
+
+const PolicyToken* find_policy_token(std::string_view keyword) {
+  for (const PolicyToken& row : policy_tokens())
+    if (row.keyword == keyword) return &row;
+  return nullptr;
+}
+
+std::string accepted_policy_tokens() {
+  std::string list;
+  for (const PolicyToken& row : policy_tokens()) {
+    if (!list.empty()) list += ", ";
+    list += row.syntax();
+  }
+  return list;
+}
+
+std::string needs_text(unsigned needs) {
+  static const std::pair<TokenNeeds, const char*> kNames[] = {
+      {kNeedsTwoStreams, "two streams"},
+      {kNeedsOwnCommunicator, "a communicator of its own"},
+      {kNeedsSymmetricWindows, "symmetric windows"},
+      {kNeedsGreenContext, "a green context"},
+      {kNeedsCublasLt, "a cuBLASLt GEMM"},
+  };
+  std::string text;
+  for (const auto& [bit, name] : kNames) {
+    if (!(needs & bit)) continue;
+    if (!text.empty()) text += ", ";
+    text += name;
+  }
+  return text;
+}
+
+std::string run_treatment_text(const PolicyToken& row) {
+  const std::string detail(row.run_detail);
+  switch (row.run) {
+    case RunTreatment::AsIs:
+      return "yes (the program as it is)";
+    case RunTreatment::Interposer:
+      return "yes, by the interposer: " + detail;
+    case RunTreatment::NcclEnvironment:
+      return "yes, as " + detail + " (set by `tandem run` for NCCL)";
+    case RunTreatment::Refused:
+      return "no (refused: " + detail + ")";
+  }
+  return "";
+}
+
+std::string policy_tokens_markdown() {
+  std::string table =
+      "| token | what it does | needs | `tandem run` |\n"
+      "|---|---|---|---|\n";
+  for (const PolicyToken& row : policy_tokens()) {
+    const std::string needs = needs_text(row.needs);
+    for (const TokenForm& form : row.forms)
+      table += "| `" + escape_cell(form.syntax) + "` | " + escape_cell(form.help) + " | " +
+               (needs.empty() ? std::string("nothing") : needs) + " | " + escape_cell(run_treatment_text(row)) + " |\n";
+  }
+  return table;
+}
+
+std::string run_refusal(const OverlapPolicy& policy) {
+  for (const PolicyToken& row : policy_tokens()) {
+    if (row.run != RunTreatment::Refused) continue;
+    const std::string token = row.print(policy);
+    if (!token.empty()) return token + " cannot be applied by `tandem run`: " + std::string(row.run_detail);
+  }
+  return "";
+}
+
+bool run_can_apply(const OverlapPolicy& policy) { return run_refusal(policy).empty(); }
+
+bool OverlapPolicy::needs_own_communicator() const {
+  for (const PolicyToken& row : policy_tokens())
+    if ((row.needs & kNeedsOwnCommunicator) && row.is_set(*this)) return true;
+  return false;
+}
+
+bool OverlapPolicy::registers_windows() const {
+  for (const PolicyToken& row : policy_tokens())
+    if ((row.needs & kNeedsSymmetricWindows) && row.is_set(*this)) return true;
+  return false;
+}
+
+}  // namespace tandem

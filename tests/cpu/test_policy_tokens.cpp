@@ -1,0 +1,73 @@
+// The token table (tandem/policy_tokens.h): what `tandem run` may apply, and that the rows cover
+// every control of an OverlapPolicy. Expected texts are written out here, not read from the rows.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tandem/policy.h"
+#include "tandem/policy_tokens.h"
+
+namespace tandem {
+namespace {
+
+TEST(PolicyTokens, RunAppliesWhatAnInterposerOrNcclsEnvironmentCan) {
+  for (const char* text :
+       {"concurrent", "priority", "shape:3", "shape:48KiB", "shape:auto", "sm-target:100", "nccl-ctas:2..16",
+        "nccl-cga:1", "nccl-cta-policy:zero", "priority+shape:auto+sm-target:116+nccl-ctas:..16+nccl-cga:1"}) {
+    EXPECT_TRUE(run_can_apply(parse_policy(text))) << text;
+    EXPECT_EQ(run_refusal(parse_policy(text)), "") << text;
+  }
+}
+
+TEST(PolicyTokens, RunRefusesTokensThatNeedTheProgram) {
+  const std::pair<const char*, const char*> refused[] = {
+      {"sequential", "sequential cannot be applied by `tandem run`: the program's streams are its own"},
+      {"comm-first+priority", "comm-first cannot be applied by `tandem run`: the program decides its launch order"},
+      {"green:8+priority", "green:8 cannot be applied by `tandem run`: it needs green contexts in the program"},
+      {"nccl-symmetric",
+       "nccl-symmetric cannot be applied by `tandem run`: it needs symmetric NCCL windows registered by the program"},
+      {"priority+copy-engine",
+       "copy-engine cannot be applied by `tandem run`: it needs symmetric NCCL windows registered by the program"},
+  };
+  for (const auto& [text, why] : refused) {
+    EXPECT_FALSE(run_can_apply(parse_policy(text))) << text;
+    EXPECT_EQ(run_refusal(parse_policy(text)), why) << text;
+  }
+}
+
+// A policy with every control set: clearing each row's control must give the default policy, so a
+// field added to OverlapPolicy without a row (and so without parse, print or a run treatment) fails.
+TEST(PolicyTokens, RowsCoverEveryControl) {
+  OverlapPolicy all = parse_policy(
+      "comm-first+priority+shape:3+sm-target:100+nccl-ctas:2..16+nccl-cga:2+"
+      "nccl-cta-policy:zero+green:8+nccl-symmetric+copy-engine");
+  for (const PolicyToken& row : policy_tokens()) row.clear(all);
+  EXPECT_EQ(all, OverlapPolicy{});
+  EXPECT_EQ(to_string(all), "concurrent");
+}
+
+TEST(PolicyTokens, EachRowPrintsOnlyItsOwnToken) {
+  const OverlapPolicy p = parse_policy("shape:48KiB+nccl-ctas:..16+green:8");
+  for (const PolicyToken& row : policy_tokens()) {
+    const std::string printed = row.print(p);
+    if (row.keyword == "shape")
+      EXPECT_EQ(printed, "shape:48KiB");
+    else if (row.keyword == "nccl-ctas")
+      EXPECT_EQ(printed, "nccl-ctas:..16");
+    else if (row.keyword == "green")
+      EXPECT_EQ(printed, "green:8");
+    else
+      EXPECT_EQ(printed, "") << row.keyword;
+  }
+}
+
+TEST(PolicyTokens, FindByKeyword) {
+  ASSERT_NE(find_policy_token("nccl-cga"), nullptr);
+  EXPECT_EQ(find_policy_token("nccl-cga")->syntax(), "nccl-cga:1|2|4");
+  EXPECT_EQ(find_policy_token("priority")->syntax(), "priority");
+  EXPECT_EQ(find_policy_token("shape:3"), nullptr);
+  EXPECT_EQ(find_policy_token("prio"), nullptr);
+}
+
+}  // namespace
+}  // namespace tandem
