@@ -254,6 +254,9 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   std::printf("#\n# %s after %d of %d rounds\n", finished ? "results" : "INTERRUPTED: results", result.rounds_done,
               o.rounds);
   std::fputs(bench::program_stats_text(stats, decision, o.metric).c_str(), stdout);
+  if (!result.runs.empty() && result.runs.front().process.exit_status != 0)
+    std::printf("# note: the program exits with status %d without tandem; a candidate had to do the same\n",
+                result.runs.front().process.exit_status);
   if (result.rounds_done > 0) {
     const OverlapPolicy chosen = chosen_policy(stats, decision);
     const std::string text = tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen);

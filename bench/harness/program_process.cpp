@@ -133,11 +133,13 @@ ProcessRun run_process(ProgramSignals& signals, const std::vector<std::string>& 
   if (timeout_s > 0)
     deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   bool stopping = false;  // SIGTERM (or the interrupting signal) sent; SIGKILL at the deadline
-  int status = 0;
   for (;;) {
-    const pid_t waited = ::waitpid(child, &status, WNOHANG);
-    if (waited == child) break;
-    TANDEM_REQUIRE(waited == 0 || errno == EINTR, std::string("waitpid failed: ") + std::strerror(errno));
+    // WNOWAIT: an ended child stays a zombie until the kill below, so its pid, the id of its process
+    // group, cannot have been given to another process when the group is killed.
+    siginfo_t ended{};
+    const int waited = ::waitid(P_PID, static_cast<id_t>(child), &ended, WEXITED | WNOHANG | WNOWAIT);
+    if (waited == 0 && ended.si_pid == child) break;
+    TANDEM_REQUIRE(waited == 0 || errno == EINTR, std::string("waitid failed: ") + std::strerror(errno));
     timespec left{};
     if (deadline) left = to_timespec(seconds_until(*deadline));
     const int signal = ::sigtimedwait(&saved.waited, nullptr, deadline ? &left : nullptr);
@@ -162,6 +164,9 @@ ProcessRun run_process(ProgramSignals& signals, const std::vector<std::string>& 
   run.wall_s = std::chrono::duration<double>(Clock::now() - started).count();
   // Workers the program left behind would run into the next measurement.
   ::kill(-child, SIGKILL);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
   run.interrupted = signals.interrupted_;
   if (WIFEXITED(status))
     run.exit_status = WEXITSTATUS(status);
