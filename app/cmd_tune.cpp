@@ -18,6 +18,8 @@
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
+#include "tune_policy_file.h"
+#include "tune_program_cli.h"
 
 namespace tandem::cli {
 namespace {
@@ -31,34 +33,29 @@ struct TuneCli {
   std::string resume;  // --resume FILE.json
 };
 
-// The first lines of a policy file: what tandem tuned, where and when.
-std::string policy_file_header(const bench::Row& r, const bench::RunInfo& info) {
-  std::ostringstream out;
-  out << "# tandem tune " << info.tandem_version << " (" << info.commit << "), " << info.date << "\n"
-      << "# " << r.workload << " x " << r.collective << " " << bench::size_text(r.bytes) << " " << r.dtype << " on "
-      << info.gpus << " x " << info.gpu << "\n";
-  return out.str();
+// What a case's policy file says was tuned: the case and the GPUs.
+std::string case_line(const bench::Row& r, const bench::RunInfo& info) {
+  return r.workload + " x " + r.collective + " " + bench::size_text(r.bytes) + " " + r.dtype + " on " +
+         std::to_string(info.gpus) + " x " + info.gpu;
 }
 
 // One case's policy file: comments saying what was tuned and how well, then the policy.
 std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& info) {
-  std::ostringstream out;
+  std::ostringstream how_well;
   const bench::Row& t = c.tuned;
-  out << policy_file_header(t, info) << "# t_overlap " << t.t_overlap_ms << " ms, t_seq " << t.t_seq_ms
-      << " ms, efficiency " << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100)
-      << " %, paper " << std::lround(c.paper.efficiency * 100) << " %)\n"
-      << t.policy << "\n";
-  return out.str();
+  how_well << "t_overlap " << t.t_overlap_ms << " ms, t_seq " << t.t_seq_ms << " ms, efficiency "
+           << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100) << " %, paper "
+           << std::lround(c.paper.efficiency * 100) << " %)";
+  return tune_policy_file_text(info, {case_line(t, info), how_well.str()}, parse_policy(t.policy));
 }
 
 // The policy file of a case whose search is still running: its fastest policy so far, which the
 // final rounds have not confirmed yet.
 std::string best_so_far_text(const bench::Row& best, const bench::RunInfo& info) {
-  std::ostringstream out;
-  out << policy_file_header(best, info) << "# UNFINISHED search: the fastest policy so far (t_overlap "
-      << best.t_overlap_ms << " ms, t_seq " << best.t_seq_ms << " ms), not yet confirmed by the final rounds\n"
-      << best.policy << "\n";
-  return out.str();
+  std::ostringstream unfinished;
+  unfinished << "UNFINISHED search: the fastest policy so far (t_overlap " << best.t_overlap_ms << " ms, t_seq "
+             << best.t_seq_ms << " ms), not yet confirmed by the final rounds";
+  return tune_policy_file_text(info, {case_line(best, info), unfinished.str()}, parse_policy(best.policy));
 }
 
 // A case's rows in the JSON: every candidate of the search, then the final round's (the comparison
@@ -235,7 +232,32 @@ void add_tune_command(CLI::App& app, int& exit_code) {
                   "(policy files rewritten if missing), the rest tuned; --json then holds them all")
       ->default_str("none")
       ->group("What to run");
-  cmd->callback([cli, &exit_code] { exit_code = run(*cli); });
+  // tandem tune -- CMD ARGS...: the same command tunes a program (tune_program_cli.h).
+  auto program = std::make_shared<ProgramTuneCli>();
+  add_program_tune_options(cmd, program);
+  cmd->get_option("--timeout")
+      ->default_str("120 for the benchmark")
+      ->description(
+          "Benchmark: seconds before an unfinished step aborts the communicators, above 0, at most 604800 (a week). "
+          "Program (after --): seconds before a run's process group is killed and the run counted failed; "
+          "default: none for the baseline, 3 x its slowest run + 60 s for a candidate");
+  cmd->footer(
+      "tandem tune [options] -- CMD ARGS...: runs the program plainly (the baseline) and under `tandem run "
+      "--policy P` for each candidate, in --rounds interleaved rounds, and writes the policy that beats the "
+      "baseline by more than the noise (else `concurrent`) to --out. The program's output goes to --logs.");
+  cmd->callback([cli, program, cmd, &exit_code] {
+    if (program->command.empty()) {
+      exit_code = run(*cli);
+      return;
+    }
+    checking_input([&] { refuse_benchmark_options(*cmd); });
+    SharedTuneOutputs shared;
+    shared.policy_file = cli->policy_file;
+    shared.json_path = cli->bench->options.json_path;
+    if (cmd->count("--timeout")) shared.timeout_s = cli->bench->options.timeout_s;
+    shared.progress = !cli->bench->quiet;
+    exit_code = run_program_tune(*program, shared);
+  });
 }
 
 }  // namespace tandem::cli

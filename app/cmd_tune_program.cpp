@@ -1,0 +1,292 @@
+// `tandem tune [options] -- CMD ARGS...`: parses the options of tuning a program, checks them before
+// any run, calls the program tuner and reports: progress lines on stderr, the results table on
+// stdout, the policy file (best so far after each round, headed UNFINISHED until the last) and --json.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <set>
+
+#include "command_line.h"
+#include "harness/program_tuner.h"
+#include "harness/report.h"
+#include "harness/tune_progress.h"
+#include "run_environment.h"
+#include "tandem/build_info.h"
+#include "tandem/error.h"
+#include "tandem/printable.h"
+#include "tandem/safe_file.h"
+#include "tune_policy_file.h"
+#include "tune_program_cli.h"
+
+namespace tandem::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kMaxRounds = 100;
+constexpr double kMaxTimeoutSeconds = 604800;  // a week, as the benchmark's --timeout
+constexpr int kInterruptedStatus = 130;        // 128 + SIGINT, as a shell reports an interrupted command
+
+const char* const kGroup = "Tuning a program (tandem tune [options] -- CMD ARGS...)";
+
+// Options both tunes read; any other option given with a command is the benchmark's.
+const std::set<std::string> kProgramOptions = {
+    "--out",    "--json",       "--quiet", "--timeout", "--metric", "--metric-higher-is-better",
+    "--rounds", "--candidates", "--logs",  "--help",    "command"};
+
+// The candidates: --candidates as given (each must be one `tandem run` applies), else the default
+// list less what `tandem run` refuses. Duplicates are measured once.
+std::vector<OverlapPolicy> candidates_of(const ProgramTuneCli& cli) {
+  std::vector<OverlapPolicy> listed;
+  if (cli.candidates.empty()) {
+    for (const auto& p : bench::program_candidates())
+      if (why_run_cannot_apply(p).empty()) listed.push_back(p);
+  } else {
+    listed = checking_input([&] { return parse_policy_list(cli.candidates); });
+    for (const auto& p : listed) {
+      const std::string why = why_run_cannot_apply(p);
+      TANDEM_CHECK_INPUT(why.empty(), "--candidates: " + why);
+    }
+  }
+  std::vector<OverlapPolicy> out;
+  for (const auto& p : listed)
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  return out;
+}
+
+// --logs DIR (created if missing), else a fresh private folder (mode 0700) under the temporary directory.
+std::string logs_folder(const std::string& given) {
+  if (given.empty()) {
+    std::string pattern = (fs::temp_directory_path() / "tandem-tune-XXXXXX").string();
+    TANDEM_REQUIRE(::mkdtemp(pattern.data()), "cannot create a folder for the run logs from " + pattern);
+    return pattern;
+  }
+  std::error_code ec;
+  fs::create_directories(given, ec);
+  TANDEM_CHECK_INPUT(
+      fs::is_directory(given) && ::access(given.c_str(), W_OK | X_OK) == 0,
+      "--logs " + quoted_value(given) + " is not a folder this user can write" + (ec ? " (" + ec.message() + ")" : ""));
+  return fs::absolute(given).lexically_normal().string();
+}
+
+std::string value_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// The lines the policy file carries about the result, finished or not.
+std::vector<std::string> about_lines(const bench::ProgramTuneOptions& o, const bench::ProgramTuneResult& result,
+                                     const std::vector<bench::PolicyStats>& stats,
+                                     const bench::ProgramDecision& decision, bool finished) {
+  std::vector<std::string> lines = {"program " + bench::shell_command(o.command),
+                                    "measured by " + o.metric.describe() +
+                                        "; baseline (the program without tandem) "
+                                        "median " +
+                                        value_text(stats[0].median) + " over " + std::to_string(result.rounds_done) +
+                                        " rounds"};
+  if (!finished)
+    lines.push_back("UNFINISHED search: " + std::to_string(result.rounds_done) + " of " + std::to_string(o.rounds) +
+                    " rounds done; the best so far, not yet confirmed by the remaining rounds");
+  if (decision.winner) {
+    const auto& w = stats[*decision.winner];
+    lines.push_back(w.policy + ": median " + value_text(w.median) + " (spread " + value_text(w.spread()) + "); " +
+                    decision.reason);
+  } else {
+    lines.push_back(decision.reason);
+    lines.push_back("so this file holds `concurrent`: tandem run applies no control, the program runs as without it");
+  }
+  return lines;
+}
+
+OverlapPolicy chosen_policy(const std::vector<bench::PolicyStats>& stats, const bench::ProgramDecision& decision) {
+  return parse_policy(decision.winner ? stats[*decision.winner].policy : "concurrent");
+}
+
+}  // namespace
+
+void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCli>& cli) {
+  cmd->add_option("--metric", cli->metric,
+                  "Regular expression (ECMAScript) with one capture group around a number the program prints, e.g. "
+                  "'\"step_ms_median\": ([0-9.]+)'; a run's value is the median of its matches in stdout and stderr")
+      ->default_str("the wall time of each run")
+      ->group(kGroup);
+  cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
+                "The metric is a throughput: higher wins (default: lower wins)")
+      ->group(kGroup);
+  cmd->add_option("--rounds", cli->rounds,
+                  "Rounds, from 1 to " + std::to_string(kMaxRounds) +
+                      "; each runs the baseline (the program without tandem), then every candidate in an order "
+                      "rotated per round")
+      ->capture_default_str()
+      ->group(kGroup);
+  cmd->add_option("--candidates", cli->candidates, "Policies to try, comma-separated, each one `tandem run` applies")
+      ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings")
+      ->group(kGroup);
+  cmd->add_option("--logs", cli->logs, "Folder for each run's output (created if missing)")
+      ->default_str("a new private folder under $TMPDIR, printed")
+      ->group(kGroup);
+  cmd->add_option("command", cli->command, "The program and its arguments, after --")->group(kGroup);
+}
+
+void refuse_benchmark_options(const CLI::App& cmd) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    if (option->count() == 0) continue;
+    const std::string name = option->get_name();
+    TANDEM_CHECK_INPUT(kProgramOptions.count(name) > 0,
+                       name +
+                           " is an option of the benchmark tune; tuning a program (after --) reads only -o/--out, "
+                           "--json, -q/--quiet, -T/--timeout, --metric, --metric-higher-is-better, --rounds, "
+                           "--candidates and --logs");
+  }
+}
+
+int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared) {
+  // Everything the user gave is checked before the first run: one plain line each.
+  bench::ProgramTuneOptions o;
+  o.command = cli.command;
+  o.rounds = cli.rounds;
+  o.timeout_s = shared.timeout_s.value_or(0);
+  checking_input([&] {
+    TANDEM_CHECK_INPUT(
+        cli.rounds >= 1 && cli.rounds <= kMaxRounds,
+        "--rounds " + std::to_string(cli.rounds) + " is out of bounds: from 1 to " + std::to_string(kMaxRounds));
+    if (shared.timeout_s)
+      TANDEM_CHECK_INPUT(*shared.timeout_s > 0 && *shared.timeout_s <= kMaxTimeoutSeconds,
+                         "--timeout " + value_text(*shared.timeout_s) + " is out of bounds: above 0, at most 604800");
+    if (!cli.metric.empty()) o.metric = bench::ProgramMetric(cli.metric, cli.higher_is_better);
+    TANDEM_CHECK_INPUT(!cli.higher_is_better || !cli.metric.empty(),
+                       "--metric-higher-is-better needs --metric (wall time is always lower-is-better)");
+    require_writable(shared.policy_file, "--out");
+    if (!shared.json_path.empty()) require_writable(shared.json_path, "--json");
+    // The candidates run under `tandem run`: its interposer must be there before the first run.
+    locate_preload_library();
+  });
+  o.candidates = candidates_of(cli);
+  TANDEM_CHECK_INPUT(!o.candidates.empty(), "no candidate policy that `tandem run` can apply");
+  o.logs_dir = checking_input([&] { return logs_folder(cli.logs); });
+  // The candidates run as `tandem run --policy P -- CMD`: this very binary, so what is measured is
+  // exactly what a user then runs with the policy file.
+  o.tandem_run = {"/proc/self/exe", "run"};
+
+  bench::RunInfo info;
+  info.tool = "tune-program";
+  info.tandem_version = TANDEM_VERSION_STRING;
+  info.commit = TANDEM_GIT_COMMIT;
+  info.command = command_line();
+  info.date = bench::utc_now_iso8601();
+
+  const std::string program = bench::shell_command(o.command);
+  std::printf("# tandem tune %s (%s), %s\n", info.tandem_version.c_str(), info.commit.c_str(), info.date.c_str());
+  std::printf("# program    %s\n", printable(program, 1000).c_str());
+  std::printf("# metric     %s\n", printable(o.metric.describe(), 1000).c_str());
+  std::printf("# rounds     %d: the baseline (the program without tandem), then %zu candidates rotated per round\n",
+              o.rounds, o.candidates.size());
+  if (o.timeout_s > 0)
+    std::printf("# timeout    %s s per run\n", value_text(o.timeout_s).c_str());
+  else
+    std::printf("# timeout    none for the baseline; a candidate run after 3 x the slowest baseline run + 60 s\n");
+  std::printf("# logs       %s\n", printable(o.logs_dir, 1000).c_str());
+  std::fflush(stdout);
+
+  const auto write_quietly = [](const std::string& path, const std::string& text) {
+    const std::string why = try_write_file_atomically(path, text);
+    if (!why.empty()) std::fprintf(stderr, "tandem tune: warning: %s\n", printable(why, 1000).c_str());
+  };
+  const auto document = [&](const bench::ProgramTuneResult& result, const std::vector<bench::PolicyStats>& stats,
+                            const bench::ProgramDecision& decision, bool complete) {
+    nlohmann::json doc = {{"schema_version", bench::kBenchJsonSchemaVersion},
+                          {"complete", complete},
+                          {"tool", info.tool},
+                          {"tandem_version", info.tandem_version},
+                          {"commit", info.commit},
+                          {"command", info.command},
+                          {"date", info.date},
+                          {"policy_file", shared.policy_file}};
+    doc.update(bench::program_tune_json(o, result, stats, decision));
+    return bench::json_text(doc, 2) + "\n";
+  };
+
+  // After each round but the last: the best so far in the policy file, headed UNFINISHED, and the
+  // JSON so far; Ctrl-C later keeps them.
+  bench::ProgramTuneSinks sinks;
+  sinks.on_round = [&](const bench::ProgramTuneResult& result) {
+    if (result.rounds_done == o.rounds) return;
+    const auto stats = bench::program_stats(o, result);
+    const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
+    write_quietly(shared.policy_file, tune_policy_file_text(info, about_lines(o, result, stats, decision, false),
+                                                            chosen_policy(stats, decision)));
+    if (!shared.json_path.empty()) write_quietly(shared.json_path, document(result, stats, decision, false));
+  };
+  const size_t runs_in_all = static_cast<size_t>(o.rounds) * (o.candidates.size() + 1);
+  const auto started = std::chrono::steady_clock::now();
+  sinks.on_run = [&](const bench::ProgramRun& run, const bench::ProgramTuneResult& result) {
+    if (!shared.progress) return;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const size_t done = result.runs.size();
+    std::string line = "round " + std::to_string(run.round) + "/" + std::to_string(o.rounds) + ", run " +
+                       std::to_string(done) + "/" + std::to_string(runs_in_all) + ": " +
+                       (run.candidate ? run.policy : "baseline") + " ";
+    line += run.value ? value_text(*run.value) : "disqualified: " + run.failure;
+    if (result.rounds_done > 0) {  // as the benchmark tune's lines: the best so far, over finished rounds
+      const auto stats = bench::program_stats(o, result);
+      const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
+      line += decision.winner
+                  ? ", best so far " + stats[*decision.winner].policy + " " + value_text(stats[*decision.winner].median)
+                  : ", best so far the baseline";
+      line += " (baseline " + value_text(stats[0].median) + ")";
+    }
+    line += ", ~" +
+            bench::duration_text(elapsed / static_cast<double>(done) * static_cast<double>(runs_in_all - done)) +
+            " left";
+    std::fprintf(stderr, "tandem tune: %s\n", printable(line, 2000).c_str());
+  };
+
+  const bench::ProgramTuneResult result = bench::tune_program(o, sinks);
+  const auto stats = bench::program_stats(o, result);
+  const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
+  const bool finished = !result.interrupted;
+
+  std::printf("#\n# %s after %d of %d rounds\n", finished ? "results" : "INTERRUPTED: results", result.rounds_done,
+              o.rounds);
+  std::fputs(bench::program_stats_text(stats, decision, o.metric).c_str(), stdout);
+  if (!result.runs.empty() && result.runs.front().process.exit_status != 0)
+    std::printf("# note: the program exits with status %d without tandem; a candidate had to do the same\n",
+                result.runs.front().process.exit_status);
+  if (result.rounds_done > 0) {
+    const OverlapPolicy chosen = chosen_policy(stats, decision);
+    const std::string text = tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen);
+    std::printf("# decision: %s\n", printable(decision.reason, 2000).c_str());
+    if (finished) {
+      // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
+      write_file_atomically(shared.policy_file, text);
+      std::printf("# wrote %s: %s\n", printable(shared.policy_file, 1000).c_str(), to_string(chosen).c_str());
+    } else {
+      write_quietly(shared.policy_file, text);
+      std::printf("# wrote %s (UNFINISHED, the best so far): %s\n", printable(shared.policy_file, 1000).c_str(),
+                  to_string(chosen).c_str());
+    }
+  } else {
+    std::printf("# no round finished: no policy file written\n");
+  }
+  if (!shared.json_path.empty()) {
+    if (finished)
+      write_file_atomically(shared.json_path, document(result, stats, decision, true));
+    else
+      write_quietly(shared.json_path, document(result, stats, decision, false));
+  }
+  std::printf("# logs in %s\n", printable(o.logs_dir, 1000).c_str());
+  if (!finished) {
+    std::printf("# INTERRUPTED after %d of %d rounds\n", result.rounds_done, o.rounds);
+    return kInterruptedStatus;
+  }
+  std::printf("# OK: %zu runs in %d rounds, %s\n", result.runs.size(), result.rounds_done,
+              decision.winner ? ("winner " + stats[*decision.winner].policy).c_str() : "no policy beats the baseline");
+  return 0;
+}
+
+}  // namespace tandem::cli

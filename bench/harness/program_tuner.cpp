@@ -1,0 +1,371 @@
+#include "harness/program_tuner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "harness/metrics.h"
+#include "harness/report.h"
+#include "harness/tuner.h"
+#include "tandem/error.h"
+#include "tandem/printable.h"
+
+namespace tandem::bench {
+namespace {
+
+// std::regex matches recursively: a line of megabytes (a progress bar without line breaks) could
+// exhaust the stack. A metric is printed on a short line; longer lines are searched in their first
+// this many characters.
+constexpr size_t kMaxLineChars = 64 * 1024;
+
+// A candidate's run without --timeout: this many times the slowest baseline run, plus kSlackSeconds.
+constexpr double kAutoTimeoutFactor = 3;
+constexpr double kSlackSeconds = 60;
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  const char* begin = text.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(begin, &end);
+  if (end == begin) return std::nullopt;
+  while (*end == ' ' || *end == '\t') ++end;
+  if (*end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// Whether `a` is better than `b`.
+bool better(double a, double b, bool higher_is_better) { return higher_is_better ? a > b : a < b; }
+
+std::string percent_text(double gain, double reference) {
+  if (reference == 0) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " (%.1f %%)", 100.0 * gain / std::fabs(reference));
+  return buf;
+}
+
+}  // namespace
+
+ProgramMetric::ProgramMetric(const std::string& pattern, bool higher_is_better)
+    : pattern_(pattern), higher_is_better_(higher_is_better) {
+  TANDEM_CHECK_INPUT(!pattern.empty(), "--metric is empty: give a regular expression with one capture group");
+  try {
+    regex_ = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    TANDEM_USER_ERROR("--metric " + quoted_value(pattern) + " is not a valid regular expression (" + e.what() + ")");
+  }
+  TANDEM_CHECK_INPUT(regex_.mark_count() == 1,
+                     "--metric " + quoted_value(pattern) + " has " + std::to_string(regex_.mark_count()) +
+                         " capture groups; it needs exactly one, around the number (use (?:...) for others)");
+}
+
+std::string ProgramMetric::describe() const {
+  if (is_wall_time()) return "wall time (s), lower is better";
+  return "--metric " + quoted_value(pattern_) + (higher_is_better_ ? ", higher is better" : ", lower is better");
+}
+
+std::vector<double> ProgramMetric::values_in_text(const std::string& text,
+                                                  std::vector<std::string>* not_numbers) const {
+  std::vector<double> out;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find_first_of("\r\n", start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(start, std::min(end - start, kMaxLineChars));
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), regex_); it != std::sregex_iterator(); ++it) {
+      const std::string captured = (*it)[1].str();
+      if (const auto v = parse_number(captured))
+        out.push_back(*v);
+      else if (not_numbers)
+        not_numbers->push_back(captured);
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+std::vector<double> ProgramMetric::values_in_file(const std::string& path,
+                                                  std::vector<std::string>* not_numbers) const {
+  std::ifstream in(path, std::ios::binary);
+  TANDEM_REQUIRE(in, "cannot read the run log '" + path + "'");
+  std::vector<double> out;
+  // Line by line through std::getline (a log may be far larger than memory should hold); values_in_text
+  // splits the '\r'-separated redraws within a line.
+  for (std::string line; std::getline(in, line);) {
+    const auto values = values_in_text(line, not_numbers);
+    out.insert(out.end(), values.begin(), values.end());
+  }
+  return out;
+}
+
+std::vector<OverlapPolicy> program_candidates() {
+  std::vector<OverlapPolicy> out = parse_policy_list("priority");
+  for (int blocks = 1; blocks <= 4; ++blocks) {
+    const std::string shape = "shape:" + std::to_string(blocks);
+    out.push_back(parse_policy(shape));
+    out.push_back(parse_policy(shape + "+priority"));
+  }
+  out.push_back(parse_policy("shape:auto+priority"));
+  // NCCL's CTA count, cluster size and CTA policy: the benchmark tune's stage, on tandem run's default.
+  for (const auto& p : nccl_candidates(parse_policy("priority"))) out.push_back(p);
+  return out;
+}
+
+std::string program_run_log_name(int round, const std::string& policy) {
+  std::string name;
+  for (char c : policy) {
+    if (c == ':')
+      name += '-';
+    else if (std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '.' || c == '-')
+      name += c;
+    else
+      name += '_';
+  }
+  return "round" + std::to_string(round) + "-" + name + ".log";
+}
+
+namespace {
+
+class ProgramTuner {
+ public:
+  ProgramTuner(const ProgramTuneOptions& o, const ProgramTuneSinks& sinks) : o_(o), sinks_(sinks) {}
+
+  ProgramTuneResult run() {
+    TANDEM_REQUIRE(o_.rounds >= 1, "no rounds to run");
+    ProgramSignals signals;
+    const size_t n = o_.candidates.size();
+    for (int round = 1; round <= o_.rounds; ++round) {
+      // The baseline first, then the candidates rotated by one per round.
+      std::vector<int> order = {0};
+      for (size_t i = 0; i < n; ++i) order.push_back(static_cast<int>((i + static_cast<size_t>(round - 1)) % n) + 1);
+      for (size_t position = 0; position < order.size(); ++position) {
+        if (signals.interrupted() || !run_one(signals, round, static_cast<int>(position) + 1, order[position])) {
+          result_.interrupted = true;
+          return result_;
+        }
+      }
+      result_.rounds_done = round;
+      if (sinks_.on_round) sinks_.on_round(result_);
+    }
+    return result_;
+  }
+
+ private:
+  // False when the run was interrupted (and is not recorded).
+  bool run_one(ProgramSignals& signals, int round, int position, int candidate) {
+    ProgramRun run;
+    run.round = round;
+    run.position = position;
+    run.candidate = candidate;
+    std::vector<std::string> argv;
+    if (candidate > 0) {
+      run.policy = to_string(o_.candidates[static_cast<size_t>(candidate - 1)]);
+      argv = o_.tandem_run;
+      argv.insert(argv.end(), {"--policy", run.policy, "--"});
+    }
+    argv.insert(argv.end(), o_.command.begin(), o_.command.end());
+    run.log = (std::filesystem::path(o_.logs_dir) / program_run_log_name(round, candidate ? run.policy : "baseline"))
+                  .string();
+    double timeout = o_.timeout_s;
+    if (timeout <= 0 && candidate > 0) timeout = kAutoTimeoutFactor * slowest_baseline_s_ + kSlackSeconds;
+    run.process = run_process(signals, argv, run.log, timeout);
+    if (run.process.interrupted) return false;
+    judge(run, timeout);
+    if (candidate == 0) {
+      if (!run.failure.empty())
+        TANDEM_USER_ERROR("the baseline run (the program without tandem, round " + std::to_string(round) +
+                          "): " + run.failure);
+      if (round == 1) reference_status_ = run.process.exit_status;
+      slowest_baseline_s_ = std::max(slowest_baseline_s_, run.process.wall_s);
+    }
+    result_.runs.push_back(run);
+    if (sinks_.on_run) sinks_.on_run(result_.runs.back(), result_);
+    return true;
+  }
+
+  // The run's value, or why it does not count.
+  void judge(ProgramRun& run, double timeout) const {
+    const ProcessRun& p = run.process;
+    std::vector<std::string> not_numbers;
+    if (!o_.metric.is_wall_time()) run.metric_values = o_.metric.values_in_file(run.log, &not_numbers);
+    std::string failure;
+    if (p.timed_out) {
+      failure = "timed out after " + number_text(timeout) + " s";
+    } else if (run.candidate == 0 && run.round == 1 && (p.exit_status == 126 || p.exit_status == 127)) {
+      failure = "exit status " + std::to_string(p.exit_status) + ": the command could not be executed";
+    } else if (run.candidate == 0 && run.round == 1 && p.exit_status >= 128) {
+      failure = "killed by signal " + std::to_string(p.exit_status - 128);
+    } else if (run.round > 1 || run.candidate > 0) {
+      if (p.exit_status != reference_status_)
+        failure =
+            "exit status " + std::to_string(p.exit_status) + ", the baseline's " + std::to_string(reference_status_);
+    }
+    if (failure.empty() && !o_.metric.is_wall_time() && run.metric_values.empty())
+      failure = not_numbers.empty() ? "--metric " + quoted_value(o_.metric.pattern()) + " matched nothing in its output"
+                                    : "--metric captured " + quoted_value(not_numbers.front()) + ", not a number";
+    if (!failure.empty()) {
+      run.failure = failure + " (see " + run.log + ")";
+      return;
+    }
+    run.value = o_.metric.is_wall_time() ? p.wall_s : summarize(run.metric_values).median;
+  }
+
+  const ProgramTuneOptions& o_;
+  const ProgramTuneSinks& sinks_;
+  ProgramTuneResult result_;
+  int reference_status_ = 0;  // the baseline's exit status in round 1
+  double slowest_baseline_s_ = 0;
+};
+
+}  // namespace
+
+ProgramTuneResult tune_program(const ProgramTuneOptions& options, const ProgramTuneSinks& sinks) {
+  return ProgramTuner(options, sinks).run();
+}
+
+std::vector<PolicyStats> program_stats(const ProgramTuneOptions& options, const ProgramTuneResult& result) {
+  std::vector<PolicyStats> stats(options.candidates.size() + 1);
+  for (size_t i = 0; i < stats.size(); ++i) {
+    stats[i].candidate = static_cast<int>(i);
+    stats[i].policy = i == 0 ? "baseline" : to_string(options.candidates[i - 1]);
+  }
+  for (const ProgramRun& run : result.runs) {
+    if (run.round > result.rounds_done) continue;  // an unfinished round compares nothing yet
+    PolicyStats& s = stats[static_cast<size_t>(run.candidate)];
+    if (!run.failure.empty() && s.disqualified.empty())
+      s.disqualified = "round " + std::to_string(run.round) + ": " + run.failure;
+    if (run.value) s.values.push_back(*run.value);
+  }
+  for (PolicyStats& s : stats) {
+    if (s.values.empty()) continue;
+    const Summary summary = summarize(s.values);
+    s.median = summary.median;
+    s.min = summary.min;
+    s.max = summary.max;
+  }
+  return stats;
+}
+
+ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, bool higher_is_better) {
+  TANDEM_REQUIRE(!stats.empty() && stats[0].candidate == 0, "no baseline to compare with");
+  const PolicyStats& base = stats[0];
+  ProgramDecision d;
+  if (base.values.empty()) {
+    d.reason = "no round finished";
+    return d;
+  }
+  const PolicyStats* closest = nullptr;  // the best candidate that did not win, for the reason
+  for (size_t i = 1; i < stats.size(); ++i) {
+    const PolicyStats& c = stats[i];
+    if (!c.disqualified.empty() || c.values.size() != base.values.size()) continue;
+    const double gain = higher_is_better ? c.median - base.median : base.median - c.median;
+    if (gain > base.spread() + c.spread()) {
+      if (!d.winner || better(c.median, stats[*d.winner].median, higher_is_better)) d.winner = i;
+    } else if (!closest || better(c.median, closest->median, higher_is_better)) {
+      closest = &c;
+    }
+  }
+  if (d.winner) {
+    const PolicyStats& w = stats[*d.winner];
+    const double gain = std::fabs(w.median - base.median);
+    d.reason = w.policy + " beats the baseline by " + number_text(gain) + percent_text(gain, base.median) +
+               ", more than the spreads added (" + number_text(base.spread()) + " + " + number_text(w.spread()) + ")";
+  } else if (closest) {
+    d.reason = "no policy beats the baseline by more than the spreads; the best, " + closest->policy + ", has median " +
+               number_text(closest->median) + " (spread " + number_text(closest->spread()) + ") against " +
+               number_text(base.median) + " (spread " + number_text(base.spread()) + ")";
+  } else {
+    d.reason = "no policy beats the baseline: every candidate was disqualified";
+  }
+  return d;
+}
+
+std::string program_stats_text(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
+                               const ProgramMetric& metric) {
+  std::vector<const PolicyStats*> ranked;
+  for (size_t i = 1; i < stats.size(); ++i) ranked.push_back(&stats[i]);
+  // Qualified candidates best first, then the disqualified in their order.
+  std::stable_sort(ranked.begin(), ranked.end(), [&](const PolicyStats* a, const PolicyStats* b) {
+    if (a->disqualified.empty() != b->disqualified.empty()) return a->disqualified.empty();
+    return a->disqualified.empty() && better(a->median, b->median, metric.higher_is_better());
+  });
+  ranked.insert(ranked.begin(), &stats[0]);
+  char line[512];
+  std::string out;
+  std::snprintf(line, sizeof line, "# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread",
+                "vs base", "status");
+  out += line;
+  const double base = stats[0].median;
+  for (const PolicyStats* s : ranked) {
+    std::string status = s->candidate == 0 ? "baseline (no tandem)" : s->disqualified.empty() ? "ok" : "disqualified";
+    if (decision.winner && stats[*decision.winner].candidate == s->candidate) status = "WINNER";
+    if (!s->disqualified.empty()) status += ": " + s->disqualified;
+    if (s->values.empty()) {
+      std::snprintf(line, sizeof line, "  %-40s %12s %12s %12s %12s %8s  ", s->policy.c_str(), "-", "-", "-", "-", "-");
+    } else {
+      char vs[16] = "-";
+      if (s->candidate != 0 && base != 0)
+        std::snprintf(vs, sizeof vs, "%+.1f%%", 100.0 * (s->median - base) / std::fabs(base));
+      std::snprintf(line, sizeof line, "  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", s->policy.c_str(), s->median,
+                    s->min, s->max, s->spread(), vs);
+    }
+    out += line + printable(status, 1000) + "\n";
+  }
+  return out;
+}
+
+nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,
+                                 const std::vector<PolicyStats>& stats, const ProgramDecision& decision) {
+  const auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  const auto text_or_null = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+  nlohmann::json runs = nlohmann::json::array();
+  for (const ProgramRun& r : result.runs)
+    runs.push_back({{"round", r.round},
+                    {"position", r.position},
+                    {"policy", r.candidate ? nlohmann::json(r.policy) : nlohmann::json()},
+                    {"role", r.candidate ? "candidate" : "baseline"},
+                    {"exit_status", r.process.exit_status},
+                    {"timed_out", r.process.timed_out},
+                    {"wall_s", r.process.wall_s},
+                    {"metric_values", r.metric_values},
+                    {"value", optional_number(r.value)},
+                    {"failure", text_or_null(r.failure)},
+                    {"log", r.log}});
+  nlohmann::json policies = nlohmann::json::array();
+  for (const PolicyStats& s : stats) {
+    const bool measured = !s.values.empty();
+    policies.push_back({{"policy", s.candidate ? nlohmann::json(s.policy) : nlohmann::json()},
+                        {"role", s.candidate ? "candidate" : "baseline"},
+                        {"values", s.values},
+                        {"median", measured ? nlohmann::json(s.median) : nlohmann::json()},
+                        {"min", measured ? nlohmann::json(s.min) : nlohmann::json()},
+                        {"max", measured ? nlohmann::json(s.max) : nlohmann::json()},
+                        {"spread", measured ? nlohmann::json(s.spread()) : nlohmann::json()},
+                        {"disqualified", text_or_null(s.disqualified)}});
+  }
+  return {{"program", options.command},
+          {"program_command", shell_command(options.command)},
+          {"metric",
+           {{"regex", options.metric.is_wall_time() ? nlohmann::json() : nlohmann::json(options.metric.pattern())},
+            {"value", options.metric.is_wall_time() ? "wall_s" : "median of the matches"},
+            {"higher_is_better", options.metric.higher_is_better()}}},
+          {"rounds", options.rounds},
+          {"rounds_done", result.rounds_done},
+          {"interrupted", result.interrupted},
+          {"timeout_s", options.timeout_s > 0 ? nlohmann::json(options.timeout_s) : nlohmann::json()},
+          {"logs", options.logs_dir},
+          {"policies", policies},
+          {"runs", runs},
+          {"decision",
+           {{"winner", decision.winner ? nlohmann::json(stats[*decision.winner].policy) : nlohmann::json()},
+            {"reason", decision.reason}}}};
+}
+
+}  // namespace tandem::bench

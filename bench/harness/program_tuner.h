@@ -1,0 +1,132 @@
+#pragma once
+// `tandem tune -- CMD ARGS...`: measures a user's program under each candidate policy that
+// `tandem run` can apply, against the plain program (the baseline, no interposer), and decides which
+// policy, if any, makes it faster beyond the noise.
+//
+// Rounds: each round runs the baseline, then every candidate in an order rotated by one per round,
+// so that drift (clocks warming, a file cache filling) does not favour whoever runs first. A run's
+// value is the median of what --metric's capture group matched in its output (or its wall time).
+// A candidate wins only if its median beats the baseline's by more than both spreads (max - min over
+// the rounds) added: a gain inside the noise is no gain.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "harness/program_process.h"
+#include "tandem/policy.h"
+
+namespace tandem::bench {
+
+// What a run is measured by: a regular expression with one capture group around a number, found
+// anywhere in the run's output (stdout and stderr), or the run's wall time.
+class ProgramMetric {
+ public:
+  ProgramMetric() = default;  // wall time, lower is better
+  // Throws tandem::UserError (one line naming the pattern) for an invalid pattern or one without
+  // exactly one capture group.
+  ProgramMetric(const std::string& pattern, bool higher_is_better);
+  bool is_wall_time() const { return pattern_.empty(); }
+  bool higher_is_better() const { return higher_is_better_; }
+  const std::string& pattern() const { return pattern_; }
+  // "step_ms_median" style description for output: the pattern, or "wall time (s)".
+  std::string describe() const;
+  // Every number the capture group matched in the file, line by line ('\n' or '\r' ends a line, so a
+  // progress bar's redraws count as lines). A match whose capture is not a number is skipped and
+  // reported in `not_numbers` (its text).
+  std::vector<double> values_in_file(const std::string& path, std::vector<std::string>* not_numbers = nullptr) const;
+  std::vector<double> values_in_text(const std::string& text, std::vector<std::string>* not_numbers = nullptr) const;
+
+ private:
+  std::string pattern_;
+  bool higher_is_better_ = false;
+  std::regex regex_;
+};
+
+// The policies tried by default: every control `tandem run` applies to an unmodified program
+// (priority, shaping levels with and without priority, shape:auto+priority, NCCL's CTA settings on
+// top of priority). The caller drops those `tandem run` cannot apply.
+std::vector<OverlapPolicy> program_candidates();
+
+struct ProgramTuneOptions {
+  std::vector<std::string> command;  // CMD ARGS...
+  std::vector<OverlapPolicy> candidates;
+  int rounds = 3;
+  // Per run; <= 0: none given, in which case a candidate run is limited to 3 x the slowest baseline
+  // run so far + 60 s (a policy that hangs the program must not hang the tune), the baseline to none.
+  double timeout_s = 0;
+  ProgramMetric metric;
+  std::string logs_dir;
+  // How a candidate runs: tandem_run + {"--policy", P, "--", CMD...}, e.g. {"/proc/self/exe", "run"}.
+  std::vector<std::string> tandem_run;
+};
+
+// One run of the baseline (policy empty) or of a candidate.
+struct ProgramRun {
+  int round = 0;      // 1-based
+  int position = 0;   // 1-based place in its round
+  int candidate = 0;  // 0: the baseline, else 1-based index into ProgramTuneOptions::candidates
+  std::string policy;
+  std::string log;
+  ProcessRun process;
+  std::vector<double> metric_values;  // all matches (wall time: none)
+  std::optional<double> value;        // the run's value: metric median or wall seconds
+  std::string failure;                // why it does not count ("" when it does)
+};
+
+// What is known about one policy (or the baseline) over the rounds done.
+struct PolicyStats {
+  int candidate = 0;  // 0: the baseline
+  std::string policy;
+  std::vector<double> values;  // one per round it ran in
+  double median = 0, min = 0, max = 0;
+  std::string disqualified;  // why it is out of the running ("" when it is in)
+  double spread() const { return max - min; }
+};
+
+struct ProgramTuneResult {
+  std::vector<ProgramRun> runs;
+  int rounds_done = 0;
+  bool interrupted = false;
+};
+
+// The decision over what is measured: the winner (index into `stats`, whose [0] is the baseline) or
+// none, and why.
+struct ProgramDecision {
+  std::optional<size_t> winner;
+  std::string reason;
+};
+
+// Per-policy statistics over the runs of finished rounds ([0] the baseline, then the candidates in
+// the options' order). A candidate that failed any run is disqualified with that run's reason.
+std::vector<PolicyStats> program_stats(const ProgramTuneOptions& options, const ProgramTuneResult& result);
+// The candidate with the best median among those whose median beats the baseline's by more than the
+// two spreads added; none if no candidate does.
+ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, bool higher_is_better);
+
+// What tune_program reports while it works: each run as it ends (for progress lines) and each round
+// as it ends (for the best-so-far file and JSON).
+struct ProgramTuneSinks {
+  std::function<void(const ProgramRun&, const ProgramTuneResult&)> on_run;
+  std::function<void(const ProgramTuneResult&)> on_round;
+};
+
+// Runs the rounds. Stops early, with `interrupted`, on SIGINT, SIGTERM or SIGHUP (the run in flight
+// is ended and not counted). Throws tandem::UserError when the baseline cannot be measured (it timed
+// out, its exit status changed between rounds, or the metric is not in its output), naming its log.
+ProgramTuneResult tune_program(const ProgramTuneOptions& options, const ProgramTuneSinks& sinks = {});
+
+// The run's log file name in the logs folder: "round1-baseline.log", "round2-shape-2+priority.log".
+std::string program_run_log_name(int round, const std::string& policy);
+
+// Fixed-column table of the stats, best first after the baseline, for the report on stdout.
+std::string program_stats_text(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
+                               const ProgramMetric& metric);
+
+// The runs and stats as JSON: the "policies", "runs" and "decision" members of the --json document.
+nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,
+                                 const std::vector<PolicyStats>& stats, const ProgramDecision& decision);
+
+}  // namespace tandem::bench
