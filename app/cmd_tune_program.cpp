@@ -44,11 +44,11 @@ std::vector<OverlapPolicy> candidates_of(const ProgramTuneCli& cli) {
   std::vector<OverlapPolicy> listed;
   if (cli.candidates.empty()) {
     for (const auto& p : bench::program_candidates())
-      if (why_run_cannot_apply(p).empty()) listed.push_back(p);
+      if (run_can_apply(p)) listed.push_back(p);
   } else {
     listed = checking_input([&] { return parse_policy_list(cli.candidates); });
     for (const auto& p : listed) {
-      const std::string why = why_run_cannot_apply(p);
+      const std::string why = run_refusal(p);
       TANDEM_CHECK_INPUT(why.empty(), "--candidates: " + why);
     }
   }

@@ -1,24 +1,12 @@
 #include "tune_policy_file.h"
 
-#include "run_environment.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 
 namespace tandem::cli {
 
-std::string why_run_cannot_apply(const OverlapPolicy& policy) {
-  // TODO(policytable merge): return tandem::run_refusal(policy) (include/tandem/policy_tokens.h), the
-  // one table of what `tandem run` applies; until then its refusal is policy_for_run's exception.
-  try {
-    policy_for_run(to_string(policy));
-  } catch (const Error& e) {
-    return e.message();
-  }
-  return "";
-}
-
 std::string run_applicability_line(const OverlapPolicy& policy) {
-  const std::string why = why_run_cannot_apply(policy);
+  const std::string why = run_refusal(policy);
   return why.empty() ? "# tandem run: applies\n" : "# tandem run: cannot apply (" + printable(why, 1000) + ")\n";
 }
 

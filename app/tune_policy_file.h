@@ -11,9 +11,6 @@
 
 namespace tandem::cli {
 
-// Why `tandem run` cannot apply `policy` to an unmodified program; "" when it can.
-std::string why_run_cannot_apply(const OverlapPolicy& policy);
-
 // "# tandem run: applies" or "# tandem run: cannot apply (REASON)", with its line break.
 std::string run_applicability_line(const OverlapPolicy& policy);
 

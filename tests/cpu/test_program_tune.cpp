@@ -240,7 +240,7 @@ TEST(program_tune, UserErrorsAreOneLineBeforeAnyRun) {
       {"--timeout 0", "tandem: error: --timeout 0 is out of bounds"},
       {"--metric-higher-is-better", "tandem: error: --metric-higher-is-better needs --metric"},
       {"--candidates green:8",
-       "tandem: error: --candidates: policy 'green:8': green:8 cannot be applied by `tandem run`"},
+       "tandem: error: --candidates: green:8 cannot be applied by `tandem run`"},
       {"--candidates shape:x", "tandem: error: "},
       {"--workload gemm", "tandem: error: --workload is an option of the benchmark tune"},
       {"--resume r.json", "tandem: error: --resume is an option of the benchmark tune"},
