@@ -1,36 +1,18 @@
 #include "bench_cli.h"
 
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-
 #include "command_line.h"
-#include "harness/mpi_bootstrap.h"
-#include "harness/registry.h"
+#include "harness/run_description.h"
 #include "harness/runner.h"
 #include "harness/scenario_runner.h"
-#include "tandem/build_info.h"
-#include "tandem/cuda_check.h"
+#include "ranks/local_ranks.h"
+#include "ranks/process_rank.h"
+#include "report/json_reporter.h"
 #include "tandem/device.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
-#include "tandem/safe_file.h"
 
 namespace tandem::cli {
 namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-std::string rendezvous_of(const bench::BenchOptions& o) {
-  // The same choice the ranks make when they meet (harness/process_rank.h).
-  const bool mpi = o.launch.mode == bench::LaunchMode::Mpi && bench::mpi_available();
-  return bench::choose_rendezvous(o.launch, o.launch_request, bench::process_environment(), mpi).describe();
-}
 
 // resolve_ranks' checks.
 int count_ranks(const bench::BenchOptions& options) {
@@ -51,7 +33,8 @@ int count_ranks(const bench::BenchOptions& options) {
   }
   bench::validate_for_ranks(options, nranks);
   if (bench::is_scenario(options.workloads.front())) bench::validate_scenarios(options, nranks);
-  if (launch.is_process_mode()) rendezvous_of(options);  // ranks on several nodes with nowhere to meet
+  // Ranks on several nodes with nowhere to meet fail here, before any GPU work.
+  if (launch.is_process_mode()) bench::planned_rendezvous(launch, options.launch_request);
   return nranks;
 }
 
@@ -231,72 +214,17 @@ int resolve_ranks(const bench::BenchOptions& options) {
   return checking_input([&] { return count_ranks(options); });
 }
 
-bool prints(const bench::BenchOptions& options) { return options.launch.rank == 0; }
+bool prints(const bench::BenchOptions& options) { return bench::reports_results(options.launch); }
 
-bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std::string& tool) {
-  const int device =
-      o.launch.is_process_mode() ? bench::choose_device(o.launch, o.launch_request, visible_gpu_count()) : 0;
-  cudaDeviceProp prop{};
-  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
-  const SoftwareVersions v = software_versions();
-  bench::RunInfo info;
-  info.tool = tool;
-  info.tandem_version = TANDEM_VERSION_STRING;
-  info.commit = TANDEM_GIT_COMMIT;
-  info.command = command_line();
-  info.date = bench::utc_now_iso8601();
-  info.gpu = prop.name;
-  info.gpus = nranks;
-  info.driver = v.driver_text();
-  info.cuda = v.runtime_text();
-  info.nccl = v.nccl_text();
-  info.launch = bench::to_string(o.launch.mode);
-  info.world_size = nranks;
-  if (o.launch.is_process_mode()) {
-    info.rendezvous = rendezvous_of(o);
-  }
-  if (bench::is_scenario(o.workloads.front())) {  // validate() forbids mixing them with microbenchmarks
-    info.config = bench::scenario_config_lines(o, nranks);
-    // tandem tune chooses the policies itself.
-    if (tool != "bench")
-      info.config.erase(std::remove_if(info.config.begin(), info.config.end(),
-                                       [](const std::string& l) { return l.rfind("policies", 0) == 0; }),
-                        info.config.end());
-    return info;
-  }
-  std::string policies;
-  for (const auto& p : bench::effective_policies(o)) policies += (policies.empty() ? "" : ",") + to_string(p);
-  info.config = {
-      "workloads " + join(o.workloads),
-      "collectives " + join(o.collectives) + ", " + bench::to_string(o.dtype) + ", " + bench::size_text(o.min_bytes) +
-          ".." + bench::size_text(o.max_bytes) + ", factor " + std::to_string(o.step_factor).substr(0, 4) +
-          (o.in_place ? ", in place" : ", out of place"),
-      std::string("balance   ") + (o.balance ? std::string("on (compute count chosen so that t_compute ~ t_comm") +
-                                                   (o.balance_size ? "; then the collective resized to match)" : ")")
-                                             : "off, count " + std::to_string(o.count)),
-      "timing    " + std::to_string(o.warmup) + " warm-up + " + std::to_string(o.iters) +
-          " timed steps, median of the slowest rank; events on the GPU",
-      std::string("check     ") +
-          (o.check ? "on: collectives exact, GEMMs against an fp32 reference, every policy" : "off"),
-  };
-  if (tool == "bench") info.config.insert(info.config.begin() + 2, "policies  " + policies);
-  for (const auto& name : o.workloads) {
-    bench::WorkloadOptions w = o.workload;
-    w.dtype = o.dtype;
-    info.config.push_back("workload  " + bench::find_workload(name).make(w)->describe());
-  }
-  return info;
+bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool) {
+  return bench::describe_run(options, nranks, tool, command_line());
 }
 
 nlohmann::json results_json(const bench::RunInfo& info, const std::vector<bench::Row>& rows,
                             const std::vector<std::string>& notes, bool complete, bool scenarios) {
-  nlohmann::json doc = bench::to_json(info, rows, notes, complete);
-  if (scenarios) bench::add_scenario_json_fields(doc);
-  return doc;
+  return bench::results_json(info, rows, notes, complete, scenarios);
 }
 
-void write_json(const std::string& path, const nlohmann::json& doc) {
-  write_file_atomically(path, bench::json_text(doc, 2) + "\n");
-}
+void write_json(const std::string& path, const nlohmann::json& doc) { bench::write_results_json(path, doc); }
 
 }  // namespace tandem::cli

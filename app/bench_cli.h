@@ -1,15 +1,14 @@
 #pragma once
-// The options `tandem bench` and `tandem tune` share, their parsing into BenchOptions, and the run
-// description echoed in headers and JSON.
+// The options `tandem bench` and `tandem tune` share and their parsing into BenchOptions; the run's
+// description and its JSON document, as `tandem tune` takes them (made in bench/).
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "harness/bench_options.h"
-#include "harness/report.h"
+#include "report/report.h"
 
 namespace tandem::cli {
 
@@ -36,9 +35,11 @@ bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector
 int resolve_ranks(const bench::BenchOptions& options);
 // Whether this process prints (headers, rows, progress, JSON): only rank 0 does.
 bool prints(const bench::BenchOptions& options);
-// Versions, GPU and configuration, for headers and JSON.
+// Versions, GPU and configuration, for headers and JSON, with this command line
+// (harness/run_description.h).
 bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool);
-// The results document (docs/BENCH_JSON.md); `scenarios`: the rows are training scenarios'.
+// The results document (docs/BENCH_JSON.md); `scenarios`: the rows are training scenarios'
+// (report/json_reporter.h).
 nlohmann::json results_json(const bench::RunInfo& info, const std::vector<bench::Row>& rows,
                             const std::vector<std::string>& notes, bool complete, bool scenarios);
 // Writes `doc` to `path` atomically (tandem/safe_file.h), as valid UTF-8; throws on failure.

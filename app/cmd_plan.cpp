@@ -6,15 +6,14 @@
 // compute blocks now, or only once one of them retires (which is when priority decides who goes
 // first). The level shape:auto would pick is marked.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "commands.h"
 #include "harness/bench_options.h"
-#include "harness/report.h"
+#include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/footprint_text.h"
 #include "tandem/gpu_catalog.h"

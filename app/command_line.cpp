@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "harness/report.h"
+#include "report/report.h"
 
 namespace tandem::cli {
 namespace {

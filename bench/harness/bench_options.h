@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "harness/dtype.h"
-#include "harness/launch_env.h"
 #include "harness/scenario.h"
 #include "harness/workload.h"
+#include "ranks/launch_env.h"
 #include "tandem/policy.h"
 
 namespace tandem::bench {
@@ -24,7 +24,7 @@ inline constexpr int kMaxIters = 1000000;                  // -n, -w, --count
 inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;   // --timeout: one week
 inline constexpr int64_t kMaxGemmDim = 1 << 20;            // each of --gemm-shape's M, N, K
 inline constexpr int kMaxDevice = 4095;                    // --device
-// --gpus, and the world size a launcher may give (harness/launch_env.h).
+// --gpus, and the world size a launcher may give (ranks/launch_env.h).
 inline constexpr int kMaxGpus = kMaxWorldSize;
 
 struct BenchOptions {
@@ -54,10 +54,10 @@ struct BenchOptions {
   double timeout_s = 120;
   std::string json_path;
   // `tandem bench --trace FILE` (training scenarios): one more iteration per policy, each operation
-  // bracketed by events, written as a Chrome trace (harness/trace.h).
+  // bracketed by events, written as a Chrome trace (report/trace.h).
   std::string trace_path;
   bool progress = true;
-  // How this process takes part (harness/launch_env.h): threads over the visible GPUs, or one rank of
+  // How this process takes part (ranks/launch_env.h): threads over the visible GPUs, or one rank of
   // a launcher's world (mpirun, torchrun, srun), and what the command line asked for.
   LaunchRequest launch_request;
   LaunchEnv launch;

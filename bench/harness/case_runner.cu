@@ -5,6 +5,7 @@
 
 #include "harness/footprints.h"
 #include "harness/runner.h"
+#include "harness/slowest_rank.h"
 #include "tandem/cuda_check.h"
 #include "tandem/nvtx.h"
 
@@ -213,7 +214,7 @@ StepSummary CaseRunner::measure(Schedule schedule, const OverlapPolicy* policy, 
       mine.comm_span.push_back(elapsed(start_, comm_done_));
     }
   }
-  const auto summaries = ctx_.group.slowest_rank_summaries({mine.total, mine.compute_span, mine.comm_span});
+  const auto summaries = slowest_rank_summaries(ctx_.group, {mine.total, mine.compute_span, mine.comm_span});
   StepSummary s;
   s.total = summaries[0];
   s.compute_span = summaries[1];

@@ -10,8 +10,8 @@
 #include "harness/metrics.h"
 #include "harness/policy_trials.h"
 #include "harness/rank_context.h"
-#include "harness/report.h"
 #include "harness/workload.h"
+#include "report/report.h"
 
 namespace tandem::bench {
 
@@ -64,7 +64,7 @@ class CaseRunner final : public PolicyTrials {
   StepSummary measure(Schedule schedule, const OverlapPolicy* policy, int count);
 
   // `--trace`: one more step under the policy, each compute unit and the collective bracketed by
-  // events on the stream that runs it; keeps every rank's timeline (harness/trace.h).
+  // events on the stream that runs it; keeps every rank's timeline (report/trace.h).
   void trace(Schedule schedule, const OverlapPolicy& policy);
 
   // Enqueues one step. Every schedule records `start_` and `end_`; Overlap also records when each

@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "harness/report.h"
+#include "report/report.h"
 #include "tandem/kernel_footprint_probe.h"
 
 namespace tandem::bench {

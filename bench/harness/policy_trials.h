@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/report.h"
-#include "harness/trace.h"
+#include "harness/baselines.h"
+#include "report/report.h"
+#include "report/trace.h"
 #include "tandem/policy.h"
 #include "tandem/shaped_kernel.h"
 

@@ -249,40 +249,4 @@ cudaStream_t RankContext::green_stream(int sm_count) {
   return slot->stream();
 }
 
-std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices, double timeout_s) {
-  ncclUniqueId id;
-  TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
-  const int n = static_cast<int>(devices.size());
-  std::vector<ncclComm_t> comms(n, nullptr);
-  // Non-blocking: no NCCL call may wait on the host for a peer that never comes; we poll instead.
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  // One thread initialises every rank, so the calls must be grouped or the first would wait for
-  // the others.
-  TANDEM_NCCL_CHECK(nullptr, ncclGroupStart());
-  for (int rank = 0; rank < n; ++rank) {
-    TANDEM_CUDA_CHECK(cudaSetDevice(devices[rank]));
-    TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&comms[rank], n, id, rank, &config));
-  }
-  TANDEM_NCCL_CHECK(nullptr, ncclGroupEnd());
-  const auto deadline = deadline_after(timeout_s);
-  for (int rank = 0; rank < n; ++rank) {
-    for (;;) {
-      ncclResult_t state = ncclSuccess;
-      TANDEM_NCCL_CHECK(comms[rank], ncclCommGetAsyncError(comms[rank], &state));
-      if (state == ncclSuccess) break;
-      if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) {
-        const std::string reason = state != ncclInProgress ? std::string(ncclGetErrorString(state)) + " (" +
-                                                                 ncclGetLastError(comms[rank]) + ")"
-                                                           : "not ready within the timeout";
-        for (ncclComm_t c : comms)
-          if (c) ncclCommAbort(c);
-        TANDEM_THROW("NCCL communicator for rank " + std::to_string(rank) + " failed to initialise: " + reason);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-  return comms;
-}
-
 }  // namespace tandem::bench

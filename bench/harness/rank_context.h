@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/coordinator.h"
+#include "ranks/coordinator.h"
 #include "tandem/green_context.h"
 #include "tandem/occupancy.h"
 #include "tandem/policy.h"
@@ -93,9 +93,5 @@ struct RankContext {
   std::map<std::string, std::unique_ptr<CopyEngineLanes>> lanes_by_settings_;
   std::map<int, std::unique_ptr<GreenContext>> green_contexts_;
 };
-
-// Creates one non-blocking communicator per device from the calling thread, inside one NCCL group,
-// and waits up to `timeout_s` for all of them to be ready.
-std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices, double timeout_s);
 
 }  // namespace tandem::bench

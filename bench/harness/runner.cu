@@ -4,8 +4,8 @@
 #include <memory>
 #include <mutex>
 
+#include "harness/bench_ranks.h"
 #include "harness/case_runner.h"
-#include "harness/local_ranks.h"
 #include "harness/metrics.h"
 #include "harness/registry.h"
 #include "tandem/cuda_check.h"

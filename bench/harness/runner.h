@@ -7,17 +7,15 @@
 #include <vector>
 
 #include "harness/bench_options.h"
-#include "harness/report.h"
-#include "harness/trace.h"
+#include "report/report.h"
+#include "report/reporter.h"
+#include "report/trace.h"
 
 namespace tandem::bench {
 
-struct BenchOutcome {
-  std::vector<Row> rows;
-  std::vector<std::string> notes;  // policies skipped in the default suite, and why
-  double hbm_bandwidth_gbps = 0;
-  std::vector<TraceIteration> traces;  // `--trace`: one iteration per policy and rank (harness/trace.h)
-};
+// What a run measured: rows, notes (policies skipped in the default suite, and why), the HBM
+// bandwidth and the `--trace` iterations; what the reporters receive at the end (report/reporter.h).
+using BenchOutcome = RunResults;
 
 using RowSink = std::function<void(const Row&)>;
 using ProgressSink = std::function<void(const std::string&)>;
@@ -31,7 +29,7 @@ struct CaseId {
   uint64_t bytes = 0;
   int rank = 0;
   int nranks = 1;
-  // This rank collects the results of its process (harness/local_ranks.h): rank 0's thread, or the
+  // This rank collects the results of its process (ranks/local_ranks.h): rank 0's thread, or the
   // process's one rank when a launcher started one process per rank. Only rank 0 prints.
   bool collects = true;
 };

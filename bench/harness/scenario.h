@@ -13,7 +13,7 @@
 
 #include "harness/dtype.h"
 #include "harness/rank_context.h"
-#include "harness/trace.h"
+#include "report/trace.h"
 #include "tandem/shaped_kernel.h"
 
 namespace tandem::bench {
@@ -96,7 +96,7 @@ class Scenario {
   virtual std::vector<double> time_operations(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) = 0;
   // Runs one Full or Sequential iteration (`mode`), issued as enqueue_iteration() issues it, with an
   // event before and after every operation, and returns when each ran, in program order
-  // (harness/trace.h); synchronises.
+  // (report/trace.h); synchronises.
   virtual std::vector<TraceSpan> trace_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) = 0;
   // The iteration's length along its dependency chain with these per-operation times
   // (scenarios/program.h, Program::chain_ms): the ideal bound of any overlap of it.

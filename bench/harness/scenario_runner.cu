@@ -4,10 +4,11 @@
 #include <cstdio>
 #include <utility>
 
+#include "harness/bench_ranks.h"
 #include "harness/footprints.h"
-#include "harness/local_ranks.h"
 #include "harness/metrics.h"
 #include "harness/policy_trials.h"
+#include "harness/slowest_rank.h"
 #include "tandem/cuda_check.h"
 #include "tandem/nvtx.h"
 
@@ -266,7 +267,7 @@ class ScenarioCase final : public PolicyTrials {
         mine.comm_busy.push_back(busy.comm_ms);
       }
     }
-    const auto summaries = ctx_.group.slowest_rank_summaries({mine.total, mine.compute_busy, mine.comm_busy});
+    const auto summaries = slowest_rank_summaries(ctx_.group, {mine.total, mine.compute_busy, mine.comm_busy});
     Measured m;
     m.total = summaries[0];
     m.compute_busy = summaries[1];
@@ -288,12 +289,6 @@ std::string join(const std::vector<std::string>& items, const char* sep = ",") {
   std::string out;
   for (const auto& s : items) out += (out.empty() ? "" : sep) + s;
   return out;
-}
-
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", v);
-  return buffer;
 }
 
 }  // namespace
@@ -335,32 +330,6 @@ std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOpti
 
 void validate_scenarios(const BenchOptions& options, int nranks) {
   for (const auto& name : options.workloads) make_scenario(name, options, nranks);
-}
-
-std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks) {
-  const ScenarioOptions& s = o.scenario;
-  std::string policies;
-  for (const auto& p : effective_policies(o)) policies += (policies.empty() ? "" : ",") + to_string(p);
-  std::vector<std::string> lines = {
-      "workloads " + join(o.workloads) + " (training scenarios, docs/WORKLOADS.md)",
-      "model     " + std::string(to_string(o.dtype)) + " hidden " + std::to_string(s.hidden) + ", tokens " +
-          std::to_string(s.seq) + " per micro-batch, layers " + std::to_string(s.layers) + ", micro-batches " +
-          std::to_string(s.micro_batches) + ", sequence-parallel " + (s.sequence_parallel ? "on" : "off") +
-          ", DDP buckets " + number(s.first_bucket_mb) + " MiB then " + number(s.bucket_mb) + " MiB, experts " +
-          std::to_string(s.experts) + " top-" + std::to_string(s.top_k) + ", " + std::to_string(nranks) + " rank(s)",
-      "policies  " + policies,
-      "timing    " + std::to_string(o.warmup) + " warm-up + " + std::to_string(o.iters) +
-          " timed iterations, median of the slowest rank; events on the GPU",
-      "bound     t_seq: one stream; t_compute: collectives skipped; t_comm: the collectives alone, in order; "
-      "t_chain: the dependency chain with each operation at its time alone, each stream in program order; "
-      "t_bound = max(t_chain, HBM bytes / bandwidth); JSON bound_fraction = t_bound / t_overlap",
-      std::string("check     ") +
-          (o.check ? "on: every output against a lockstep reference of all ranks (naive fp32-accumulating GEMMs, "
-                     "fp32 collective sums), every policy"
-                   : "off"),
-  };
-  for (const auto& name : o.workloads) lines.push_back("scenario  " + make_scenario(name, o, nranks)->describe());
-  return lines;
 }
 
 double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes,
@@ -408,14 +377,6 @@ BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSin
   };
   outcome.hbm_bandwidth_gbps = for_each_scenario(options, nranks, body, &outcome.notes, progress);
   return outcome;
-}
-
-void add_scenario_json_fields(nlohmann::json& doc) {
-  if (!doc.contains("rows")) return;
-  for (auto& row : doc["rows"]) {
-    const double overlap = row.value("t_overlap_ms", 0.0), bound = row.value("t_bound_ms", 0.0);
-    row["bound_fraction"] = overlap > 0 ? nlohmann::json(bound / overlap) : nlohmann::json(nullptr);
-  }
 }
 
 }  // namespace tandem::bench

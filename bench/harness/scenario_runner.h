@@ -1,6 +1,7 @@
 #pragma once
 // `tandem bench --workload dp-backward,...`: training scenarios (harness/scenario.h) measured under
-// every policy, with the same rows, header and JSON as the microbenchmarks.
+// every policy, with the same rows, header and JSON as the microbenchmarks (the header's lines:
+// harness/run_description.h).
 //
 // Per scenario: t_seq (everything on one stream), t_compute (collectives skipped), t_comm (only the
 // collectives, in order), t_chain (the dependency chain with every operation at its time alone: at
@@ -9,8 +10,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "harness/runner.h"
 #include "harness/scenario.h"
@@ -24,9 +23,6 @@ const std::vector<std::string>& scenario_names();
 std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOptions& options, int nranks);
 // make_scenario for every requested scenario: bad sizes fail before any GPU work.
 void validate_scenarios(const BenchOptions& options, int nranks);
-// The '#' header lines of a scenario run (configuration, timing, bound, check, one line per
-// scenario).
-std::vector<std::string> scenario_config_lines(const BenchOptions& options, int nranks);
 // Sets up every scenario in options.workloads on ranks 0..nranks-1 (threads, or this process's rank),
 // measures its footprints and default-configuration baselines, and calls `body` once per scenario on
 // every rank. CaseId.collective is the scenario's collectives ("all-gather+reduce-scatter") and
@@ -37,8 +33,5 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
 // Runs every scenario in options.workloads under every policy on ranks 0..nranks-1.
 BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
                            const ProgressSink& progress);
-// Adds the scenario-only JSON fields to a to_json() document: per row, bound_fraction =
-// t_bound / t_overlap (1 = the iteration takes no longer than its slower side alone).
-void add_scenario_json_fields(nlohmann::json& doc);
 
 }  // namespace tandem::bench

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/report.h"
+#include "report/report.h"
 
 namespace tandem::bench {
 

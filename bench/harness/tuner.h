@@ -11,8 +11,8 @@
 
 #include "harness/bench_options.h"
 #include "harness/policy_trials.h"
-#include "harness/report.h"
 #include "harness/runner.h"
+#include "report/report.h"
 
 namespace tandem::bench {
 

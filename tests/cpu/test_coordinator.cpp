@@ -6,8 +6,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "harness/coordinator.h"
-#include "harness/rank_group.h"
+#include "harness/slowest_rank.h"
+#include "ranks/coordinator.h"
+#include "ranks/rank_group.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {
@@ -54,7 +55,7 @@ TEST(Coordinator, StepTimesReduceToTheSlowestRankThenTheMedian) {
     ThreadCoordinator c(group, rank);
     // Per step, rank 1 is slower on steps 0 and 2, rank 0 on step 1.
     const std::vector<double> total = rank == 0 ? std::vector<double>{1, 5, 2} : std::vector<double>{3, 1, 4};
-    got[rank] = c.slowest_rank_summaries({total, {}});
+    got[rank] = slowest_rank_summaries(c, {total, {}});
   });
   for (const auto& summaries : got) {
     ASSERT_EQ(summaries.size(), 2u);

@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/file_rendezvous.h"
-#include "harness/gpu_identity.h"
+#include "ranks/file_rendezvous.h"
+#include "ranks/gpu_identity.h"
 #include "scratch_folder.h"
 #include "tandem/error.h"
 

@@ -12,9 +12,9 @@
 #include <string>
 
 #include "error_of.h"
-#include "scratch_folder.h"
 #include "harness/bench_options.h"
-#include "harness/launch_env.h"
+#include "ranks/launch_env.h"
+#include "scratch_folder.h"
 #include "tandem/error.h"
 
 namespace tb = tandem::bench;

@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "harness/report.h"
+#include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "error_of.h"
-#include "harness/launch_env.h"
-#include "harness/report.h"
+#include "ranks/launch_env.h"
+#include "report/report.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {

@@ -1,4 +1,4 @@
-// Naming the lost rank after a failure (harness/peer_processes.h): the exchange format, which peers
+// Naming the lost rank after a failure (ranks/peer_processes.h): the exchange format, which peers
 // are looked at, and the process states read from /proc on real processes (a child that runs, is
 // stopped with SIGSTOP, is killed and reaped).
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "error_of.h"
-#include "harness/peer_processes.h"
+#include "ranks/peer_processes.h"
 
 namespace tandem::bench {
 namespace {

@@ -3,7 +3,8 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/report.h"
+#include "harness/baselines.h"
+#include "report/report.h"
 
 namespace tb = tandem::bench;
 

@@ -9,7 +9,9 @@
 
 #include "error_of.h"
 #include "harness/bench_options.h"
+#include "harness/run_description.h"
 #include "harness/scenario_runner.h"
+#include "report/json_reporter.h"
 #include "scenarios/model_shapes.h"
 #include "tandem/error.h"
 

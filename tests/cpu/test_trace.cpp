@@ -7,7 +7,7 @@
 #include <string>
 
 #include "error_of.h"
-#include "harness/trace.h"
+#include "report/trace.h"
 
 namespace tb = tandem::bench;
 using nlohmann::json;

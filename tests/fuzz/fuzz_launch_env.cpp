@@ -1,4 +1,4 @@
-// The launcher's environment (bench/harness/launch_env.cpp): detect_launch,
+// The launcher's environment (bench/ranks/launch_env.cpp): detect_launch,
 // choose_device, choose_rendezvous, rendezvous_key. The input is NAME=VALUE
 // lines (the variables); a line without
 // '=' is --launch (default auto). Every refusal is a tandem::Error; an accepted
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "fuzz_common.h"
-#include "harness/launch_env.h"
+#include "ranks/launch_env.h"
 #include "tandem/error.h"
 
 namespace {

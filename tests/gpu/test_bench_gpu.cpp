@@ -8,12 +8,13 @@
 #include <set>
 
 #include "gpu_test_util.h"
+#include "harness/bench_ranks.h"
 #include "harness/dtype.h"
-#include "harness/local_ranks.h"
 #include "harness/rank_context.h"
-#include "harness/rank_group.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
+#include "ranks/rank_group.h"
+#include "ranks/thread_communicators.h"
 #include "tandem/cuda_check.h"
 
 namespace {

@@ -198,7 +198,7 @@ bool wait_until(Done done, Clock::time_point from, double limit_s) {
   return true;
 }
 
-// Rank 0's own words for a lost rank 1 (harness/peer_processes.h, the rendezvous, the MPI bootstrap).
+// Rank 0's own words for a lost rank 1 (ranks/peer_processes.h, the rendezvous, the MPI bootstrap).
 const std::regex kSurvivorNamesRank1(
     R"(rank 1 \(pid [0-9]+\) (has exited|is stopped)|rank 1 did not join|rank 1 did not reach)");
 // A launcher's report of rank 1's death: mpirun ("process rank 1 with PID", "[[job,1],1]") or

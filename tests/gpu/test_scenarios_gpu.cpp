@@ -9,7 +9,7 @@
 #include <string>
 
 #include "gpu_test_util.h"
-#include "harness/local_ranks.h"
+#include "harness/bench_ranks.h"
 #include "harness/scenario_runner.h"
 #include "scenarios/model_shapes.h"
 #include "tandem/cuda_check.h"

@@ -1,4 +1,4 @@
-#include "harness/launch_env.h"
+#include "ranks/launch_env.h"
 
 #include <unistd.h>
 

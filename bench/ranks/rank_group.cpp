@@ -1,4 +1,4 @@
-#include "harness/rank_group.h"
+#include "ranks/rank_group.h"
 
 #include <algorithm>
 #include <thread>

@@ -1,9 +1,9 @@
-#include "harness/trace.h"
+#include "report/trace.h"
 
 #include <map>
 #include <utility>
 
-#include "harness/report.h"
+#include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
 

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/coordinator.h"
-#include "harness/gpu_identity.h"
-#include "harness/launch_env.h"
-#include "harness/peer_processes.h"
+#include "ranks/coordinator.h"
+#include "ranks/gpu_identity.h"
+#include "ranks/launch_env.h"
+#include "ranks/peer_processes.h"
 
 namespace tandem::bench {
 
@@ -73,6 +73,12 @@ class ProcessRank {
   std::unique_ptr<ControlChannel> control_;
   std::unique_ptr<ProcessCoordinator> coordinator_;  // after control_: destroyed first
 };
+
+// The rendezvous the ranks of this launch meet through (choose_rendezvous, with MPI when mpirun
+// started them and the MPI module loads): what ProcessRank uses, and what a run's header reports.
+// `mpi_missing` receives why MPI cannot serve an mpirun launch.
+RendezvousPlan planned_rendezvous(const LaunchEnv& launch, const LaunchRequest& request,
+                                  const Environment& env = process_environment(), std::string* mpi_missing = nullptr);
 
 // This process's GPU: host, machine, PCI bus id and UUID of `device`.
 GpuIdentity identify_gpu(int device);

@@ -1,4 +1,4 @@
-#include "harness/peer_processes.h"
+#include "ranks/peer_processes.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/gpu_identity.h"
+#include "ranks/gpu_identity.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {

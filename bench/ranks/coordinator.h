@@ -2,15 +2,13 @@
 // What ranks need from each other while measuring: meet (barrier), learn rank 0's value, and see
 // every rank's values, so that every rank computes the same aggregates and takes the same decisions.
 // Two implementations with the same meaning: ranks as threads of one process (shared memory and a
-// condition variable, harness/rank_group.h) and ranks as processes (an NCCL control communicator,
-// harness/control_channel.h). The runners use only this interface, so one runner serves both.
+// condition variable, ranks/rank_group.h) and ranks as processes (an NCCL control communicator,
+// ranks/control_channel.h). The runners use only this interface, so one runner serves both.
 #include <cstdint>
 #include <exception>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "harness/metrics.h"
 
 namespace tandem::bench {
 
@@ -37,13 +35,10 @@ class Coordinator {
   void throw_if_failed() const;
 
   // On top of all_gather: each rank's vector, by rank; several series in one exchange ([rank][series]);
-  // the sum; the minimum.
+  // the sum; the minimum. (The benchmark's slowest-rank summaries build on all_gather_series:
+  // harness/slowest_rank.h.)
   std::vector<std::vector<double>> all_gather(const std::vector<double>& mine);
   std::vector<std::vector<std::vector<double>>> all_gather_series(const std::vector<std::vector<double>>& mine);
-  // Gathers this rank's timing series and reduces each the way every step time is reduced: per
-  // step the slowest rank, then median, min and max over steps. Every rank gets the same result.
-  // An empty series gives an empty Summary.
-  std::vector<Summary> slowest_rank_summaries(const std::vector<std::vector<double>>& mine);
   int64_t sum(int64_t mine);
   double min(double mine);
 };

@@ -1,4 +1,4 @@
-#include "harness/control_channel.h"
+#include "ranks/control_channel.h"
 
 #include <algorithm>
 #include <cstdint>

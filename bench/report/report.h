@@ -1,14 +1,13 @@
 #pragma once
 // What `tandem bench` prints and writes: a '#' header echoing the resolved configuration, one
 // fixed-width row per (workload, collective, size, policy), an OK/FAILED footer, and the JSON
-// document of docs/BENCH_JSON.md. Pure C++ (CPU-tested).
+// document of docs/BENCH_JSON.md. Pure C++ (CPU-tested). The measurement fills Rows; the reporters
+// (report/reporter.h) turn them into these texts.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "harness/metrics.h"
 #include "tandem/occupancy.h"
 
 namespace tandem::bench {
@@ -45,21 +44,6 @@ struct Row {
   double spread() const { return t_overlap_ms > 0 ? (t_overlap_max_ms - t_overlap_min_ms) / t_overlap_ms : 0; }
 };
 
-// The default-configuration baselines every policy of a case is measured against.
-struct Baselines {
-  Summary compute, comm, seq;
-  // The iteration along its dependency chain with each operation at its time alone (training
-  // scenarios); max(t_compute, t_comm) where the two sides are independent (microbenchmarks).
-  double chain_ms = 0;
-  double bound_ms = 0;  // max(chain_ms, the HBM term)
-};
-
-// Fills a row's time, metric and bandwidth columns from the baselines and one policy's measurement:
-// `overlap` is the step time, `compute_span_ms` and `comm_span_ms` each side's time under the policy
-// (ignored for `sequential`, where each side ran alone by construction).
-void fill_times(Row& row, const Baselines& base, const Summary& overlap, double compute_span_ms, double comm_span_ms,
-                bool sequential, double collective_bytes, double busbw_factor);
-
 struct RunInfo {
   std::string tool = "bench";  // bench | tune
   std::string tandem_version;
@@ -71,7 +55,7 @@ struct RunInfo {
   std::string driver;
   std::string cuda;
   std::string nccl;
-  std::string launch = "threads";  // threads | mpi | torchrun | slurm | env (harness/launch_env.h)
+  std::string launch = "threads";  // threads | mpi | torchrun | slurm | env (ranks/launch_env.h)
   int world_size = 0;              // ranks in all (threads: the GPUs driven)
   std::string rendezvous;          // process modes: how the ranks met ("mpi", "file:DIR", ...)
   double hbm_bandwidth_gbps = 0;  // measured copy bandwidth, rank 0
@@ -90,6 +74,8 @@ std::string shell_command(const std::vector<std::string>& args);
 std::string header_text(const RunInfo& info);
 std::string column_header_text();
 std::string row_text(const Row& row);
+// Whether a run passed: at least one row, and no wrong element in any (the command's exit status).
+bool passed(const std::vector<Row>& rows);
 // "# OK: N rows, 0 wrong elements" or "# FAILED: ...".
 std::string footer_text(const std::vector<Row>& rows, const std::vector<std::string>& notes);
 // The document of docs/BENCH_JSON.md. `complete` is false for the rows of a run that was

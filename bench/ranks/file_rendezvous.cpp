@@ -1,4 +1,4 @@
-#include "harness/file_rendezvous.h"
+#include "ranks/file_rendezvous.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

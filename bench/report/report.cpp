@@ -1,4 +1,4 @@
-#include "harness/report.h"
+#include "report/report.h"
 
 #include <cmath>
 #include <cstdarg>
@@ -75,24 +75,6 @@ std::string shell_command(const std::vector<std::string>& args) {
   return line;
 }
 
-void fill_times(Row& row, const Baselines& base, const Summary& overlap, double compute_span_ms, double comm_span_ms,
-                bool sequential, double collective_bytes, double busbw_factor) {
-  row.t_compute_ms = base.compute.median;
-  row.t_comm_ms = base.comm.median;
-  row.t_seq_ms = base.seq.median;
-  row.t_bound_ms = base.bound_ms;
-  row.t_chain_ms = base.chain_ms;
-  row.t_overlap_ms = overlap.median;
-  row.t_overlap_min_ms = overlap.min;
-  row.t_overlap_max_ms = overlap.max;
-  row.reduction = reduction(row.t_overlap_ms, row.t_seq_ms);
-  row.efficiency = efficiency(row.t_seq_ms, row.t_overlap_ms, row.t_bound_ms);
-  row.compute_slowdown = sequential ? 1.0 : compute_span_ms / base.compute.median;
-  row.comm_slowdown = sequential ? 1.0 : comm_span_ms / base.comm.median;
-  row.algbw_gbps = algbw_gbps(collective_bytes, base.comm.median);
-  row.busbw_gbps = row.algbw_gbps * busbw_factor;
-}
-
 std::string header_text(const RunInfo& i) {
   std::string out = "# tandem " + i.tool + " " + i.tandem_version + " (" + i.commit + ")\n";
   out += "# command   " + i.command + "\n";
@@ -123,6 +105,12 @@ std::string row_text(const Row& r) {
                 r.count, r.policy.c_str(), r.t_compute_ms, r.t_comm_ms, r.t_seq_ms, r.t_overlap_ms, r.t_bound_ms,
                 percent(r.reduction).c_str(), percent(r.efficiency).c_str(), r.compute_slowdown, r.comm_slowdown,
                 r.busbw_gbps, r.spread() * 100, static_cast<long long>(r.wrong));
+}
+
+bool passed(const std::vector<Row>& rows) {
+  int64_t wrong = 0;
+  for (const auto& r : rows) wrong += r.wrong;
+  return wrong == 0 && !rows.empty();
 }
 
 std::string footer_text(const std::vector<Row>& rows, const std::vector<std::string>& notes) {

@@ -1,4 +1,4 @@
-#include "harness/mpi_bootstrap.h"
+#include "ranks/mpi_bootstrap.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "mpi/tandem_mpi.h"
+#include "ranks/mpi/tandem_mpi.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {

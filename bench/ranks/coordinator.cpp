@@ -1,10 +1,10 @@
-#include "harness/coordinator.h"
+#include "ranks/coordinator.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "harness/control_channel.h"
-#include "harness/rank_group.h"
+#include "ranks/control_channel.h"
+#include "ranks/rank_group.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {
@@ -21,18 +21,6 @@ std::vector<std::vector<double>> Coordinator::all_gather(const std::vector<doubl
     std::vector<double> values(theirs.size() / sizeof(double));
     if (!values.empty()) std::memcpy(values.data(), theirs.data(), values.size() * sizeof(double));
     out.push_back(std::move(values));
-  }
-  return out;
-}
-
-std::vector<Summary> Coordinator::slowest_rank_summaries(const std::vector<std::vector<double>>& mine) {
-  const auto ranks = all_gather_series(mine);  // one exchange for every series
-  std::vector<Summary> out(mine.size());
-  for (size_t f = 0; f < mine.size(); ++f) {
-    if (mine[f].empty()) continue;
-    std::vector<std::vector<double>> per_rank;
-    for (const auto& r : ranks) per_rank.push_back(r.at(f));
-    out[f] = summarize(max_over_ranks(per_rank));
   }
   return out;
 }

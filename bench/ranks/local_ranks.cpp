@@ -1,29 +1,33 @@
-#include "harness/local_ranks.h"
+#include "ranks/local_ranks.h"
 
-#include "harness/coordinator.h"
-#include "harness/process_rank.h"
-#include "harness/rank_group.h"
+#include <cuda_runtime.h>
+
+#include "ranks/coordinator.h"
+#include "ranks/process_rank.h"
+#include "ranks/rank_group.h"
+#include "ranks/thread_communicators.h"
+#include "tandem/cuda_check.h"
 #include "tandem/error.h"
 
 namespace tandem::bench {
 
 namespace {
 
-void run_threads(const BenchOptions& options, int nranks, const std::function<void(RankContext&)>& body) {
+void run_threads(const RankLaunch& launch, int nranks, const std::function<void(LocalRank&)>& body) {
   std::vector<int> devices(nranks);
   for (int i = 0; i < nranks; ++i) devices[i] = i;
-  std::vector<ncclComm_t> comms = create_communicators(devices, options.timeout_s);
+  std::vector<ncclComm_t> comms = create_communicators(devices, launch.timeout_s);
   RankGroup group(nranks);
   try {
     group.run([&](int rank) {
       ThreadCoordinator peers(group, rank);
-      RankContext ctx(rank, nranks, devices[rank], peers, comms[rank], options.timeout_s);
-      comms[rank] = nullptr;  // owned by the context from here on
-      body(ctx);
+      TANDEM_CUDA_CHECK(cudaSetDevice(devices[rank]));
+      LocalRank local{rank, nranks, devices[rank], peers, comms[rank]};
+      body(local);
     });
   } catch (...) {
-    // Communicators never handed to a rank context (its thread failed first) are aborted here:
-    // destroying them would wait for peers that have stopped.
+    // Communicators never handed over (their thread failed first) are aborted here: destroying
+    // them would wait for peers that have stopped.
     for (ncclComm_t c : comms)
       if (c) ncclCommAbort(c);
     throw;
@@ -42,21 +46,20 @@ void run_threads(const BenchOptions& options, int nranks, const std::function<vo
   }
 }
 
-void run_process(const BenchOptions& options, int nranks, const std::function<void(RankContext&)>& body,
+void run_process(const RankLaunch& launch, int nranks, const std::function<void(LocalRank&)>& body,
                  std::vector<std::string>* notes) {
-  ProcessRank process(options.launch, options.launch_request, options.timeout_s);
+  ProcessRank process(launch.launch, launch.request, launch.timeout_s);
   TANDEM_REQUIRE(process.size() == nranks, "internal: " + std::to_string(nranks) + " ranks expected, the launch has " +
                                                std::to_string(process.size()));
   if (notes && process.rank() == 0) notes->insert(notes->end(), process.notes().begin(), process.notes().end());
   ncclComm_t comm = nullptr;
   try {
     comm = process.create_communicator("the benchmark's communicator");
-    RankContext ctx(process.rank(), process.size(), process.device(), process.coordinator(), comm, options.timeout_s);
-    comm = nullptr;  // owned by the context from here on
-    body(ctx);
+    LocalRank local{process.rank(), process.size(), process.device(), process.coordinator(), comm};
+    body(local);
   } catch (...) {
-    // The context (destroyed by now) aborted its communicators; abort the control channel too, so
-    // that no peer waits for this rank in a collective that will never come.
+    // The body's owner of the communicator (destroyed by now) aborted its communicators; abort the
+    // control channel too, so that no peer waits for this rank in a collective that will never come.
     process.coordinator().fail(std::current_exception());
     if (comm) ncclCommAbort(comm);
     rethrow_naming_lost_peers(process);
@@ -65,12 +68,12 @@ void run_process(const BenchOptions& options, int nranks, const std::function<vo
 
 }  // namespace
 
-void run_on_local_ranks(const BenchOptions& options, int nranks, const std::function<void(RankContext&)>& body,
-                        std::vector<std::string>* notes) {
-  if (options.launch.is_process_mode())
-    run_process(options, nranks, body, notes);
+void run_local_ranks(const RankLaunch& launch, int nranks, const std::function<void(LocalRank&)>& body,
+                     std::vector<std::string>* notes) {
+  if (launch.launch.is_process_mode())
+    run_process(launch, nranks, body, notes);
   else
-    run_threads(options, nranks, body);
+    run_threads(launch, nranks, body);
 }
 
 }  // namespace tandem::bench

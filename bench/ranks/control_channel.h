@@ -2,7 +2,7 @@
 // Coordination between ranks that live in separate processes (mpirun, torchrun, srun), over a small
 // NCCL communicator of its own: barrier, broadcast from rank 0 and all-gather of bytes. NCCL is what
 // every rank already has and what reaches across nodes, so the same code serves every launcher; MPI
-// or files only carry the first unique id (harness/process_rank.h).
+// or files only carry the first unique id (ranks/process_rank.h).
 //
 // Every operation is a collective on the channel's own stream, after which the host polls the
 // stream and ncclCommGetAsyncError until done, an NCCL error, or the time-out: then the channel is

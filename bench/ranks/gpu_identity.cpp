@@ -1,4 +1,4 @@
-#include "harness/gpu_identity.h"
+#include "ranks/gpu_identity.h"
 
 #include <unistd.h>
 

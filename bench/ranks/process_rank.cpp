@@ -1,4 +1,4 @@
-#include "harness/process_rank.h"
+#include "ranks/process_rank.h"
 
 #include <cuda_runtime.h>
 
@@ -8,10 +8,10 @@
 #include <cstring>
 #include <thread>
 
-#include "harness/control_channel.h"
-#include "harness/file_rendezvous.h"
-#include "harness/mpi_bootstrap.h"
-#include "harness/peer_processes.h"
+#include "ranks/control_channel.h"
+#include "ranks/file_rendezvous.h"
+#include "ranks/mpi_bootstrap.h"
+#include "ranks/peer_processes.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
 
@@ -58,6 +58,14 @@ GpuIdentity identify_gpu(int device) {
   return id;
 }
 
+RendezvousPlan planned_rendezvous(const LaunchEnv& launch, const LaunchRequest& request, const Environment& env,
+                                  std::string* mpi_missing) {
+  const bool mpi = launch.mode == LaunchMode::Mpi && mpi_available(mpi_missing);
+  if (launch.mode == LaunchMode::Mpi && !mpi && mpi_missing && mpi_missing->empty())
+    *mpi_missing = "the MPI module did not load";
+  return choose_rendezvous(launch, request, env, mpi);
+}
+
 ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, double timeout_s, const Environment& env)
     : launch_(launch), request_(request), timeout_s_(timeout_s), env_(env) {
   TANDEM_REQUIRE(launch.is_process_mode(), "ProcessRank needs a launcher's rank (not the threads mode)");
@@ -67,10 +75,9 @@ ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, 
   const GpuIdentity me = identify_gpu(device_);
 
   std::string mpi_missing;
-  const bool mpi = launch_.mode == LaunchMode::Mpi && mpi_available(&mpi_missing);
-  plan_ = choose_rendezvous(launch_, request_, env_, mpi);
+  plan_ = planned_rendezvous(launch_, request_, env_, &mpi_missing);
   hint_ = hint_for(plan_);
-  if (launch_.mode == LaunchMode::Mpi && !mpi && plan_.kind == RendezvousKind::File)
+  if (launch_.mode == LaunchMode::Mpi && !mpi_missing.empty() && plan_.kind == RendezvousKind::File)
     notes_.push_back("MPI bootstrap unavailable (" + mpi_missing + "); rendezvous through " + plan_.where);
 
   std::vector<std::string> identities;

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Checks the benchmark's layers (docs/ARCHITECTURE.md): bench/ranks/ includes nothing of the
+measurement or the reporting and names no benchmark option; bench/report/ includes nothing of the
+ranks or the measurement; app/ includes no layer's internals it should not need. Python stdlib only.
+
+  python3 tests/scripts/test_bench_layers.py      (ctest: bench_layers)
+"""
+import os
+import re
+import sys
+import unittest
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+SOURCES = (".h", ".cpp", ".cu", ".cuh")
+
+
+def sources(folder):
+    for base, _, names in os.walk(os.path.join(ROOT, folder)):
+        for name in names:
+            if name.endswith(SOURCES):
+                yield os.path.join(base, name)
+
+
+def includes(path):
+    with open(path, encoding="utf-8") as f:
+        return INCLUDE.findall(f.read())
+
+
+def violations(folder, forbidden):
+    """(file, include) for each include of `folder`'s sources that starts with a forbidden root."""
+    out = []
+    for path in sources(folder):
+        for inc in includes(path):
+            if inc.split("/")[0] in forbidden:
+                out.append((os.path.relpath(path, ROOT), inc))
+    return out
+
+
+MEASUREMENT = {"harness", "scenarios", "workloads", "collectives"}
+
+
+class Layers(unittest.TestCase):
+    def test_the_layer_folders_exist(self):
+        # A moved or renamed folder must not make the checks below pass on nothing.
+        for folder in ("bench/ranks", "bench/report", "bench/harness"):
+            self.assertTrue(any(sources(folder)), folder)
+
+    def test_ranks_know_no_measurement_and_no_reporting(self):
+        self.assertEqual(violations("bench/ranks", MEASUREMENT | {"report"}), [])
+
+    def test_ranks_know_no_benchmark_options(self):
+        found = []
+        for path in sources("bench/ranks"):
+            with open(path, encoding="utf-8") as f:
+                if re.search(r"\bBenchOptions\b|\bSummary\b", f.read()):
+                    found.append(os.path.relpath(path, ROOT))
+        self.assertEqual(found, [])
+
+    def test_reporting_knows_no_ranks_and_no_measurement(self):
+        self.assertEqual(violations("bench/report", MEASUREMENT | {"ranks"}), [])
+
+    def test_the_checker_sees_a_forbidden_include(self):
+        # The regular expression must match includes as the sources write them.
+        self.assertEqual(INCLUDE.findall('#include "harness/metrics.h"\n#include <vector>\n'), ["harness/metrics.h"])
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1] + sys.argv[1:])
