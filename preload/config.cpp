@@ -50,7 +50,6 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
   }
   std::vector<IgnoredToken> ignored;
   config.policy = interposable_part(parsed, &ignored);
-  // nccl-* tokens are not lost: `tandem run` hands them to NCCL through its environment.
   for (const auto& token : ignored)
     config.problems.push_back({token.reaches_nccl_via_environment ? LogLevel::Info : LogLevel::Warn,
                                "policy token '" + token.token + "' " + token.reason});
@@ -116,18 +115,16 @@ OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<Ignored
     note("green:" + std::to_string(*policy.green_sms),
          "has no effect on an unmodified program: it needs green contexts", false);
   if (policy.copy_engine)
-    note("copy-engine", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
+    note("copy-engine", "is not applied yet: its collectives are counted and left to NCCL (route-not-available)",
+         true);
   if (policy.nccl_symmetric)
     note("nccl-symmetric", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
-  // The interposer cannot change a communicator's configuration; NCCL reads these from its own
-  // environment variables, which `tandem run` sets before the program starts.
-  if (policy.nccl_min_ctas || policy.nccl_max_ctas)
-    note("nccl-ctas", "is applied through NCCL_MIN_CTAS/NCCL_MAX_CTAS (tandem run sets them), not by the interposer",
-         true);
-  if (policy.nccl_cga_cluster_size)
-    note("nccl-cga", "is applied through NCCL_CGA_CLUSTER_SIZE (tandem run sets it), not by the interposer", true);
-  if (policy.nccl_cta_policy != NcclCtaPolicy::Default)
-    note("nccl-cta-policy", "is applied through NCCL_CTA_POLICY (tandem run sets it), not by the interposer", true);
+  // The communicator settings are applied when the program creates a communicator (nccl_hooks.cpp).
+  applied.nccl_min_ctas = policy.nccl_min_ctas;
+  applied.nccl_max_ctas = policy.nccl_max_ctas;
+  applied.nccl_cga_cluster_size = policy.nccl_cga_cluster_size;
+  applied.nccl_cta_policy = policy.nccl_cta_policy;
+  applied.copy_engine = policy.copy_engine;  // counted by route (nccl_route.h)
   return applied;
 }
 

@@ -49,11 +49,52 @@
      unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                   \
     (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))
 
-// Library entry points (cuBLAS, cuBLASLt), for the SM-count cap. Unlike the driver, a process may
-// load two different copies of a library (a framework's bundled one and the system one), so a real
-// pointer is only adopted for a slot that is empty or already holds that same pointer.
-#define TANDEM_LIBRARY_HOOKS(X)                                                                             \
+// Library entry points (cuBLAS, cuBLASLt, NCCL). Unlike the driver, a process may load two different
+// copies of a library (a framework's bundled one and the system one), so a real pointer is only
+// adopted for a slot that is empty or already holds that same pointer.
+#define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_NCCL_HOOKS(X)
+
+// cuBLAS and cuBLASLt, for the SM-count cap (cublas_hooks.cpp).
+#define TANDEM_CUBLAS_HOOKS(X)                                                                              \
   X(cublasLtMatmulDescCreate, cublasStatus_t,                                                               \
     (cublasLtMatmulDesc_t * matmul_desc, cublasComputeType_t compute_type, cudaDataType_t scale_type),      \
     (matmul_desc, compute_type, scale_type))                                                                \
   X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))
+
+// NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
+// forgets the communicator, collectives are counted by route. The interposer never links or loads
+// NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls
+// bind to these definitions, and the real ones are then found next to it (real_symbols.cpp).
+// Every one of these exists in NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since
+// 2.28); a program built against an older NCCL simply never calls the newer ones.
+#define TANDEM_NCCL_HOOKS(X)                                                                                \
+  X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank),      \
+    (comm, nranks, comm_id, rank))                                                                          \
+  X(ncclCommInitRankConfig, ncclResult_t,                                                                   \
+    (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank, ncclConfig_t* config),                  \
+    (comm, nranks, comm_id, rank, config))                                                                  \
+  X(ncclCommInitRankScalable, ncclResult_t,                                                                 \
+    (ncclComm_t * comm, int nranks, int rank, int n_ids, ncclUniqueId* comm_ids, ncclConfig_t* config),     \
+    (comm, nranks, rank, n_ids, comm_ids, config))                                                          \
+  X(ncclCommInitAll, ncclResult_t, (ncclComm_t * comms, int ndev, const int* devlist), (comms, ndev, devlist)) \
+  X(ncclCommSplit, ncclResult_t, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config), \
+    (comm, color, key, newcomm, config))                                                                    \
+  X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm))                                              \
+  X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                               \
+  X(ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                 \
+  X(ncclAllReduce, ncclResult_t,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,           \
+     ncclComm_t comm, cudaStream_t stream),                                                                 \
+    (sendbuff, recvbuff, count, datatype, op, comm, stream))                                                \
+  X(ncclReduceScatter, ncclResult_t,                                                                        \
+    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op,       \
+     ncclComm_t comm, cudaStream_t stream),                                                                 \
+    (sendbuff, recvbuff, recvcount, datatype, op, comm, stream))                                            \
+  X(ncclAllGather, ncclResult_t,                                                                            \
+    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,      \
+     cudaStream_t stream),                                                                                  \
+    (sendbuff, recvbuff, sendcount, datatype, comm, stream))                                                \
+  X(ncclAlltoAll, ncclResult_t,                                                                             \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,          \
+     cudaStream_t stream),                                                                                  \
+    (sendbuff, recvbuff, count, datatype, comm, stream))
