@@ -15,9 +15,12 @@
 // who sets one of those variables still wins over the policy, and `tandem run` no longer sets them.
 //
 // Nothing of ours escapes a hook: an exception from our own work (allocation) makes the hook forward
-// the call unchanged. errno is kept by the exported wrapper (exports.cpp).
+// the call unchanged. errno: NCCL is called with the program's errno and the program gets NCCL's
+// (errno_for_caller.h), whatever our own work did before and after.
 #include <atomic>
+#include <cerrno>
 
+#include "errno_for_caller.h"
 #include "hook_handlers.h"
 #include "log.h"
 #include "nccl_settings.h"
@@ -26,6 +29,16 @@
 
 namespace tandem::preload {
 namespace {
+
+// The real call, with errno as the program left it before, and errno as NCCL leaves it recorded
+// for the program (our work after the call may change errno; the wrapper puts NCCL's back).
+template <class Call>
+ncclResult_t as_program(int program_errno, const Call& call) {
+  errno = program_errno;
+  const ncclResult_t result = call();
+  keep_errno_of_real_call();
+  return result;
+}
 
 // ---- NCCL's own helpers, from the library that defines the real creation functions --------------
 
@@ -110,7 +123,8 @@ ncclResult_t missing(const char* name) {
 // The creation paths that take a configuration. `call(config)` calls the real function with the
 // configuration to use; `program` is the program's own (may be null).
 template <class Call>
-ncclResult_t create_with_settings(ncclComm_t* comm, Hook via, ncclConfig_t* program, const Call& call) {
+ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via, ncclConfig_t* program,
+                                  const Call& call) {
   Settings s;
   std::optional<OverlaidConfig> config;
   try {
@@ -126,7 +140,7 @@ ncclResult_t create_with_settings(ncclComm_t* comm, Hook via, ncclConfig_t* prog
               "applied to it",
               name_of(via));
   }
-  const ncclResult_t result = call(config ? config->get() : program);
+  const ncclResult_t result = as_program(program_errno, [&] { return call(config ? config->get() : program); });
   try {
     created(result, comm, 1, via, config ? s.text : std::string(), !s.text.empty());
   } catch (...) {
@@ -138,10 +152,11 @@ ncclResult_t create_with_settings(ncclComm_t* comm, Hook via, ncclConfig_t* prog
 
 ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
                                            ncclConfig_t* config) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankConfig)]);
   const auto real = real_ncclCommInitRankConfig();
   if (!real) return missing("ncclCommInitRankConfig");
-  return create_with_settings(comm, Hook::ncclCommInitRankConfig, config,
+  return create_with_settings(program_errno, comm, Hook::ncclCommInitRankConfig, config,
                               [&](ncclConfig_t* c) { return real(comm, nranks, comm_id, rank, c); });
 }
 
@@ -150,6 +165,7 @@ ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
 // with that initializer under our settings keeps the program's semantics. Without settings the
 // program's call goes to ncclCommInitRank itself.
 ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRank)]);
   const auto real = real_ncclCommInitRank();
   if (!real) return missing("ncclCommInitRank");
@@ -163,9 +179,9 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
       wanted ? helper<ncclCommInitRankConfig_fn>(with_config, Hook::ncclCommInitRank, "ncclCommInitRankConfig")
              : nullptr;
   if (configured)
-    return create_with_settings(comm, Hook::ncclCommInitRank, nullptr,
+    return create_with_settings(program_errno, comm, Hook::ncclCommInitRank, nullptr,
                                 [&](ncclConfig_t* c) { return configured(comm, nranks, comm_id, rank, c); });
-  const ncclResult_t result = real(comm, nranks, comm_id, rank);
+  const ncclResult_t result = as_program(program_errno, [&] { return real(comm, nranks, comm_id, rank); });
   try {
     created(result, comm, 1, Hook::ncclCommInitRank, "", wanted);
   } catch (...) {
@@ -175,10 +191,11 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
 
 ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids, ncclUniqueId* comm_ids,
                                              ncclConfig_t* config) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankScalable)]);
   const auto real = real_ncclCommInitRankScalable();
   if (!real) return missing("ncclCommInitRankScalable");
-  return create_with_settings(comm, Hook::ncclCommInitRankScalable, config,
+  return create_with_settings(program_errno, comm, Hook::ncclCommInitRankScalable, config,
                               [&](ncclConfig_t* c) { return real(comm, nranks, rank, n_ids, comm_ids, c); });
 }
 
@@ -186,10 +203,11 @@ ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int r
 // NCCL; rebuilding it from ncclCommInitRankConfig would need the interposer to switch devices. Its
 // communicators are counted as left unconfigured, and the user is told once.
 ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitAll)]);
   const auto real = real_ncclCommInitAll();
   if (!real) return missing("ncclCommInitAll");
-  const ncclResult_t result = real(comms, ndev, devlist);
+  const ncclResult_t result = as_program(program_errno, [&] { return real(comms, ndev, devlist); });
   try {
     const Settings s = settings();
     if (!s.text.empty()) {
@@ -210,13 +228,14 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
 // was created through these hooks: the call goes through unchanged then, and the child is counted
 // as configured exactly when its parent was.
 ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommSplit)]);
   const auto real = real_ncclCommSplit();
   if (!real) return missing("ncclCommSplit");
   if (config)
-    return create_with_settings(newcomm, Hook::ncclCommSplit, config,
+    return create_with_settings(program_errno, newcomm, Hook::ncclCommSplit, config,
                                 [&](ncclConfig_t* c) { return real(comm, color, key, newcomm, c); });
-  const ncclResult_t result = real(comm, color, key, newcomm, nullptr);
+  const ncclResult_t result = as_program(program_errno, [&] { return real(comm, color, key, newcomm, nullptr); });
   try {
     const Settings s = settings();
     const auto parent = runtime().communicators.find(comm);
@@ -244,26 +263,29 @@ void forget(ncclComm_t comm) {
 
 // Finalize flushes a communicator; it stays usable for destroy only, so it stays known.
 ncclResult_t handle_ncclCommFinalize(ncclComm_t comm) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommFinalize)]);
   const auto real = real_ncclCommFinalize();
   if (!real) return missing("ncclCommFinalize");
-  return real(comm);
+  return as_program(program_errno, [&] { return real(comm); });
 }
 
 ncclResult_t handle_ncclCommDestroy(ncclComm_t comm) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommDestroy)]);
   const auto real = real_ncclCommDestroy();
   if (!real) return missing("ncclCommDestroy");
   forget(comm);
-  return real(comm);
+  return as_program(program_errno, [&] { return real(comm); });
 }
 
 ncclResult_t handle_ncclCommAbort(ncclComm_t comm) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommAbort)]);
   const auto real = real_ncclCommAbort();
   if (!real) return missing("ncclCommAbort");
   forget(comm);
-  return real(comm);
+  return as_program(program_errno, [&] { return real(comm); });
 }
 
 // ---- collectives ---------------------------------------------------------------------------------
@@ -353,40 +375,44 @@ RouteOutcome route_of(CollectiveKind kind, const void* send, const void* recv, s
 
 ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllReduce)]);
   const auto real = real_ncclAllReduce();
   if (!real) return missing("ncclAllReduce");
   (void)route_of(CollectiveKind::AllReduce, sendbuff, recvbuff, count, datatype, op == ncclSum, comm,
                  Hook::ncclAllReduce);
-  return real(sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclReduceScatter)]);
   const auto real = real_ncclReduceScatter();
   if (!real) return missing("ncclReduceScatter");
   (void)route_of(CollectiveKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op == ncclSum, comm,
                  Hook::ncclReduceScatter);
-  return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                   ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllGather)]);
   const auto real = real_ncclAllGather();
   if (!real) return missing("ncclAllGather");
   (void)route_of(CollectiveKind::AllGather, sendbuff, recvbuff, sendcount, datatype, true, comm, Hook::ncclAllGather);
-  return real(sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAlltoAll)]);
   const auto real = real_ncclAlltoAll();
   if (!real) return missing("ncclAlltoAll");
   (void)route_of(CollectiveKind::AllToAll, sendbuff, recvbuff, count, datatype, true, comm, Hook::ncclAlltoAll);
-  return real(sendbuff, recvbuff, count, datatype, comm, stream);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 }  // namespace tandem::preload

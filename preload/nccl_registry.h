@@ -26,6 +26,11 @@ class CommunicatorRegistry {
   // Destroy or abort: the handle may be reused by NCCL for the next communicator.
   void remove(const void* comm);
   size_t size() const;
+  // fork(): held across it so the child never inherits it locked; the child forgets every entry (NCCL
+  // communicators do not survive a fork).
+  void lock_for_fork() { mutex_.lock(); }
+  void unlock_after_fork() { mutex_.unlock(); }
+  void forget_all_after_fork() { comms_.clear(); }
 
  private:
   mutable std::mutex mutex_;
