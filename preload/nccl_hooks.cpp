@@ -55,8 +55,13 @@ Fn helper(std::atomic<void*>& cache, Hook sibling, const char* symbol) {
 using CommQuery = ncclResult_t (*)(const ncclComm_t, int*);
 using AsyncError = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
 
-// The communicator's size, rank and device, or nranks == 0 while it is not ready (a non-blocking
-// communicator still initialising: asking NCCL then would make it print a warning).
+// The communicator's size, rank and device, or nranks == 0 while it is not ready. Asked at the first
+// collective on it, never at creation: a communicator created inside the program's
+// ncclGroupStart/End is not initialised before ncclGroupEnd (its size is not there yet), and a
+// non-blocking one is not either until NCCL says so; asking NCCL's size queries then would make it
+// print a warning, and ncclCommGetAsyncError on a ready communicator completes the group job linked
+// to it, which is the program's to wait for. At its first collective the program itself holds the
+// communicator ready (NCCL's contract), so the queries change nothing.
 CommunicatorInfo describe(ncclComm_t comm, Hook sibling) {
   static std::atomic<void*> async_error{nullptr}, count{nullptr}, rank{nullptr}, device{nullptr};
   CommunicatorInfo info;
@@ -96,12 +101,11 @@ void warn_once(std::atomic<bool>& said, const char* format, const char* what) {
 
 // What every creation hook does once NCCL answered: remember the communicators it made.
 // `applied` is the settings text when they were applied, "" otherwise.
-void created(ncclResult_t result, ncclComm_t* comms, int n, Hook via, const std::string& applied,
-             bool settings_wanted) {
+void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted) {
   if ((result != ncclSuccess && result != ncclInProgress) || !comms) return;
   for (int i = 0; i < n; ++i) {
     if (!comms[i]) continue;  // ncclCommSplit with NCCL_SPLIT_NOCOLOR makes none
-    CommunicatorInfo info = describe(comms[i], via);
+    CommunicatorInfo info;    // size and rank: at the first collective (describe)
     info.settings = applied;
     runtime().communicators.add(comms[i], std::move(info));
     Counters::bump(counters().communicators_created);
@@ -142,7 +146,7 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
   }
   const ncclResult_t result = as_program(program_errno, [&] { return call(config ? config->get() : program); });
   try {
-    created(result, comm, 1, via, config ? s.text : std::string(), !s.text.empty());
+    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty());
   } catch (...) {
   }
   return result;
@@ -183,7 +187,7 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
                                 [&](ncclConfig_t* c) { return configured(comm, nranks, comm_id, rank, c); });
   const ncclResult_t result = as_program(program_errno, [&] { return real(comm, nranks, comm_id, rank); });
   try {
-    created(result, comm, 1, Hook::ncclCommInitRank, "", wanted);
+    created(result, comm, 1, "", wanted);
   } catch (...) {
   }
   return result;
@@ -217,7 +221,7 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
                 "with ncclCommInitRank or ncclCommInitRankConfig instead)",
                 s.text.c_str());
     }
-    created(result, comms, ndev, Hook::ncclCommInitAll, "", !s.text.empty());
+    created(result, comms, ndev, "", !s.text.empty());
   } catch (...) {
   }
   return result;
@@ -240,7 +244,7 @@ ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     const Settings s = settings();
     const auto parent = runtime().communicators.find(comm);
     const std::string inherited = parent ? parent->settings : std::string();
-    created(result, newcomm, 1, Hook::ncclCommSplit, inherited, !s.text.empty());
+    created(result, newcomm, 1, inherited, !s.text.empty());
   } catch (...) {
   }
   return result;
@@ -328,8 +332,8 @@ size_t element_bytes(ncclDataType_t type) {
   }
 }
 
-// Decides and counts the route of one collective. Never throws; an unknown communicator is looked
-// up again when it was still initialising at creation.
+// Decides and counts the route of one collective. Never throws; a communicator's size is asked at
+// the first collective on it (describe).
 RouteOutcome route_of(CollectiveKind kind, const void* send, const void* recv, size_t count, ncclDataType_t type,
                       bool sums, ncclComm_t comm, Hook via) {
   CollectiveRequest request;

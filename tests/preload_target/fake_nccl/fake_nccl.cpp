@@ -71,8 +71,8 @@ ncclResult_t query(const char* fn, ncclComm_t comm, int* out, int FakeComm::*fie
   return ncclSuccess;
 }
 
-ncclResult_t collective(const char* fn, const void* send, const void* recv, size_t count, ncclDataType_t type,
-                        int op, ncclComm_t comm) {
+ncclResult_t collective(const char* fn, const void* send, const void* recv, size_t count, ncclDataType_t type, int op,
+                        ncclComm_t comm) {
   record({{"fn", fn},
           {"count", count},
           {"type", static_cast<int>(type)},

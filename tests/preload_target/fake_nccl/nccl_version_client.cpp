@@ -16,8 +16,7 @@ int main() {
   for (const char* name : {"ncclAllReduce", "ncclCommInitRank", "ncclGetVersion", "ncclNoSuchFunction"}) {
     void* found = dlsym(RTLD_DEFAULT, name);
     const char* error = dlerror();
-    std::printf("dlsym(RTLD_DEFAULT, %s) -> %s dlerror=%s\n", name, found ? "found" : "NULL",
-                error ? "set" : "(null)");
+    std::printf("dlsym(RTLD_DEFAULT, %s) -> %s dlerror=%s\n", name, found ? "found" : "NULL", error ? "set" : "(null)");
   }
   return 0;
 }
