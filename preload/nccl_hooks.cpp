@@ -9,6 +9,17 @@
 // covers a framework's libnccl.so.2 loaded RTLD_LOCAL). Helper functions (ncclCommCount,
 // ncclGetVersion...) are taken from the very library the real function lives in (symbol_beside).
 //
+// Lookups by name follow the rules of every library hook (dlsym_hook.cpp, real_symbols.cpp
+// adopt_real), so a program that finds NCCL by dlopen/dlsym is treated like one linked to it:
+//   - dlsym(handle of libnccl.so.2, "ncclAllReduce"): our wrapper when that copy is the one the
+//     wrappers forward to (the first NCCL loaded), that copy's own function otherwise (a second NCCL
+//     in the process, e.g. the system's beside PyTorch's, is never routed through the first);
+//   - dlsym(RTLD_DEFAULT, ...): our wrapper exactly when a real definition is visible to the caller,
+//     NULL with glibc's own message otherwise (a process without NCCL sees no NCCL symbol);
+//   - dlsym(RTLD_NEXT, ...) from a library after us: NCCL's own, as another interposer chaining to
+//     the next definition expects.
+// No NCCL symbol is looked up before the program calls a hooked function or looks one up itself.
+//
 // Settings through the configuration, not the environment: NCCL lets its environment variables
 // override a communicator's configuration (init.cc, envConfigOverride: NCCL_MIN_CTAS, NCCL_MAX_CTAS,
 // NCCL_CGA_CLUSTER_SIZE, NCCL_CTA_POLICY, NCCL_COMM_BLOCKING replace the config's values), so a user
@@ -124,6 +135,25 @@ ncclResult_t missing(const char* name) {
   return ncclInternalError;
 }
 
+// NCCL reads only the configuration fields of its own version and ignores the rest: say once when
+// the process's NCCL is too old for a setting, rather than let it vanish.
+void warn_if_nccl_lacks(const OverlapPolicy& settings, Hook via) {
+  static std::atomic<bool> checked{false};
+  if (checked.exchange(true, std::memory_order_relaxed)) return;
+  static std::atomic<void*> get_version{nullptr};
+  const auto version_of = helper<ncclResult_t (*)(int*)>(get_version, via, "ncclGetVersion");
+  int version = 0;
+  if (!version_of || version_of(&version) != ncclSuccess) return;
+  const auto lacks = [&](int needed, bool named, const char* token) {
+    if (named && version < needed)
+      log(LogLevel::Warn, "%s needs NCCL %d.%d or later; this process's NCCL is %d.%d.%d: not applied", token,
+          needed / 10000, needed / 100 % 100, version / 10000, version / 100 % 100, version % 100);
+  };
+  lacks(NCCL_VERSION(2, 17, 0), settings.nccl_min_ctas || settings.nccl_max_ctas, "nccl-ctas");
+  lacks(NCCL_VERSION(2, 17, 0), settings.nccl_cga_cluster_size.has_value(), "nccl-cga");
+  lacks(NCCL_VERSION(2, 27, 0), settings.nccl_cta_policy != NcclCtaPolicy::Default, "nccl-cta-policy");
+}
+
 // The creation paths that take a configuration. `call(config)` calls the real function with the
 // configuration to use; `program` is the program's own (may be null).
 template <class Call>
@@ -133,7 +163,10 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
   std::optional<OverlaidConfig> config;
   try {
     s = settings();
-    if (!s.text.empty()) config = overlay_config(s.policy, program);
+    if (!s.text.empty()) {
+      warn_if_nccl_lacks(s.policy, via);
+      config = overlay_config(s.policy, program);
+    }
   } catch (...) {
     config.reset();
   }

@@ -194,6 +194,7 @@ TEST_F(preload_nccl_hooks, SplitScalableAndInitAll) {
   EXPECT_EQ(calls_of(settings(), "ncclCommInitAll"), calls_of(plain(), "ncclCommInitAll"));
   EXPECT_NE(settings().raw.err.find("ncclCommInitAll takes no ncclConfig_t"), std::string::npos) << settings().raw.err;
   EXPECT_NE(settings().raw.err.find("not one NCCL_CONFIG_INITIALIZER made"), std::string::npos);
+  EXPECT_EQ(settings().raw.err.find("needs NCCL"), std::string::npos);  // the fake is 2.28: no version warning
 }
 
 TEST_F(preload_nccl_hooks, AnInitialisingCommunicatorIsNeverQueried) {
@@ -252,6 +253,18 @@ TEST_F(preload_nccl_hooks, CopyEnginePolicyCountsEachFallbackReason) {
   EXPECT_EQ(c["ncclAllGather"]["nccl"], json({{"route-not-available", 1}}));
   EXPECT_EQ(c["ncclAlltoAll"]["nccl"], json({{"in-place-all-to-all", 1}, {"route-not-available", 1}}));
   EXPECT_EQ(copy_engine().stats["nccl_communicators"]["settings"], "");
+}
+
+TEST(preload_nccl_hooks_versions, AnNcclTooOldForASettingIsSaidOnce) {
+  // 2.26.0: knows minCTAs, maxCTAs and cgaClusterSize (2.17), not CTAPolicy (2.27).
+  const ClientRun r = run_client(kFakeClient, kSettings, "FAKE_NCCL_VERSION=22600");
+  ASSERT_EQ(r.raw.status, 0) << r.raw.err;
+  const std::string warning = "nccl-cta-policy needs NCCL 2.27 or later; this process's NCCL is 2.26.0: not applied";
+  const size_t at = r.raw.err.find(warning);
+  EXPECT_NE(at, std::string::npos) << r.raw.err;
+  EXPECT_EQ(r.raw.err.find(warning, at + 1), std::string::npos);  // once
+  EXPECT_EQ(r.raw.err.find("nccl-ctas needs"), std::string::npos);
+  EXPECT_EQ(r.raw.err.find("nccl-cga needs"), std::string::npos);
 }
 
 TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing) {

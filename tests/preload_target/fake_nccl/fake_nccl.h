@@ -4,7 +4,7 @@
 // the interposer may have changed (the configuration), and answers like NCCL does for what the
 // hooks rely on (non-blocking creation, ncclCommGetAsyncError, the size queries). Never installed.
 //
-// Controls, beyond NCCL's API:
+// Controls, beyond NCCL's API (and FAKE_NCCL_VERSION in the environment: what ncclGetVersion says):
 #include <nccl.h>
 
 extern "C" {
