@@ -115,8 +115,7 @@ OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<Ignored
     note("green:" + std::to_string(*policy.green_sms),
          "has no effect on an unmodified program: it needs green contexts", false);
   if (policy.copy_engine)
-    note("copy-engine", "is not applied yet: its collectives are counted and left to NCCL (route-not-available)",
-         true);
+    note("copy-engine", "is not applied yet: its collectives are counted and left to NCCL (route-not-available)", true);
   if (policy.nccl_symmetric)
     note("nccl-symmetric", "has no effect on an unmodified program: it needs symmetric NCCL windows", false);
   // The communicator settings are applied when the program creates a communicator (nccl_hooks.cpp).
