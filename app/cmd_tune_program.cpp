@@ -12,7 +12,7 @@
 
 #include "command_line.h"
 #include "harness/program_tuner.h"
-#include "harness/report.h"
+#include "report/report.h"
 #include "harness/tune_progress.h"
 #include "run_environment.h"
 #include "tandem/build_info.h"

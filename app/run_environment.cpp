@@ -98,7 +98,9 @@ OverlapPolicy policy_for_run(const std::string& text) {
   return policy;
 }
 
-std::vector<EnvChange> child_environment(const RunOptions& options, const OverlapPolicy& policy,
+// The policy is not read here any more (nccl-* tokens went through NCCL_* variables before the interposer
+// applied them itself); the parameter stays for the callers until the lead folds it away.
+std::vector<EnvChange> child_environment(const RunOptions& options, const OverlapPolicy& /*policy*/,
                                          const std::string& library, const char* existing_ld_preload) {
   std::vector<EnvChange> changes;
   changes.emplace_back("LD_PRELOAD", prepend_preload(library, existing_ld_preload));
@@ -111,14 +113,9 @@ std::vector<EnvChange> child_environment(const RunOptions& options, const Overla
   changes.emplace_back(env::kInclude, optional_value(join(options.include, ",")));
   changes.emplace_back(env::kExclude, optional_value(join(options.exclude, ",")));
   changes.emplace_back(env::kStatsFile, optional_value(options.stats_file));
-  // nccl-* tokens: NCCL reads these when a communicator is created, and they override what the
-  // program put in ncclConfig_t.
-  if (policy.nccl_min_ctas) changes.emplace_back("NCCL_MIN_CTAS", std::to_string(*policy.nccl_min_ctas));
-  if (policy.nccl_max_ctas) changes.emplace_back("NCCL_MAX_CTAS", std::to_string(*policy.nccl_max_ctas));
-  if (policy.nccl_cga_cluster_size)
-    changes.emplace_back("NCCL_CGA_CLUSTER_SIZE", std::to_string(*policy.nccl_cga_cluster_size));
-  if (policy.nccl_cta_policy == NcclCtaPolicy::Efficiency) changes.emplace_back("NCCL_CTA_POLICY", "1");
-  if (policy.nccl_cta_policy == NcclCtaPolicy::Zero) changes.emplace_back("NCCL_CTA_POLICY", "2");
+  // nccl-* tokens are applied by the interposer when the program creates a communicator
+  // (preload/nccl_hooks.cpp), through ncclConfig_t: no NCCL_* variable is set, since NCCL lets its
+  // variables override the configuration and a user's own variables must keep that last word.
   return changes;
 }
 

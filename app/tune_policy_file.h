@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/report.h"
+#include "report/report.h"
 #include "tandem/policy.h"
 
 namespace tandem::cli {

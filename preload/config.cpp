@@ -51,10 +51,8 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
   }
   std::vector<IgnoredToken> ignored;
   config.policy = interposable_part(parsed, &ignored);
-  // nccl-* tokens are not lost: `tandem run` hands them to NCCL through its environment.
   for (const auto& token : ignored)
-    config.problems.push_back({token.reaches_nccl_via_environment ? LogLevel::Info : LogLevel::Warn,
-                               "policy token '" + token.token + "' " + token.reason});
+    config.problems.push_back({LogLevel::Warn, "policy token '" + token.token + "' " + token.reason});
 }
 
 }  // namespace
@@ -103,8 +101,6 @@ std::string expand_pid(std::string_view path, long pid) {
 
 // The note logged for a token the interposer leaves alone, from its row (tandem/policy_tokens.h).
 std::string interposer_note(const PolicyToken& row) {
-  if (row.run == RunTreatment::NcclEnvironment)
-    return "is applied through " + std::string(row.run_detail) + " (set by tandem run), not by the interposer";
   return "has no effect on an unmodified program: " + std::string(row.run_detail);
 }
 
@@ -115,7 +111,7 @@ OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<Ignored
     const std::string token = row.print(policy);
     if (token.empty()) continue;
     row.clear(applied);
-    if (ignored) ignored->push_back({token, interposer_note(row), row.run == RunTreatment::NcclEnvironment});
+    if (ignored) ignored->push_back({token, interposer_note(row)});
   }
   return applied;
 }

@@ -27,7 +27,7 @@ struct Problem {
 struct PreloadConfig {
   std::string policy_text;  // as given (or the default)
   bool policy_valid = true;
-  OverlapPolicy policy;  // what the interposer applies: priority, shape, sm-target only
+  OverlapPolicy policy;  // what the interposer applies: priority, shape, sm-target, nccl-* (copy-engine: counted)
   LogLevel log_level = LogLevel::Warn;
   std::vector<std::string> include_patterns;  // empty: every kernel
   std::vector<std::string> exclude_patterns;
@@ -62,7 +62,6 @@ std::string expand_pid(std::string_view path, long pid);
 struct IgnoredToken {
   std::string token;
   std::string reason;
-  bool reaches_nccl_via_environment = false;  // nccl-*: `tandem run` sets NCCL's variables
 };
 // The part of a policy an interposer can apply to an unmodified program: the tokens whose row in
 // tandem/policy_tokens.h says RunTreatment::Interposer. `ignored` receives each other token the

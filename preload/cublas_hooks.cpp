@@ -3,10 +3,8 @@
 // whole SMs to NCCL. The cap is set on each new handle / matmul descriptor right after the real
 // function created it, through cuBLAS's own API, so cuBLAS picks kernels for the smaller SM count.
 //
-// The setter functions are taken from the same library copy as the real creator (dladdr of the
-// real pointer, then dlopen RTLD_NOLOAD of that file), never from another copy.
-#include <dlfcn.h>
-
+// The setter functions are taken from the same library copy as the real creator (symbol_beside),
+// never from another copy.
 #include <atomic>
 
 #include "hook_handlers.h"
@@ -16,22 +14,11 @@
 namespace tandem::preload {
 namespace {
 
-// `symbol` from the library that defines `sibling`.
-void* from_same_library(const void* sibling, const char* symbol) {
-  Dl_info info{};
-  if (!sibling || dladdr(sibling, &info) == 0 || !info.dli_fname) return nullptr;
-  void* library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  if (!library) return nullptr;
-  void* found = real_dlsym()(library, symbol);
-  dlclose(library);  // drops only the reference RTLD_NOLOAD added
-  return found;
-}
-
 template <class Fn>
 Fn setter(std::atomic<void*>& cache, Hook creator, const char* symbol) {
   void* fn = cache.load(std::memory_order_acquire);
   if (!fn) {
-    fn = from_same_library(real_address(creator), symbol);
+    fn = symbol_beside(real_address(creator), symbol);
     cache.store(fn, std::memory_order_release);
   }
   return reinterpret_cast<Fn>(fn);

@@ -4,7 +4,7 @@
 // environment, which reads no file: a TANDEM_POLICY naming one is refused, see config.cpp).
 //
 // Who reports, so that `tandem run -- sh -c '...'` does not print one summary per shell command:
-//   - a process that saw at least one launch;
+//   - a process that saw at least one launch or created an NCCL communicator;
 //   - the process `tandem run` started (TANDEM_ROOT_PID), always;
 //   - any process at log level info or debug.
 // The stats file is written by a process that saw launches, or by the root process when no other
@@ -17,7 +17,9 @@
 
 #include "collective_footprint.h"
 #include "log.h"
+#include "nccl_settings.h"
 #include "runtime.h"
+#include "tandem/nccl_config.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::preload {
@@ -56,6 +58,8 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   s.shape_when = to_string(config.shape_when);
   s.log_level = to_string(config.log_level);
   fill_counters(counters(), s);
+  const OverlapPolicy settings = communicator_settings(config.policy);
+  if (!uses_default_nccl_settings(settings)) s.communicator_settings = to_string(settings);
   if (!rt) return s;
   s.last_collective_footprint = describe_footprint(rt->last_collective.load(std::memory_order_relaxed));
   rt->functions.for_each([&](FunctionRecord& r) {
@@ -81,7 +85,9 @@ void report() {
   Runtime* rt = runtime_if_initialized();
   const PreloadConfig config = rt ? rt->config : config_from_environment();
   if (!rt) set_log_level(config.log_level);
-  const bool launched = counters().launches.load(std::memory_order_relaxed) > 0;
+  // NCCL communicators count as activity: a process that made one reports what was applied to it.
+  const bool launched = counters().launches.load(std::memory_order_relaxed) > 0 ||
+                        counters().communicators_created.load(std::memory_order_relaxed) > 0;
   const bool is_root = config.root_pid && *config.root_pid == static_cast<long>(getpid());
   const bool print = config.log_level != LogLevel::Error && (launched || is_root || config.log_level >= LogLevel::Info);
   const bool write = !config.stats_file.empty() && (launched || (is_root && !file_exists(config.stats_file)));

@@ -8,18 +8,37 @@
 // object earlier in the search order defines the same names.
 #include <cerrno>
 
+#include "errno_for_caller.h"
 #include "hook_handlers.h"
 
 #define TANDEM_HOOK_EXPORT __attribute__((visibility("default")))
 
 namespace {
 // A hook's own work (lookups, the first launch's metadata, log lines) must not show in errno: the
-// caller sees what it would see without us.
+// caller sees what it would see without us (errno_for_caller.h).
 struct ErrnoKept {
   int saved = errno;
-  ~ErrnoKept() { errno = saved; }
+  ~ErrnoKept() { errno = ::tandem::preload::errno_for_caller(saved); }
 };
+
+// Set by a hook right after its real call; one per thread. A hook reached from inside another
+// hook's real call (NCCL's kernel launches pass through the launch hooks) takes its own value first
+// and forgets it, so the outer hook's value, recorded after, is the one its wrapper sees.
+thread_local bool t_real_errno_recorded = false;
+thread_local int t_real_errno = 0;
 }  // namespace
+
+namespace tandem::preload {
+void keep_errno_of_real_call() {
+  t_real_errno = errno;
+  t_real_errno_recorded = true;
+}
+int errno_for_caller(int at_entry) {
+  if (!t_real_errno_recorded) return at_entry;
+  t_real_errno_recorded = false;
+  return t_real_errno;
+}
+}  // namespace tandem::preload
 
 #define TANDEM_DEFINE_EXPORT(name, ret, params, args)                              \
   extern "C" __attribute__((visibility("hidden"))) ret tandem_hook_##name params { \

@@ -1,9 +1,11 @@
 #pragma once
 // Typed views of the hook list: a function-pointer type per hooked symbol (<name>_fn), the real
 // pointer getter (real_<name>()) and the handler each exported wrapper forwards to
-// (handle_<name>(), written by hand in launch_hooks.cpp, resolver_hooks.cpp and cublas_hooks.cpp).
+// (handle_<name>(), written by hand in launch_hooks.cpp, resolver_hooks.cpp, cublas_hooks.cpp and
+// nccl_hooks.cpp).
 #include <cublasLt.h>
 #include <cublas_api.h>
+#include <nccl.h>  // types only: the interposer never links NCCL
 
 #include "cuda_driver.h"
 #include "hooked_symbols.h"

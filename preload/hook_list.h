@@ -1,6 +1,6 @@
 #pragma once
-// THE list of symbols the interposer hooks, as two X-macros. Everything that must agree on it is
-// generated from them: the exported wrappers (exports.cpp), the linker's export list
+// THE list of symbols the interposer hooks, as two X-macros (driver; libraries: cuBLAS, then NCCL). Everything that
+// must agree on it is generated from them: the exported wrappers (exports.cpp), the linker's export list
 // (version_script.in -> tandem_preload.map), the table of real pointers (real_symbols.cpp), the
 // name matching of the dlsym and cuGetProcAddress hooks, the handler declarations
 // (hook_handlers.h) and the per-hook call counters of the summary (stats.h).
@@ -20,40 +20,80 @@
 // Each launch entry point has a per-thread-default-stream twin (_ptsz): same ABI, but stream 0 means
 // the calling thread's default stream instead of the legacy one. Resolving "cuLaunchKernel" with
 // CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM returns the _ptsz twin, so it gets the _ptsz slot.
-#define TANDEM_DRIVER_HOOKS(X)                                                                              \
-  X(cuGetProcAddress, CUresult, (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags),      \
-    (symbol, pfn, cuda_version, flags))                                                                     \
-  X(cuGetProcAddress_v2, CUresult,                                                                          \
-    (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,                                    \
-     CUdriverProcAddressQueryResult* symbol_status),                                                        \
-    (symbol, pfn, cuda_version, flags, symbol_status))                                                      \
-  X(cuLaunchKernel, CUresult,                                                                               \
-    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
-     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params, void** extra),     \
-    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params, extra)) \
-  X(cuLaunchKernel_ptsz, CUresult,                                                                          \
-    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
-     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params, void** extra),     \
-    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params, extra)) \
-  X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra), \
-    (config, f, kernel_params, extra))                                                                      \
-  X(cuLaunchKernelEx_ptsz, CUresult,                                                                        \
-    (const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra),                       \
-    (config, f, kernel_params, extra))                                                                      \
-  X(cuLaunchCooperativeKernel, CUresult,                                                                    \
-    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
-     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                   \
-    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))        \
-  X(cuLaunchCooperativeKernel_ptsz, CUresult,                                                               \
-    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,   \
-     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                   \
+#define TANDEM_DRIVER_HOOKS(X)                                                                                         \
+  X(cuGetProcAddress, CUresult, (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags),                  \
+    (symbol, pfn, cuda_version, flags))                                                                                \
+  X(cuGetProcAddress_v2, CUresult,                                                                                     \
+    (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,                                               \
+     CUdriverProcAddressQueryResult* symbol_status),                                                                   \
+    (symbol, pfn, cuda_version, flags, symbol_status))                                                                 \
+  X(cuLaunchKernel, CUresult,                                                                                          \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,              \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params, void** extra),                \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params, extra))            \
+  X(cuLaunchKernel_ptsz, CUresult,                                                                                     \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,              \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params, void** extra),                \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params, extra))            \
+  X(cuLaunchKernelEx, CUresult, (const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra),      \
+    (config, f, kernel_params, extra))                                                                                 \
+  X(cuLaunchKernelEx_ptsz, CUresult, (const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra), \
+    (config, f, kernel_params, extra))                                                                                 \
+  X(cuLaunchCooperativeKernel, CUresult,                                                                               \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,              \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                              \
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))                   \
+  X(cuLaunchCooperativeKernel_ptsz, CUresult,                                                                          \
+    (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,              \
+     unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                              \
     (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))
 
-// Library entry points (cuBLAS, cuBLASLt), for the SM-count cap. Unlike the driver, a process may
-// load two different copies of a library (a framework's bundled one and the system one), so a real
-// pointer is only adopted for a slot that is empty or already holds that same pointer.
-#define TANDEM_LIBRARY_HOOKS(X)                                                                             \
-  X(cublasLtMatmulDescCreate, cublasStatus_t,                                                               \
-    (cublasLtMatmulDesc_t * matmul_desc, cublasComputeType_t compute_type, cudaDataType_t scale_type),      \
-    (matmul_desc, compute_type, scale_type))                                                                \
+// Library entry points (cuBLAS, cuBLASLt, NCCL). Unlike the driver, a process may load two different
+// copies of a library (a framework's bundled one and the system one), so a real pointer is only
+// adopted for a slot that is empty or already holds that same pointer.
+#define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_NCCL_HOOKS(X)
+
+// cuBLAS and cuBLASLt, for the SM-count cap (cublas_hooks.cpp).
+#define TANDEM_CUBLAS_HOOKS(X)                                                                         \
+  X(cublasLtMatmulDescCreate, cublasStatus_t,                                                          \
+    (cublasLtMatmulDesc_t * matmul_desc, cublasComputeType_t compute_type, cudaDataType_t scale_type), \
+    (matmul_desc, compute_type, scale_type))                                                           \
   X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))
+
+// NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
+// forgets the communicator, collectives are counted by route. The interposer never links or loads
+// NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls
+// bind to these definitions, and the real ones are then found next to it (real_symbols.cpp).
+// Every one of these exists in NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since
+// 2.28); a program built against an older NCCL simply never calls the newer ones.
+#define TANDEM_NCCL_HOOKS(X)                                                                                           \
+  X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank),                   \
+    (comm, nranks, comm_id, rank))                                                                                     \
+  X(ncclCommInitRankConfig, ncclResult_t,                                                                              \
+    (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank, ncclConfig_t* config),                             \
+    (comm, nranks, comm_id, rank, config))                                                                             \
+  X(ncclCommInitRankScalable, ncclResult_t,                                                                            \
+    (ncclComm_t * comm, int nranks, int rank, int n_ids, ncclUniqueId* comm_ids, ncclConfig_t* config),                \
+    (comm, nranks, rank, n_ids, comm_ids, config))                                                                     \
+  X(ncclCommInitAll, ncclResult_t, (ncclComm_t * comms, int ndev, const int* devlist), (comms, ndev, devlist))         \
+  X(ncclCommSplit, ncclResult_t, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config),     \
+    (comm, color, key, newcomm, config))                                                                               \
+  X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm))                                                         \
+  X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                                          \
+  X(ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                            \
+  X(ncclAllReduce, ncclResult_t,                                                                                       \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,     \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, count, datatype, op, comm, stream))                                                           \
+  X(ncclReduceScatter, ncclResult_t,                                                                                   \
+    (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm, \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, recvcount, datatype, op, comm, stream))                                                       \
+  X(ncclAllGather, ncclResult_t,                                                                                       \
+    (const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype, ncclComm_t comm,                 \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, sendcount, datatype, comm, stream))                                                           \
+  X(ncclAlltoAll, ncclResult_t,                                                                                        \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,                     \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, count, datatype, comm, stream))

@@ -139,10 +139,21 @@ void* adopt_real(Hook h, void* real) {
 }
 
 std::optional<Hook> hook_named(const char* name) {
-  if (!name || name[0] != 'c' || name[1] != 'u') return std::nullopt;  // every hook starts with "cu"
+  // Every hook starts with "cu" or "nccl": most names a program looks up are rejected here.
+  if (!name || !((name[0] == 'c' && name[1] == 'u') || std::strncmp(name, "nccl", 4) == 0)) return std::nullopt;
   for (int i = 0; i < kHookCount; ++i)
     if (std::strcmp(kHookNames[i], name) == 0) return static_cast<Hook>(i);
   return std::nullopt;
+}
+
+void* symbol_beside(const void* sibling, const char* symbol) {
+  Dl_info info{};
+  if (!sibling || dladdr(sibling, &info) == 0 || !info.dli_fname) return nullptr;
+  void* library = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (!library) return nullptr;
+  void* found = real_dlsym()(library, symbol);
+  dlclose(library);  // drops only the reference RTLD_NOLOAD added
+  return found;
 }
 
 void* loaded_libcuda() {

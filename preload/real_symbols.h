@@ -36,6 +36,11 @@ void* adopt_real(Hook h, void* real);
 // The hook with exactly this symbol name.
 std::optional<Hook> hook_named(const char* name);
 
+// `symbol` from the very library that defines `sibling` (dladdr, then dlopen RTLD_NOLOAD of that
+// file: never loads anything), so that a helper function comes from the same copy as the real
+// function it goes with, never from a second copy of the library. nullptr if absent.
+void* symbol_beside(const void* sibling, const char* symbol);
+
 // The loaded libcuda, for internal driver calls (dlopen with RTLD_NOLOAD); nullptr if not loaded.
 void* loaded_libcuda();
 

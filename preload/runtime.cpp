@@ -20,14 +20,18 @@ void before_fork() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   rt->functions.lock_for_fork();
   rt->devices.lock_for_fork();
+  rt->communicators.lock_for_fork();
 }
 void after_fork_in_parent() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  rt->communicators.unlock_after_fork();
   rt->devices.unlock_after_fork();
   rt->functions.unlock_after_fork();
 }
 void after_fork_in_child() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
+  rt->communicators.forget_all_after_fork();
+  rt->communicators.unlock_after_fork();
   rt->devices.unlock_after_fork();
   rt->functions.unlock_after_fork();
   g_counters.reset();

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "device_table.h"
 #include "function_table.h"
+#include "nccl_registry.h"
 #include "stats.h"
 
 namespace tandem::preload {
@@ -15,6 +16,7 @@ struct Runtime {
   PreloadConfig config;
   FunctionTable functions;
   DeviceTable devices;
+  CommunicatorRegistry communicators;  // NCCL communicators created through the hooks (nccl_hooks.cpp)
   // Footprint of the last NCCL launch (collective_footprint.h); 0 until one is seen.
   std::atomic<uint64_t> last_collective{0};
 };

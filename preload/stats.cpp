@@ -60,6 +60,11 @@ void Counters::reset() {
     c->store(0, std::memory_order_relaxed);
   for (auto& c : shaping) c.store(0, std::memory_order_relaxed);
   for (auto& c : elevation) c.store(0, std::memory_order_relaxed);
+  for (auto& c : collective_routes) c.store(0, std::memory_order_relaxed);
+  for (auto& c : collective_bytes) c.store(0, std::memory_order_relaxed);
+  for (auto* c :
+       {&communicators_created, &communicators_configured, &communicators_unconfigured, &communicators_destroyed})
+    c->store(0, std::memory_order_relaxed);
 }
 
 void fill_counters(const Counters& c, Snapshot& s) {
@@ -90,6 +95,25 @@ void fill_counters(const Counters& c, Snapshot& s) {
   s.cublas_handles_capped = load(c.cublas_handles_capped);
   s.cublaslt_descriptors_capped = load(c.cublaslt_descriptors_capped);
   s.cublas_cap_failures = load(c.cublas_cap_failures);
+  s.collectives.clear();
+  for (int k = 0; k < kCollectiveKindCount; ++k) {
+    CollectiveSummary summary;
+    summary.name = to_string(static_cast<CollectiveKind>(k));
+    summary.bytes = load(c.collective_bytes[k]);
+    for (int o = 0; o < kRouteOutcomeCount; ++o) {
+      const uint64_t n = load(c.collective_routes[k * kRouteOutcomeCount + o]);
+      summary.calls += n;
+      if (static_cast<RouteOutcome>(o) == RouteOutcome::CopyEngine)
+        summary.copy_engine = n;
+      else if (n)
+        summary.nccl_routes.emplace_back(to_string(static_cast<RouteOutcome>(o)), n);
+    }
+    if (summary.calls) s.collectives.push_back(std::move(summary));
+  }
+  s.communicators_created = load(c.communicators_created);
+  s.communicators_configured = load(c.communicators_configured);
+  s.communicators_unconfigured = load(c.communicators_unconfigured);
+  s.communicators_destroyed = load(c.communicators_destroyed);
 }
 
 std::string render_text(const Snapshot& s, size_t top_n) {
@@ -110,6 +134,18 @@ std::string render_text(const Snapshot& s, size_t top_n) {
     out += line(s.pid, "SM-count target set on " + std::to_string(s.cublas_handles_capped) + " cuBLAS handles, " +
                            std::to_string(s.cublaslt_descriptors_capped) + " cuBLASLt descriptors (" +
                            std::to_string(s.cublas_cap_failures) + " failed)");
+  if (s.communicators_created || !s.collectives.empty())
+    out += line(s.pid, "nccl communicators: " + std::to_string(s.communicators_created) + " created, " +
+                           std::to_string(s.communicators_configured) + " configured (" +
+                           (s.communicator_settings.empty() ? "no nccl-* settings" : s.communicator_settings) + "), " +
+                           std::to_string(s.communicators_unconfigured) + " left unconfigured, " +
+                           std::to_string(s.communicators_destroyed) + " destroyed");
+  for (const auto& c : s.collectives) {
+    const uint64_t by_nccl = c.calls - c.copy_engine;
+    out += line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
+                           " B; copy-engine " + std::to_string(c.copy_engine) + ", nccl " + std::to_string(by_nccl) +
+                           (by_nccl ? " (" + join_reasons(c.nccl_routes) + ")" : ""));
+  }
   const size_t shown = std::min(top_n, s.kernels.size());
   if (shown > 0) out += line(s.pid, "top " + std::to_string(shown) + " kernels by launches:");
   for (size_t i = 0; i < shown; ++i) {
@@ -132,6 +168,10 @@ std::string render_json(const Snapshot& s) {
     kernels.push_back(kernel_json(s.kernels[i]));
     if (i < 10) top.push_back(kernel_json(s.kernels[i]));
   }
+  nlohmann::json collectives = nlohmann::json::object();
+  for (const auto& c : s.collectives)
+    collectives[c.name] = {
+        {"calls", c.calls}, {"bytes", c.bytes}, {"copy_engine", c.copy_engine}, {"nccl", reasons_json(c.nccl_routes)}};
   nlohmann::json j = {
       {"pid", s.pid},
       {"policy", s.policy},
@@ -157,6 +197,13 @@ std::string render_json(const Snapshot& s) {
        {{"handles_capped", s.cublas_handles_capped},
         {"lt_descriptors_capped", s.cublaslt_descriptors_capped},
         {"cap_failures", s.cublas_cap_failures}}},
+      {"nccl_communicators",
+       {{"created", s.communicators_created},
+        {"configured", s.communicators_configured},
+        {"unconfigured", s.communicators_unconfigured},
+        {"destroyed", s.communicators_destroyed},
+        {"settings", s.communicator_settings}}},
+      {"nccl_collectives", collectives},
       {"last_nccl_footprint", s.last_collective_footprint},
       {"top_kernels", top},
       {"kernels", kernels},

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hooked_symbols.h"
+#include "nccl_route.h"
 #include "shaping_decision.h"
 
 namespace tandem::preload {
@@ -41,9 +42,29 @@ struct Counters {
   std::atomic<uint64_t> cublas_handles_capped{0};
   std::atomic<uint64_t> cublaslt_descriptors_capped{0};
   std::atomic<uint64_t> cublas_cap_failures{0};
+  // NCCL: calls per (collective, route), bytes per collective, communicators.
+  std::array<std::atomic<uint64_t>, kCollectiveKindCount * kRouteOutcomeCount> collective_routes{};
+  std::array<std::atomic<uint64_t>, kCollectiveKindCount> collective_bytes{};
+  std::atomic<uint64_t> communicators_created{0};
+  std::atomic<uint64_t> communicators_configured{0};    // the policy's nccl-* settings applied at creation
+  std::atomic<uint64_t> communicators_unconfigured{0};  // settings asked for but not applicable (ncclCommInitAll...)
+  std::atomic<uint64_t> communicators_destroyed{0};     // destroyed or aborted
 
   static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   void reset();  // after fork, in the child
+  void count_collective(CollectiveKind kind, RouteOutcome outcome, uint64_t bytes) {
+    bump(collective_routes[static_cast<int>(kind) * kRouteOutcomeCount + static_cast<int>(outcome)]);
+    collective_bytes[static_cast<int>(kind)].fetch_add(bytes, std::memory_order_relaxed);
+  }
+};
+
+// One NCCL collective function's calls, as the summary lists them.
+struct CollectiveSummary {
+  std::string name;  // "ncclAllReduce"
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  uint64_t copy_engine = 0;                                   // calls taken by the copy-engine route
+  std::vector<std::pair<std::string, uint64_t>> nccl_routes;  // calls left to NCCL, by reason, non-zero only
 };
 
 struct KernelSummary {
@@ -75,6 +96,12 @@ struct Snapshot {
   uint64_t cublas_handles_capped = 0;
   uint64_t cublaslt_descriptors_capped = 0;
   uint64_t cublas_cap_failures = 0;
+  std::vector<CollectiveSummary> collectives;  // functions called at least once, in CollectiveKind order
+  uint64_t communicators_created = 0;
+  uint64_t communicators_configured = 0;
+  uint64_t communicators_unconfigured = 0;
+  uint64_t communicators_destroyed = 0;
+  std::string communicator_settings;      // the nccl-* settings of the policy, "" for none
   std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
   std::vector<KernelSummary> kernels;     // by launches, descending
 };

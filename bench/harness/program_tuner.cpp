@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "harness/metrics.h"
-#include "harness/report.h"
+#include "report/report.h"
 #include "harness/tuner.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"

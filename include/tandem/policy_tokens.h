@@ -16,7 +16,6 @@ namespace tandem {
 enum class RunTreatment {
   AsIs,             // nothing to apply: it is how the program runs anyway
   Interposer,       // applied by the interposer (libtandem_preload.so)
-  NcclEnvironment,  // applied by NCCL from the variables `tandem run` sets before the program starts
   Refused,          // `tandem run` refuses the policy: it needs the program's cooperation
 };
 
@@ -55,7 +54,7 @@ struct PolicyToken {
   // Place in the canonical text. Results record that text, so a token never moves.
   int canonical_position;
   RunTreatment run;
-  // Interposer: what it changes; NcclEnvironment: the variables `tandem run` sets; Refused: why
+  // Interposer: what it changes; Refused: why
   // (completes "cannot be applied by `tandem run`: ..."); AsIs: "".
   std::string_view run_detail;
   unsigned needs;  // TokenNeeds

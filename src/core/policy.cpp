@@ -281,15 +281,16 @@ OverlapPolicy load_policy_file(const std::string& path) {
 std::string to_string(const OverlapPolicy& policy) {
   // Canonical order (PolicyToken::canonical_position): launch order, then compute-side controls, then
   // communicator-side ones.
-  static const std::vector<const PolicyToken*> in_canonical_order = [] {
-    std::vector<const PolicyToken*> rows;
-    for (const PolicyToken& row : policy_tokens()) rows.push_back(&row);
-    std::sort(rows.begin(), rows.end(),
+  // Never destroyed, like the table (policy_tokens.cpp says why).
+  static const std::vector<const PolicyToken*>* in_canonical_order = [] {
+    auto* rows = new std::vector<const PolicyToken*>;
+    for (const PolicyToken& row : policy_tokens()) rows->push_back(&row);
+    std::sort(rows->begin(), rows->end(),
               [](const PolicyToken* a, const PolicyToken* b) { return a->canonical_position < b->canonical_position; });
     return rows;
   }();
   std::string text;
-  for (const PolicyToken* row : in_canonical_order) {
+  for (const PolicyToken* row : *in_canonical_order) {
     const std::string token = row->print(policy);
     if (token.empty()) continue;
     if (!text.empty()) text += "+";

@@ -160,6 +160,11 @@ std::string numbered(const std::optional<int>& value, const char* keyword) {
 }
 
 // Why a program run by `tandem run` cannot take symmetric windows: it allocates its own buffers.
+// NCCL lets a user's own NCCL_MIN_CTAS, NCCL_MAX_CTAS, NCCL_CGA_CLUSTER_SIZE and NCCL_CTA_POLICY
+// override a communicator's config (init.cc, envConfigOverride), so those still win.
+constexpr std::string_view kNcclConfigDetail =
+    "sets the communicator's ncclConfig_t when the program creates it (ncclCommInitRank, "
+    "ncclCommInitRankConfig, ncclCommSplit); an NCCL_* variable the user sets still wins";
 constexpr std::string_view kNeedsProgramWindows = "it needs symmetric NCCL windows registered by the program";
 
 std::vector<PolicyToken> make_rows() {
@@ -242,8 +247,8 @@ std::vector<PolicyToken> make_rows() {
          p.nccl_max_ctas.reset();
        },
        6,
-       RunTreatment::NcclEnvironment,
-       "NCCL_MIN_CTAS/NCCL_MAX_CTAS",
+       RunTreatment::Interposer,
+       kNcclConfigDetail,
        kNeedsTwoStreams | kNeedsOwnCommunicator},
       {"nccl-cga",
        "1|2|4",
@@ -252,8 +257,8 @@ std::vector<PolicyToken> make_rows() {
        [](const P& p) { return numbered(p.nccl_cga_cluster_size, "nccl-cga"); },
        [](P& p) { p.nccl_cga_cluster_size.reset(); },
        7,
-       RunTreatment::NcclEnvironment,
-       "NCCL_CGA_CLUSTER_SIZE",
+       RunTreatment::Interposer,
+       kNcclConfigDetail,
        kNeedsTwoStreams | kNeedsOwnCommunicator},
       {"nccl-cta-policy",
        "efficiency|zero",
@@ -266,8 +271,8 @@ std::vector<PolicyToken> make_rows() {
        },
        [](P& p) { p.nccl_cta_policy = NcclCtaPolicy::Default; },
        8,
-       RunTreatment::NcclEnvironment,
-       "NCCL_CTA_POLICY",
+       RunTreatment::Interposer,
+       kNcclConfigDetail,
        kNeedsTwoStreams | kNeedsOwnCommunicator},
       {"green",
        "N",
@@ -336,8 +341,10 @@ std::string PolicyToken::syntax() const {
 }
 
 const std::vector<PolicyToken>& policy_tokens() {
-  static const std::vector<PolicyToken> rows = make_rows();
-  return rows;
+  // Never destroyed: the interposer prints its policy from a library destructor at exit, after the
+  // statics of this translation unit would have gone (a crash at exit in every NCCL program otherwise).
+  static const std::vector<PolicyToken>* rows = new std::vector<PolicyToken>(make_rows());
+  return *rows;
 }
 
 const PolicyToken* find_policy_token(std::string_view keyword) {
@@ -379,8 +386,6 @@ std::string run_treatment_text(const PolicyToken& row) {
       return "yes (the program as it is)";
     case RunTreatment::Interposer:
       return "yes, by the interposer: " + detail;
-    case RunTreatment::NcclEnvironment:
-      return "yes, as " + detail + " (set by `tandem run` for NCCL)";
     case RunTreatment::Refused:
       return "no (refused: " + detail + ")";
   }

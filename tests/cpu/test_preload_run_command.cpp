@@ -111,12 +111,15 @@ TEST(preload_run_command, RootPidIsTheChildsPid) {
   EXPECT_EQ(root, self);
 }
 
-TEST(preload_run_command, NcclTokensBecomeNcclVariables) {
+// The interposer applies nccl-* tokens through ncclConfig_t at communicator creation; an NCCL_*
+// variable would override that configuration inside NCCL, so none is set (the user's own pass through).
+TEST(preload_run_command, NcclTokensSetNoNcclVariables) {
   const Result r =
-      run(tandem_run("--policy priority+nccl-cga:1+nccl-ctas:2..16+nccl-cta-policy:efficiency",
-                     "sh -c 'echo $NCCL_CGA_CLUSTER_SIZE $NCCL_MIN_CTAS $NCCL_MAX_CTAS $NCCL_CTA_POLICY'"));
+      run("NCCL_MAX_CTAS=8 " + tandem_run("--policy priority+nccl-cga:1+nccl-ctas:2..16+nccl-cta-policy:efficiency",
+                                          "sh -c 'echo \"$NCCL_CGA_CLUSTER_SIZE|$NCCL_MIN_CTAS|$NCCL_MAX_CTAS|"
+                                          "$NCCL_CTA_POLICY|$TANDEM_POLICY\"'"));
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "1 2 16 1\n");
+  EXPECT_EQ(r.out, "||8||priority+nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:efficiency\n");
 }
 
 TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {

@@ -21,8 +21,13 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  EXPECT_EQ(kHookCount, 10);
+  EXPECT_EQ(kHookCount, 22);  // 8 driver, 2 cuBLAS, 12 NCCL
   EXPECT_EQ(kDriverHookCount, 8);
+  EXPECT_EQ(kNcclHookCount, 12);
+  EXPECT_EQ(family_of(Hook::ncclAllReduce), HookFamily::Library);
+  EXPECT_TRUE(is_nccl_hook(Hook::ncclCommInitRank));
+  EXPECT_TRUE(is_nccl_hook(Hook::ncclAlltoAll));
+  EXPECT_FALSE(is_nccl_hook(Hook::cublasCreate_v2));
   EXPECT_EQ(family_of(Hook::cuLaunchKernel), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cuGetProcAddress_v2), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cublasCreate_v2), HookFamily::Library);

@@ -67,9 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       error_logged = error_logged || problem.level == tandem::preload::LogLevel::Error;
     FUZZ_CHECK(error_logged, input);
   }
-  // Only what an interposer can apply to an unmodified program.
-  FUZZ_CHECK(config.policy.order == tandem::LaunchOrder::ComputeFirst &&
-                 !config.policy.needs_own_communicator() && !config.policy.green_sms,
+  // Only what an interposer can apply to an unmodified program (the nccl-* settings it applies at
+  // communicator creation; copy-engine it counts; symmetric windows it cannot register).
+  FUZZ_CHECK(config.policy.order == tandem::LaunchOrder::ComputeFirst && !config.policy.nccl_symmetric &&
+                 !config.policy.green_sms,
              input);
 
   const int level = static_cast<int>(config.log_level);

@@ -1,0 +1,455 @@
+// The NCCL hooks (hook_list.h, TANDEM_NCCL_HOOKS): communicator creation applies the policy's
+// nccl-ctas / nccl-cga / nccl-cta-policy settings through ncclConfig_t; destruction forgets the
+// communicator; each collective is counted by the route it takes and forwarded to NCCL with its
+// arguments untouched. Until the copy-engine data path lands, every collective goes to NCCL.
+//
+// The interposer neither links nor loads NCCL. These hooks are reached only after the program's
+// NCCL is loaded (its calls bind to our exported definitions), and the real functions are found
+// next after us then (real_symbols.cpp: RTLD_NEXT, else the loaded object that defines them, which
+// covers a framework's libnccl.so.2 loaded RTLD_LOCAL). Helper functions (ncclCommCount,
+// ncclGetVersion...) are taken from the very library the real function lives in (symbol_beside).
+//
+// Lookups by name follow the rules of every library hook (dlsym_hook.cpp, real_symbols.cpp
+// adopt_real), so a program that finds NCCL by dlopen/dlsym is treated like one linked to it:
+//   - dlsym(handle of libnccl.so.2, "ncclAllReduce"): our wrapper when that copy is the one the
+//     wrappers forward to (the first NCCL loaded), that copy's own function otherwise (a second NCCL
+//     in the process, e.g. the system's beside PyTorch's, is never routed through the first);
+//   - dlsym(RTLD_DEFAULT, ...): our wrapper exactly when a real definition is visible to the caller,
+//     NULL with glibc's own message otherwise (a process without NCCL sees no NCCL symbol);
+//   - dlsym(RTLD_NEXT, ...) from a library after us: NCCL's own, as another interposer chaining to
+//     the next definition expects.
+// No NCCL symbol is looked up before the program calls a hooked function or looks one up itself.
+//
+// Settings through the configuration, not the environment: NCCL lets its environment variables
+// override a communicator's configuration (init.cc, envConfigOverride: NCCL_MIN_CTAS, NCCL_MAX_CTAS,
+// NCCL_CGA_CLUSTER_SIZE, NCCL_CTA_POLICY, NCCL_COMM_BLOCKING replace the config's values), so a user
+// who sets one of those variables still wins over the policy, and `tandem run` no longer sets them.
+//
+// Nothing of ours escapes a hook: an exception from our own work (allocation) makes the hook forward
+// the call unchanged. errno: NCCL is called with the program's errno and the program gets NCCL's
+// (errno_for_caller.h), whatever our own work did before and after.
+#include <atomic>
+#include <cerrno>
+
+#include "errno_for_caller.h"
+#include "hook_handlers.h"
+#include "log.h"
+#include "nccl_settings.h"
+#include "runtime.h"
+#include "tandem/nccl_config.h"
+
+namespace tandem::preload {
+namespace {
+
+// The real call, with errno as the program left it before, and errno as NCCL leaves it recorded
+// for the program (our work after the call may change errno; the wrapper puts NCCL's back).
+template <class Call>
+ncclResult_t as_program(int program_errno, const Call& call) {
+  errno = program_errno;
+  const ncclResult_t result = call();
+  keep_errno_of_real_call();
+  return result;
+}
+
+// ---- NCCL's own helpers, from the library that defines the real creation functions --------------
+
+template <class Fn>
+Fn helper(std::atomic<void*>& cache, Hook sibling, const char* symbol) {
+  void* fn = cache.load(std::memory_order_acquire);
+  if (!fn) {
+    fn = symbol_beside(real_address(sibling), symbol);
+    cache.store(fn, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+using CommQuery = ncclResult_t (*)(const ncclComm_t, int*);
+using AsyncError = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
+
+// The communicator's size, rank and device, or nranks == 0 while it is not ready. Asked at the first
+// collective on it, never at creation: a communicator created inside the program's
+// ncclGroupStart/End is not initialised before ncclGroupEnd (its size is not there yet), and a
+// non-blocking one is not either until NCCL says so; asking NCCL's size queries then would make it
+// print a warning, and ncclCommGetAsyncError on a ready communicator completes the group job linked
+// to it, which is the program's to wait for. At its first collective the program itself holds the
+// communicator ready (NCCL's contract), so the queries change nothing.
+CommunicatorInfo describe(ncclComm_t comm, Hook sibling) {
+  static std::atomic<void*> async_error{nullptr}, count{nullptr}, rank{nullptr}, device{nullptr};
+  CommunicatorInfo info;
+  const auto get_error = helper<AsyncError>(async_error, sibling, "ncclCommGetAsyncError");
+  ncclResult_t state = ncclInternalError;
+  if (!get_error || get_error(comm, &state) != ncclSuccess || state != ncclSuccess) return info;
+  const auto get_count = helper<CommQuery>(count, sibling, "ncclCommCount");
+  const auto get_rank = helper<CommQuery>(rank, sibling, "ncclCommUserRank");
+  const auto get_device = helper<CommQuery>(device, sibling, "ncclCommCuDevice");
+  int n = 0, r = -1, d = -1;
+  if (!get_count || get_count(comm, &n) != ncclSuccess) return info;
+  if (get_rank) (void)get_rank(comm, &r);
+  if (get_device) (void)get_device(comm, &d);
+  info.nranks = n;
+  info.rank = r;
+  info.cuda_device = d;
+  return info;
+}
+
+// ---- creation ------------------------------------------------------------------------------------
+
+struct Settings {
+  OverlapPolicy policy;  // communicator_settings() of the interposer's policy
+  std::string text;      // "" when the policy names none
+};
+
+Settings settings() {
+  Settings s;
+  s.policy = communicator_settings(runtime().config.policy);
+  if (!uses_default_nccl_settings(s.policy)) s.text = to_string(s.policy);
+  return s;
+}
+
+void warn_once(std::atomic<bool>& said, const char* format, const char* what) {
+  if (!said.exchange(true, std::memory_order_relaxed)) log(LogLevel::Warn, format, what);
+}
+
+// What every creation hook does once NCCL answered: remember the communicators it made.
+// `applied` is the settings text when they were applied, "" otherwise.
+void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted) {
+  if ((result != ncclSuccess && result != ncclInProgress) || !comms) return;
+  for (int i = 0; i < n; ++i) {
+    if (!comms[i]) continue;  // ncclCommSplit with NCCL_SPLIT_NOCOLOR makes none
+    CommunicatorInfo info;    // size and rank: at the first collective (describe)
+    info.settings = applied;
+    runtime().communicators.add(comms[i], std::move(info));
+    Counters::bump(counters().communicators_created);
+    if (!applied.empty())
+      Counters::bump(counters().communicators_configured);
+    else if (settings_wanted)
+      Counters::bump(counters().communicators_unconfigured);
+  }
+}
+
+// A hooked NCCL function whose real definition cannot be found: cannot happen while the program's
+// call bound to us because its NCCL is loaded, but the hook must answer something.
+ncclResult_t missing(const char* name) {
+  static std::atomic<bool> said{false};
+  warn_once(said, "%s: NCCL's own definition not found in this process", name);
+  return ncclInternalError;
+}
+
+// NCCL reads only the configuration fields of its own version and ignores the rest: say once when
+// the process's NCCL is too old for a setting, rather than let it vanish.
+void warn_if_nccl_lacks(const OverlapPolicy& settings, Hook via) {
+  static std::atomic<bool> checked{false};
+  if (checked.exchange(true, std::memory_order_relaxed)) return;
+  static std::atomic<void*> get_version{nullptr};
+  const auto version_of = helper<ncclResult_t (*)(int*)>(get_version, via, "ncclGetVersion");
+  int version = 0;
+  if (!version_of || version_of(&version) != ncclSuccess) return;
+  const auto lacks = [&](int needed, bool named, const char* token) {
+    if (named && version < needed)
+      log(LogLevel::Warn, "%s needs NCCL %d.%d or later; this process's NCCL is %d.%d.%d: not applied", token,
+          needed / 10000, needed / 100 % 100, version / 10000, version / 100 % 100, version % 100);
+  };
+  lacks(NCCL_VERSION(2, 17, 0), settings.nccl_min_ctas || settings.nccl_max_ctas, "nccl-ctas");
+  lacks(NCCL_VERSION(2, 17, 0), settings.nccl_cga_cluster_size.has_value(), "nccl-cga");
+  lacks(NCCL_VERSION(2, 27, 0), settings.nccl_cta_policy != NcclCtaPolicy::Default, "nccl-cta-policy");
+}
+
+// The creation paths that take a configuration. `call(config)` calls the real function with the
+// configuration to use; `program` is the program's own (may be null).
+template <class Call>
+ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via, ncclConfig_t* program,
+                                  const Call& call) {
+  Settings s;
+  std::optional<OverlaidConfig> config;
+  try {
+    s = settings();
+    if (!s.text.empty()) {
+      warn_if_nccl_lacks(s.policy, via);
+      config = overlay_config(s.policy, program);
+    }
+  } catch (...) {
+    config.reset();
+  }
+  if (!s.text.empty() && !config) {
+    static std::atomic<bool> said{false};
+    warn_once(said,
+              "%s: the program's ncclConfig_t is not one NCCL_CONFIG_INITIALIZER made; nccl-* settings not "
+              "applied to it",
+              name_of(via));
+  }
+  const ncclResult_t result = as_program(program_errno, [&] { return call(config ? config->get() : program); });
+  try {
+    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty());
+  } catch (...) {
+  }
+  return result;
+}
+
+}  // namespace
+
+ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
+                                           ncclConfig_t* config) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankConfig)]);
+  const auto real = real_ncclCommInitRankConfig();
+  if (!real) return missing("ncclCommInitRankConfig");
+  return create_with_settings(program_errno, comm, Hook::ncclCommInitRankConfig, config,
+                              [&](ncclConfig_t* c) { return real(comm, nranks, comm_id, rank, c); });
+}
+
+// ncclCommInitRank is ncclCommInitRankConfig with NCCL_CONFIG_INITIALIZER in NCCL itself (init.cc),
+// blocking left undefined so that NCCL_COMM_BLOCKING decides as it does there: calling the latter
+// with that initializer under our settings keeps the program's semantics. Without settings the
+// program's call goes to ncclCommInitRank itself.
+ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRank)]);
+  const auto real = real_ncclCommInitRank();
+  if (!real) return missing("ncclCommInitRank");
+  bool wanted = false;
+  try {
+    wanted = !settings().text.empty();
+  } catch (...) {
+  }
+  static std::atomic<void*> with_config{nullptr};
+  const auto configured =
+      wanted ? helper<ncclCommInitRankConfig_fn>(with_config, Hook::ncclCommInitRank, "ncclCommInitRankConfig")
+             : nullptr;
+  if (configured)
+    return create_with_settings(program_errno, comm, Hook::ncclCommInitRank, nullptr,
+                                [&](ncclConfig_t* c) { return configured(comm, nranks, comm_id, rank, c); });
+  const ncclResult_t result = as_program(program_errno, [&] { return real(comm, nranks, comm_id, rank); });
+  try {
+    created(result, comm, 1, "", wanted);
+  } catch (...) {
+  }
+  return result;
+}
+
+ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids, ncclUniqueId* comm_ids,
+                                             ncclConfig_t* config) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankScalable)]);
+  const auto real = real_ncclCommInitRankScalable();
+  if (!real) return missing("ncclCommInitRankScalable");
+  return create_with_settings(program_errno, comm, Hook::ncclCommInitRankScalable, config,
+                              [&](ncclConfig_t* c) { return real(comm, nranks, rank, n_ids, comm_ids, c); });
+}
+
+// ncclCommInitAll takes no configuration and creates its communicators on several devices inside
+// NCCL; rebuilding it from ncclCommInitRankConfig would need the interposer to switch devices. Its
+// communicators are counted as left unconfigured, and the user is told once.
+ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitAll)]);
+  const auto real = real_ncclCommInitAll();
+  if (!real) return missing("ncclCommInitAll");
+  const ncclResult_t result = as_program(program_errno, [&] { return real(comms, ndev, devlist); });
+  try {
+    const Settings s = settings();
+    if (!s.text.empty()) {
+      static std::atomic<bool> said{false};
+      warn_once(said,
+                "ncclCommInitAll takes no ncclConfig_t: %s not applied to its communicators (create them "
+                "with ncclCommInitRank or ncclCommInitRankConfig instead)",
+                s.text.c_str());
+    }
+    created(result, comms, ndev, "", !s.text.empty());
+  } catch (...) {
+  }
+  return result;
+}
+
+// With a configuration, the settings are written over it. Without one NCCL copies the parent's
+// configuration (init.cc, ncclCommInitChildComm), which already carries the settings when the parent
+// was created through these hooks: the call goes through unchanged then, and the child is counted
+// as configured exactly when its parent was.
+ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommSplit)]);
+  const auto real = real_ncclCommSplit();
+  if (!real) return missing("ncclCommSplit");
+  if (config)
+    return create_with_settings(program_errno, newcomm, Hook::ncclCommSplit, config,
+                                [&](ncclConfig_t* c) { return real(comm, color, key, newcomm, c); });
+  const ncclResult_t result = as_program(program_errno, [&] { return real(comm, color, key, newcomm, nullptr); });
+  try {
+    const Settings s = settings();
+    const auto parent = runtime().communicators.find(comm);
+    const std::string inherited = parent ? parent->settings : std::string();
+    created(result, newcomm, 1, inherited, !s.text.empty());
+  } catch (...) {
+  }
+  return result;
+}
+
+// ---- destruction ---------------------------------------------------------------------------------
+
+namespace {
+// Forgotten before NCCL frees it: once freed, NCCL may hand the same address to a new communicator.
+void forget(ncclComm_t comm) {
+  try {
+    Runtime* rt = runtime_if_initialized();
+    if (!rt || !comm || !rt->communicators.find(comm)) return;
+    rt->communicators.remove(comm);
+    Counters::bump(counters().communicators_destroyed);
+  } catch (...) {
+  }
+}
+}  // namespace
+
+// Finalize flushes a communicator; it stays usable for destroy only, so it stays known.
+ncclResult_t handle_ncclCommFinalize(ncclComm_t comm) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommFinalize)]);
+  const auto real = real_ncclCommFinalize();
+  if (!real) return missing("ncclCommFinalize");
+  return as_program(program_errno, [&] { return real(comm); });
+}
+
+ncclResult_t handle_ncclCommDestroy(ncclComm_t comm) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommDestroy)]);
+  const auto real = real_ncclCommDestroy();
+  if (!real) return missing("ncclCommDestroy");
+  forget(comm);
+  return as_program(program_errno, [&] { return real(comm); });
+}
+
+ncclResult_t handle_ncclCommAbort(ncclComm_t comm) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommAbort)]);
+  const auto real = real_ncclCommAbort();
+  if (!real) return missing("ncclCommAbort");
+  forget(comm);
+  return as_program(program_errno, [&] { return real(comm); });
+}
+
+// ---- collectives ---------------------------------------------------------------------------------
+
+namespace {
+
+ElementType element_type(ncclDataType_t type) {
+  switch (type) {
+    case ncclBfloat16:
+      return ElementType::Bf16;
+    case ncclFloat16:
+      return ElementType::Fp16;
+    case ncclFloat32:
+      return ElementType::Fp32;
+    default:
+      return ElementType::Other;
+  }
+}
+
+size_t element_bytes(ncclDataType_t type) {
+  switch (type) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2:
+      return 1;
+    case ncclFloat16:
+    case ncclBfloat16:
+      return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32:
+      return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64:
+      return 8;
+    default:
+      return 0;  // a type this header does not know: counted, its bytes not
+  }
+}
+
+// Decides and counts the route of one collective. Never throws; a communicator's size is asked at
+// the first collective on it (describe).
+RouteOutcome route_of(CollectiveKind kind, const void* send, const void* recv, size_t count, ncclDataType_t type,
+                      bool sums, ncclComm_t comm, Hook via) {
+  CollectiveRequest request;
+  request.kind = kind;
+  request.count = count;
+  request.type = element_type(type);
+  request.element_bytes = element_bytes(type);
+  request.op_is_sum = sums;
+  RouteOutcome outcome = RouteOutcome::NotRequested;
+  try {
+    Runtime& rt = runtime();
+    auto info = rt.communicators.find(comm);
+    if (info && info->nranks == 0) {
+      const CommunicatorInfo now = describe(comm, via);
+      if (now.nranks > 0) rt.communicators.update(comm, now);
+      info->nranks = now.nranks;
+      info->rank = now.rank;
+    }
+    if (info) request.nranks = info->nranks;
+    // NCCL's in-place rules: the same buffer for all-reduce and all-to-all; the rank's own slice of
+    // the output for all-gather; the rank's own slice of the input for reduce-scatter.
+    const size_t slice = count * request.element_bytes * static_cast<size_t>(info && info->rank > 0 ? info->rank : 0);
+    const auto* s = static_cast<const char*>(send);
+    const auto* r = static_cast<const char*>(recv);
+    if (kind == CollectiveKind::AllGather)
+      request.in_place = s == r + slice;
+    else if (kind == CollectiveKind::ReduceScatter)
+      request.in_place = r == s + slice;
+    else
+      request.in_place = s == r;
+    RouteFacts facts;
+    facts.copy_engine_requested = rt.config.policy.copy_engine;
+    facts.copy_engine_available = false;  // the data path lands with the library's copy-engine collectives
+    outcome = decide_route(request, facts);
+  } catch (...) {
+    outcome = RouteOutcome::NotRequested;
+  }
+  counters().count_collective(kind, outcome, payload_bytes(request));
+  return outcome;
+}
+
+}  // namespace
+
+ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllReduce)]);
+  const auto real = real_ncclAllReduce();
+  if (!real) return missing("ncclAllReduce");
+  (void)route_of(CollectiveKind::AllReduce, sendbuff, recvbuff, count, datatype, op == ncclSum, comm,
+                 Hook::ncclAllReduce);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+}
+
+ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
+                                      ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclReduceScatter)]);
+  const auto real = real_ncclReduceScatter();
+  if (!real) return missing("ncclReduceScatter");
+  (void)route_of(CollectiveKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op == ncclSum, comm,
+                 Hook::ncclReduceScatter);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+}
+
+ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllGather)]);
+  const auto real = real_ncclAllGather();
+  if (!real) return missing("ncclAllGather");
+  (void)route_of(CollectiveKind::AllGather, sendbuff, recvbuff, sendcount, datatype, true, comm, Hook::ncclAllGather);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+}
+
+ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclComm_t comm, cudaStream_t stream) {
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAlltoAll)]);
+  const auto real = real_ncclAlltoAll();
+  if (!real) return missing("ncclAlltoAll");
+  (void)route_of(CollectiveKind::AllToAll, sendbuff, recvbuff, count, datatype, true, comm, Hook::ncclAlltoAll);
+  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
+}
+
+}  // namespace tandem::preload

@@ -1,0 +1,49 @@
+#include "nccl_settings.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "tandem/nccl_config.h"
+
+namespace tandem::preload {
+namespace {
+
+// NCCL's own bound on what it copies is sizeof(ncclConfig_t) of its version; a struct many times
+// ours is not a config but garbage, and copying it could read past the program's memory.
+constexpr size_t kLargestPlausibleConfig = 64 * sizeof(ncclConfig_t);
+constexpr unsigned kNcclConfigMagic = 0xcafebeef;  // NCCL_API_MAGIC, what NCCL_CONFIG_INITIALIZER sets
+
+}  // namespace
+
+OverlapPolicy communicator_settings(const OverlapPolicy& policy) {
+  OverlapPolicy settings;
+  settings.nccl_min_ctas = policy.nccl_min_ctas;
+  settings.nccl_max_ctas = policy.nccl_max_ctas;
+  settings.nccl_cga_cluster_size = policy.nccl_cga_cluster_size;
+  settings.nccl_cta_policy = policy.nccl_cta_policy;
+  return settings;
+}
+
+std::optional<OverlaidConfig> overlay_config(const OverlapPolicy& settings, const ncclConfig_t* program) {
+  const ncclConfig_t ours = NCCL_CONFIG_INITIALIZER;
+  size_t program_size = 0;
+  if (program) {
+    // The first fields (size, magic, version) are the same in every NCCL version.
+    if (program->magic != kNcclConfigMagic) return std::nullopt;
+    program_size = program->size;
+    if (program_size < offsetof(ncclConfig_t, blocking) || program_size > kLargestPlausibleConfig) return std::nullopt;
+  }
+  const size_t size = std::max(program_size, sizeof(ncclConfig_t));
+  OverlaidConfig out;
+  out.storage_.assign((size + sizeof(uint64_t) - 1) / sizeof(uint64_t), 0);
+  unsigned char* bytes = reinterpret_cast<unsigned char*>(out.storage_.data());
+  std::memcpy(bytes, &ours, sizeof ours);
+  if (program) std::memcpy(bytes, program, program_size);
+  ncclConfig_t* config = out.get();
+  config->size = size;
+  config->version = std::max(config->version, ours.version);
+  apply_nccl_settings(settings, *config);
+  return out;
+}
+
+}  // namespace tandem::preload

@@ -1,0 +1,196 @@
+// The fake NCCL (fake_nccl.h). Like the real library, it never calls its own API through the PLT:
+// one API function reaching another goes through the static helpers here, so each call the
+// interposer forwards is recorded once.
+#include "fake_nccl.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using json = nlohmann::json;
+
+struct FakeComm {
+  int nranks = 0;
+  int rank = 0;
+  int device = 0;
+  bool initialising = false;  // non-blocking, until fake_nccl_finish_init
+};
+
+std::mutex g_mutex;
+json g_calls = json::array();
+std::string g_text;
+
+void record(json call) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_calls.push_back(std::move(call));
+}
+
+json describe_config(const ncclConfig_t* c) {
+  if (!c) return nullptr;
+  return {{"size", c->size},
+          {"magic", c->magic},
+          {"version", c->version},
+          {"blocking", c->blocking},
+          {"cgaClusterSize", c->cgaClusterSize},
+          {"minCTAs", c->minCTAs},
+          {"maxCTAs", c->maxCTAs},
+          {"netName", c->netName ? json(c->netName) : json(nullptr)},
+          {"CTAPolicy", c->CTAPolicy}};
+}
+
+int g_next_device = 0;
+
+ncclComm_t make(int nranks, int rank, const ncclConfig_t* config) {
+  auto* c = new FakeComm;
+  c->nranks = nranks;
+  c->rank = rank;
+  c->device = g_next_device++;
+  c->initialising = config && config->blocking == 0;
+  return reinterpret_cast<ncclComm_t>(c);
+}
+
+FakeComm* fake(ncclComm_t comm) { return reinterpret_cast<FakeComm*>(comm); }
+
+ncclResult_t created(ncclComm_t* out, int nranks, int rank, const ncclConfig_t* config) {
+  *out = make(nranks, rank, config);
+  return fake(*out)->initialising ? ncclInProgress : ncclSuccess;
+}
+
+// NCCL refuses a query on a communicator still initialising (and prints a warning): counted.
+ncclResult_t query(const char* fn, ncclComm_t comm, int* out, int FakeComm::*field) {
+  if (!comm || !out) return ncclInvalidArgument;
+  if (fake(comm)->initialising) {
+    record({{"fn", fn}, {"refused", "not ready"}});
+    return ncclInvalidArgument;
+  }
+  *out = fake(comm)->*field;
+  return ncclSuccess;
+}
+
+ncclResult_t collective(const char* fn, const void* send, const void* recv, size_t count, ncclDataType_t type, int op,
+                        ncclComm_t comm) {
+  record({{"fn", fn},
+          {"count", count},
+          {"type", static_cast<int>(type)},
+          {"op", op},
+          {"in_place", send == recv},
+          {"comm_known", comm != nullptr}});
+  if (count == kFakeNcclFailingCount) {
+    errno = kFakeNcclErrno;
+    return ncclInvalidArgument;
+  }
+  return ncclSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* fake_nccl_calls_json() {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  g_text = g_calls.dump();
+  return g_text.c_str();
+}
+
+ncclComm_t fake_nccl_unseen_comm(int nranks, int rank) { return make(nranks, rank, nullptr); }
+
+void fake_nccl_finish_init(ncclComm_t comm) { fake(comm)->initialising = false; }
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (!version) return ncclInvalidArgument;
+  // FAKE_NCCL_VERSION: an older NCCL, for the interposer's version check.
+  const char* as_if = std::getenv("FAKE_NCCL_VERSION");
+  *version = as_if ? std::atoi(as_if) : NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+const char* ncclGetErrorString(ncclResult_t result) { return result == ncclSuccess ? "no error" : "fake error"; }
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId, int rank) {
+  record({{"fn", "ncclCommInitRank"}, {"nranks", nranks}, {"rank", rank}});
+  return created(comm, nranks, rank, nullptr);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId, int rank, ncclConfig_t* config) {
+  record({{"fn", "ncclCommInitRankConfig"}, {"nranks", nranks}, {"rank", rank}, {"config", describe_config(config)}});
+  return created(comm, nranks, rank, config);
+}
+
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids, ncclUniqueId*,
+                                      ncclConfig_t* config) {
+  record({{"fn", "ncclCommInitRankScalable"}, {"n_ids", n_ids}, {"config", describe_config(config)}});
+  return created(comm, nranks, rank, config);
+}
+
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
+  record({{"fn", "ncclCommInitAll"}, {"ndev", ndev}});
+  for (int i = 0; i < ndev; ++i) comms[i] = make(ndev, i, nullptr);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm, ncclConfig_t* config) {
+  record({{"fn", "ncclCommSplit"}, {"color", color}, {"config", describe_config(config)}});
+  if (color == NCCL_SPLIT_NOCOLOR) {
+    *newcomm = nullptr;
+    return ncclSuccess;
+  }
+  return comm ? created(newcomm, 1, 0, config) : ncclInvalidArgument;
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t) {
+  record({{"fn", "ncclCommFinalize"}});
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  record({{"fn", "ncclCommDestroy"}});
+  delete fake(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  record({{"fn", "ncclCommAbort"}});
+  delete fake(comm);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
+  if (!comm || !state) return ncclInvalidArgument;
+  FakeComm* c = fake(comm);
+  *state = c->initialising ? ncclInProgress : ncclSuccess;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  return query("ncclCommCount", comm, count, &FakeComm::nranks);
+}
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  return query("ncclCommUserRank", comm, rank, &FakeComm::rank);
+}
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  return query("ncclCommCuDevice", comm, device, &FakeComm::device);
+}
+
+ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                           ncclComm_t comm, cudaStream_t) {
+  return collective("ncclAllReduce", send, recv, count, type, op, comm);
+}
+ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t) {
+  return collective("ncclReduceScatter", send, recv, count, type, op, comm);
+}
+ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                           cudaStream_t) {
+  return collective("ncclAllGather", send, recv, count, type, -1, comm);
+}
+ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
+                          cudaStream_t) {
+  return collective("ncclAlltoAll", send, recv, count, type, -1, comm);
+}
+
+}  // extern "C"

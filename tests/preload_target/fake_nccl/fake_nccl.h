@@ -1,0 +1,23 @@
+#pragma once
+// A stand-in for libnccl.so.2 (same soname, the real nccl.h's types), for the CPU tests of the
+// interposer's NCCL hooks on machines without a GPU: it records every call it receives, with what
+// the interposer may have changed (the configuration), and answers like NCCL does for what the
+// hooks rely on (non-blocking creation, ncclCommGetAsyncError, the size queries). Never installed.
+//
+// Controls, beyond NCCL's API (and FAKE_NCCL_VERSION in the environment: what ncclGetVersion says):
+#include <nccl.h>
+
+extern "C" {
+// Every call received so far, as a JSON array (one object per call, "fn" naming it).
+const char* fake_nccl_calls_json();
+// A communicator the program made without NCCL's creation functions (the hooks never saw it).
+ncclComm_t fake_nccl_unseen_comm(int nranks, int rank);
+// A non-blocking communicator (config.blocking = 0) stays in progress until this is called, as a
+// real one does until its initialisation thread is done; no other call changes that.
+void fake_nccl_finish_init(ncclComm_t comm);
+}
+
+// A collective with this count fails with ncclInvalidArgument and sets errno to this value, so the
+// tests see NCCL's return code and errno reach the program.
+inline constexpr size_t kFakeNcclFailingCount = 999;
+inline constexpr int kFakeNcclErrno = 61;  // ENODATA

@@ -1,0 +1,112 @@
+// A stand-in for a program using NCCL, linked against the fake libnccl.so.2 (fake_nccl.h) and run
+// with and without the interposer by tests/cpu/test_preload_nccl_hooks.cpp. It creates
+// communicators every way NCCL offers, issues each collective in the cases the route decision
+// tells apart, destroys them, and prints one JSON object: what each call returned, errno after it,
+// and every call the fake NCCL received.
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fake_nccl.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+json g_steps = json::object();
+
+// Runs one NCCL call with errno set to `errno_before`, and records its result and errno after.
+template <class Call>
+ncclResult_t step(const std::string& name, const Call& call, int errno_before = 0) {
+  errno = errno_before;
+  const ncclResult_t result = call();
+  g_steps[name] = {{"result", static_cast<int>(result)}, {"errno", errno}};
+  return result;
+}
+
+ncclConfig_t program_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  config.netName = "Socket";
+  config.minCTAs = 2;
+  config.cgaClusterSize = 4;
+  return config;
+}
+
+}  // namespace
+
+int main() {
+  int version = 0;
+  ncclGetVersion(&version);
+  ncclUniqueId id{};
+  float send[64] = {}, recv[64] = {};
+
+  ncclComm_t plain = nullptr, configured = nullptr, old_header = nullptr, garbage = nullptr, scalable = nullptr;
+  step("init_rank", [&] { return ncclCommInitRank(&plain, 2, id, 0); });
+
+  ncclConfig_t config = program_config();
+  step("init_rank_config", [&] { return ncclCommInitRankConfig(&configured, 2, id, 1, &config); });
+  ncclResult_t state = ncclInternalError;
+  ncclCommGetAsyncError(configured, &state);
+  g_steps["state_before_ready"] = static_cast<int>(state);
+  fake_nccl_finish_init(configured);
+  ncclCommGetAsyncError(configured, &state);
+  g_steps["state_when_ready"] = static_cast<int>(state);
+
+  // A program built against the NCCL 2.17 header: its struct ends before splitShare.
+  ncclConfig_t older = NCCL_CONFIG_INITIALIZER;
+  older.size = offsetof(ncclConfig_t, splitShare);
+  older.version = NCCL_VERSION(2, 17, 0);
+  older.blocking = 1;
+  older.cgaClusterSize = 2;
+  step("init_rank_config_2_17", [&] { return ncclCommInitRankConfig(&old_header, 2, id, 0, &older); });
+
+  ncclConfig_t not_initialised{};  // no NCCL_CONFIG_INITIALIZER: NCCL refuses it (the fake records it)
+  step("init_rank_config_garbage", [&] { return ncclCommInitRankConfig(&garbage, 2, id, 0, &not_initialised); });
+
+  ncclComm_t inherits = nullptr, split_configured = nullptr, none = reinterpret_cast<ncclComm_t>(&id);
+  step("split_inherits", [&] { return ncclCommSplit(plain, 1, 0, &inherits, nullptr); });
+  ncclConfig_t split_config = NCCL_CONFIG_INITIALIZER;
+  split_config.blocking = 1;
+  step("split_configured", [&] { return ncclCommSplit(plain, 2, 0, &split_configured, &split_config); });
+  step("split_nocolor", [&] { return ncclCommSplit(plain, NCCL_SPLIT_NOCOLOR, 0, &none, nullptr); });
+  g_steps["split_nocolor_comm_null"] = none == nullptr;
+
+  ncclComm_t all[2] = {};
+  step("init_all", [&] { return ncclCommInitAll(all, 2, nullptr); });
+  step("init_rank_scalable", [&] { return ncclCommInitRankScalable(&scalable, 2, 1, 1, &id, nullptr); });
+
+  // Collectives on `plain` (2 ranks, rank 0). Buffers are never touched by the fake.
+  step("all_reduce_bf16", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, plain, nullptr); });
+  step("all_reduce_fp32_in_place", [&] { return ncclAllReduce(recv, recv, 8, ncclFloat32, ncclSum, plain, nullptr); });
+  step("all_reduce_odd_count", [&] { return ncclAllReduce(send, recv, 7, ncclFloat16, ncclSum, plain, nullptr); });
+  step("all_reduce_max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, plain, nullptr); });
+  step("all_reduce_fp64", [&] { return ncclAllReduce(send, recv, 8, ncclFloat64, ncclSum, plain, nullptr); });
+  step(
+      "all_reduce_failing",
+      [&] { return ncclAllReduce(send, recv, kFakeNcclFailingCount, ncclFloat32, ncclSum, plain, nullptr); }, 0);
+  step(
+      "all_reduce_errno_kept", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclSum, plain, nullptr); },
+      1234);
+  step("reduce_scatter_bf16", [&] { return ncclReduceScatter(send, recv, 4, ncclBfloat16, ncclSum, plain, nullptr); });
+  // Rank 0's slice of the output is at its start: in place.
+  step("all_gather_in_place", [&] { return ncclAllGather(recv, recv, 4, ncclFloat16, plain, nullptr); });
+  step("all_to_all_in_place", [&] { return ncclAlltoAll(recv, recv, 4, ncclFloat32, plain, nullptr); });
+  step("all_to_all", [&] { return ncclAlltoAll(send, recv, 4, ncclFloat32, plain, nullptr); });
+  ncclComm_t unseen = fake_nccl_unseen_comm(2, 0);
+  step("all_reduce_unseen_comm", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, unseen, nullptr); });
+  step("all_reduce_non_blocking_comm",
+       [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, configured, nullptr); });
+
+  step("finalize", [&] { return ncclCommFinalize(plain); });
+  step("destroy", [&] { return ncclCommDestroy(plain); });
+  step("abort", [&] { return ncclCommAbort(configured); });
+  for (ncclComm_t c : {old_header, garbage, inherits, split_configured, all[0], all[1], scalable})
+    if (c) ncclCommDestroy(c);
+
+  const json out = {{"version", version}, {"steps", g_steps}, {"calls", json::parse(fake_nccl_calls_json())}};
+  std::printf("%s\n", out.dump().c_str());
+  return 0;
+}
