@@ -196,7 +196,7 @@ bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector
   // Everything here checks what the user gave: any error reads as one plain line.
   return checking_input([&] {
     bench::BenchOptions o = cli.options;
-    o.dtype = bench::parse_dtype(cli.dtype);
+    o.dtype = parse_dtype(cli.dtype);
     if (!cli.policies.empty()) {
       o.policies = parse_policy_list(cli.policies);
       o.policies_given = true;
@@ -268,7 +268,7 @@ bench::RunInfo describe_run(const bench::BenchOptions& o, int nranks, const std:
   for (const auto& p : bench::effective_policies(o)) policies += (policies.empty() ? "" : ",") + to_string(p);
   info.config = {
       "workloads " + join(o.workloads),
-      "collectives " + join(o.collectives) + ", " + bench::to_string(o.dtype) + ", " + bench::size_text(o.min_bytes) +
+      "collectives " + join(o.collectives) + ", " + tandem::to_string(o.dtype) + ", " + bench::size_text(o.min_bytes) +
           ".." + bench::size_text(o.max_bytes) + ", factor " + std::to_string(o.step_factor).substr(0, 4) +
           (o.in_place ? ", in place" : ", out of place"),
       std::string("balance   ") + (o.balance ? std::string("on (compute count chosen so that t_compute ~ t_comm") +
