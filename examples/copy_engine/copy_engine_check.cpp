@@ -222,13 +222,13 @@ int main() {
   }
   Shared shared;
   shared.nranks = devices;
-  std::vector<ncclComm_t> parents(size_t(devices), nullptr);
+  std::vector<ncclComm_t> parents(static_cast<size_t>(devices), nullptr);
   // The program's own communicators, one per GPU, as any NCCL program has them.
   if (ncclCommInitAll(parents.data(), devices, nullptr) != ncclSuccess) {
     std::printf("copy_engine_check: ncclCommInitAll failed\n");
     return 1;
   }
-  std::vector<std::string> errors(size_t(devices));
+  std::vector<std::string> errors(static_cast<size_t>(devices));
   std::vector<std::thread> threads;
   for (int rank = 0; rank < devices; ++rank)
     threads.emplace_back([&, rank] {
