@@ -179,7 +179,7 @@ bench::BenchOptions resolve_bench_options(const BenchCli& cli, const std::vector
   // Everything here checks what the user gave: any error reads as one plain line.
   return checking_input([&] {
     bench::BenchOptions o = cli.options;
-    o.dtype = bench::parse_dtype(cli.dtype);
+    o.dtype = parse_dtype(cli.dtype);
     if (!cli.policies.empty()) {
       o.policies = parse_policy_list(cli.policies);
       o.policies_given = true;

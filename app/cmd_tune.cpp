@@ -103,7 +103,7 @@ int run(const TuneCli& cli) {
   bench::RunInfo info = describe_run(options, nranks, "tune");
   const std::vector<bench::ResumedCase> resumed =
       cli.resume.empty() ? std::vector<bench::ResumedCase>{} : bench::resumable_cases(resume_doc, info, cli.resume);
-  const std::string dtype = bench::to_string(options.dtype);
+  const std::string dtype = tandem::to_string(options.dtype);
   // With one process per rank, only rank 0 prints and writes files.
   const bool printer = prints(options);
   if (printer) {

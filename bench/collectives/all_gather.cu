@@ -1,5 +1,5 @@
 #include "collectives/collective_base.cuh"
-#include "harness/copy_engine_reduction.h"
+#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -26,9 +26,10 @@ class AllGather final : public BufferedCollective {
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
     // Out of place, NCCL would copy this rank's own chunk first, on the SMs, in one batch with the
-    // peers' copies: the exchange leaves that copy to this rank's own gather instead.
-    if (lanes_ && !in_place_)
-      enqueue_copy_engine_exchange(*ctx_, *lanes_, send_, 0, recv_, send_count_, dtype_, true, stream);
+    // peers' copies: the copy-engine all-gather leaves that copy to this rank's own gather instead
+    // (in place, it is NCCL's, which copies nothing locally).
+    if (lanes_)
+      copy_engine_all_gather(*lanes_, send_, recv_, send_count_, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclAllGather(send_, recv_, send_count_, to_nccl(dtype_), comm, stream));
   }

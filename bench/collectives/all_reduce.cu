@@ -1,5 +1,5 @@
 #include "collectives/collective_base.cuh"
-#include "harness/copy_engine_reduction.h"
+#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -21,7 +21,8 @@ class AllReduce final : public BufferedCollective {
   }
   std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
     if (lanes) {
-      const std::string why = copy_engine_all_reduce_refusal(recv_count_, nranks_);
+      const std::string why =
+          copy_engine_refusal(CopyEngineCollective::AllReduce, recv_count_, nranks_, to_nccl(dtype_));
       if (!why.empty()) return why;
       ensure_scratch(recv_count_);
     }
@@ -30,7 +31,7 @@ class AllReduce final : public BufferedCollective {
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
     if (lanes_)
-      enqueue_copy_engine_all_reduce(*ctx_, *lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
+      copy_engine_all_reduce(*lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }

@@ -1,5 +1,5 @@
 #include "collectives/collective_base.cuh"
-#include "harness/copy_engine_reduction.h"
+#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -33,7 +33,7 @@ class AllToAll final : public BufferedCollective {
     // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch
     // with the peers' copies; the exchange leaves that copy to this rank's own gather.
     if (lanes_)
-      enqueue_copy_engine_exchange(*ctx_, *lanes_, send_, chunk, recv_, chunk, dtype_, true, stream);
+      copy_engine_all_to_all(*lanes_, send_, recv_, chunk, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, chunk, to_nccl(dtype_), comm, stream));
   }

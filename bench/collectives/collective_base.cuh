@@ -2,12 +2,14 @@
 // Buffers, fills and exact checks shared by the collectives. Rank r's send buffer holds
 // small_integer(seed, r, i); each collective states the value its output element i must hold as a
 // device functor, and the check counts elements that differ (NaN poison never matches).
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "harness/collective.h"
 #include "harness/values.cuh"
 #include "tandem/cuda_check.h"
+#include "tandem/symmetric_windows.h"
 
 namespace tandem::bench {
 
@@ -24,6 +26,10 @@ class BufferedCollective : public Collective {
   // Buffers come from ncclMemAlloc (cuMem-backed), the kind NCCL can register as symmetric windows
   // for copy-engine collectives; they behave as ordinary device memory otherwise.
   ~BufferedCollective() override {
+    // Deregistration is collective and a destructor cannot meet the other ranks: windows still
+    // registered (an error unwound past release_windows()) are left to the communicators' destroy or
+    // abort.
+    if (windows_) windows_->abandon();
     for (const Allocation& a : allocations_) ncclMemFree(a.ptr);
     if (scratch_) ncclMemFree(scratch_);
     cudaFree(wrong_);
@@ -32,28 +38,16 @@ class BufferedCollective : public Collective {
   // Every allocation becomes one window; in place, the one buffer covers both ranges, and NCCL finds
   // the window that contains each pointer.
   void use_symmetric_windows(RankContext& ctx, ncclComm_t comm) override {
-    for (const auto& w : windows_)
-      if (w.comm == comm) return;
-    Windows w{comm, {}};
-    auto add = [&](void* ptr, size_t bytes, const char* what) {
-      ncclWindow_t handle = nullptr;
-      TANDEM_NCCL_CHECK(comm, ncclCommWindowRegister(comm, ptr, bytes, &handle, NCCL_WIN_COLL_SYMMETRIC));
-      ctx.await_communicator(comm, std::string(name()) + " " + what + " window");
-      w.handles.push_back(handle);
-    };
-    for (const Allocation& a : allocations_) add(a.ptr, a.bytes, "buffer");
-    if (scratch_) add(scratch_, scratch_count_ * dtype_size(dtype_), "scratch");
-    windows_.push_back(w);
+    if (!windows_) windows_ = std::make_unique<SymmetricWindows>(ctx.wait_rules());
+    if (windows_->registered_on(comm)) return;
+    std::vector<ByteRange> ranges;
+    for (const Allocation& a : allocations_) ranges.push_back({a.ptr, int64_t(a.bytes)});
+    if (scratch_) ranges.push_back({scratch_, int64_t(scratch_count_ * dtype_size(dtype_))});
+    windows_->add(comm, ranges, name());
   }
 
-  void release_windows(RankContext& ctx) override {
-    for (const auto& w : windows_) {
-      for (ncclWindow_t handle : w.handles) {
-        TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, handle));
-        ctx.await_communicator(w.comm, std::string(name()) + " window release");
-      }
-    }
-    windows_.clear();
+  void release_windows(RankContext&) override {
+    if (windows_) windows_->release(name());
   }
   size_t bytes() const override { return bytes_; }
 
@@ -76,7 +70,6 @@ class BufferedCollective : public Collective {
                 bool in_place) {
     const size_t elem = dtype_size(dtype);
     check_divisible(*this, bytes, dtype, ctx.nranks);
-    ctx_ = &ctx;
     bytes_ = bytes;
     dtype_ = dtype;
     seed_ = seed;
@@ -148,7 +141,6 @@ class BufferedCollective : public Collective {
   size_t send_count_ = 0, recv_count_ = 0;
   void* send_ = nullptr;
   void* recv_ = nullptr;
-  RankContext* ctx_ = nullptr;  // the rank this collective runs on (set up by allocate())
   void* scratch_ = nullptr;  // copy-engine reductions only
   size_t scratch_count_ = 0;
   const CopyEngineLanes* lanes_ = nullptr;  // route_through_copy_engines(lanes) is in force
@@ -161,11 +153,7 @@ class BufferedCollective : public Collective {
     size_t bytes;
   };
   std::vector<Allocation> allocations_;  // send_ and recv_, or the one buffer both lie in
-  struct Windows {
-    ncclComm_t comm;
-    std::vector<ncclWindow_t> handles;
-  };
-  std::vector<Windows> windows_;
+  std::unique_ptr<SymmetricWindows> windows_;  // created on first use, with the rank's wait rules
 };
 
 // Sum over ranks of the value every rank holds at `index`.

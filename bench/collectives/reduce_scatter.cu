@@ -1,5 +1,5 @@
 #include "collectives/collective_base.cuh"
-#include "harness/copy_engine_reduction.h"
+#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -29,7 +29,7 @@ class ReduceScatter final : public BufferedCollective {
   }
   void enqueue(ncclComm_t comm, cudaStream_t stream) override {
     if (lanes_)
-      enqueue_copy_engine_reduce_scatter(*ctx_, *lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
+      copy_engine_reduce_scatter(*lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
     else
       TANDEM_NCCL_CHECK(comm, ncclReduceScatter(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }

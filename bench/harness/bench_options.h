@@ -6,10 +6,10 @@
 #include <utility>
 #include <vector>
 
-#include "harness/dtype.h"
 #include "harness/scenario.h"
 #include "harness/workload.h"
 #include "ranks/launch_env.h"
+#include "tandem/dtype.h"
 #include "tandem/policy.h"
 
 namespace tandem::bench {

@@ -151,7 +151,7 @@ std::string CaseRunner::apply(const OverlapPolicy& policy) {
   if (policy.registers_windows()) collective_.use_symmetric_windows(ctx_, active_comm_);
   // Every lane's gathers reach the same buffers through its own communicator's windows.
   if (lanes)
-    for (ncclComm_t lane : lanes->comms) collective_.use_symmetric_windows(ctx_, lane);
+    for (ncclComm_t lane : lanes->comms()) collective_.use_symmetric_windows(ctx_, lane);
   active_compute_stream_ = ctx_.compute;
   active_comm_stream_ = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();
   if (policy.green_sms) {

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
+#include "tandem/dtype.h"
 
 namespace tandem::bench {
 
@@ -31,7 +31,7 @@ class Collective {
   virtual void poison_output(cudaStream_t stream) = 0;
   // Moves the collective's data with copy engines (the `copy-engine` policy) on `lanes` from now on,
   // or stops (nullptr). The chunks between ranks move by the exchange of
-  // harness/copy_engine_reduction.h (one in-place ncclGather per root, each on its lane), so that no
+  // tandem/copy_engine.h (one in-place ncclGather per root, each on its lane), so that no
   // copy waits for SMs: all-to-all and an out-of-place all-gather copy their own chunk locally on the
   // side; reduce-scatter and all-reduce add a sum kernel (and an in-place all-gather). An in-place
   // all-gather stays NCCL's, which copies nothing locally. Returns why the collective cannot, or "".

@@ -1,6 +1,5 @@
 #include <chrono>
 #include <exception>
-#include <mutex>
 #include <thread>
 
 #include "harness/rank_context.h"
@@ -46,17 +45,6 @@ double measure_copy_bandwidth_gbps(cudaStream_t stream) {
   return 2.0 * bytes / (best_ms * 1e-3) / 1e9;
 }
 
-// NCCL frees the communicators of one process's ranks together, in whichever rank's destroy or abort
-// comes last (NCCL init.cc, commReclaim), and from that rank's thread: with ranks as threads, two
-// threads can be unmapping one device's NCCL memory at once. Twice in about twenty `tandem tune`
-// runs (NCCL 2.28.3) that ended in "double free or corruption" inside cuMemUnmap under
-// ncclCommDestroy. Teardown is serialised per process. It cannot deadlock: after a finalize, and in
-// an abort, NCCL does not wait for the peers; only the last one cleans up.
-std::mutex& teardown_mutex() {
-  static std::mutex m;
-  return m;
-}
-
 int set_device_and_return(int device) {
   TANDEM_CUDA_CHECK(cudaSetDevice(device));
   return device;
@@ -94,14 +82,15 @@ RankContext::~RankContext() {
       failing = true;
     }
   }
-  for (ncclComm_t c : all_communicators()) {
-    const bool destroy = !failing && !comms_aborted_ && finalize(c);
-    const std::lock_guard<std::mutex> lock(teardown_mutex());
-    if (destroy)
-      ncclCommDestroy(c);
-    else
-      ncclCommAbort(c);
-  }
+  // Split communicators before the one they were split from; tandem::close_communicator serialises
+  // the destroys and aborts of every rank of this process.
+  const bool healthy = !failing && !comms_aborted_;
+  for (auto& entry : lanes_by_settings_)
+    if (entry.second) entry.second->close(healthy);
+  lanes_by_settings_.clear();
+  if (policy_comms_) policy_comms_->close(healthy);
+  policy_comms_.reset();
+  close_communicator(comm, healthy, timeout_s);
   green_contexts_.clear();
   if (cublaslt) cublasLtDestroy(cublaslt);
   if (cublaslt_workspace) cudaFree(cublaslt_workspace);
@@ -110,137 +99,58 @@ RankContext::~RankContext() {
 std::vector<ncclComm_t> RankContext::all_communicators() const {
   std::vector<ncclComm_t> out;
   if (comm) out.push_back(comm);
-  for (const auto& entry : comms_by_settings_)
-    if (entry.second) out.push_back(entry.second);
+  if (policy_comms_)
+    for (ncclComm_t c : policy_comms_->owned()) out.push_back(c);
+  // Lane 0 is a policy communicator, listed above.
+  for (const auto& entry : lanes_by_settings_)
+    if (entry.second) out.insert(out.end(), entry.second->comms().begin() + 1, entry.second->comms().end());
   return out;
 }
 
-bool RankContext::finalize(ncclComm_t c) noexcept {
-  // A non-blocking communicator finalizes in the background; destroy it only once that is done,
-  // and give up (abort instead) after the timeout rather than hang at exit.
-  const ncclResult_t started = ncclCommFinalize(c);
-  if (started != ncclSuccess && started != ncclInProgress) return false;
-  const auto deadline = deadline_after(timeout_s);
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(c, &state) != ncclSuccess) return false;
-    if (state == ncclSuccess) return true;
-    if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
-  }
-}
-
-void RankContext::abort_communicators() {
+void RankContext::abort_communicators() noexcept {
   if (comms_aborted_) return;
   // Aborting makes NCCL's kernels on every rank exit, so the peers' waits end too.
-  for (ncclComm_t c : all_communicators()) ncclCommAbort(c);
+  for (auto& entry : lanes_by_settings_)
+    if (entry.second) entry.second->abort();
+  if (policy_comms_) policy_comms_->abort();
+  abort_communicator(comm);
   comm = nullptr;
-  comms_by_settings_.clear();
   comms_aborted_ = true;
 }
 
-void RankContext::check_deadline(std::chrono::steady_clock::time_point deadline, const std::string& step) {
-  if (group.failed()) {
-    abort_communicators();
-    group.throw_if_failed();
-  }
-  if (std::chrono::steady_clock::now() > deadline) {
-    abort_communicators();
-    TANDEM_THROW("rank " + std::to_string(rank) + ": '" + step + "' did not finish within " +
-                 std::to_string(static_cast<int>(timeout_s)) + " s (--timeout); communicators aborted");
-  }
-}
-
-void RankContext::throw_if_async_error(ncclComm_t c, const std::string& step) {
-  ncclResult_t async = ncclSuccess;
-  TANDEM_NCCL_CHECK(c, ncclCommGetAsyncError(c, &async));
-  if (async == ncclSuccess || async == ncclInProgress) return;
-  const std::string reason = std::string(ncclGetErrorString(async)) + " (" + ncclGetLastError(c) + ")";
-  abort_communicators();
-  TANDEM_THROW("rank " + std::to_string(rank) + ": NCCL error during '" + step + "': " + reason);
+WaitRules RankContext::wait_rules() {
+  WaitRules rules;
+  rules.timeout_s = timeout_s;
+  rules.who = "rank " + std::to_string(rank);
+  rules.timeout_setting = "--timeout";
+  rules.each_poll = [this] { group.throw_if_failed(); };
+  rules.on_failure = [this] { abort_communicators(); };
+  return rules;
 }
 
 void RankContext::wait(cudaStream_t stream, const std::string& step) {
-  const auto deadline = deadline_after(timeout_s);
-  for (;;) {
-    const cudaError_t status = cudaStreamQuery(stream);
-    if (status == cudaSuccess) return;
-    if (status != cudaErrorNotReady) TANDEM_CUDA_CHECK(status);
-    for (ncclComm_t c : all_communicators()) throw_if_async_error(c, step);
-    check_deadline(deadline, step);
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
-  }
+  await_stream(stream, all_communicators(), wait_rules(), step);
 }
 
 void RankContext::await_communicator(ncclComm_t c, const std::string& step) {
   TANDEM_REQUIRE(c != nullptr && !comms_aborted_, "rank " + std::to_string(rank) + ": communicator already aborted");
-  const auto deadline = deadline_after(timeout_s);
-  for (;;) {
-    ncclResult_t async = ncclSuccess;
-    TANDEM_NCCL_CHECK(c, ncclCommGetAsyncError(c, &async));
-    if (async == ncclSuccess) return;
-    throw_if_async_error(c, step);
-    check_deadline(deadline, step);
-    std::this_thread::yield();
-  }
-}
-
-ncclConfig_t RankContext::config_for(const OverlapPolicy& policy, std::string& key) {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
-  apply_nccl_settings(policy, config);
-  key = nccl_settings_key(policy);
-  return config;
+  tandem::await_communicator(c, wait_rules(), step);
 }
 
 ncclComm_t RankContext::communicator_for(const OverlapPolicy& policy) {
   if (uses_default_nccl_settings(policy)) return comm;
-  std::string key;
-  const ncclConfig_t config = config_for(policy, key);
-  return communicator_with(config, key, "communicator for " + to_string(policy));
-}
-
-ncclComm_t RankContext::communicator_with(const ncclConfig_t& config, const std::string& key, const std::string& what) {
-  auto found = comms_by_settings_.find(key);
-  if (found != comms_by_settings_.end()) return found->second;
-  // Every rank reaches this point for the same settings, so rank 0's id reaches all of them.
-  ncclUniqueId id{};
-  if (rank == 0) TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
-  group.broadcast_from_rank0(&id, sizeof(id));
-  ncclComm_t created = nullptr;
-  ncclConfig_t own = config;  // ncclCommInitRankConfig takes a non-const config
-  TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&created, nranks, id, rank, &own));
-  comms_by_settings_[key] = created;  // owned from here on, even if initialisation fails below
-  await_communicator(created, what);
-  return created;
+  TANDEM_REQUIRE(!comms_aborted_, "rank " + std::to_string(rank) + ": communicators already aborted");
+  if (!policy_comms_) policy_comms_ = std::make_unique<PolicyCommunicators>(comm, wait_rules());
+  return policy_comms_->communicator_for(policy);
 }
 
 const CopyEngineLanes& RankContext::copy_engine_lanes(const OverlapPolicy& policy) {
   TANDEM_REQUIRE(policy.copy_engine, "copy-engine lanes for a policy without copy-engine");
-  std::string key;
-  const ncclConfig_t config = config_for(policy, key);
-  auto& slot = lanes_by_settings_[key];
+  auto& slot = lanes_by_settings_[nccl_settings_key(policy)];
   if (slot) return *slot;
-  auto lanes = std::make_unique<CopyEngineLanes>();
-  lanes->comms.push_back(communicator_for(policy));
-  const StreamPriorityRange range = stream_priority_range();
-  for (int lane = 1; lane < nranks; ++lane) {
-    lanes->comms.push_back(communicator_with(config, key + "lane" + std::to_string(lane),
-                                             "copy-engine lane " + std::to_string(lane) + " of " + to_string(policy)));
-    lanes->high.emplace_back(range.greatest);
-    lanes->low.emplace_back(range.least);
-    cudaEvent_t join = nullptr;
-    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    lanes->joins.push_back(join);
-  }
-  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&lanes->fork, cudaEventDisableTiming));
-  slot = std::move(lanes);
+  ncclComm_t lane0 = communicator_for(policy);
+  slot = std::make_unique<CopyEngineLanes>(lane0, policy_comms_->config_for(policy), wait_rules());
   return *slot;
-}
-
-CopyEngineLanes::~CopyEngineLanes() {
-  if (fork) cudaEventDestroy(fork);
-  for (cudaEvent_t e : joins) cudaEventDestroy(e);
 }
 
 cudaStream_t RankContext::green_stream(int sm_count) {

@@ -6,34 +6,21 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "ranks/coordinator.h"
+#include "tandem/communicators.h"
+#include "tandem/copy_engine.h"
 #include "tandem/green_context.h"
+#include "tandem/nccl_wait.h"
 #include "tandem/occupancy.h"
 #include "tandem/policy.h"
 #include "tandem/streams.h"
 
 namespace tandem::bench {
-
-// Copy-engine lanes (harness/copy_engine_reduction.h): a copy-engine policy's communicator once per
-// rank (lane 0 is RankContext::communicator_for itself), so that one collective per lane can run at
-// once, and a side stream per further lane at each comm priority, with the events that fork them
-// from the caller's stream and join them back.
-struct CopyEngineLanes {
-  CopyEngineLanes() = default;
-  CopyEngineLanes(const CopyEngineLanes&) = delete;
-  CopyEngineLanes& operator=(const CopyEngineLanes&) = delete;
-  ~CopyEngineLanes();
-  std::vector<ncclComm_t> comms;
-  std::vector<PriorityStream> high, low;  // lanes 1.., at the greatest and the least priority
-  cudaEvent_t fork = nullptr;
-  std::vector<cudaEvent_t> joins;  // lanes 1..
-};
 
 struct RankContext {
   RankContext(int rank, int nranks, int device, Coordinator& group, ncclComm_t comm, double timeout_s);
@@ -41,22 +28,30 @@ struct RankContext {
   RankContext(const RankContext&) = delete;
   RankContext& operator=(const RankContext&) = delete;
 
-  // Waits for `stream` to drain by polling, never blocking inside CUDA: a collective whose peer never
-  // arrives would otherwise hang the thread forever. Fails (aborting the communicators so every
-  // rank's kernels exit) when NCCL reports an asynchronous error, another rank failed, or
-  // `timeout_s` passes; the error names the rank and `step`.
+  // Waits for `stream` to drain by polling, never blocking inside CUDA (tandem::await_stream under
+  // wait_rules()): a collective whose peer never arrives would otherwise hang the thread forever.
+  // Fails (aborting the communicators so every rank's kernels exit) when NCCL reports an
+  // asynchronous error, another rank failed, or `timeout_s` passes; the error names the rank and
+  // `step`.
   void wait(cudaStream_t stream, const std::string& step);
   // Communicators are non-blocking: an NCCL call may return before its host-side work (connection
   // setup with peers, on first use) is done. Call this after every NCCL call on `c`: it polls
-  // ncclCommGetAsyncError until `c` is ready, with the same failure rules as wait().
+  // ncclCommGetAsyncError until `c` is ready (tandem::await_communicator), with the same failure rules
+  // as wait().
   void await_communicator(ncclComm_t c, const std::string& step);
   void await_communicator(const std::string& step) { await_communicator(comm, step); }
 
+  // The rules of every wait on this rank (tandem/nccl_wait.h): `timeout_s`, failing at once when
+  // another rank failed, aborting every communicator of this rank on failure.
+  WaitRules wait_rules();
+
   // The communicator for a policy's NCCL settings (nccl-ctas, nccl-cga, nccl-cta-policy,
-  // copy-engine): `comm` for the defaults, else one created on first use. Every rank must ask for
-  // the same settings in the same order, as with any communicator creation.
+  // copy-engine): `comm` for the defaults, else one split from `comm` on first use
+  // (tandem::PolicyCommunicators). Every rank must ask for the same settings in the same order, as
+  // with any communicator creation.
   ncclComm_t communicator_for(const OverlapPolicy& policy);
-  // The lanes of a copy-engine policy, created on first use by every rank together.
+  // The lanes of a copy-engine policy (lane 0 is communicator_for(policy)), created on first use by
+  // every rank together.
   const CopyEngineLanes& copy_engine_lanes(const OverlapPolicy& policy);
   // A stream whose work runs only on a green context of `sm_count` SMs (created on first use).
   cudaStream_t green_stream(int sm_count);
@@ -80,16 +75,9 @@ struct RankContext {
 
  private:
   std::vector<ncclComm_t> all_communicators() const;
-  void abort_communicators();
-  bool finalize(ncclComm_t c) noexcept;
-  // Throws (after aborting) if another rank failed or the deadline passed.
-  void check_deadline(std::chrono::steady_clock::time_point deadline, const std::string& step);
-  void throw_if_async_error(ncclComm_t c, const std::string& step);
+  void abort_communicators() noexcept;
   bool comms_aborted_ = false;
-  // The ncclConfig_t of a policy's settings and the key its communicators are filed under.
-  static ncclConfig_t config_for(const OverlapPolicy& policy, std::string& key);
-  ncclComm_t communicator_with(const ncclConfig_t& config, const std::string& key, const std::string& what);
-  std::map<std::string, ncclComm_t> comms_by_settings_;
+  std::unique_ptr<PolicyCommunicators> policy_comms_;  // split from `comm`
   std::map<std::string, std::unique_ptr<CopyEngineLanes>> lanes_by_settings_;
   std::map<int, std::unique_ptr<GreenContext>> green_contexts_;
 };

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
 #include "report/trace.h"
+#include "tandem/dtype.h"
 #include "tandem/shaped_kernel.h"
 
 namespace tandem::bench {
@@ -122,7 +122,7 @@ class Scenario {
   // device buffer this rank's collectives send from or receive into - every collective of the
   // iteration. With `lanes` (copy-engine: lane 0 is `comm`), on every lane's communicator too, and
   // the collectives on `comm` then run on copy engines over the lanes
-  // (harness/copy_engine_reduction.h). Valid after setup(). Registration is collective: all ranks
+  // (tandem/copy_engine.h). Valid after setup(). Registration is collective: all ranks
   // call it together, with the same communicators, and register the same buffers in the same order.
   // Idempotent per communicator (a second call with the same `comm` does nothing). Returns "" on
   // success, or one line saying why it cannot apply (with `lanes`: the scenario has no collective,

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "tandem/float_conversion.h"  // to_float, from_float
+
 namespace tandem::bench {
 
 __host__ __device__ inline uint64_t mix64(uint64_t x) {
@@ -33,15 +35,6 @@ __host__ __device__ inline float small_integer(uint64_t seed, uint64_t stream, u
 __host__ __device__ inline float uniform_pm1(uint64_t seed, uint64_t stream, uint64_t index) {
   return static_cast<float>(value_key(seed, stream, index) >> 40) * (2.0f / 16777216.0f) - 1.0f;
 }
-
-template <class T> __host__ __device__ inline T from_float(float v);
-template <> __host__ __device__ inline float from_float<float>(float v) { return v; }
-template <> __host__ __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <> __host__ __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-__host__ __device__ inline float to_float(float v) { return v; }
-__host__ __device__ inline float to_float(__half v) { return __half2float(v); }
-__host__ __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 // Fill kinds used by fill_values().
 enum class Fill { SmallIntegers, UniformPm1 };

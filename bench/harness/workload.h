@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
+#include "tandem/dtype.h"
 #include "tandem/shaped_kernel.h"
 
 namespace tandem::bench {

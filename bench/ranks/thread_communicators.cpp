@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
 
@@ -40,7 +41,7 @@ std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices, do
                                                                  ncclGetLastError(comms[rank]) + ")"
                                                            : "not ready within the timeout";
         for (ncclComm_t c : comms)
-          if (c) ncclCommAbort(c);
+          if (c) abort_communicator(c);
         TANDEM_THROW("NCCL communicator for rank " + std::to_string(rank) + " failed to initialise: " + reason);
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -16,9 +16,9 @@
 #include <string>
 #include <tuple>
 
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
 #include "scenarios/model_shapes.h"
+#include "tandem/dtype.h"
 
 namespace tandem::bench::scenarios {
 

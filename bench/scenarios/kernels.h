@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "harness/dtype.h"
+#include "tandem/dtype.h"
 #include "tandem/shaped_kernel.h"
 
 namespace tandem::bench::scenarios {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <deque>
 
-#include "harness/copy_engine_reduction.h"
 #include "scenarios/kernels.h"
+#include "tandem/copy_engine.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
@@ -139,30 +139,25 @@ std::string Program::collective_kinds() const {
 
 namespace {
 
-// `call` on copy engines over `lanes` (CollectiveRoute::lanes).
-void enqueue_on_copy_engines(RankContext& ctx, const CopyEngineLanes& lanes, const CollectiveCall& c, void* scratch,
+// `call` on copy engines over `lanes` (CollectiveRoute::lanes); each function awaits its own NCCL
+// calls.
+void enqueue_on_copy_engines(const CopyEngineLanes& lanes, const CollectiveCall& c, void* scratch,
                              cudaStream_t stream) {
   const size_t count = size_t(c.count);
   switch (c.kind) {
     case CollectiveCall::Kind::AllReduce:
-      enqueue_copy_engine_all_reduce(ctx, lanes, c.send, c.recv, scratch, count, c.dtype, stream);
+      copy_engine_all_reduce(lanes, c.send, c.recv, scratch, count, c.dtype, stream);
       return;
     case CollectiveCall::Kind::ReduceScatter:
-      enqueue_copy_engine_reduce_scatter(ctx, lanes, c.send, c.recv, scratch, count, c.dtype, stream);
+      copy_engine_reduce_scatter(lanes, c.send, c.recv, scratch, count, c.dtype, stream);
       return;
-    case CollectiveCall::Kind::AllGather: {
-      const void* own_chunk = static_cast<const char*>(c.recv) + size_t(ctx.rank) * count * dtype_size(c.dtype);
-      if (c.send == own_chunk) {
-        // In place: NCCL's copy-engine all-gather only copies to the peers.
-        ncclComm_t comm = lanes.comms.front();
-        TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, count, to_nccl(c.dtype), comm, stream));
-      } else {
-        enqueue_copy_engine_exchange(ctx, lanes, c.send, 0, c.recv, count, c.dtype, true, stream);
-      }
+    case CollectiveCall::Kind::AllGather:
+      // In place (send is this rank's chunk of recv): NCCL's copy-engine all-gather, which only
+      // copies to the peers; otherwise the exchange.
+      copy_engine_all_gather(lanes, c.send, c.recv, count, c.dtype, stream);
       return;
-    }
     case CollectiveCall::Kind::AllToAll:
-      enqueue_copy_engine_exchange(ctx, lanes, c.send, count, c.recv, count, c.dtype, true, stream);
+      copy_engine_all_to_all(lanes, c.send, c.recv, count, c.dtype, stream);
       return;
   }
 }
@@ -172,8 +167,7 @@ void enqueue_on_copy_engines(RankContext& ctx, const CopyEngineLanes& lanes, con
 void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
                         cudaStream_t stream, const CollectiveRoute& route) {
   if (route.lanes) {
-    enqueue_on_copy_engines(ctx, *route.lanes, c, route.copy_engine_scratch, stream);
-    ctx.await_communicator(route.lanes->comms.front(), name);
+    enqueue_on_copy_engines(*route.lanes, c, route.copy_engine_scratch, stream);
     return;
   }
   const ncclDataType_t type = to_nccl(c.dtype);

@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
 #include "harness/scenario.h"
+#include "tandem/dtype.h"
 
 namespace tandem::bench::scenarios {
 
@@ -111,7 +111,7 @@ struct CollectiveRoute {
   // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take, instead of grouped
   // ncclSend/ncclRecv (how frameworks issue all_to_all_single).
   bool all_to_all_api = false;
-  // Non-null: every collective on copy engines (harness/copy_engine_reduction.h) over these lanes,
+  // Non-null: every collective on copy engines (tandem/copy_engine.h) over these lanes,
   // on whose communicators the buffers are registered too: all-reduce and reduce-scatter through
   // the exchange, a sum and `copy_engine_scratch` (registered, the size of the largest such send
   // buffer); all-to-all and out-of-place all-gather through the exchange; in-place all-gather

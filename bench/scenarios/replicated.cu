@@ -254,8 +254,10 @@ ReplicatedScenario::~ReplicatedScenario() {
   // Deregistration is collective and a destructor cannot meet the other ranks: buffers still in a
   // window (an error unwound past release_windows()) are left allocated rather than freed under
   // NCCL's mapping; destroying or aborting the communicator drops the windows.
-  if (!windows_.empty() && own_) own_->keep_allocations_on_destruction();
-  if (windows_.empty() && copy_engine_scratch_) ncclMemFree(copy_engine_scratch_);
+  const bool registered = windows_ && windows_->holds_registrations();
+  if (registered) windows_->abandon();
+  if (registered && own_) own_->keep_allocations_on_destruction();
+  if (!registered && copy_engine_scratch_) ncclMemFree(copy_engine_scratch_);
   for (auto& e : expected_) cudaFree(e.ref);
   if (wrong_) cudaFree(wrong_);
 }
@@ -385,7 +387,7 @@ double ReplicatedScenario::chain_ms(const std::vector<double>& operation_ms) con
 
 std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm, const CopyEngineLanes* lanes) {
   TANDEM_REQUIRE(own_ && executor_, name() + ": use_symmetric_windows before setup");
-  TANDEM_REQUIRE(!lanes || (!lanes->comms.empty() && lanes->comms.front() == comm),
+  TANDEM_REQUIRE(!lanes || (!lanes->comms().empty() && lanes->comms().front() == comm),
                  name() + ": copy-engine lane 0 must be the policy's communicator");
   // Decided from the program alone, so every rank returns the same answer and either all register
   // or none does.
@@ -393,7 +395,8 @@ std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm
     const std::string why = copy_engine_refusal(own_->program());
     if (!why.empty()) return why;
   }
-  if (std::find(windowed_comms_.begin(), windowed_comms_.end(), comm) != windowed_comms_.end()) return "";
+  if (!windows_) windows_ = std::make_unique<SymmetricWindows>(ctx.wait_rules());
+  if (windows_->registered_on(comm)) return "";
 
   // Whole allocations, each once, in order of first use by a collective in program order: the same
   // buffers in the same order on every rank, as collective registration requires. A collective's
@@ -417,37 +420,22 @@ std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm
   // Each lane's gathers reach the same buffers through its own communicator's windows; lane 0 is
   // `comm`. Lanes are per policy settings, so none of them has windows yet when `comm` has none.
   std::vector<ncclComm_t> comms{comm};
-  if (lanes) comms.assign(lanes->comms.begin(), lanes->comms.end());
-  for (ncclComm_t c : comms) {
-    for (size_t i = 0; i < to_register.size(); ++i) {
-      Window w{c, nullptr};
-      TANDEM_NCCL_CHECK(c, ncclCommWindowRegister(c, const_cast<void*>(to_register[i].ptr),
-                                                  size_t(to_register[i].bytes), &w.window, NCCL_WIN_COLL_SYMMETRIC));
-      // The communicator is non-blocking: the registration completes (and the handle is valid) only
-      // once it reports success.
-      ctx.await_communicator(c, name() + " window " + std::to_string(i + 1) + "/" +
-                                    std::to_string(to_register.size()));
-      windows_.push_back(w);
-    }
-    windowed_comms_.push_back(c);
-  }
+  if (lanes) comms = lanes->comms();
+  for (ncclComm_t c : comms) windows_->add(c, to_register, name());
   executor_->set_route(comm, route);
   return "";
 }
 
 void ReplicatedScenario::release_windows(RankContext& ctx) {
+  (void)ctx;
   // Every rank deregisters the same windows in the same (registration) order, each awaited, before
-  // any buffer is freed (~Replica). A window leaves the list only once released, so after a failure
-  // the destructor still sees what remains registered.
-  while (!windows_.empty()) {
-    const Window w = windows_.front();
-    TANDEM_NCCL_CHECK(w.comm, ncclCommWindowDeregister(w.comm, w.window));
-    ctx.await_communicator(w.comm, name() + " window release");
-    windows_.erase(windows_.begin());
-  }
-  for (ncclComm_t c : windowed_comms_)
+  // any buffer is freed (~Replica). After a failure the destructor still sees what remains
+  // registered (SymmetricWindows::holds_registrations).
+  if (!windows_) return;
+  const std::vector<ncclComm_t> routed = windows_->communicators();
+  windows_->release(name());
+  for (ncclComm_t c : routed)
     if (executor_) executor_->clear_route(c);
-  windowed_comms_.clear();
 }
 
 std::vector<ShapedKernel*> ReplicatedScenario::shaped_kernels() { return own_->used_kernels(); }

@@ -14,6 +14,7 @@
 #include "scenarios/gemm_op.h"
 #include "scenarios/kernels.h"
 #include "scenarios/program.h"
+#include "tandem/symmetric_windows.h"
 
 namespace tandem::bench::scenarios {
 
@@ -166,11 +167,6 @@ class ReplicatedScenario : public Scenario {
   };
   void compute_reference(RankContext& ctx);
 
-  struct Window {
-    ncclComm_t comm;
-    ncclWindow_t window;
-  };
-
   ScenarioConfig config_;
   std::unique_ptr<Elementwise> kernels_;
   std::unique_ptr<GemmEngine> gemms_;
@@ -181,8 +177,7 @@ class ReplicatedScenario : public Scenario {
   float rtol_ = 0;
   float rms_fraction_ = 0;  // absolute tolerance, as a fraction of the output's RMS
   std::string setup_note_;
-  std::vector<Window> windows_;           // in registration order, every communicator's
-  std::vector<ncclComm_t> windowed_comms_;  // communicators use_symmetric_windows() registered on
+  std::unique_ptr<SymmetricWindows> windows_;  // every communicator's, created on first use
   void* copy_engine_scratch_ = nullptr;     // copy-engine reductions' staging (ncclMemAlloc), registered too
 };
 

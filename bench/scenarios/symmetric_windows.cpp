@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "harness/copy_engine_reduction.h"
+#include "tandem/copy_engine.h"
 #include "tandem/error.h"
 
 namespace tandem::bench::scenarios {
@@ -19,11 +19,31 @@ std::vector<ByteRange> collective_ranges(const Program& program) {
   return ranges;
 }
 
+namespace {
+
+CopyEngineCollective copy_engine_kind(CollectiveCall::Kind kind) {
+  switch (kind) {
+    case CollectiveCall::Kind::AllReduce:
+      return CopyEngineCollective::AllReduce;
+    case CollectiveCall::Kind::ReduceScatter:
+      return CopyEngineCollective::ReduceScatter;
+    case CollectiveCall::Kind::AllGather:
+      return CopyEngineCollective::AllGather;
+    case CollectiveCall::Kind::AllToAll:
+      break;
+  }
+  return CopyEngineCollective::AllToAll;
+}
+
+}  // namespace
+
 std::string copy_engine_refusal(const Program& program) {
   if (program.collective_kinds().empty()) return "the scenario issues no collective";
   for (const auto& op : program.ops()) {
-    if (op.kind != Op::Kind::Collective || op.call.kind != CollectiveCall::Kind::AllReduce) continue;
-    const std::string why = copy_engine_all_reduce_refusal(uint64_t(op.call.count), program.nranks());
+    if (op.kind != Op::Kind::Collective) continue;
+    // Scenario collectives sum: CollectiveCall has no other reduction.
+    const std::string why = tandem::copy_engine_refusal(copy_engine_kind(op.call.kind), uint64_t(op.call.count),
+                                                        program.nranks(), to_nccl(op.call.dtype), ncclSum);
     if (!why.empty()) return op.name + ": " + why;
   }
   return "";
@@ -31,33 +51,12 @@ std::string copy_engine_refusal(const Program& program) {
 
 int64_t copy_engine_scratch_bytes(const Program& program) {
   int64_t bytes = 0;
-  for (const auto& op : program.ops()) {
-    if (op.kind != Op::Kind::Collective) continue;
-    if (op.call.kind != CollectiveCall::Kind::AllReduce && op.call.kind != CollectiveCall::Kind::ReduceScatter)
-      continue;
-    bytes = std::max(bytes, op.call.send_elements(program.nranks()) * int64_t(dtype_size(op.call.dtype)));
-  }
+  for (const auto& op : program.ops())
+    if (op.kind == Op::Kind::Collective)
+      bytes = std::max(
+          bytes, int64_t(tandem::copy_engine_scratch_bytes(copy_engine_kind(op.call.kind), uint64_t(op.call.count),
+                                                           op.call.dtype, program.nranks())));
   return bytes;
-}
-
-std::vector<size_t> containing_allocations(const std::vector<ByteRange>& allocations,
-                                           const std::vector<ByteRange>& ranges) {
-  std::vector<size_t> used;
-  for (const auto& r : ranges) {
-    const auto begin = reinterpret_cast<uintptr_t>(r.ptr);
-    const auto end = begin + static_cast<uintptr_t>(r.bytes);
-    size_t found = allocations.size();
-    for (size_t i = 0; i < allocations.size() && found == allocations.size(); ++i) {
-      const auto base = reinterpret_cast<uintptr_t>(allocations[i].ptr);
-      if (begin >= base && begin < base + static_cast<uintptr_t>(allocations[i].bytes)) found = i;
-    }
-    TANDEM_REQUIRE(found < allocations.size(), "a collective's buffer lies in none of the scenario's allocations");
-    const auto limit = reinterpret_cast<uintptr_t>(allocations[found].ptr) + uintptr_t(allocations[found].bytes);
-    TANDEM_REQUIRE(r.bytes > 0 && end <= limit,
-                   "a collective's buffer runs past the end of its allocation (" + std::to_string(r.bytes) + " bytes)");
-    if (std::find(used.begin(), used.end(), found) == used.end()) used.push_back(found);
-  }
-  return used;
 }
 
 }  // namespace tandem::bench::scenarios

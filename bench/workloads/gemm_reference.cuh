@@ -5,10 +5,10 @@
 #include <cmath>
 #include <string>
 
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
 #include "harness/values.cuh"
 #include "tandem/cuda_check.h"
+#include "tandem/dtype.h"
 
 namespace tandem::bench {
 

@@ -7,9 +7,9 @@
 #include <map>
 #include <string>
 
-#include "harness/copy_engine_reduction.h"
 #include "harness/registry.h"
 #include "harness/scenario.h"
+#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -72,6 +72,9 @@ TEST(BoundBytes, StreamTriadReadsTwoArraysAndWritesOne) {
 // reduce-scatter, then the all-gather): 1024 elements split on 2, 4 and 8 ranks, 1000 on 8 but not
 // on 16 (62.5), 1001 on none but 7, 11 and 13.
 TEST(CopyEngineChunking, AllReduceNeedsEqualChunks) {
+  const auto copy_engine_all_reduce_refusal = [](uint64_t count, int ranks) {
+    return copy_engine_refusal(CopyEngineCollective::AllReduce, count, ranks, ncclBfloat16);
+  };
   for (int ranks : {1, 2, 4, 8}) EXPECT_EQ(copy_engine_all_reduce_refusal(1024, ranks), "") << ranks;
   EXPECT_EQ(copy_engine_all_reduce_refusal(1000, 8), "");
   EXPECT_EQ(copy_engine_all_reduce_refusal(1000, 16),

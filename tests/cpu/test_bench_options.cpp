@@ -43,7 +43,7 @@ TEST(BenchOptions, BadNamesAreRejectedWithTheAcceptedList) {
   o.collectives = {"allreduce"};
   EXPECT_NE(error_of([&] { tb::validate(o); }).find("unknown collective 'allreduce'; accepted: all-reduce"),
             std::string::npos);
-  EXPECT_NE(error_of([] { tb::parse_dtype("int8"); }).find("unknown dtype 'int8'; accepted: bf16, fp16, fp32"),
+  EXPECT_NE(error_of([] { tandem::parse_dtype("int8"); }).find("unknown dtype 'int8'; accepted: bf16, fp16, fp32"),
             std::string::npos);
 }
 

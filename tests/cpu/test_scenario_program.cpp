@@ -12,7 +12,7 @@
 namespace {
 
 using namespace tandem::bench::scenarios;
-using tandem::bench::DType;
+using tandem::DType;
 
 // Addresses that are never dereferenced: the program only compares ranges.
 char arena[1 << 12];

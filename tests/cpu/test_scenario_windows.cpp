@@ -14,7 +14,7 @@
 namespace {
 
 using namespace tandem::bench::scenarios;
-using tandem::bench::DType;
+using tandem::DType;
 
 // Addresses that are never dereferenced: only ranges are compared. Four "allocations" of 1 KiB.
 char arena[4 << 10];

@@ -9,13 +9,13 @@
 
 #include "gpu_test_util.h"
 #include "harness/bench_ranks.h"
-#include "harness/dtype.h"
 #include "harness/rank_context.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
 #include "ranks/rank_group.h"
 #include "ranks/thread_communicators.h"
 #include "tandem/cuda_check.h"
+#include "tandem/dtype.h"
 
 namespace {
 
@@ -76,7 +76,7 @@ TEST(BenchGpu, EveryCollectiveAndPolicyGivesCorrectResults) {
 TEST(BenchGpu, BoundBytesPerWorkloadAndCollective) {
   TANDEM_REQUIRE_GPUS(1);
   BenchOptions o = small_options();  // m = n = 1024, k = 512, 16 MiB stream arrays
-  o.dtype = o.workload.dtype = tandem::bench::DType::BF16;
+  o.dtype = o.workload.dtype = tandem::DType::BF16;
   const int ranks = tandem_test::gpu_count();
   tandem::bench::run_on_local_ranks(o, ranks, [&](tandem::bench::RankContext& ctx) {
     const double gemm = (1024.0 * 512 + 512.0 * 1024 + 1024.0 * 1024) * 2;
@@ -129,7 +129,7 @@ TEST(BenchGpu, EveryControlIsCorrectUnderEveryWorkloadAndCollective) {
 
 TEST(BenchGpu, FpDtypesAreCheckedToo) {
   TANDEM_REQUIRE_GPUS(1);
-  for (auto dtype : {tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
+  for (auto dtype : {tandem::DType::FP16, tandem::DType::FP32}) {
     BenchOptions o = small_options();
     o.dtype = dtype;
     o.policies = tandem::parse_policy_list("concurrent,shape:3+priority");
@@ -145,8 +145,8 @@ TEST(BenchGpu, FpDtypesAreCheckedToo) {
 TEST(BenchGpu, CopyEngineReductionsAreExactWithAlignedAndUnalignedChunks) {
   TANDEM_REQUIRE_GPUS(2);
   const int ranks = tandem_test::gpu_count();
-  for (auto dtype : {tandem::bench::DType::BF16, tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
-    const uint64_t elem = tandem::bench::dtype_size(dtype);
+  for (auto dtype : {tandem::DType::BF16, tandem::DType::FP16, tandem::DType::FP32}) {
+    const uint64_t elem = tandem::dtype_size(dtype);
     // One more element per rank's chunk than a 16-byte multiple holds.
     for (uint64_t bytes : {uint64_t(8) << 20, (uint64_t(8) << 20) + uint64_t(ranks) * elem}) {
       BenchOptions o = small_options();

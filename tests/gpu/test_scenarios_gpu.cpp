@@ -179,7 +179,7 @@ TEST(ScenariosGpu, AllReduceScenarioTakesCopyEnginesAndSymmetricWindows) {
 
 TEST(ScenariosGpu, OtherDtypesAndMoreMicroBatchesAreCheckedToo) {
   TANDEM_REQUIRE_GPUS(1);
-  for (auto dtype : {tandem::bench::DType::FP16, tandem::bench::DType::FP32}) {
+  for (auto dtype : {tandem::DType::FP16, tandem::DType::FP32}) {
     for (const char* name : {"tp-mlp", "moe"}) {
       BenchOptions o = small_options(name);
       o.dtype = dtype;
