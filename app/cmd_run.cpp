@@ -64,7 +64,7 @@ void add_run_command(CLI::App& app, int& exit_code) {
       "Use -- before the command. Exit status: the command's, or 128+signal if it was killed.\n"
       "Controls: priority (NCCL kernels at the greatest stream priority), shape:N|<bytes>|auto (compute "
       "kernels padded with dynamic shared memory), sm-target:N (cuBLAS/cuBLASLt SM-count target), "
-      "nccl-ctas/nccl-cga/nccl-cta-policy (through NCCL's environment). See docs/RUN.md.");
+      "nccl-ctas/nccl-cga/nccl-cta-policy (in ncclConfig_t when the program creates a communicator). See docs/RUN.md.");
   auto options = std::make_shared<RunOptions>();
   options->policy = env::kDefaultPolicy;
   options->log_level = env::kDefaultLogLevel;
