@@ -6,6 +6,7 @@
 // as ncclDataType_t values (tandem.torch's table).
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nccl.h>
 
@@ -91,6 +92,18 @@ NB_MODULE(_cuda, m) {
     TANDEM_CUDA_CHECK(cudaRuntimeGetVersion(&version));
     return version;
   });
+
+  // Window memory as a PyTorch tensor without a copy: DLPack, the tensor's storage holding `owner` (tandem.torch's
+  // lease, which gives the buffer back to its pool when the storage is freed). Not __cuda_array_interface__:
+  // PyTorch reads that through NumPy, which a training environment need not have.
+  m.def(
+      "window_tensor",
+      [](uintptr_t address, size_t nbytes, int device, nb::handle owner) {
+        return nb::ndarray<nb::pytorch, uint8_t, nb::ndim<1>>(as_pointer<void>(address), {nbytes}, owner, {},
+                                                              nb::dtype<uint8_t>(), nb::device::cuda::value, device);
+      },
+      nb::arg("address"), nb::arg("nbytes"), nb::arg("device"), nb::arg("owner"),
+      "a uint8 CUDA tensor of `nbytes` at `address` on `device`, keeping `owner` alive as long as its storage");
 
   // Every call but refusal() and stats() enqueues GPU work or waits on NCCL's host-side progress (a split,
   // a window registration): the GIL is released so that PyTorch's other threads (its NCCL watchdog,

@@ -245,7 +245,9 @@ _NCCL_SUM = 0  # ncclSum
 # divides each rank's share (the route has kernels for bf16, fp16 and fp32 only).
 _BYTE_CARRIERS = (torch.float32, torch.bfloat16)
 
-# Process group -> its copy-engine route (tandem._cuda.CopyEngineRoute, or an object with its methods).
+# Process group's name -> its copy-engine route (tandem._cuda.CopyEngineRoute, or an object with its
+# methods). By name: FSDP2 hands its collectives the group its device mesh resolved, which may be another
+# Python object for the same group.
 _ROUTES = {}
 # (device index, at the greatest priority) -> the comm stream of the DDP hook.
 _COMM_STREAMS = {}
@@ -271,7 +273,7 @@ def copy_engine_route(group=None, timeout_s=300.0):
     group's communicator yet, a one-element all-reduce on the group creates it. ``timeout_s`` bounds every
     wait on NCCL inside the route."""
     group = _group(group)
-    route = _ROUTES.get(group)
+    route = _ROUTES.get(group.group_name)
     if route is None:
         cuda = gpu_module()
         device = torch.device("cuda", torch.cuda.current_device())
@@ -280,7 +282,7 @@ def copy_engine_route(group=None, timeout_s=300.0):
             dist.all_reduce(torch.zeros(1, device=device), group=group)
             comm = nccl_comm(group)
         route = cuda.CopyEngineRoute(comm, timeout_s, f"rank {dist.get_rank()}")
-        _ROUTES[group] = route
+        _ROUTES[group.group_name] = route
     return route
 
 
@@ -297,9 +299,11 @@ def close_routes():
 def stats():
     """What the copy-engine collectives did: ``{collective: {"copy-engine": calls routed, reason: calls
     that took NCCL for that reason}}`` for "ddp_all_reduce", "fsdp_all_gather" and "fsdp_reduce_scatter",
-    and ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by group name."""
+    ``"window_pool"``: ``{"buffers": window buffers made, "lent": tensors lent from them}`` (FSDP2's
+    all-gather outputs), and ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by
+    group name."""
     result = {name: dict(counts) for name, counts in _STATS.items()}
-    result["routes"] = {getattr(group, "group_name", str(group)): route.stats() for group, route in _ROUTES.items()}
+    result["routes"] = {name: route.stats() for name, route in _ROUTES.items()}
     return result
 
 
@@ -317,7 +321,7 @@ def _route_or_refusal(kind, group, tensor, count, dtype=None, op=_NCCL_SUM, othe
     dtype = tensor.dtype if dtype is None else dtype
     if nccl_dtype(dtype) is None:
         return None, f"{dtype} has no NCCL type"
-    route = _ROUTES.get(group)
+    route = _ROUTES.get(group.group_name)
     if route is None:
         if not tensor.is_cuda:
             return None, f"a {tensor.device.type} tensor"
@@ -413,13 +417,11 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
 
 
 class _WindowLease:
-    """One window buffer lent out as a tensor's storage. torch.as_tensor keeps this object (through
-    ``__cuda_array_interface__``) until the tensor's storage is freed; then it goes back to its pool."""
+    """One window buffer lent out as a tensor's storage (``tandem._cuda.window_tensor``: DLPack, no copy). The
+    storage keeps this object until it is freed; then the buffer goes back to its pool."""
 
     def __init__(self, pool, address, nbytes, device):
         self.pool, self.address, self.nbytes, self.device = pool, address, nbytes, device
-        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (address, False),
-                                         "version": 2}
 
     def __del__(self):
         self.pool.give_back(self)
@@ -433,15 +435,18 @@ class WindowPool:
     tensor's storage is freed the pool records an event on the device's current stream; the next
     borrower's current stream waits for it - FSDP2 frees its all-gather output on the stream that read it
     last, as it does for PyTorch's caching allocator. Each buffer lives as long as the route (the pool
-    holds the route, each tensor the pool)."""
+    holds the route, each tensor the pool). The route requires the same placement on every rank (the same
+    buffer for the same call): every rank asks for and frees the same sizes in the same order, and the
+    free list per size is last-in first-out, so every rank lends the same buffer."""
 
     def __init__(self, route):
         self.route = route
         self._free = defaultdict(list)  # bytes -> [(address, event recorded when it came back)]
-        self.buffers = 0
 
     def tensor(self, size, dtype, device):
         device = torch.device(device)
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
         nbytes = math.prod(int(s) for s in size) * dtype.itemsize
         free = self._free[nbytes]
         if free:
@@ -450,8 +455,9 @@ class WindowPool:
         else:
             # Collective, like every route call: every rank asks for the same sizes in the same order.
             address = self.route.window_buffer(nbytes)
-            self.buffers += 1
-        raw = torch.as_tensor(_WindowLease(self, address, nbytes, device), device=device)
+            _STATS["window_pool"]["buffers"] += 1
+        _STATS["window_pool"]["lent"] += 1
+        raw = gpu_module().window_tensor(address, nbytes, device.index, _WindowLease(self, address, nbytes, device))
         return raw.view(dtype).view(tuple(int(s) for s in size))
 
     def give_back(self, lease):

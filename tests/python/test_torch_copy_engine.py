@@ -56,7 +56,7 @@ def world(tmp_path):
 
 def seed_route(group, answer):
     route = FixedRoute(answer)
-    tt._ROUTES[group] = route
+    tt._ROUTES[group.group_name] = route
     return route
 
 
