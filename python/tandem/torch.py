@@ -357,22 +357,24 @@ class CopyEngineHookState:
 
 
 def all_reduce_average(state, tensor):
-    """The DDP hook's work on one bucket: ``tensor`` divided by the group's size (on the current stream,
-    before the sum, as ``default_hooks.allreduce_hook``), then summed over the group - through the
-    copy-engine route on the comm stream, or through NCCL where the route refuses. Returns a
-    ``torch.futures.Future`` whose value is ``tensor``."""
+    """The DDP hook's work on one bucket: ``tensor`` divided by the group's size, then summed over the group
+    (the order of ``default_hooks.allreduce_hook``) - through the copy-engine route, both steps on the comm
+    stream, or where the route refuses through NCCL's all-reduce, the division on the current stream as
+    ``allreduce_hook`` does it. Returns a ``torch.futures.Future`` whose value is ``tensor``."""
     group = _group(state.process_group)
-    tensor.div_(group.size())
     route, reason = _route_or_refusal("all_reduce", group, tensor, tensor.numel())
     _STATS["ddp_all_reduce"][reason or ROUTED] += 1
     if reason:
+        tensor.div_(group.size())
         return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
     device = tensor.device
     comm = _comm_stream(device, state.high_priority)
-    # The bucket is complete on the compute stream; the all-reduce runs beside it, never on it.
+    # The bucket is complete on the compute stream; the division and the all-reduce run beside it, never on
+    # it, so the backward pass goes on meanwhile.
     comm.wait_stream(torch.cuda.current_stream(device))
     future = torch.futures.Future(devices=[device])
     with torch.cuda.stream(comm):
+        tensor.div_(group.size())
         route.all_reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_dtype(tensor.dtype),
                          comm.cuda_stream)
         # A CUDA-aware future records an event on the current stream (comm) and the bucket's storage on it:
@@ -394,11 +396,12 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     its multiplying by 1/world_size (world sizes that are powers of two). The policy's other settings
     act through the process group (``init_process_group``).
 
-    With ``copy-engine``: each bucket is divided by the group's size on the compute stream (as
-    ``allreduce_hook``), then summed by the group's copy-engine route (``copy_engine_route``, made on
-    the first bucket) on a comm stream of the hook's own - at the greatest priority when the policy
-    has ``priority`` - that waits for the compute stream, so the all-reduce overlaps the backward pass;
-    the returned future completes on that stream. The route stages the bucket through its window pool.
+    With ``copy-engine``: each bucket is divided by the group's size, then summed by the group's
+    copy-engine route (``copy_engine_route``, made on the first bucket), both on a comm stream of the
+    hook's own - at the greatest priority when the policy has ``priority`` - that waits for the compute
+    stream, so nothing is enqueued on the compute stream and the all-reduce overlaps the backward pass;
+    the returned future completes on that stream (a CUDA-aware future: DDP's wait orders its stream
+    after it). The route stages the bucket through its window pool.
     A bucket the route refuses (its dtype, a count that does not split into equal chunks per rank)
     takes NCCL's all-reduce on the group; ``stats()["ddp_all_reduce"]`` counts both, by reason. With
     fp32 gradients on 2 ranks both sums are exact a+b, so the losses equal stock DDP's bitwise; on more
