@@ -276,12 +276,10 @@ def copy_engine_route(group=None, timeout_s=300.0):
     route = _ROUTES.get(group.group_name)
     if route is None:
         cuda = gpu_module()
-        device = torch.device("cuda", torch.cuda.current_device())
-        comm = int(group._get_backend(device)._comm_ptr())
-        if comm == 0:
-            dist.all_reduce(torch.zeros(1, device=device), group=group)
-            comm = nccl_comm(group)
-        route = cuda.CopyEngineRoute(comm, timeout_s, f"rank {dist.get_rank()}")
+        backend = group._get_backend(torch.device("cuda"))
+        if getattr(backend, "_comm_ptr", None) is not None and int(backend._comm_ptr()) == 0:
+            dist.all_reduce(torch.zeros(1, device=torch.cuda.current_device()), group=group)
+        route = cuda.CopyEngineRoute(nccl_comm(group), timeout_s, f"rank {dist.get_rank()}")
         _ROUTES[group.group_name] = route
     return route
 
@@ -404,7 +402,7 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     after it). The route stages the bucket through its window pool.
     A bucket the route refuses (its dtype, a count that does not split into equal chunks per rank)
     takes NCCL's all-reduce on the group; ``stats()["ddp_all_reduce"]`` counts both, by reason. With
-    fp32 gradients on 2 ranks both sums are exact a+b, so the losses equal stock DDP's bitwise; on more
+    fp32 gradients on 2 ranks both sums are a+b rounded once to fp32, so the losses equal stock DDP's bitwise; on more
     ranks, and in bf16/fp16, the route's sum (accumulated in fp32, rounded once) may differ from NCCL's
     in the last bits.
     """

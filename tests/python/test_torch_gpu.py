@@ -75,7 +75,7 @@ def copy_engine_ranks(request, tmp_path_factory):
 def test_copy_engine_hook_losses_equal_stock_bitwise(stock, copy_engine_ranks):
     _, ranks = copy_engine_ranks
     for ours, theirs in zip(ranks, stock):
-        # fp32 gradients on 2 ranks: the route's sum (fp32, rounded once) and NCCL's are both exact a+b.
+        # fp32 gradients on 2 ranks: the route (fp32 sum, rounded once) and NCCL both give a+b rounded once.
         assert ours["losses"] == theirs["losses"]
 
 
