@@ -557,6 +557,16 @@ class CopyEngineReduceScatter(_ReduceScatter):
         return None
 
 
+def _fsdp_shard_group(module):
+    """The group FSDP2 shards ``module``'s parameters over: the last dimension of their DTensors' device mesh
+    (FSDP: the only one; HSDP: (replicate, shard)), or None (WORLD) for a module without any."""
+    for parameter in module.parameters():
+        mesh = getattr(parameter, "device_mesh", None)
+        if mesh is not None:
+            return mesh.get_group(mesh.ndim - 1)
+    return None
+
+
 def install_fsdp_collectives(module, policy, process_group=None):
     """Installs the policy's collectives on an FSDP2 module (``fully_shard``) and on every FSDP2 module
     inside it; returns the parsed policy.
@@ -566,8 +576,8 @@ def install_fsdp_collectives(module, policy, process_group=None):
     policy and returns. With ``copy-engine``: ``set_custom_all_gather(CopyEngineAllGather)`` - its
     ``allocate()`` lends the route's window memory, so the all-gather runs in place on copy engines
     without staging - and ``set_custom_reduce_scatter(CopyEngineReduceScatter)`` (staged).
-    ``process_group`` is the group FSDP2 shards over (None: WORLD; on a 2-D mesh, its shard dimension's
-    group): the all-gather's windows come from its route. Call ``close_routes()`` when the training is
+    ``process_group`` is the group FSDP2 shards over (None: the last dimension of the parameters' device
+    mesh): the all-gather's windows come from its route, and a call on another group is staged. Call ``close_routes()`` when the training is
     over, before ``dist.destroy_process_group``.
     """
     parsed = _pytorch_policy(policy)
@@ -576,6 +586,8 @@ def install_fsdp_collectives(module, policy, process_group=None):
                         "(torch.distributed.fsdp.fully_shard makes one)")
     if parsed.copy_engine:
         # One pair for all the modules: one window pool, reused across them.
+        if process_group is None and hasattr(module, "parameters"):
+            process_group = _fsdp_shard_group(module)
         all_gather = CopyEngineAllGather(process_group)
         reduce_scatter = CopyEngineReduceScatter(process_group)
         modules = [m for m in module.modules() if hasattr(m, "set_custom_all_gather")] \

@@ -188,3 +188,27 @@ def test_fsdp_collectives_installed_on_every_fsdp_module():
     assert isinstance(root.all_gather, tt.CopyEngineAllGather)
     assert isinstance(root.reduce_scatter, tt.CopyEngineReduceScatter)
     assert leaf.all_gather is root.all_gather and leaf.reduce_scatter is root.reduce_scatter
+
+
+def test_fsdp2_drives_the_collectives_and_they_fall_back(tmp_path):
+    """Real FSDP2 (2 ranks, gloo, CPU): its all-gathers and reduce-scatters reach tandem's collectives through
+    the protocol (allocate, then the call), and on CPU tensors take gloo's, giving stock losses bitwise."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    worker = Path(__file__).with_name("fsdp_cpu_worker.py")
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="")
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                    str(worker), str(tmp_path)], check=True, env=env, timeout=300)
+    ranks = [json.loads((tmp_path / f"fsdp-cpu{r}.json").read_text()) for r in range(2)]
+    for rank in ranks:
+        assert rank["tandem"] == rank["stock"]
+        assert rank["stock"][0] != rank["stock"][-1]
+        stats = rank["stats"]
+        # 3 steps x 2 layers: at least one all-gather per layer per pass, one reduce-scatter per layer per step.
+        assert stats["fsdp_all_gather"] == {"a cpu tensor": stats["fsdp_all_gather"]["a cpu tensor"]}
+        assert stats["fsdp_all_gather"]["a cpu tensor"] >= 6
+        assert stats["fsdp_reduce_scatter"] == {"a cpu tensor": 6}
