@@ -51,7 +51,7 @@ class Route {
     tandem::WaitRules rules;
     rules.timeout_s = timeout_s;
     rules.who = who;
-    rules.timeout_setting = "tandem.torch's timeout_s";
+    rules.timeout_setting = "tandem.torch.copy_engine_route(timeout_s=...)";
     route_ = std::make_unique<CopyEngineRoute>(as_pointer<std::remove_pointer_t<ncclComm_t>>(comm), rules);
   }
   CopyEngineRoute& get() {
