@@ -11,10 +11,14 @@
 //   2. the copy-engine collective between the staging buffers (and the scratch of a reduction),
 //      on lanes split from the caller's communicator;
 //   3. unless `recv` lies in window memory: copy the staging output to `recv`.
-// The staging buffers, the scratch and anything handed out by window_buffer() are one pool of
-// ncclMemAlloc memory registered as symmetric windows on every lane once, and grown (re-registered)
-// only when a call needs more: registration is expensive (seconds were reported for cuMem
-// export/import), so it happens once per size, never per call.
+// The staging buffers and the scratch are one pool of ncclMemAlloc memory registered as symmetric
+// windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
+// registered again) only when a call needs more, by half again at least: registration is expensive
+// (seconds were reported for cuMem export/import), so it happens once per size, never per call.
+// Buffers handed out by window_buffer() are allocations of their own, registered once and never
+// moved (a growing pool would invalidate them). The pool's layout depends only on the call's
+// arguments, so each staged buffer sits at the same window offset on every rank, as
+// NCCL_WIN_COLL_SYMMETRIC requires.
 //
 // Ordering: calls on one route are ordered as they are enqueued even across streams: a call on a
 // stream other than the previous call's first waits (cudaStreamWaitEvent) for the previous call's
@@ -24,7 +28,13 @@
 // makes the same calls (same kind, count, dtype, op) in the same order, as NCCL requires of the
 // parent's own collectives. refusal() depends only on those arguments and the rank count, so every
 // rank takes the same decision. The lanes are created on the first call that takes the route (not
-// at construction), so a program none of whose calls qualifies pays nothing.
+// at construction), so a program none of whose calls qualifies pays nothing: lane 0 is split from
+// the parent (the parent keeps its settings and never gets windows, so the program's other
+// collectives keep NCCL's usual paths), the further lanes from lane 0 (CopyEngineLanes).
+// Placing data in window_buffer() memory is the caller's choice per call, and must be the same on
+// every rank (the same buffer offsets), since it decides which windows the collective uses.
+//
+// Every call runs with the parent's device current (and restores the caller's).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -42,8 +52,8 @@ namespace tandem {
 struct CopyEngineRouteStats {
   int64_t calls = 0;          // calls that took the route
   int64_t staged_bytes = 0;   // bytes copied into and out of window memory
-  int64_t pool_bytes = 0;     // window memory held now
-  int64_t registrations = 0;  // times the pool was (re)registered
+  int64_t pool_bytes = 0;     // window memory held now (the pool and the window buffers)
+  int64_t registrations = 0;  // times the pool was (re)registered, plus one per window buffer
 };
 
 class CopyEngineRoute {
@@ -61,12 +71,15 @@ class CopyEngineRoute {
   int nranks() const;
 
   // "" when a call with these arguments takes the route, else why not - the reasons of
-  // copy_engine_refusal (op, dtype, uneven chunks) plus this route's own (an in-place all-to-all).
+  // copy_engine_refusal (op, dtype, uneven chunks) plus this route's own (an empty collective, which
+  // NCCL handles at no cost). An in-place all-to-all takes the route: both sides are staged.
   // Counts: elements of `send` for all-reduce and all-to-all (per peer for all-to-all, as NCCL),
   // of `recv` for reduce-scatter, of `send` for all-gather.
   std::string refusal(CopyEngineCollective kind, size_t count, ncclDataType_t dtype, ncclRedOp_t op = ncclSum) const;
 
-  // Each throws tandem::Error when refusal() is not "" (callers check first and fall back to NCCL).
+  // Each throws tandem::Error when refusal() is not "" (callers check first and fall back to NCCL),
+  // and when a CUDA or NCCL step fails or a wait passes its WaitRules: the route is then failed (every
+  // later call throws) and the caller should abort() it. Each returns once its work is on `stream`.
   void all_reduce(const void* send, void* recv, size_t count, ncclDataType_t dtype, cudaStream_t stream);
   void reduce_scatter(const void* send, void* recv, size_t recv_count, ncclDataType_t dtype, cudaStream_t stream);
   void all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t dtype, cudaStream_t stream);

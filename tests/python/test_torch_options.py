@@ -90,18 +90,6 @@ def test_init_refuses_what_it_cannot_honour():
     assert not dist.is_initialized()
 
 
-def test_copy_engine_is_not_faked():
-    with pytest.raises(NotImplementedError, match="copy_engine.h"):
-        tt.register_ddp_hook(object(), "copy-engine")
-
-    class FakeFSDPModule:
-        def set_custom_all_gather(self, comm):
-            raise AssertionError("nothing may be installed")
-
-    with pytest.raises(NotImplementedError, match="copy_engine.h"):
-        tt.install_fsdp_collectives(FakeFSDPModule(), "copy-engine+priority")
-
-
 def test_fsdp_without_copy_engine_installs_nothing():
     class FakeFSDPModule:
         def set_custom_all_gather(self, comm):
