@@ -119,6 +119,11 @@ def process_group_options(policy):
     _require_nccl_backend()
     options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=parsed.comm_priority)
     for c_name, value in parsed.nccl_config.items():
+        # copy-engine's CTA policy zero belongs to the route's own lanes, split from this group's
+        # communicator: on the group itself it would also change every collective NCCL keeps
+        # (the ones the route refuses). Only an explicit nccl-cta-policy reaches the group.
+        if c_name == "CTAPolicy" and parsed.nccl_cta_policy is None:
+            continue
         name = _TORCH_NCCL_CONFIG_FIELD[c_name]
         if not hasattr(options, "config") or not hasattr(options.config, name):
             raise RuntimeError(f"policy '{parsed}': this PyTorch ({torch.__version__}) cannot set NCCL's "

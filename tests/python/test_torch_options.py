@@ -35,8 +35,14 @@ def test_unset_fields_stay_pytorchs_default():
     assert options.config.cga_cluster_size == default.cga_cluster_size
 
 
+def test_copy_engine_leaves_the_groups_cta_policy_alone():
+    # The route's lanes get CTA policy zero; the group keeps NCCL's default for what the route refuses.
+    default = dist.ProcessGroupNCCL.Options().config
+    assert tt.process_group_options("copy-engine").config.cta_policy == default.cta_policy
+
+
 @pytest.mark.parametrize("text,value", [("nccl-cta-policy:efficiency", 1), ("nccl-cta-policy:zero", 2),
-                                        ("copy-engine", 2)])
+                                        ("copy-engine+nccl-cta-policy:zero", 2)])
 def test_cta_policy(text, value):
     if HAS_CTA_POLICY:
         assert tt.process_group_options(text).config.cta_policy == value
