@@ -58,9 +58,33 @@ Fn symbol(void* handle, const char* name) {
   return reinterpret_cast<Fn>(real_dlsym()(handle, name));
 }
 
+// The file of the loaded object the loader would give the route library for its libnccl.so.2
+// dependency (matched by SONAME), or "" when none is loaded: then dlopen would load one, a second
+// NCCL beside the program's.
+std::string loaded_nccl_by_soname() {
+  void* handle = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+  if (!handle) {
+    (void)real_dlerror()();  // not the program's failure to read
+    return "";
+  }
+  std::string file;
+  Dl_info info{};
+  if (void* fn = real_dlsym()(handle, "ncclGetVersion"); fn && dladdr(fn, &info) && info.dli_fname)
+    file = info.dli_fname;
+  dlclose(handle);  // only the reference RTLD_NOLOAD took
+  return file;
+}
+
 RouteLibrary load() {
   RouteLibrary lib;
   const std::string path = own_folder() + "/" + kRouteLibrary;
+  const std::string program = program_nccl_file(), by_soname = loaded_nccl_by_soname();
+  if (program.empty() || by_soname != program) {
+    lib.why = "the program's NCCL (" + (program.empty() ? std::string("unknown") : program) +
+              ") is not the libnccl.so.2 the route library would bind to (" +
+              (by_soname.empty() ? std::string("none loaded") : by_soname) + "); a second NCCL is never loaded";
+    return lib;
+  }
   // RTLD_NOW: an NCCL without a function the route needs fails here, not in the middle of a call.
   // RTLD_LOCAL: nothing of it joins the program's scope. Its libnccl.so.2 dependency is satisfied by
   // the program's already loaded NCCL (by SONAME).
@@ -83,8 +107,8 @@ RouteLibrary load() {
     return lib;
   }
   // Never a second NCCL: the route must drive the program's copy, the one that owns its communicators.
-  const std::string ours = nccl_file(), program = program_nccl_file();
-  if (ours.empty() || program.empty() || ours != program) {
+  const std::string ours = nccl_file();
+  if (ours.empty() || ours != program) {
     lib.why = "the route library's NCCL (" + ours + ") is not the program's (" + program + ")";
     return lib;
   }
