@@ -17,6 +17,7 @@
 #include "run_environment.h"
 #include "tandem/error.h"
 #include "tandem/policy.h"
+#include "tandem/policy_tokens.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::cli {
@@ -55,16 +56,22 @@ int run(RunOptions options) {
   return run_child(options.command, environment);
 }
 
+// The tokens `tandem run` applies and how, from their rows (tandem/policy_tokens.h).
+std::string run_footer() {
+  std::string text =
+      "Use -- before the command. Exit status: the command's, or 128+signal if it was killed.\n"
+      "Controls it applies:\n";
+  for (const PolicyToken& row : policy_tokens())
+    if (row.run == RunTreatment::Interposer) text += "  " + row.syntax() + ": " + std::string(row.run_detail) + "\n";
+  return text + "Other tokens are refused (docs/POLICIES.md). See docs/RUN.md.";
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "run", "Run a program with the overlap controls applied to its kernel launches (LD_PRELOAD interposer)");
-  cmd->footer(
-      "Use -- before the command. Exit status: the command's, or 128+signal if it was killed.\n"
-      "Controls: priority (NCCL kernels at the greatest stream priority), shape:N|<bytes>|auto (compute "
-      "kernels padded with dynamic shared memory), sm-target:N (cuBLAS/cuBLASLt SM-count target), "
-      "nccl-ctas/nccl-cga/nccl-cta-policy (through NCCL's environment). See docs/RUN.md.");
+  cmd->footer(run_footer());
   auto options = std::make_shared<RunOptions>();
   options->policy = env::kDefaultPolicy;
   options->log_level = env::kDefaultLogLevel;

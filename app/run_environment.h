@@ -1,7 +1,9 @@
 #pragma once
-// What `tandem run` puts in its child's environment: LD_PRELOAD with the interposer first, the
-// TANDEM_* variables from its options (exactly those: unset options clear inherited values), and
-// the NCCL variables that carry the policy's nccl-* tokens.
+// What `tandem run` puts in its child's environment: LD_PRELOAD with the interposer first and the
+// TANDEM_* variables from its options (exactly those: unset options clear inherited values). No
+// NCCL_* variable: the interposer applies the policy's nccl-* tokens through ncclConfig_t when the
+// program creates a communicator (preload/nccl_hooks.cpp), and a user's own NCCL_* variables, which
+// NCCL lets override a configuration, keep the last word.
 #include <optional>
 #include <string>
 #include <utility>

@@ -31,6 +31,12 @@ void close_communicator(ncclComm_t c, bool healthy, double timeout_s) noexcept;
 // ncclCommAbort under the same process-wide serialisation. Never throws.
 void abort_communicator(ncclComm_t c) noexcept;
 
+// A communicator of all of `parent`'s ranks in the same order (ncclCommSplit(parent, 0, rank)), with
+// `config` (blocking forced to 0), awaited under `rules` (`what` names it in errors). Collective over
+// the parent. The caller owns the result.
+ncclComm_t split_communicator(ncclComm_t parent, int rank, ncclConfig_t config, const WaitRules& rules,
+                              const std::string& what);
+
 // The communicators of a rank's policies, split from its `parent` on first use, one per distinct
 // nccl_settings_key(), owned: closed by close() or the destructor (aborted when destroyed during
 // unwinding or after abort()). The parent stays the caller's.

@@ -4,6 +4,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <nccl.h>
 
 #include <string>
 #include <utility>
@@ -127,4 +128,20 @@ NB_MODULE(_core, m) {
       [](const std::string& path) { return parsing_user_text([&] { return tandem::load_policy_file(path); }); },
       nb::arg("path"), "Reads a policy file as `tandem tune` writes it; ValueError if missing or invalid.");
   m.def("policy_help", &tandem::policy_grammar_help, "One line per accepted policy token, with its meaning.");
+  // nccl.h's values (a header only: nothing of NCCL is loaded), for the tests of tandem.torch's dtype table.
+  m.def(
+      "nccl_data_types",
+      [] {
+        nb::dict types;
+        types["ncclInt8"] = static_cast<int>(ncclInt8);
+        types["ncclUint8"] = static_cast<int>(ncclUint8);
+        types["ncclInt32"] = static_cast<int>(ncclInt32);
+        types["ncclInt64"] = static_cast<int>(ncclInt64);
+        types["ncclFloat16"] = static_cast<int>(ncclFloat16);
+        types["ncclFloat32"] = static_cast<int>(ncclFloat32);
+        types["ncclFloat64"] = static_cast<int>(ncclFloat64);
+        types["ncclBfloat16"] = static_cast<int>(ncclBfloat16);
+        return types;
+      },
+      "{name: value} of the ncclDataType_t values in nccl.h that tandem.torch maps PyTorch's dtypes to");
 }

@@ -1,15 +1,74 @@
-// tandem._cuda: the part of tandem that runs on the GPU, for tandem.torch. Links the shared CUDA
-// runtime and NCCL by SONAME; tandem.torch imports it after torch, so both resolve to the copies
-// PyTorch loaded (python/CMakeLists.txt). The copy-engine all-reduce
-// (include/tandem/copy_engine.h) is to be bound here, as one call on a process group's communicator.
+// tandem._cuda: the part of tandem that runs on the GPU, for tandem.torch. Links the shared CUDA runtime and
+// NCCL by SONAME; tandem.torch imports it after torch, so both resolve to the copies PyTorch loaded
+// (python/CMakeLists.txt). It binds tandem::CopyEngineRoute (include/tandem/copy_engine_route.h): the
+// copy-engine collectives on a process group's communicator, on PyTorch's buffers and streams. Pointers,
+// streams and communicators cross as integers (tensor.data_ptr(), stream.cuda_stream, _comm_ptr()); dtypes
+// as ncclDataType_t values (tandem.torch's table).
 #include <cuda_runtime.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 #include <nccl.h>
 
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "tandem/copy_engine.h"
+#include "tandem/copy_engine_route.h"
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
+#include "tandem/nccl_wait.h"
 
 namespace nb = nanobind;
+
+namespace {
+
+using tandem::CopyEngineCollective;
+using tandem::CopyEngineRoute;
+
+CopyEngineCollective collective_named(const std::string& name) {
+  if (name == "all_reduce") return CopyEngineCollective::AllReduce;
+  if (name == "reduce_scatter") return CopyEngineCollective::ReduceScatter;
+  if (name == "all_gather") return CopyEngineCollective::AllGather;
+  if (name == "all_to_all") return CopyEngineCollective::AllToAll;
+  throw nb::value_error(
+      ("unknown collective '" + name + "' (accepted: all_reduce, reduce_scatter, all_gather, all_to_all)").c_str());
+}
+
+template <typename T>
+T* as_pointer(uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+// A route that Python can close before PyTorch destroys the communicator it was made from (the route
+// must not outlive its parent); every call after close() is an error, not a crash.
+class Route {
+ public:
+  Route(uintptr_t comm, double timeout_s, const std::string& who) {
+    TANDEM_REQUIRE(comm != 0, "the process group has no NCCL communicator");
+    tandem::WaitRules rules;
+    rules.timeout_s = timeout_s;
+    rules.who = who;
+    rules.timeout_setting = "tandem.torch.copy_engine_route(timeout_s=...)";
+    route_ = std::make_unique<CopyEngineRoute>(as_pointer<std::remove_pointer_t<ncclComm_t>>(comm), rules);
+  }
+  CopyEngineRoute& get() {
+    TANDEM_REQUIRE(route_ != nullptr, "the copy-engine route is closed");
+    return *route_;
+  }
+  void close() { route_.reset(); }
+  bool closed() const { return route_ == nullptr; }
+
+ private:
+  std::unique_ptr<CopyEngineRoute> route_;
+};
+
+ncclDataType_t nccl_dtype(int value) { return static_cast<ncclDataType_t>(value); }
+cudaStream_t stream_of(uintptr_t address) { return as_pointer<CUstream_st>(address); }
+
+}  // namespace
 
 NB_MODULE(_cuda, m) {
   m.doc() = "tandem's GPU controls for PyTorch (import tandem.torch, which imports torch first)";
@@ -33,4 +92,86 @@ NB_MODULE(_cuda, m) {
     TANDEM_CUDA_CHECK(cudaRuntimeGetVersion(&version));
     return version;
   });
+
+  // Window memory as a PyTorch tensor without a copy: DLPack, the tensor's storage holding `owner` (tandem.torch's
+  // lease, which gives the buffer back to its pool when the storage is freed). Not __cuda_array_interface__:
+  // PyTorch reads that through NumPy, which a training environment need not have.
+  m.def(
+      "window_tensor",
+      [](uintptr_t address, size_t nbytes, int device, nb::handle owner) {
+        return nb::ndarray<nb::pytorch, uint8_t, nb::ndim<1>>(as_pointer<void>(address), {nbytes}, owner, {},
+                                                              nb::dtype<uint8_t>(), nb::device::cuda::value, device);
+      },
+      nb::arg("address"), nb::arg("nbytes"), nb::arg("device"), nb::arg("owner"),
+      "a uint8 CUDA tensor of `nbytes` at `address` on `device`, keeping `owner` alive as long as its storage");
+
+  // Every call but refusal() and stats() enqueues GPU work or waits on NCCL's host-side progress (a split,
+  // a window registration): the GIL is released so that PyTorch's other threads (its NCCL watchdog,
+  // autograd's) run meanwhile. Each call is collective, as NCCL's own (copy_engine_route.h).
+  using release_gil = nb::call_guard<nb::gil_scoped_release>;
+  nb::class_<Route>(m, "CopyEngineRoute",
+                    "tandem::CopyEngineRoute on a communicator (an ncclComm_t as an integer): copy-engine "
+                    "collectives on any device buffers, staged through one registered window pool. Collective: "
+                    "every rank makes the same calls in the same order.")
+      .def(nb::init<uintptr_t, double, const std::string&>(), nb::arg("comm"), nb::arg("timeout_s") = 300.0,
+           nb::arg("who") = "", release_gil())
+      .def_prop_ro("rank", [](Route& r) { return r.get().rank(); })
+      .def_prop_ro("nranks", [](Route& r) { return r.get().nranks(); })
+      .def(
+          "refusal",
+          [](Route& r, const std::string& kind, size_t count, int dtype, int op) {
+            return r.get().refusal(collective_named(kind), count, nccl_dtype(dtype), static_cast<ncclRedOp_t>(op));
+          },
+          nb::arg("kind"), nb::arg("count"), nb::arg("dtype"), nb::arg("op") = static_cast<int>(ncclSum),
+          "'' when the call takes the route, else why not (kind: all_reduce, reduce_scatter, all_gather, "
+          "all_to_all; counts and dtypes as NCCL's)")
+      .def(
+          "all_reduce",
+          [](Route& r, uintptr_t send, uintptr_t recv, size_t count, int dtype, uintptr_t stream) {
+            r.get().all_reduce(as_pointer<const void>(send), as_pointer<void>(recv), count, nccl_dtype(dtype),
+                               stream_of(stream));
+          },
+          nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
+      .def(
+          "reduce_scatter",
+          [](Route& r, uintptr_t send, uintptr_t recv, size_t recv_count, int dtype, uintptr_t stream) {
+            r.get().reduce_scatter(as_pointer<const void>(send), as_pointer<void>(recv), recv_count, nccl_dtype(dtype),
+                                   stream_of(stream));
+          },
+          nb::arg("send"), nb::arg("recv"), nb::arg("recv_count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
+      .def(
+          "all_gather",
+          [](Route& r, uintptr_t send, uintptr_t recv, size_t send_count, int dtype, uintptr_t stream) {
+            r.get().all_gather(as_pointer<const void>(send), as_pointer<void>(recv), send_count, nccl_dtype(dtype),
+                               stream_of(stream));
+          },
+          nb::arg("send"), nb::arg("recv"), nb::arg("send_count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
+      .def(
+          "all_to_all",
+          [](Route& r, uintptr_t send, uintptr_t recv, size_t count, int dtype, uintptr_t stream) {
+            r.get().all_to_all(as_pointer<const void>(send), as_pointer<void>(recv), count, nccl_dtype(dtype),
+                               stream_of(stream));
+          },
+          nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
+      .def(
+          "window_buffer",
+          [](Route& r, size_t bytes) { return reinterpret_cast<uintptr_t>(r.get().window_buffer(bytes)); },
+          nb::arg("bytes"), release_gil(),
+          "the address of `bytes` of window memory owned by the route (collective): data there is not staged. "
+          "Valid until the route is closed")
+      .def(
+          "stats",
+          [](Route& r) {
+            const tandem::CopyEngineRouteStats s = r.get().stats();
+            nb::dict d;
+            d["calls"] = s.calls;
+            d["staged_bytes"] = s.staged_bytes;
+            d["pool_bytes"] = s.pool_bytes;
+            d["registrations"] = s.registrations;
+            return d;
+          },
+          "{'calls', 'staged_bytes', 'pool_bytes', 'registrations'}")
+      .def("close", &Route::close, release_gil(),
+           "releases the windows and closes the lanes (collective); later calls raise RuntimeError")
+      .def_prop_ro("closed", &Route::closed);
 }

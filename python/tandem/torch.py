@@ -16,9 +16,11 @@ nccl-ctas / nccl-cga /      ``Options.config`` fields (min_ctas, max_ctas, cga_c
 nccl-cta-policy             cta_policy), as tandem's library writes them into an ncclConfig_t
 sm-target:N                 ``torch._C._set_sm_carveout_experimental(SMs - N)``: PyTorch's
                             cuBLASLt GEMMs target N SMs (process-wide)
-copy-engine                 CTA policy zero on the process group (above), and the copy-engine
-                            all-reduce as DDP hook / FSDP2 collectives: not in this build yet
-                            (NotImplementedError)
+copy-engine                 CTA policy zero on the process group (above), and tandem's
+                            copy-engine route (tandem._cuda.CopyEngineRoute, one per process
+                            group) as the DDP hook's all-reduce (on a comm stream of its own)
+                            and as FSDP2's all-gather (in window memory, unstaged) and
+                            reduce-scatter; what the route refuses takes NCCL (``stats()``)
 shape:*                     refused: only the interposer pads PyTorch's launches (tandem run)
 green:N, sequential,        refused: PyTorch decides where and in which order its kernels run
 comm-first, nccl-symmetric  (the reasons are in the error messages)
@@ -26,8 +28,14 @@ comm-first, nccl-symmetric  (the reasons are in the error messages)
 
 tandem's extension modules bind to the CUDA runtime and the NCCL that PyTorch loaded: this module
 imports torch before any of them, and ``tandem._core`` loads neither.
+
+The copy-engine routes hold lanes split from the process groups' communicators and NCCL window memory:
+``close_routes()`` releases them (collectively) and must run before ``dist.destroy_process_group``,
+once no tensor from an FSDP2 all-gather buffer is alive.
 """
+import math
 import warnings
+from collections import Counter, defaultdict
 
 import torch
 import torch.distributed as dist
@@ -36,12 +44,23 @@ from tandem import as_policy
 
 __all__ = [
     "apply_process_settings",
+    "CopyEngineAllGather",
+    "CopyEngineHookState",
+    "CopyEngineReduceScatter",
+    "NCCL_DTYPES",
+    "WindowPool",
+    "all_reduce_average",
+    "close_routes",
+    "copy_engine_route",
     "gpu_module",
     "init_process_group",
     "install_fsdp_collectives",
     "nccl_comm",
+    "nccl_dtype",
     "process_group_options",
     "register_ddp_hook",
+    "reset_stats",
+    "stats",
 ]
 
 # ncclConfig_t's C field names (Policy.nccl_config, from tandem's library) -> the names
@@ -72,12 +91,6 @@ _NOT_IN_PYTORCH = (
      "windows yet"),
 )
 
-_COPY_ENGINE_MISSING = (
-    "the copy-engine all-reduce is not in this build of tandem: tandem._cuda does not bind "
-    "tandem::copy_engine_all_reduce (include/tandem/copy_engine.h) yet; use the policy without copy-engine"
-)
-
-
 def _pytorch_policy(policy):
     """The parsed policy, or ValueError naming the first token tandem cannot apply inside PyTorch."""
     parsed = as_policy(policy)
@@ -106,6 +119,11 @@ def process_group_options(policy):
     _require_nccl_backend()
     options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=parsed.comm_priority)
     for c_name, value in parsed.nccl_config.items():
+        # copy-engine's CTA policy zero belongs to the route's own lanes, split from this group's
+        # communicator: on the group itself it would also change every collective NCCL keeps
+        # (the ones the route refuses). Only an explicit nccl-cta-policy reaches the group.
+        if c_name == "CTAPolicy" and parsed.nccl_cta_policy is None:
+            continue
         name = _TORCH_NCCL_CONFIG_FIELD[c_name]
         if not hasattr(options, "config") or not hasattr(options.config, name):
             raise RuntimeError(f"policy '{parsed}': this PyTorch ({torch.__version__}) cannot set NCCL's "
@@ -214,6 +232,164 @@ def gpu_module():
     return _cuda
 
 
+# PyTorch's dtypes -> ncclDataType_t (nccl.h's enum values; tests/python checks them against the header
+# through tandem._core). The one table: what is missing here has no NCCL type and is refused in Python.
+NCCL_DTYPES = {
+    torch.int8: 0,       # ncclInt8
+    torch.uint8: 1,      # ncclUint8
+    torch.int32: 2,      # ncclInt32
+    torch.int64: 4,      # ncclInt64
+    torch.float16: 6,    # ncclFloat16
+    torch.float32: 7,    # ncclFloat32
+    torch.float64: 8,    # ncclFloat64
+    torch.bfloat16: 9,   # ncclBfloat16
+}
+_NCCL_SUM = 0  # ncclSum
+
+# An all-gather only moves bytes: data of any dtype travels as the widest type the route moves whose size
+# divides each rank's share (the route has kernels for bf16, fp16 and fp32 only).
+_BYTE_CARRIERS = (torch.float32, torch.bfloat16)
+
+# Process group's name -> its copy-engine route (tandem._cuda.CopyEngineRoute, or an object with its
+# methods). By name: FSDP2 hands its collectives the group its device mesh resolved, which may be another
+# Python object for the same group.
+_ROUTES = {}
+# (device index, at the greatest priority) -> the comm stream of the DDP hook.
+_COMM_STREAMS = {}
+# Collective -> Counter of "copy-engine" (routed) and, for each call NCCL took, why the route did not.
+_STATS = defaultdict(Counter)
+ROUTED = "copy-engine"
+
+
+def nccl_dtype(dtype):
+    """The ncclDataType_t value of a torch dtype, or None when NCCL has none."""
+    return NCCL_DTYPES.get(dtype)
+
+
+def _group(group):
+    return dist.group.WORLD if group is None else group
+
+
+def copy_engine_route(group=None, timeout_s=300.0):
+    """The copy-engine route of a process group (tandem._cuda.CopyEngineRoute), made on first use.
+
+    Collective: every rank of the group must ask at the same point (the DDP hook and the FSDP2 collectives
+    ask on their first call, which every rank makes in the same order). When PyTorch has not created the
+    group's communicator yet, a one-element all-reduce on the group creates it. ``timeout_s`` bounds every
+    wait on NCCL inside the route."""
+    group = _group(group)
+    route = _ROUTES.get(group.group_name)
+    if route is None:
+        cuda = gpu_module()
+        backend = group._get_backend(torch.device("cuda"))
+        if getattr(backend, "_comm_ptr", None) is not None and int(backend._comm_ptr()) == 0:
+            dist.all_reduce(torch.zeros(1, device=torch.cuda.current_device()), group=group)
+        route = cuda.CopyEngineRoute(nccl_comm(group), timeout_s, f"rank {dist.get_rank()}")
+        _ROUTES[group.group_name] = route
+    return route
+
+
+def close_routes():
+    """Closes every copy-engine route (collective): their lanes, windows and window memory. Call it before
+    ``dist.destroy_process_group``, once no tensor from ``install_fsdp_collectives``' all-gather buffers is
+    alive; the hooks make new routes if they run again."""
+    routes = list(_ROUTES.values())
+    _ROUTES.clear()
+    for route in routes:
+        route.close()
+
+
+def stats():
+    """What the copy-engine collectives did: ``{collective: {"copy-engine": calls routed, reason: calls
+    that took NCCL for that reason}}`` for "ddp_all_reduce", "fsdp_all_gather" and "fsdp_reduce_scatter",
+    ``"window_pool"``: ``{"buffers": window buffers made, "lent": tensors lent from them}`` (FSDP2's
+    all-gather outputs), and ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by
+    group name."""
+    result = {name: dict(counts) for name, counts in _STATS.items()}
+    result["routes"] = {name: route.stats() for name, route in _ROUTES.items()}
+    return result
+
+
+def reset_stats():
+    """Clears the counts of ``stats()`` (not the routes' own)."""
+    _STATS.clear()
+
+
+def _route_or_refusal(kind, group, tensor, count, dtype=None, op=_NCCL_SUM, others=()):
+    """(the group's route, "") when the call takes the copy-engine route, else (None, why not).
+
+    The route's own refusal (the same on every rank: it depends on the arguments and the rank count) comes
+    before Python's checks of where the tensors are, so a route made elsewhere decides for CPU tensors too;
+    a route is made only for CUDA tensors. ``others``: further tensors that must be contiguous CUDA ones."""
+    dtype = tensor.dtype if dtype is None else dtype
+    if nccl_dtype(dtype) is None:
+        return None, f"{dtype} has no NCCL type"
+    route = _ROUTES.get(group.group_name)
+    if route is None:
+        if not tensor.is_cuda:
+            return None, f"a {tensor.device.type} tensor"
+        route = copy_engine_route(group)
+    reason = route.refusal(kind, count, nccl_dtype(dtype), op)
+    for t in (tensor, *others):
+        if reason:
+            break
+        if not t.is_cuda:
+            reason = f"a {t.device.type} tensor"
+        elif not t.is_contiguous():
+            reason = "a non-contiguous tensor"
+    return (None, reason) if reason else (route, "")
+
+
+def _comm_stream(device, high_priority):
+    key = (device.index, high_priority)
+    stream = _COMM_STREAMS.get(key)
+    if stream is None:
+        # PyTorch clamps a priority below its range to the greatest it has.
+        stream = torch.cuda.Stream(device=device, priority=-(1 << 10) if high_priority else 0)
+        _COMM_STREAMS[key] = stream
+    return stream
+
+
+class CopyEngineHookState:
+    """The DDP hook's state: the process group (None: WORLD) and whether its comm stream runs at the
+    greatest priority (the policy's ``priority``)."""
+
+    def __init__(self, process_group=None, high_priority=False):
+        self.process_group = process_group
+        self.high_priority = high_priority
+
+
+def all_reduce_average(state, tensor):
+    """The DDP hook's work on one bucket: ``tensor`` divided by the group's size, then summed over the group
+    (the order of ``default_hooks.allreduce_hook``) - through the copy-engine route, both steps on the comm
+    stream, or where the route refuses through NCCL's all-reduce, the division on the current stream as
+    ``allreduce_hook`` does it. Returns a ``torch.futures.Future`` whose value is ``tensor``."""
+    group = _group(state.process_group)
+    route, reason = _route_or_refusal("all_reduce", group, tensor, tensor.numel())
+    _STATS["ddp_all_reduce"][reason or ROUTED] += 1
+    if reason:
+        tensor.div_(group.size())
+        return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
+    device = tensor.device
+    comm = _comm_stream(device, state.high_priority)
+    # The bucket is complete on the compute stream; the division and the all-reduce run beside it, never on
+    # it, so the backward pass goes on meanwhile.
+    comm.wait_stream(torch.cuda.current_stream(device))
+    future = torch.futures.Future(devices=[device])
+    with torch.cuda.stream(comm):
+        tensor.div_(group.size())
+        route.all_reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_dtype(tensor.dtype),
+                         comm.cuda_stream)
+        # A CUDA-aware future records an event on the current stream (comm) and the bucket's storage on it:
+        # DDP's wait makes its stream wait on that event, and the caching allocator keeps the bucket.
+        future.set_result(tensor)
+    return future
+
+
+def _copy_engine_hook(state, bucket):
+    return all_reduce_average(state, bucket.buffer())
+
+
 def register_ddp_hook(ddp_model, policy, process_group=None):
     """Registers the policy's all-reduce as the DDP communication hook of ``ddp_model``.
 
@@ -223,39 +399,205 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     its multiplying by 1/world_size (world sizes that are powers of two). The policy's other settings
     act through the process group (``init_process_group``).
 
-    With ``copy-engine``: tandem's copy-engine all-reduce (include/tandem/copy_engine.h), one call
-    per bucket into tandem._cuda. Planned shape: on first use, ``CopyEngineLanes`` split once from
-    the group's communicator (``nccl_comm``, lane 0) and a pool in NCCL symmetric windows
-    (ncclMemAlloc, registered on every lane once and reused: registration is slow) as large as the
-    biggest bucket plus its scratch; per bucket, the bucket copied into the pool, divided by the
-    world size, ``copy_engine_all_reduce`` in place on PyTorch's current stream, copied back. A
-    bucket the route refuses (``copy_engine_refusal``: dtype, a count that does not split into equal
-    chunks) takes NCCL's all-reduce, and the route each bucket took is counted. Not in this build
-    yet: NotImplementedError.
+    With ``copy-engine``: each bucket is divided by the group's size, then summed by the group's
+    copy-engine route (``copy_engine_route``, made on the first bucket), both on a comm stream of the
+    hook's own - at the greatest priority when the policy has ``priority`` - that waits for the compute
+    stream, so nothing is enqueued on the compute stream and the all-reduce overlaps the backward pass;
+    the returned future completes on that stream (a CUDA-aware future: DDP's wait orders its stream
+    after it). The route stages the bucket through its window pool.
+    A bucket the route refuses (its dtype, a count that does not split into equal chunks per rank)
+    takes NCCL's all-reduce on the group; ``stats()["ddp_all_reduce"]`` counts both, by reason. With
+    fp32 gradients on 2 ranks both sums are a+b rounded once to fp32, so the losses equal stock DDP's bitwise; on more
+    ranks, and in bf16/fp16, the route's sum (accumulated in fp32, rounded once) may differ from NCCL's
+    in the last bits.
     """
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
     parsed = _pytorch_policy(policy)
     if parsed.copy_engine:
-        raise NotImplementedError(f"policy '{parsed}': {_COPY_ENGINE_MISSING}")
-    ddp_model.register_comm_hook(state=process_group, hook=default_hooks.allreduce_hook)
+        ddp_model.register_comm_hook(state=CopyEngineHookState(process_group, parsed.comm_priority),
+                                     hook=_copy_engine_hook)
+    else:
+        ddp_model.register_comm_hook(state=process_group, hook=default_hooks.allreduce_hook)
     return parsed
 
 
-def install_fsdp_collectives(module, policy):
-    """Installs the policy's collectives on an FSDP2 module (``fully_shard``).
+class _WindowLease:
+    """One window buffer lent out as a tensor's storage (``tandem._cuda.window_tensor``: DLPack, no copy). The
+    storage keeps this object until it is freed; then the buffer goes back to its pool."""
+
+    def __init__(self, pool, address, nbytes, device):
+        self.pool, self.address, self.nbytes, self.device = pool, address, nbytes, device
+
+    def __del__(self):
+        self.pool.give_back(self)
+
+
+class WindowPool:
+    """Window memory of a route (``route.window_buffer``) lent out as tensors, without copies.
+
+    ``window_buffer`` hands out new memory on every call (collective), valid until the route is closed, so
+    the pool keeps each buffer and lends it again to the next request of the same byte size. When a
+    tensor's storage is freed the pool records an event on the device's current stream; the next
+    borrower's current stream waits for it - FSDP2 frees its all-gather output on the stream that read it
+    last, as it does for PyTorch's caching allocator. Each buffer lives as long as the route (the pool
+    holds the route, each tensor the pool). The route requires the same placement on every rank (the same
+    buffer for the same call): every rank asks for and frees the same sizes in the same order, and the
+    free list per size is last-in first-out, so every rank lends the same buffer."""
+
+    def __init__(self, route):
+        self.route = route
+        self._free = defaultdict(list)  # bytes -> [(address, event recorded when it came back)]
+
+    def tensor(self, size, dtype, device):
+        device = torch.device(device)
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        nbytes = math.prod(int(s) for s in size) * dtype.itemsize
+        free = self._free[nbytes]
+        if free:
+            address, released = free.pop()
+            torch.cuda.current_stream(device).wait_event(released)
+        else:
+            # Collective, like every route call: every rank asks for the same sizes in the same order.
+            address = self.route.window_buffer(nbytes)
+            _STATS["window_pool"]["buffers"] += 1
+        _STATS["window_pool"]["lent"] += 1
+        raw = gpu_module().window_tensor(address, nbytes, device.index, _WindowLease(self, address, nbytes, device))
+        return raw.view(dtype).view(tuple(int(s) for s in size))
+
+    def give_back(self, lease):
+        try:
+            event = torch.cuda.Event()
+            event.record(torch.cuda.current_stream(lease.device))
+        except Exception:  # noqa: BLE001 - at interpreter exit CUDA may be gone: the buffer is not lent again
+            return
+        self._free[lease.nbytes].append((lease.address, event))
+
+
+def _byte_carrier(tensor):
+    """The dtype an all-gather of ``tensor`` travels as, and its count per rank: a pure copy, so the
+    widest dtype the route moves whose size divides the bytes."""
+    nbytes = tensor.numel() * tensor.element_size()
+    for carrier in _BYTE_CARRIERS:
+        size = carrier.itemsize
+        if nbytes % size == 0:
+            return carrier, nbytes // size
+    return tensor.dtype, tensor.numel()
+
+
+try:  # FSDP2's protocols (torch >= 2.7); plain classes otherwise, FSDP2 only calls them
+    from torch.distributed.fsdp._fully_shard._fsdp_api import AllGather as _AllGather
+    from torch.distributed.fsdp._fully_shard._fsdp_api import ReduceScatter as _ReduceScatter
+except ImportError:  # pragma: no cover
+    _AllGather = _ReduceScatter = object
+
+
+class CopyEngineAllGather(_AllGather):
+    """FSDP2's custom all-gather (``torch.distributed.fsdp`` ``AllGather``) through the copy-engine route.
+
+    ``allocate()`` lends window memory of the route of ``process_group`` (``WindowPool``), so FSDP2's
+    in-place all-gather (its input is this rank's chunk of the output) runs without staging. Calls run on
+    FSDP2's all-gather stream (the current stream) and return None: FSDP2 then orders its copy-out by the
+    event it records on that stream. A call the route refuses takes ``dist.all_gather_into_tensor``."""
+
+    def __init__(self, process_group=None):
+        self.process_group = process_group
+        self._pool = None
+
+    def allocate(self, size, *, dtype, device):
+        if torch.device(device).type != "cuda":
+            return torch.empty(*size, dtype=dtype, device=device)
+        if self._pool is None:
+            self._pool = WindowPool(copy_engine_route(self.process_group))
+        return self._pool.tensor(size, dtype, device)
+
+    def __call__(self, output_tensor, input_tensor, group, async_op=False):
+        carrier, count = _byte_carrier(input_tensor)
+        route, reason = _route_or_refusal("all_gather", group, input_tensor, count, carrier,
+                                          others=(output_tensor,))
+        _STATS["fsdp_all_gather"][reason or ROUTED] += 1
+        if reason:
+            return dist.all_gather_into_tensor(output_tensor, input_tensor, group=group, async_op=async_op)
+        stream = torch.cuda.current_stream(input_tensor.device)
+        route.all_gather(input_tensor.data_ptr(), output_tensor.data_ptr(), count,
+                                            nccl_dtype(carrier), stream.cuda_stream)
+        return None
+
+
+class CopyEngineReduceScatter(_ReduceScatter):
+    """FSDP2's custom reduce-scatter (``ReduceScatter``) through the copy-engine route.
+
+    ``allocate()`` hands out PyTorch's ordinary memory: FSDP2 keeps the reduce-scatter's output as the
+    sharded gradient, so a window lent to it would never come back; the route stages input and output.
+    ``ReduceOp.SUM`` is the route's sum; ``ReduceOp.AVG`` that sum divided by the group's size afterwards
+    (NCCL's average may round differently in bf16/fp16); any other reduction, and whatever the route
+    refuses, takes ``dist.reduce_scatter_tensor``."""
+
+    def __init__(self, process_group=None):
+        self.process_group = process_group
+
+    def allocate(self, size, *, dtype, device):
+        return torch.empty(*size, dtype=dtype, device=device)
+
+    def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
+        average = op == dist.ReduceOp.AVG
+        route = None
+        if not (average or op == dist.ReduceOp.SUM):
+            reason = f"reduction {op}"
+        elif output_tensor.dtype != input_tensor.dtype:
+            reason = "input and output of different dtypes"
+        else:
+            route, reason = _route_or_refusal("reduce_scatter", group, input_tensor, output_tensor.numel(),
+                                              others=(output_tensor,))
+        _STATS["fsdp_reduce_scatter"][reason or ROUTED] += 1
+        if reason:
+            return dist.reduce_scatter_tensor(output_tensor, input_tensor, op=op, group=group, async_op=async_op)
+        stream = torch.cuda.current_stream(input_tensor.device)
+        route.reduce_scatter(input_tensor.data_ptr(), output_tensor.data_ptr(),
+                                                output_tensor.numel(), nccl_dtype(input_tensor.dtype),
+                                                stream.cuda_stream)
+        if average:
+            output_tensor.div_(group.size())
+        return None
+
+
+def _fsdp_shard_group(module):
+    """The group FSDP2 shards ``module``'s parameters over: the last dimension of their DTensors' device mesh
+    (FSDP: the only one; HSDP: (replicate, shard)), or None (WORLD) for a module without any."""
+    for parameter in module.parameters():
+        mesh = getattr(parameter, "device_mesh", None)
+        if mesh is not None:
+            return mesh.get_group(mesh.ndim - 1)
+    return None
+
+
+def install_fsdp_collectives(module, policy, process_group=None):
+    """Installs the policy's collectives on an FSDP2 module (``fully_shard``) and on every FSDP2 module
+    inside it; returns the parsed policy.
 
     Without ``copy-engine`` there is nothing to install: FSDP2's own NCCL all-gather and
     reduce-scatter run under the process group's settings (``init_process_group``); this checks the
-    policy and returns. With ``copy-engine``: ``set_custom_all_gather`` / ``set_custom_reduce_scatter``
-    with collectives whose ``allocate()`` hands out NCCL symmetric memory, so that the all-gather
-    runs in place on copy engines and the reduce-scatter as copy-engine exchanges plus a sum kernel.
-    Not in this build yet: NotImplementedError.
+    policy and returns. With ``copy-engine``: ``set_custom_all_gather(CopyEngineAllGather)`` - its
+    ``allocate()`` lends the route's window memory, so the all-gather runs in place on copy engines
+    without staging - and ``set_custom_reduce_scatter(CopyEngineReduceScatter)`` (staged).
+    ``process_group`` is the group FSDP2 shards over (None: the last dimension of the parameters' device
+    mesh): the all-gather's windows come from its route, and a call on another group is staged. Call ``close_routes()`` when the training is
+    over, before ``dist.destroy_process_group``.
     """
     parsed = _pytorch_policy(policy)
     if not hasattr(module, "set_custom_all_gather"):
         raise TypeError(f"install_fsdp_collectives: {type(module).__name__} is not an FSDP2 module "
                         "(torch.distributed.fsdp.fully_shard makes one)")
     if parsed.copy_engine:
-        raise NotImplementedError(f"policy '{parsed}': {_COPY_ENGINE_MISSING}")
+        # One pair for all the modules: one window pool, reused across them.
+        if process_group is None and hasattr(module, "parameters"):
+            process_group = _fsdp_shard_group(module)
+        all_gather = CopyEngineAllGather(process_group)
+        reduce_scatter = CopyEngineReduceScatter(process_group)
+        modules = [m for m in module.modules() if hasattr(m, "set_custom_all_gather")] \
+            if hasattr(module, "modules") else [module]
+        for fsdp_module in modules:
+            fsdp_module.set_custom_all_gather(all_gather)
+            fsdp_module.set_custom_reduce_scatter(reduce_scatter)
     return parsed

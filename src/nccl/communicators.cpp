@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -82,15 +83,36 @@ ncclComm_t PolicyCommunicators::communicator_for(const OverlapPolicy& policy) {
     if (entry.first == key) return entry.second;
   TANDEM_REQUIRE(!aborted_, (rules_.who.empty() ? "" : rules_.who + ": ") + "communicators already aborted");
   const std::string what = "communicator for " + to_string(policy);
-  ncclConfig_t config = config_for(policy);
-  ncclComm_t created = nullptr;
+  const ncclComm_t created = split_communicator(parent_, rank_, config_for(policy), rules_, what);
+  owned_.emplace_back(key, created);
+  return created;
+}
+
+ncclComm_t split_communicator(ncclComm_t parent, int rank, ncclConfig_t config, const WaitRules& rules,
+                              const std::string& what) {
+  config.blocking = 0;  // the waits poll, under `rules`
+  // With a non-blocking parent NCCL runs the split in the background and writes the new
+  // communicator into *newcomm only once the split is complete (it stays NULL until then: NCCL
+  // init.cc), from its own thread. So the slot lives on the heap, the parent is awaited before the
+  // slot is read, and if that wait fails the slot is left to NCCL (a few bytes leaked) rather than
+  // freed under a write that may still come.
+  auto slot = std::make_unique<ncclComm_t>(nullptr);
   // Color 0 on every rank: one communicator of all the parent's ranks; key = rank keeps their order.
-  TANDEM_NCCL_CHECK(parent_, ncclCommSplit(parent_, 0, rank_, &created, &config));
+  TANDEM_NCCL_CHECK(parent, ncclCommSplit(parent, 0, rank, slot.get(), &config));
+  try {
+    await_communicator(parent, rules, what + " (split from its parent)");
+  } catch (...) {
+    slot.release();
+    throw;
+  }
+  const ncclComm_t created = *slot;
   TANDEM_REQUIRE(created != nullptr, "ncclCommSplit gave no " + what);
-  owned_.emplace_back(key, created);  // owned from here on, even if initialisation fails below
-  await_communicator(created, rules_, what);
-  // The split ran over the parent's bootstrap: the parent too is ready before its next call.
-  await_communicator(parent_, rules_, what + " (parent)");
+  try {
+    await_communicator(created, rules, what);
+  } catch (...) {
+    abort_communicator(created);
+    throw;
+  }
   return created;
 }
 

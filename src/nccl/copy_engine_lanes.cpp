@@ -17,17 +17,7 @@ CopyEngineLanes::CopyEngineLanes(ncclComm_t lane0, const ncclConfig_t& config, W
   try {
     const StreamPriorityRange range = stream_priority_range();
     for (int lane = 1; lane < nranks_; ++lane) {
-      ncclConfig_t own = config;  // ncclCommSplit takes a non-const config
-      own.blocking = 0;           // the waits poll, under rules_
-      ncclComm_t created = nullptr;
-      // Color 0 on every rank: all of lane 0's ranks, in the same order (key = rank).
-      TANDEM_NCCL_CHECK(lane0, ncclCommSplit(lane0, 0, rank_, &created, &own));
-      TANDEM_REQUIRE(created != nullptr, "ncclCommSplit gave no copy-engine lane " + std::to_string(lane));
-      comms_.push_back(created);  // owned from here on, even if initialisation fails below
-      const std::string what = "copy-engine lane " + std::to_string(lane);
-      await_communicator(created, rules_, what);
-      // The split ran over lane 0's bootstrap: lane 0 too is ready before the next split.
-      await_communicator(lane0, rules_, what + " (lane 0)");
+      comms_.push_back(split_communicator(lane0, rank_, config, rules_, "copy-engine lane " + std::to_string(lane)));
       high_.emplace_back(range.greatest);
       low_.emplace_back(range.least);
       cudaEvent_t join = nullptr;

@@ -1,7 +1,8 @@
-"""One rank of test_torch_gpu.py (started by torchrun): a small DDP training, stock (`stock`) or under
-tandem.torch (`tandem`); writes the losses and what it observed as JSON. The two modes run as two
-torchrun launches: a process group re-created in one process could read the first one's NCCL id
-from the store."""
+"""One rank of test_torch_gpu.py (started by torchrun): a small DDP training, stock (`stock`), under
+tandem.torch (`tandem`), or with tandem's copy-engine hook (a mode that is a policy with copy-engine, e.g.
+`priority+copy-engine`); writes the losses and what it observed as JSON. Each mode runs as a torchrun
+launch of its own: a process group re-created in one process could read the first one's NCCL id from the
+store."""
 import json
 import os
 import sys
@@ -76,10 +77,25 @@ def under_tandem(device):
     }
 
 
+def copy_engine(policy, device):
+    parsed = tt.init_process_group(policy, device_id=device)
+    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed))
+    result = {
+        "losses": losses,
+        "stats": tt.stats(),
+        # The hook's comm streams (one here): (device, at the greatest priority) -> PyTorch's priority.
+        "comm_stream_priorities": [stream.priority for stream in tt._COMM_STREAMS.values()],
+        "greatest_priority": torch.cuda.Stream(device=device, priority=-(1 << 10)).priority,
+    }
+    tt.close_routes()
+    return result
+
+
 def main(mode, out_dir):
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(device)
-    result = {"stock": stock, "tandem": under_tandem}[mode](device)
+    modes = {"stock": stock, "tandem": under_tandem}
+    result = modes[mode](device) if mode in modes else copy_engine(mode, device)
     rank = dist.get_rank()
     dist.destroy_process_group()
     with open(os.path.join(out_dir, f"{mode}{rank}.json"), "w") as f:

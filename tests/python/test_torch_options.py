@@ -35,8 +35,14 @@ def test_unset_fields_stay_pytorchs_default():
     assert options.config.cga_cluster_size == default.cga_cluster_size
 
 
+def test_copy_engine_leaves_the_groups_cta_policy_alone():
+    # The route's lanes get CTA policy zero; the group keeps NCCL's default for what the route refuses.
+    default = dist.ProcessGroupNCCL.Options().config
+    assert tt.process_group_options("copy-engine").config.cta_policy == default.cta_policy
+
+
 @pytest.mark.parametrize("text,value", [("nccl-cta-policy:efficiency", 1), ("nccl-cta-policy:zero", 2),
-                                        ("copy-engine", 2)])
+                                        ("copy-engine+nccl-cta-policy:zero", 2)])
 def test_cta_policy(text, value):
     if HAS_CTA_POLICY:
         assert tt.process_group_options(text).config.cta_policy == value
@@ -88,18 +94,6 @@ def test_init_refuses_what_it_cannot_honour():
     with pytest.raises(TypeError, match="process_group_options"):
         tt.init_process_group("priority", pg_options=dist.ProcessGroupNCCL.Options())
     assert not dist.is_initialized()
-
-
-def test_copy_engine_is_not_faked():
-    with pytest.raises(NotImplementedError, match="copy_engine.h"):
-        tt.register_ddp_hook(object(), "copy-engine")
-
-    class FakeFSDPModule:
-        def set_custom_all_gather(self, comm):
-            raise AssertionError("nothing may be installed")
-
-    with pytest.raises(NotImplementedError, match="copy_engine.h"):
-        tt.install_fsdp_collectives(FakeFSDPModule(), "copy-engine+priority")
 
 
 def test_fsdp_without_copy_engine_installs_nothing():
