@@ -61,7 +61,8 @@
   X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))
 
 // NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
-// forgets the communicator, collectives are counted by route. The interposer never links or loads
+// forgets the communicator (and drops its copy-engine route), the group calls are tracked per
+// thread, collectives are counted by route and take the copy-engine route where the policy asks. The interposer never links or loads
 // NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls
 // bind to these definitions, and the real ones are then found next to it (real_symbols.cpp).
 // Every one of these exists in NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since
@@ -81,6 +82,8 @@
   X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm))                                                         \
   X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                                          \
   X(ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                            \
+  X(ncclGroupStart, ncclResult_t, (), ())                                                                              \
+  X(ncclGroupEnd, ncclResult_t, (), ())                                                                                \
   X(ncclAllReduce, ncclResult_t,                                                                                       \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,     \
      cudaStream_t stream),                                                                                             \

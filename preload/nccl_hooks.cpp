@@ -1,7 +1,13 @@
 // The NCCL hooks (hook_list.h, TANDEM_NCCL_HOOKS): communicator creation applies the policy's
 // nccl-ctas / nccl-cga / nccl-cta-policy settings through ncclConfig_t; destruction forgets the
-// communicator; each collective is counted by the route it takes and forwarded to NCCL with its
-// arguments untouched. Until the copy-engine data path lands, every collective goes to NCCL.
+// communicator (and drops its copy-engine route); ncclGroupStart/End are tracked per thread; each
+// collective is counted by the route it takes: under the `copy-engine` policy an eligible one runs on
+// tandem's copy-engine route (nccl_copy_engine.h), every other one is forwarded to NCCL with its
+// arguments untouched.
+//
+// The route library's own NCCL calls come back through these hooks (our exported definitions are
+// first in the global scope): while this thread is inside tandem (InsideTandem), every hook forwards
+// straight to NCCL and counts nothing.
 //
 // The interposer neither links nor loads NCCL. These hooks are reached only after the program's
 // NCCL is loaded (its calls bind to our exported definitions), and the real functions are found
@@ -34,6 +40,7 @@
 #include "errno_for_caller.h"
 #include "hook_handlers.h"
 #include "log.h"
+#include "nccl_copy_engine.h"
 #include "nccl_settings.h"
 #include "runtime.h"
 #include "tandem/nccl_config.h"
@@ -112,12 +119,15 @@ void warn_once(std::atomic<bool>& said, const char* format, const char* what) {
 
 // What every creation hook does once NCCL answered: remember the communicators it made.
 // `applied` is the settings text when they were applied, "" otherwise.
-void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted) {
+// `non_blocking`: made with config.blocking = 0.
+void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted,
+             bool non_blocking = false) {
   if ((result != ncclSuccess && result != ncclInProgress) || !comms) return;
   for (int i = 0; i < n; ++i) {
     if (!comms[i]) continue;  // ncclCommSplit with NCCL_SPLIT_NOCOLOR makes none
     CommunicatorInfo info;    // size and rank: at the first collective (describe)
     info.settings = applied;
+    info.non_blocking = non_blocking;
     runtime().communicators.add(comms[i], std::move(info));
     Counters::bump(counters().communicators_created);
     if (!applied.empty())
@@ -133,6 +143,12 @@ ncclResult_t missing(const char* name) {
   static std::atomic<bool> said{false};
   warn_once(said, "%s: NCCL's own definition not found in this process", name);
   return ncclInternalError;
+}
+
+// A call from tandem's own NCCL work (the copy-engine route): straight to NCCL, uncounted.
+template <class Fn, class... Args>
+ncclResult_t tandem_call(Fn real, const char* name, Args... args) {
+  return real ? real(args...) : missing(name);
 }
 
 // NCCL reads only the configuration fields of its own version and ignores the rest: say once when
@@ -177,9 +193,11 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
               "applied to it",
               name_of(via));
   }
-  const ncclResult_t result = as_program(program_errno, [&] { return call(config ? config->get() : program); });
+  ncclConfig_t* used = config ? config->get() : program;
+  const bool non_blocking = used && used->blocking == 0;
+  const ncclResult_t result = as_program(program_errno, [&] { return call(used); });
   try {
-    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty());
+    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty(), non_blocking);
   } catch (...) {
   }
   return result;
@@ -189,6 +207,8 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
 
 ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
                                            ncclConfig_t* config) {
+  if (inside_tandem())
+    return tandem_call(real_ncclCommInitRankConfig(), "ncclCommInitRankConfig", comm, nranks, comm_id, rank, config);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankConfig)]);
   const auto real = real_ncclCommInitRankConfig();
@@ -202,6 +222,7 @@ ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
 // with that initializer under our settings keeps the program's semantics. Without settings the
 // program's call goes to ncclCommInitRank itself.
 ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) {
+  if (inside_tandem()) return tandem_call(real_ncclCommInitRank(), "ncclCommInitRank", comm, nranks, comm_id, rank);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRank)]);
   const auto real = real_ncclCommInitRank();
@@ -228,6 +249,9 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
 
 ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids, ncclUniqueId* comm_ids,
                                              ncclConfig_t* config) {
+  if (inside_tandem())
+    return tandem_call(real_ncclCommInitRankScalable(), "ncclCommInitRankScalable", comm, nranks, rank, n_ids, comm_ids,
+                       config);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankScalable)]);
   const auto real = real_ncclCommInitRankScalable();
@@ -240,6 +264,7 @@ ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int r
 // NCCL; rebuilding it from ncclCommInitRankConfig would need the interposer to switch devices. Its
 // communicators are counted as left unconfigured, and the user is told once.
 ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
+  if (inside_tandem()) return tandem_call(real_ncclCommInitAll(), "ncclCommInitAll", comms, ndev, devlist);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitAll)]);
   const auto real = real_ncclCommInitAll();
@@ -265,6 +290,7 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
 // was created through these hooks: the call goes through unchanged then, and the child is counted
 // as configured exactly when its parent was.
 ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  if (inside_tandem()) return tandem_call(real_ncclCommSplit(), "ncclCommSplit", comm, color, key, newcomm, config);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommSplit)]);
   const auto real = real_ncclCommSplit();
@@ -277,7 +303,7 @@ ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     const Settings s = settings();
     const auto parent = runtime().communicators.find(comm);
     const std::string inherited = parent ? parent->settings : std::string();
-    created(result, newcomm, 1, inherited, !s.text.empty());
+    created(result, newcomm, 1, inherited, !s.text.empty(), parent && parent->non_blocking);
   } catch (...) {
   }
   return result;
@@ -300,6 +326,7 @@ void forget(ncclComm_t comm) {
 
 // Finalize flushes a communicator; it stays usable for destroy only, so it stays known.
 ncclResult_t handle_ncclCommFinalize(ncclComm_t comm) {
+  if (inside_tandem()) return tandem_call(real_ncclCommFinalize(), "ncclCommFinalize", comm);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommFinalize)]);
   const auto real = real_ncclCommFinalize();
@@ -308,19 +335,23 @@ ncclResult_t handle_ncclCommFinalize(ncclComm_t comm) {
 }
 
 ncclResult_t handle_ncclCommDestroy(ncclComm_t comm) {
+  if (inside_tandem()) return tandem_call(real_ncclCommDestroy(), "ncclCommDestroy", comm);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommDestroy)]);
   const auto real = real_ncclCommDestroy();
   if (!real) return missing("ncclCommDestroy");
+  drop_copy_engine_route(comm, true);
   forget(comm);
   return as_program(program_errno, [&] { return real(comm); });
 }
 
 ncclResult_t handle_ncclCommAbort(ncclComm_t comm) {
+  if (inside_tandem()) return tandem_call(real_ncclCommAbort(), "ncclCommAbort", comm);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommAbort)]);
   const auto real = real_ncclCommAbort();
   if (!real) return missing("ncclCommAbort");
+  drop_copy_engine_route(comm, false);
   forget(comm);
   return as_program(program_errno, [&] { return real(comm); });
 }
@@ -365,17 +396,22 @@ size_t element_bytes(ncclDataType_t type) {
   }
 }
 
-// Decides and counts the route of one collective. Never throws; a communicator's size is asked at
-// the first collective on it (describe).
-RouteOutcome route_of(CollectiveKind kind, const void* send, const void* recv, size_t count, ncclDataType_t type,
-                      bool sums, ncclComm_t comm, Hook via) {
+// Decides the route of one collective. Never throws; a communicator's size is asked at the first
+// collective on it (describe).
+struct Decision {
+  RouteOutcome outcome = RouteOutcome::NotRequested;
+  uint64_t bytes = 0;
+};
+
+Decision route_of(CollectiveKind kind, const void* send, const void* recv, size_t count, ncclDataType_t type, bool sums,
+                  ncclComm_t comm, Hook via) {
   CollectiveRequest request;
   request.kind = kind;
   request.count = count;
   request.type = element_type(type);
   request.element_bytes = element_bytes(type);
   request.op_is_sum = sums;
-  RouteOutcome outcome = RouteOutcome::NotRequested;
+  Decision d;
   try {
     Runtime& rt = runtime();
     auto info = rt.communicators.find(comm);
@@ -399,57 +435,119 @@ RouteOutcome route_of(CollectiveKind kind, const void* send, const void* recv, s
       request.in_place = s == r;
     RouteFacts facts;
     facts.copy_engine_requested = rt.config.policy.copy_engine;
-    facts.copy_engine_available = false;  // the data path lands with the library's copy-engine collectives
-    outcome = decide_route(request, facts);
+    if (facts.copy_engine_requested) {
+      facts.inside_group = inside_group();
+      facts.non_blocking_communicator = info && info->non_blocking;
+      const RouteState state = route_state(comm);
+      facts.route_unavailable = state.unavailable;
+      facts.route_failed = state.failed;
+    }
+    d.outcome = decide_route(request, facts);
   } catch (...) {
-    outcome = RouteOutcome::NotRequested;
+    d.outcome = RouteOutcome::NotRequested;
   }
-  counters().count_collective(kind, outcome, payload_bytes(request));
-  return outcome;
+  d.bytes = payload_bytes(request);
+  return d;
+}
+
+// One collective hook: the route decision, the copy-engine route when it is chosen, else NCCL
+// (`forward`). The route's failure partway reaches the program as an NCCL error (logged by the
+// route); a route that declines before enqueuing anything leaves the call to NCCL.
+template <class Forward>
+ncclResult_t collective(int program_errno, CollectiveKind kind, Hook via, const void* send, void* recv, size_t count,
+                        ncclDataType_t type, ncclRedOp_t op, bool sums, ncclComm_t comm, cudaStream_t stream,
+                        const Forward& forward) {
+  Decision d = route_of(kind, send, recv, count, type, sums, comm, via);
+  if (d.outcome == RouteOutcome::CopyEngine) {
+    const RouteAttempt attempt = run_copy_engine_route(kind, send, recv, count, type, op, comm, stream);
+    d.outcome = attempt.outcome;
+    if (attempt.outcome == RouteOutcome::CopyEngine || attempt.outcome == RouteOutcome::RouteFailed) {
+      counters().count_collective(kind, d.outcome, d.bytes);
+      errno = program_errno;  // NCCL was not called for the program: its errno stays
+      return attempt.outcome == RouteOutcome::CopyEngine ? ncclSuccess : attempt.error;
+    }
+  }
+  counters().count_collective(kind, d.outcome, d.bytes);
+  return as_program(program_errno, forward);
 }
 
 }  // namespace
 
+// The program's groups: a collective between ncclGroupStart and ncclGroupEnd is left to NCCL
+// (nccl_route.h, InsideGroup). Counted after NCCL accepted the call, so a failed start opens none.
+ncclResult_t handle_ncclGroupStart() {
+  if (inside_tandem()) return tandem_call(real_ncclGroupStart(), "ncclGroupStart");
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclGroupStart)]);
+  const auto real = real_ncclGroupStart();
+  if (!real) return missing("ncclGroupStart");
+  const ncclResult_t result = as_program(program_errno, [&] { return real(); });
+  if (result == ncclSuccess || result == ncclInProgress) group_started();
+  return result;
+}
+
+// NCCL closes the group whatever ncclGroupEnd returns (an error ends the group too).
+ncclResult_t handle_ncclGroupEnd() {
+  if (inside_tandem()) return tandem_call(real_ncclGroupEnd(), "ncclGroupEnd");
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclGroupEnd)]);
+  const auto real = real_ncclGroupEnd();
+  if (!real) return missing("ncclGroupEnd");
+  group_ended();
+  return as_program(program_errno, [&] { return real(); });
+}
+
 ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (inside_tandem())
+    return tandem_call(real_ncclAllReduce(), "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, comm, stream);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllReduce)]);
   const auto real = real_ncclAllReduce();
   if (!real) return missing("ncclAllReduce");
-  (void)route_of(CollectiveKind::AllReduce, sendbuff, recvbuff, count, datatype, op == ncclSum, comm,
-                 Hook::ncclAllReduce);
-  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  return collective(program_errno, CollectiveKind::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype,
+                    op, op == ncclSum, comm, stream,
+                    [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (inside_tandem())
+    return tandem_call(real_ncclReduceScatter(), "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, comm,
+                       stream);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclReduceScatter)]);
   const auto real = real_ncclReduceScatter();
   if (!real) return missing("ncclReduceScatter");
-  (void)route_of(CollectiveKind::ReduceScatter, sendbuff, recvbuff, recvcount, datatype, op == ncclSum, comm,
-                 Hook::ncclReduceScatter);
-  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
+  return collective(program_errno, CollectiveKind::ReduceScatter, Hook::ncclReduceScatter, sendbuff, recvbuff,
+                    recvcount, datatype, op, op == ncclSum, comm, stream,
+                    [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                   ncclComm_t comm, cudaStream_t stream) {
+  if (inside_tandem())
+    return tandem_call(real_ncclAllGather(), "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, comm, stream);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllGather)]);
   const auto real = real_ncclAllGather();
   if (!real) return missing("ncclAllGather");
-  (void)route_of(CollectiveKind::AllGather, sendbuff, recvbuff, sendcount, datatype, true, comm, Hook::ncclAllGather);
-  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+  return collective(program_errno, CollectiveKind::AllGather, Hook::ncclAllGather, sendbuff, recvbuff, sendcount,
+                    datatype, ncclSum, true, comm, stream,
+                    [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclComm_t comm, cudaStream_t stream) {
+  if (inside_tandem())
+    return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm, stream);
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAlltoAll)]);
   const auto real = real_ncclAlltoAll();
   if (!real) return missing("ncclAlltoAll");
-  (void)route_of(CollectiveKind::AllToAll, sendbuff, recvbuff, count, datatype, true, comm, Hook::ncclAlltoAll);
-  return as_program(program_errno, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
+  return collective(program_errno, CollectiveKind::AllToAll, Hook::ncclAlltoAll, sendbuff, recvbuff, count, datatype,
+                    ncclSum, true, comm, stream,
+                    [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 }  // namespace tandem::preload

@@ -14,7 +14,8 @@ struct CommunicatorInfo {
   int nranks = 0;  // 0 until known (a non-blocking communicator still initialising)
   int rank = -1;
   int cuda_device = -1;
-  std::string settings;  // the nccl-* settings applied at creation, as policy text; "" for none
+  std::string settings;       // the nccl-* settings applied at creation, as policy text; "" for none
+  bool non_blocking = false;  // created with config.blocking = 0 (or split without a config from one)
 };
 
 class CommunicatorRegistry {

@@ -32,31 +32,49 @@ const char* to_string(RouteOutcome outcome) {
       return "no-sum-kernel";
     case RouteOutcome::CountNotDivisible:
       return "count-not-divisible";
+    case RouteOutcome::UnsupportedType:
+      return "unsupported-type";
+    case RouteOutcome::Empty:
+      return "empty";
     case RouteOutcome::InPlaceAllToAll:
       return "in-place-all-to-all";
-    case RouteOutcome::RouteNotAvailable:
-      return "route-not-available";
+    case RouteOutcome::InsideGroup:
+      return "inside-group";
+    case RouteOutcome::NonBlockingCommunicator:
+      return "non-blocking-communicator";
+    case RouteOutcome::StreamCapturing:
+      return "stream-capturing";
+    case RouteOutcome::RouteUnavailable:
+      return "route-unavailable";
+    case RouteOutcome::RouteFailed:
+      return "route-failed";
     case RouteOutcome::kCount:
       break;
   }
   return "unknown";
 }
 
-// The policy's wish first (without it nothing else matters), then what makes this collective
-// ineligible whatever the build, and last whether the route exists: the summary then tells which
-// collectives the copy-engine route would take once it is there.
 RouteOutcome decide_route(const CollectiveRequest& r, const RouteFacts& facts) {
   if (!facts.copy_engine_requested) return RouteOutcome::NotRequested;
   if (r.nranks <= 0) return RouteOutcome::UnknownCommunicator;
   const bool reduces = r.kind == CollectiveKind::AllReduce || r.kind == CollectiveKind::ReduceScatter;
   if (reduces && !r.op_is_sum) return RouteOutcome::OpNotSum;
-  if (reduces && r.type == ElementType::Other) return RouteOutcome::NoSumKernel;
+  if (r.type == ElementType::Other) return reduces ? RouteOutcome::NoSumKernel : RouteOutcome::UnsupportedType;
+  if (r.count == 0) return RouteOutcome::Empty;
   // An all-reduce is a reduce-scatter of count / nranks elements per rank and an all-gather of them;
   // the other kinds take a per-rank count already.
   if (r.kind == CollectiveKind::AllReduce && r.count % static_cast<size_t>(r.nranks) != 0)
     return RouteOutcome::CountNotDivisible;
   if (r.kind == CollectiveKind::AllToAll && r.in_place) return RouteOutcome::InPlaceAllToAll;
-  if (!facts.copy_engine_available) return RouteOutcome::RouteNotAvailable;
+  // The route issues several NCCL calls of its own, awaited one by one: inside the program's group
+  // NCCL would only queue them until ncclGroupEnd, and the waits would never end.
+  if (facts.inside_group) return RouteOutcome::InsideGroup;
+  // A non-blocking communicator's program polls ncclCommGetAsyncError for each call; the route's own
+  // waits would change when the call returns (and split from a communicator the program may still be
+  // initialising): left to NCCL.
+  if (facts.non_blocking_communicator) return RouteOutcome::NonBlockingCommunicator;
+  if (facts.route_failed) return RouteOutcome::RouteFailed;
+  if (facts.route_unavailable) return RouteOutcome::RouteUnavailable;
   return RouteOutcome::CopyEngine;
 }
 

@@ -17,14 +17,20 @@ enum class ElementType : uint8_t { Bf16, Fp16, Fp32, Other };
 
 // Keep kCount last; the order is the summary's.
 enum class RouteOutcome : uint8_t {
-  CopyEngine,           // taken by tandem's copy-engine collective
-  NotRequested,         // the policy has no `copy-engine`: NCCL's kernels, as without tandem
-  UnknownCommunicator,  // created where the interposer did not see it (its size is unknown)
-  OpNotSum,             // the copy-engine reductions only sum
-  NoSumKernel,          // an element type other than bf16, fp16, fp32
-  CountNotDivisible,    // all-reduce: count not a multiple of the ranks (the chunks must be equal)
-  InPlaceAllToAll,      // send and receive buffers are the same: undefined in NCCL too
-  RouteNotAvailable,    // eligible, but this build has no copy-engine data path yet
+  CopyEngine,               // taken by tandem's copy-engine collective
+  NotRequested,             // the policy has no `copy-engine`: NCCL's kernels, as without tandem
+  UnknownCommunicator,      // created where the interposer did not see it (its size is unknown)
+  OpNotSum,                 // the copy-engine reductions only sum
+  NoSumKernel,              // a reduction of an element type other than bf16, fp16, fp32
+  UnsupportedType,          // an all-gather or all-to-all of another element type (the route moves those three)
+  Empty,                    // count 0: nothing to move, NCCL returns at once
+  CountNotDivisible,        // all-reduce: count not a multiple of the ranks (the chunks must be equal)
+  InPlaceAllToAll,          // send and receive buffers are the same: undefined in NCCL too
+  InsideGroup,              // between ncclGroupStart and ncclGroupEnd: the route issues NCCL calls of its own
+  NonBlockingCommunicator,  // the program's communicator is non-blocking (config.blocking = 0)
+  StreamCapturing,          // the stream is being captured into a CUDA graph
+  RouteUnavailable,         // the route library could not be loaded, or made no route for this communicator
+  RouteFailed,              // the route failed on this communicator earlier (the program got an NCCL error)
   kCount
 };
 inline constexpr int kRouteOutcomeCount = static_cast<int>(RouteOutcome::kCount);
@@ -40,16 +46,23 @@ struct CollectiveRequest {
   bool in_place = false;   // NCCL's in-place rule for the kind (send == recv, or recv + rank * count)
 };
 
+// What the decision needs beyond the call's arguments. Every fact is the same on every rank of a
+// communicator for the same call sequence (a program's group calls and communicator kinds match
+// across ranks; a route library that loads on one rank loads on all of the same installation), so
+// every rank takes the same route, as the copy-engine collectives require.
 struct RouteFacts {
-  bool copy_engine_requested = false;  // the policy names `copy-engine`
-  bool copy_engine_available = false;  // the data path is present in this interposer
+  bool copy_engine_requested = false;      // the policy names `copy-engine`
+  bool inside_group = false;               // this thread is inside ncclGroupStart/ncclGroupEnd
+  bool non_blocking_communicator = false;  // created with config.blocking = 0
+  bool route_unavailable = false;          // the route library or this communicator's route is missing
+  bool route_failed = false;               // this communicator's route failed earlier
 };
 
+// The policy's wish first (without it nothing else matters), then what makes the call ineligible
+// whatever happens at run time, then the state of the program (a group, a communicator kind) and
+// last the route itself.
 RouteOutcome decide_route(const CollectiveRequest&, const RouteFacts&);
 
-// The collective's size as nccl-tests reports it: all-reduce count elements; the others count per
-// rank times the ranks (the all-gather's output, the reduce-scatter's input, the all-to-all's
-// buffer). An unknown communicator counts as one rank.
 uint64_t payload_bytes(const CollectiveRequest&);
 
 }  // namespace tandem::preload

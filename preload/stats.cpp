@@ -63,7 +63,8 @@ void Counters::reset() {
   for (auto& c : collective_routes) c.store(0, std::memory_order_relaxed);
   for (auto& c : collective_bytes) c.store(0, std::memory_order_relaxed);
   for (auto* c :
-       {&communicators_created, &communicators_configured, &communicators_unconfigured, &communicators_destroyed})
+       {&communicators_created, &communicators_configured, &communicators_unconfigured, &communicators_destroyed,
+        &copy_engine_staged_bytes, &copy_engine_pool_bytes, &copy_engine_registrations})
     c->store(0, std::memory_order_relaxed);
 }
 
@@ -114,6 +115,9 @@ void fill_counters(const Counters& c, Snapshot& s) {
   s.communicators_configured = load(c.communicators_configured);
   s.communicators_unconfigured = load(c.communicators_unconfigured);
   s.communicators_destroyed = load(c.communicators_destroyed);
+  s.copy_engine_staged_bytes = load(c.copy_engine_staged_bytes);
+  s.copy_engine_pool_bytes = load(c.copy_engine_pool_bytes);
+  s.copy_engine_registrations = load(c.copy_engine_registrations);
 }
 
 std::string render_text(const Snapshot& s, size_t top_n) {
@@ -146,6 +150,13 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            " B; copy-engine " + std::to_string(c.copy_engine) + ", nccl " + std::to_string(by_nccl) +
                            (by_nccl ? " (" + join_reasons(c.nccl_routes) + ")" : ""));
   }
+  uint64_t routed = 0;
+  for (const auto& c : s.collectives) routed += c.copy_engine;
+  if (routed || s.copy_engine_pool_bytes)
+    out += line(s.pid, "copy-engine route: " + std::to_string(routed) + " calls, " +
+                           std::to_string(s.copy_engine_staged_bytes) + " B staged, window pool " +
+                           std::to_string(s.copy_engine_pool_bytes) + " B (" +
+                           std::to_string(s.copy_engine_registrations) + " registrations)");
   const size_t shown = std::min(top_n, s.kernels.size());
   if (shown > 0) out += line(s.pid, "top " + std::to_string(shown) + " kernels by launches:");
   for (size_t i = 0; i < shown; ++i) {
@@ -204,6 +215,10 @@ std::string render_json(const Snapshot& s) {
         {"destroyed", s.communicators_destroyed},
         {"settings", s.communicator_settings}}},
       {"nccl_collectives", collectives},
+      {"copy_engine_route",
+       {{"staged_bytes", s.copy_engine_staged_bytes},
+        {"pool_bytes", s.copy_engine_pool_bytes},
+        {"registrations", s.copy_engine_registrations}}},
       {"last_nccl_footprint", s.last_collective_footprint},
       {"top_kernels", top},
       {"kernels", kernels},

@@ -49,6 +49,11 @@ struct Counters {
   std::atomic<uint64_t> communicators_configured{0};    // the policy's nccl-* settings applied at creation
   std::atomic<uint64_t> communicators_unconfigured{0};  // settings asked for but not applicable (ncclCommInitAll...)
   std::atomic<uint64_t> communicators_destroyed{0};     // destroyed or aborted
+  // The copy-engine route (nccl_copy_engine.cpp): bytes copied into and out of its window memory,
+  // window memory its routes hold (each route's pool at its largest, summed), window registrations.
+  std::atomic<uint64_t> copy_engine_staged_bytes{0};
+  std::atomic<uint64_t> copy_engine_pool_bytes{0};
+  std::atomic<uint64_t> copy_engine_registrations{0};
 
   static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   void reset();  // after fork, in the child
@@ -101,7 +106,10 @@ struct Snapshot {
   uint64_t communicators_configured = 0;
   uint64_t communicators_unconfigured = 0;
   uint64_t communicators_destroyed = 0;
-  std::string communicator_settings;      // the nccl-* settings of the policy, "" for none
+  std::string communicator_settings;  // the nccl-* settings of the policy, "" for none
+  uint64_t copy_engine_staged_bytes = 0;
+  uint64_t copy_engine_pool_bytes = 0;
+  uint64_t copy_engine_registrations = 0;
   std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
   std::vector<KernelSummary> kernels;     // by launches, descending
 };

@@ -6,11 +6,11 @@
 // tandem.torch (a DDP communication hook, FSDP2's custom collectives).
 //
 // What one call does, all enqueued on the caller's `stream`:
-//   1. unless `send` already lies in the route's window memory: copy it into the staging input
-//      (a device-to-device copy, memory-bound SM work);
+//   1. unless `send` already lies in memory from window_buffer(): copy it into the staging input
+//      (cudaMemcpyAsync, device to device);
 //   2. the copy-engine collective between the staging buffers (and the scratch of a reduction),
 //      on lanes split from the caller's communicator;
-//   3. unless `recv` lies in window memory: copy the staging output to `recv`.
+//   3. unless `recv` lies in memory from window_buffer(): copy the staging output to `recv`.
 // The staging buffers and the scratch are one pool of ncclMemAlloc memory registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
 // registered again) only when a call needs more, by half again at least: registration is expensive
@@ -24,9 +24,10 @@
 // stream other than the previous call's first waits (cudaStreamWaitEvent) for the previous call's
 // end, because they share the staging buffers.
 //
-// Collective: construction and every call are collective over the parent communicator: every rank
-// makes the same calls (same kind, count, dtype, op) in the same order, as NCCL requires of the
-// parent's own collectives. refusal() depends only on those arguments and the rank count, so every
+// Collective: every call (window_buffer() and destruction included) is collective over the parent
+// communicator: every rank makes the same calls (same kind, count, dtype, op) in the same order, as
+// NCCL requires of the parent's own collectives. Construction is local: it only asks the parent its
+// rank, size and device. refusal() depends only on those arguments and the rank count, so every
 // rank takes the same decision. The lanes are created on the first call that takes the route (not
 // at construction), so a program none of whose calls qualifies pays nothing: lane 0 is split from
 // the parent (the parent keeps its settings and never gets windows, so the program's other

@@ -303,8 +303,10 @@ std::vector<PolicyToken> make_rows() {
        [](const P& p) { return flag(p.copy_engine, "copy-engine"); },
        [](P& p) { p.copy_engine = false; },
        11,
-       RunTreatment::Refused,
-       kNeedsProgramWindows,
+       RunTreatment::Interposer,
+       "the program's all-reduces and reduce-scatters (sums), all-gathers and all-to-alls of bf16, fp16 or fp32 run "
+       "on the copy-engine route (copied through window memory of its own, on lanes split from the program's "
+       "communicator); any other call, or one inside an NCCL group, stays with NCCL, its reason in the summary",
        kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows},
   };
   return rows;

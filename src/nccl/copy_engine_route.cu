@@ -99,13 +99,9 @@ struct CopyEngineRoute::State {
 
   void ensure_lanes() {
     if (lanes) return;
-    ncclConfig_t own = config;  // ncclCommSplit takes a non-const config
-    // Color 0, key = rank: all of the parent's ranks in the same order.
-    TANDEM_NCCL_CHECK(parent, ncclCommSplit(parent, 0, rank, &lane0, &own));
-    TANDEM_REQUIRE(lane0 != nullptr, "ncclCommSplit gave no copy-engine lane 0");
-    await_communicator(lane0, rules, "copy-engine lane 0");
-    // A non-blocking parent finishes its part of the split asynchronously too.
-    await_communicator(parent, rules, "copy-engine lane 0 (parent)");
+    // split_communicator awaits the parent before reading the new communicator: with a non-blocking
+    // parent NCCL writes it only once the split is complete.
+    lane0 = split_communicator(parent, rank, config, rules, "copy-engine lane 0");
     lanes = std::make_unique<CopyEngineLanes>(lane0, config, rules);
     pool_windows = std::make_unique<SymmetricWindows>(rules);
     buffer_windows = std::make_unique<SymmetricWindows>(rules);

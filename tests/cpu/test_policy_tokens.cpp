@@ -26,8 +26,6 @@ TEST(PolicyTokens, RunRefusesTokensThatNeedTheProgram) {
       {"green:8+priority", "green:8 cannot be applied by `tandem run`: it needs green contexts in the program"},
       {"nccl-symmetric",
        "nccl-symmetric cannot be applied by `tandem run`: it needs symmetric NCCL windows registered by the program"},
-      {"priority+copy-engine",
-       "copy-engine cannot be applied by `tandem run`: it needs symmetric NCCL windows registered by the program"},
   };
   for (const auto& [text, why] : refused) {
     EXPECT_FALSE(run_can_apply(parse_policy(text))) << text;

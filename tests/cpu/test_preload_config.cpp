@@ -108,9 +108,16 @@ TEST(preload_config, TokensAnInterposerCannotApplyAreReportedAndDropped) {
 
   EXPECT_TRUE(has_problem(parse({{"TANDEM_POLICY", "sequential"}}), LogLevel::Warn, "sequential"));
   EXPECT_TRUE(has_problem(parse({{"TANDEM_POLICY", "green:100"}}), LogLevel::Warn, "green:100"));
-  // copy-engine: refused by `tandem run` until the interposer's copy-engine route lands (its row in
-  // tandem/policy_tokens.h); set directly, it is reported and dropped like the others.
-  EXPECT_TRUE(has_problem(parse({{"TANDEM_POLICY", "copy-engine"}}), LogLevel::Warn, "copy-engine"));
+}
+
+TEST(preload_config, CopyEngineIsKeptForTheInterposersRoute) {
+  // The interposer runs eligible collectives on the copy-engine route (nccl_copy_engine.h): the token
+  // stays in the policy, with nothing reported.
+  const PreloadConfig c = parse({{"TANDEM_POLICY", "priority+copy-engine"}});
+  EXPECT_TRUE(c.policy_valid);
+  EXPECT_TRUE(c.policy.copy_engine);
+  EXPECT_TRUE(c.policy.comm_priority);
+  EXPECT_FALSE(has_problem(c, LogLevel::Warn, "copy-engine"));
 }
 
 TEST(preload_config, NcclTokensAreAppliedByTheInterposerAtCommunicatorCreation) {

@@ -97,7 +97,9 @@ class preload_nccl_hooks : public ::testing::Test {
   static void SetUpTestSuite() {
     plain_ = new ClientRun(run_client(kFakeClient, nullptr));
     settings_ = new ClientRun(run_client(kFakeClient, kSettings));
-    copy_engine_ = new ClientRun(run_client(kFakeClient, "copy-engine"));
+    // No CUDA device for the route, whatever the machine: the route library loads (it binds to the
+    // fake libnccl.so.2) and then declines to make a route.
+    copy_engine_ = new ClientRun(run_client(kFakeClient, "copy-engine", "CUDA_VISIBLE_DEVICES= TANDEM_LOG_LEVEL=info"));
   }
   static void TearDownTestSuite() {
     delete plain_;
@@ -131,7 +133,7 @@ TEST_F(preload_nccl_hooks, TheProgramSeesNcclsResultsAndErrnoUnchanged) {
 
 TEST_F(preload_nccl_hooks, CollectivesReachNcclWithTheirArgumentsUntouched) {
   const json expected = collectives_received(plain());
-  EXPECT_EQ(expected.size(), 13u);
+  EXPECT_EQ(expected.size(), 14u);
   EXPECT_EQ(collectives_received(settings()), expected);
   EXPECT_EQ(collectives_received(copy_engine()), expected);
   for (const char* fn : {"ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort"})
@@ -226,28 +228,75 @@ TEST_F(preload_nccl_hooks, CollectivesAreCountedWithBytesAndRoutes) {
   const json& c = settings().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << settings().raw.err;
   // All-reduce bytes: bf16 8x2, fp32 8x4, fp16 7x2, fp32 8x4, fp64 8x8, fp32 999x4, fp32 8x4,
-  // bf16 8x2 (unseen), bf16 8x2 (non-blocking) = 16+32+14+32+64+3996+32+16+16.
-  EXPECT_EQ(c["ncclAllReduce"]["calls"], 9);
-  EXPECT_EQ(c["ncclAllReduce"]["bytes"], 4218);
-  EXPECT_EQ(c["ncclAllReduce"]["nccl"]["not-requested"], 9);
+  // bf16 8x2 (unseen), bf16 8x2 (non-blocking), bf16 8x2 (in a group) = 16+32+14+32+64+3996+32+16+16+16.
+  EXPECT_EQ(c["ncclAllReduce"]["calls"], 10);
+  EXPECT_EQ(c["ncclAllReduce"]["bytes"], 4234);
+  EXPECT_EQ(c["ncclAllReduce"]["nccl"]["not-requested"], 10);
   EXPECT_EQ(c["ncclAllReduce"]["copy_engine"], 0);
   EXPECT_EQ(c["ncclReduceScatter"]["bytes"], 4 * 2 * 2);  // 4 bf16 per rank, 2 ranks
   EXPECT_EQ(c["ncclAllGather"]["bytes"], 4 * 2 * 2);
   EXPECT_EQ(c["ncclAlltoAll"]["calls"], 2);
   EXPECT_EQ(c["ncclAlltoAll"]["bytes"], 2 * 4 * 4 * 2);
-  EXPECT_NE(settings().raw.err.find("ncclAllReduce: 9 calls, 4218 B; copy-engine 0, nccl 9 (not-requested 9)"),
+  EXPECT_NE(settings().raw.err.find("ncclAllReduce: 10 calls, 4234 B; copy-engine 0, nccl 10 (not-requested 10)"),
             std::string::npos)
       << settings().raw.err;
 }
 
-TEST_F(preload_nccl_hooks, CopyEngineDroppedUntilItsRouteLandsLeavesEveryCollectiveToNccl) {
-  // The copy-engine row of tandem/policy_tokens.h is Refused: the interposer drops the token (with a
-  // warning), so nothing is requested and every call goes to NCCL.
+TEST_F(preload_nccl_hooks, CopyEnginePolicyCountsEachFallbackReason) {
   const json& c = copy_engine().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << copy_engine().raw.err;
-  EXPECT_EQ(c["ncclAllReduce"]["nccl"], json({{"not-requested", 9}}));
-  EXPECT_EQ(c["ncclAlltoAll"]["nccl"], json({{"not-requested", 2}}));
-  EXPECT_NE(copy_engine().raw.err.find("policy token 'copy-engine'"), std::string::npos) << copy_engine().raw.err;
+  // The eligible calls find no route (no CUDA device); the others say what keeps them from it.
+  const json all_reduce = {{"route-unavailable", 3},    // bf16, fp32 in place, errno_kept
+                           {"count-not-divisible", 2},  // 7 and 999 over 2 ranks
+                           {"op-not-sum", 1},
+                           {"no-sum-kernel", 1},         // fp64
+                           {"unknown-communicator", 1},  // made without the hooks
+                           {"non-blocking-communicator", 1},
+                           {"inside-group", 1}};
+  EXPECT_EQ(c["ncclAllReduce"]["nccl"], all_reduce);
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"], 0);
+  EXPECT_EQ(c["ncclReduceScatter"]["nccl"], json({{"route-unavailable", 1}}));
+  EXPECT_EQ(c["ncclAllGather"]["nccl"], json({{"route-unavailable", 1}}));
+  EXPECT_EQ(c["ncclAlltoAll"]["nccl"], json({{"in-place-all-to-all", 1}, {"route-unavailable", 1}}));
+  EXPECT_EQ(copy_engine().stats["nccl_communicators"]["settings"], "");
+  // Said once, with the reason; no route work reached the fake NCCL (no split, no window, no memory).
+  const std::string said = "copy-engine route unavailable: no usable CUDA device for the copy-engine route";
+  const size_t at = copy_engine().raw.err.find(said);
+  EXPECT_NE(at, std::string::npos) << copy_engine().raw.err;
+  EXPECT_EQ(copy_engine().raw.err.find(said, at + 1), std::string::npos);
+  EXPECT_EQ(calls_of(copy_engine(), "ncclCommSplit"), calls_of(plain(), "ncclCommSplit"));
+  for (const char* fn : {"ncclGather", "ncclCommWindowRegister", "ncclMemAlloc"})
+    EXPECT_TRUE(calls_of(copy_engine(), fn).empty()) << fn;
+  EXPECT_EQ(copy_engine().stats["copy_engine_route"]["pool_bytes"], 0);
+}
+
+TEST_F(preload_nccl_hooks, TheRouteLibraryBindsToTheProgramsNcclNeverASecondOne) {
+  // Loaded at the first eligible collective, beside the interposer; the loader reused the fake
+  // libnccl.so.2 the program had loaded (by SONAME) rather than load the system's NCCL.
+  ASSERT_EQ(copy_engine().out["route_objects"].size(), 1u) << copy_engine().raw.err;
+  const std::string route = copy_engine().out["route_objects"][0];
+  EXPECT_EQ(fs::path(route).parent_path(), fs::path(kLibrary).parent_path());
+  const json nccl = copy_engine().out["nccl_objects"];
+  ASSERT_EQ(nccl.size(), 1u) << nccl.dump();
+  EXPECT_EQ(nccl, plain().out["nccl_objects"]);
+  EXPECT_NE(nccl[0].get<std::string>().find("fake_nccl/libnccl.so.2"), std::string::npos) << nccl.dump();
+  EXPECT_NE(copy_engine().raw.err.find("copy-engine route loaded from " + route + ", on " + nccl[0].get<std::string>()),
+            std::string::npos)
+      << copy_engine().raw.err;
+  // Without the policy nothing is loaded.
+  EXPECT_TRUE(plain().out["route_objects"].empty());
+  EXPECT_TRUE(settings().out["route_objects"].empty());
+}
+
+TEST(preload_nccl_hooks_versions, ARouteOnAnNcclOlderThan228IsRefusedWithItsVersion) {
+  const ClientRun r = run_client(kFakeClient, "copy-engine", "FAKE_NCCL_VERSION=22703");
+  ASSERT_EQ(r.raw.status, 0) << r.raw.err;
+  EXPECT_NE(r.raw.err.find("copy-engine route unavailable: the copy-engine route needs NCCL 2.28 or later (CTA "
+                           "policy zero, symmetric windows); this process's NCCL is 2.27.3"),
+            std::string::npos)
+      << r.raw.err;
+  ASSERT_TRUE(r.stats.is_object());
+  EXPECT_EQ(r.stats["nccl_collectives"]["ncclAllGather"]["nccl"], json({{"route-unavailable", 1}}));
 }
 
 TEST(preload_nccl_hooks_versions, AnNcclTooOldForASettingIsSaidOnce) {

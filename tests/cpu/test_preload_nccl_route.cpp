@@ -31,9 +31,18 @@ CollectiveRequest all_reduce(size_t count, ElementType type, bool sum, int nrank
   return r;
 }
 
-const RouteFacts kWanted{true, false};     // policy asks, data path absent (this build)
-const RouteFacts kAvailable{true, true};   // policy asks, data path present (later)
-const RouteFacts kNotWanted{false, true};  // no copy-engine in the policy
+RouteFacts facts(bool requested) {
+  RouteFacts f;
+  f.copy_engine_requested = requested;
+  return f;
+}
+const RouteFacts kAvailable = facts(true);   // policy asks, route there
+const RouteFacts kNotWanted = facts(false);  // no copy-engine in the policy
+const RouteFacts kWanted = [] {              // policy asks, the route library could not be loaded
+  RouteFacts f = facts(true);
+  f.route_unavailable = true;
+  return f;
+}();
 
 TEST(preload_nccl_route, WithoutCopyEngineInThePolicyEverythingStaysWithNccl) {
   EXPECT_EQ(decide_route(all_reduce(8, ElementType::Bf16, true, 2), kNotWanted), RouteOutcome::NotRequested);
@@ -44,7 +53,7 @@ TEST(preload_nccl_route, WithoutCopyEngineInThePolicyEverythingStaysWithNccl) {
 TEST(preload_nccl_route, EligibleReductionsTakeTheCopyEngineOnceAvailable) {
   for (ElementType t : {ElementType::Bf16, ElementType::Fp16, ElementType::Fp32}) {
     EXPECT_EQ(decide_route(all_reduce(8, t, true, 2), kAvailable), RouteOutcome::CopyEngine);
-    EXPECT_EQ(decide_route(all_reduce(8, t, true, 2), kWanted), RouteOutcome::RouteNotAvailable);
+    EXPECT_EQ(decide_route(all_reduce(8, t, true, 2), kWanted), RouteOutcome::RouteUnavailable);
   }
 }
 
@@ -55,7 +64,7 @@ TEST(preload_nccl_route, IneligibleReductionsSayWhy) {
   EXPECT_EQ(decide_route(all_reduce(12, ElementType::Bf16, true, 8), kAvailable), RouteOutcome::CountNotDivisible);
   EXPECT_EQ(decide_route(all_reduce(16, ElementType::Bf16, true, 8), kAvailable), RouteOutcome::CopyEngine);
   EXPECT_EQ(decide_route(all_reduce(8, ElementType::Bf16, true, 0), kAvailable), RouteOutcome::UnknownCommunicator);
-  // The reasons that hold whatever the build are given before "not available".
+  // The reasons that hold whatever the route's state are given before "unavailable".
   EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, false, 2), kWanted), RouteOutcome::OpNotSum);
 }
 
@@ -67,16 +76,69 @@ TEST(preload_nccl_route, ReduceScatterCountIsPerRankSoAlwaysDivides) {
   EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::OpNotSum);
 }
 
-TEST(preload_nccl_route, GatherAndAllToAllMoveAnyTypeAndIgnoreTheOp) {
-  CollectiveRequest r = all_reduce(7, ElementType::Other, false, 4);
+TEST(preload_nccl_route, GatherAndAllToAllIgnoreTheOpButMoveOnlyTheThreeTypes) {
+  CollectiveRequest r = all_reduce(7, ElementType::Fp16, false, 4);
   r.kind = CollectiveKind::AllGather;
   EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
   r.kind = CollectiveKind::AllToAll;
   EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
+  r.type = ElementType::Other;  // int8, fp64...: the route's copy-engine collectives move bf16, fp16, fp32
+  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::UnsupportedType);
+  r.kind = CollectiveKind::AllGather;
+  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::UnsupportedType);
+  r.type = ElementType::Fp16;
+  r.kind = CollectiveKind::AllToAll;
   r.in_place = true;
   EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::InPlaceAllToAll);
   r.kind = CollectiveKind::AllGather;  // in-place all-gather is NCCL's common case
   EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
+}
+
+TEST(preload_nccl_route, EmptyCallsStayWithNccl) {
+  EXPECT_EQ(decide_route(all_reduce(0, ElementType::Bf16, true, 2), kAvailable), RouteOutcome::Empty);
+}
+
+TEST(preload_nccl_route, TheProgramsStateComesAfterTheCallsOwnReasons) {
+  RouteFacts grouped = kAvailable;
+  grouped.inside_group = true;
+  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Bf16, true, 2), grouped), RouteOutcome::InsideGroup);
+  // A call the route could never take says so, group or not.
+  EXPECT_EQ(decide_route(all_reduce(7, ElementType::Bf16, true, 2), grouped), RouteOutcome::CountNotDivisible);
+  RouteFacts non_blocking = kAvailable;
+  non_blocking.non_blocking_communicator = true;
+  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, true, 2), non_blocking),
+            RouteOutcome::NonBlockingCommunicator);
+  RouteFacts failed = kAvailable;
+  failed.route_failed = true;
+  failed.route_unavailable = true;
+  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, true, 2), failed), RouteOutcome::RouteFailed);
+  // Inside a group, a failed route is not even looked at.
+  failed.inside_group = true;
+  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, true, 2), failed), RouteOutcome::InsideGroup);
+}
+
+TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
+  Counters c;
+  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::CopyEngine, 2048);
+  c.count_collective(CollectiveKind::AllGather, RouteOutcome::CopyEngine, 64);
+  c.copy_engine_staged_bytes = 4096 + 96;
+  c.copy_engine_pool_bytes = 2u << 20;
+  c.copy_engine_registrations = 2;
+  Snapshot s;
+  s.pid = 9;
+  fill_counters(c, s);
+  const std::string text = render_text(s);
+  EXPECT_NE(text.find("tandem[9]: copy-engine route: 2 calls, 4192 B staged, window pool 2097152 B (2 "
+                      "registrations)\n"),
+            std::string::npos)
+      << text;
+  const auto j = nlohmann::json::parse(render_json(s));
+  EXPECT_EQ(j["copy_engine_route"]["staged_bytes"], 4192);
+  EXPECT_EQ(j["copy_engine_route"]["pool_bytes"], 2 * 1024 * 1024);
+  EXPECT_EQ(j["copy_engine_route"]["registrations"], 2);
+  Snapshot none;
+  fill_counters(Counters{}, none);
+  EXPECT_EQ(render_text(none).find("copy-engine route"), std::string::npos);
 }
 
 TEST(preload_nccl_route, PayloadIsNcclTestsSize) {
@@ -93,7 +155,8 @@ TEST(preload_nccl_route, PayloadIsNcclTestsSize) {
 
 TEST(preload_nccl_route, NamesAreNcclFunctionsAndStableReasonTokens) {
   EXPECT_STREQ(to_string(CollectiveKind::AllToAll), "ncclAlltoAll");
-  EXPECT_STREQ(to_string(RouteOutcome::RouteNotAvailable), "route-not-available");
+  EXPECT_STREQ(to_string(RouteOutcome::RouteUnavailable), "route-unavailable");
+  EXPECT_STREQ(to_string(RouteOutcome::InsideGroup), "inside-group");
   EXPECT_STREQ(to_string(RouteOutcome::CountNotDivisible), "count-not-divisible");
 }
 
@@ -224,8 +287,8 @@ TEST(preload_nccl_registry, ConcurrentRanksDoNotLoseEntries) {
 
 TEST(preload_nccl_stats, CountsBecomeOneLinePerCollectiveCalled) {
   Counters c;
-  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::RouteNotAvailable, 2048);
-  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::RouteNotAvailable, 2048);
+  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::RouteUnavailable, 2048);
+  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::RouteUnavailable, 2048);
   c.count_collective(CollectiveKind::AllReduce, RouteOutcome::OpNotSum, 100);
   c.count_collective(CollectiveKind::AllGather, RouteOutcome::CopyEngine, 64);
   c.communicators_created = 3;
@@ -243,7 +306,7 @@ TEST(preload_nccl_stats, CountsBecomeOneLinePerCollectiveCalled) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("tandem[7]: ncclAllReduce: 3 calls, 4196 B; copy-engine 0, nccl 3 (op-not-sum 1, "
-                      "route-not-available 2)\n"),
+                      "route-unavailable 2)\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("tandem[7]: ncclAllGather: 1 calls, 64 B; copy-engine 1, nccl 0\n"), std::string::npos) << text;
@@ -251,7 +314,7 @@ TEST(preload_nccl_stats, CountsBecomeOneLinePerCollectiveCalled) {
   const auto j = nlohmann::json::parse(render_json(s));
   EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["calls"], 3);
   EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["bytes"], 4196);
-  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["nccl"]["route-not-available"], 2);
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["nccl"]["route-unavailable"], 2);
   EXPECT_EQ(j["nccl_collectives"]["ncclAllGather"]["copy_engine"], 1);
   EXPECT_EQ(j["nccl_communicators"]["configured"], 2);
   EXPECT_EQ(j["nccl_communicators"]["settings"], "nccl-ctas:16");

@@ -127,19 +127,23 @@ TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
   EXPECT_NE(bogus.status, 0);
   EXPECT_EQ(bogus.out, "");
   EXPECT_NE(bogus.err.find("bogus"), std::string::npos);
-  for (const char* policy : {"sequential", "comm-first+priority", "green:64", "copy-engine", "nccl-symmetric"}) {
+  for (const char* policy : {"sequential", "comm-first+priority", "green:64", "nccl-symmetric"}) {
     const Result r = run(tandem_run(std::string("--policy ") + policy, "sh -c 'echo ran'"));
     EXPECT_NE(r.status, 0) << policy;
     EXPECT_EQ(r.out, "") << policy;
     EXPECT_NE(r.err.find("cannot be applied by `tandem run`"), std::string::npos) << r.err;
   }
+  // copy-engine is the interposer's own route: run, the policy handed to the child as it is.
+  const Result ce = run(tandem_run("--policy copy-engine", "sh -c 'echo $TANDEM_POLICY'"));
+  EXPECT_EQ(ce.status, 0) << ce.err;
+  EXPECT_EQ(ce.out, "copy-engine\n");
   EXPECT_NE(run(tandem_run("--log-level loud", "true")).status, 0);
   EXPECT_NE(run(tandem_run("--shape-when sometimes", "true")).status, 0);
 }
 
 // A policy file as `tandem tune` writes it (comments on the case, then the policy) is accepted by
-// `tandem run --policy @FILE`; a tuned policy with controls only a program can apply (launch order,
-// copy engines) is refused with the reason, before anything runs.
+// `tandem run --policy @FILE`; a tuned policy with controls only a program can apply (launch order)
+// is refused with the reason, before anything runs.
 TEST(preload_run_command, TakesAPolicyFileAsTuneWritesIt) {
   ScratchFolder scratch;
   auto write = [&](const std::string& name, const std::string& policy) {

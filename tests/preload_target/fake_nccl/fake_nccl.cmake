@@ -40,5 +40,12 @@ function(tandem_wire_nccl_hook_test)
     target_compile_definitions(test_preload_nccl_gpu PRIVATE TANDEM_NCCL_PROGRAM_PATH="$<TARGET_FILE:nccl_program>")
     add_dependencies(test_preload_nccl_gpu nccl_program)
   endif()
+  # The copy-engine route's GPU test: its threaded program and the grouped one above.
+  if(TARGET test_preload_nccl_route_gpu)
+    target_compile_definitions(test_preload_nccl_route_gpu PRIVATE
+      TANDEM_NCCL_ROUTE_PROGRAM_PATH="$<TARGET_FILE:nccl_route_program>"
+      TANDEM_NCCL_PROGRAM_PATH="$<TARGET_FILE:nccl_program>")
+    add_dependencies(test_preload_nccl_route_gpu nccl_route_program nccl_program)
+  endif()
 endfunction()
 cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL tandem_wire_nccl_hook_test)

@@ -193,4 +193,39 @@ ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataTy
   return collective("ncclAlltoAll", send, recv, count, type, -1, comm);
 }
 
+ncclResult_t ncclGroupStart() {
+  record({{"fn", "ncclGroupStart"}});
+  return ncclSuccess;
+}
+ncclResult_t ncclGroupEnd() {
+  record({{"fn", "ncclGroupEnd"}});
+  return ncclSuccess;
+}
+
+// What tandem's copy-engine route library links besides the above (libtandem_nccl_route.so loads
+// only when every one is there). The route never gets as far as calling them on a machine without a
+// GPU: they are recorded, and refuse.
+const char* ncclGetLastError(ncclComm_t) { return "fake NCCL"; }
+ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  record({{"fn", "ncclGather"}});
+  return ncclInvalidUsage;
+}
+ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
+  record({{"fn", "ncclCommWindowRegister"}});
+  return ncclInvalidUsage;
+}
+ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) {
+  record({{"fn", "ncclCommWindowDeregister"}});
+  return ncclInvalidUsage;
+}
+ncclResult_t ncclMemAlloc(void** ptr, size_t) {
+  record({{"fn", "ncclMemAlloc"}});
+  if (ptr) *ptr = nullptr;
+  return ncclInvalidUsage;
+}
+ncclResult_t ncclMemFree(void*) {
+  record({{"fn", "ncclMemFree"}});
+  return ncclInvalidUsage;
+}
+
 }  // extern "C"

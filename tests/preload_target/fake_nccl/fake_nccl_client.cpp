@@ -3,6 +3,8 @@
 // communicators every way NCCL offers, issues each collective in the cases the route decision
 // tells apart, destroys them, and prints one JSON object: what each call returned, errno after it,
 // and every call the fake NCCL received.
+#include <link.h>
+
 #include <cerrno>
 #include <cstddef>
 #include <cstdio>
@@ -33,6 +35,22 @@ ncclConfig_t program_config() {
   config.minCTAs = 2;
   config.cgaClusterSize = 4;
   return config;
+}
+
+// The file of every loaded object whose name holds `part`: one libnccl.so.2 in the process, whatever
+// the interposer loads.
+json loaded_objects_named(const char* part) {
+  json found = json::array();
+  std::pair<const char*, json*> wanted(part, &found);
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        auto& list = *static_cast<std::pair<const char*, json*>*>(out);
+        const std::string name = info->dlpi_name ? info->dlpi_name : "";
+        if (name.find(list.first) != std::string::npos) list.second->push_back(name);
+        return 0;
+      },
+      &wanted);
+  return found;
 }
 
 }  // namespace
@@ -99,6 +117,9 @@ int main() {
   step("all_reduce_unseen_comm", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, unseen, nullptr); });
   step("all_reduce_non_blocking_comm",
        [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, configured, nullptr); });
+  step("group_start", [&] { return ncclGroupStart(); });
+  step("all_reduce_in_group", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, plain, nullptr); });
+  step("group_end", [&] { return ncclGroupEnd(); });
 
   step("finalize", [&] { return ncclCommFinalize(plain); });
   step("destroy", [&] { return ncclCommDestroy(plain); });
@@ -106,7 +127,11 @@ int main() {
   for (ncclComm_t c : {old_header, garbage, inherits, split_configured, all[0], all[1], scalable})
     if (c) ncclCommDestroy(c);
 
-  const json out = {{"version", version}, {"steps", g_steps}, {"calls", json::parse(fake_nccl_calls_json())}};
+  const json out = {{"version", version},
+                    {"steps", g_steps},
+                    {"calls", json::parse(fake_nccl_calls_json())},
+                    {"nccl_objects", loaded_objects_named("libnccl")},
+                    {"route_objects", loaded_objects_named("libtandem_nccl_route")}};
   std::printf("%s\n", out.dump().c_str());
   return 0;
 }

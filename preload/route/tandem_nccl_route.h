@@ -1,0 +1,60 @@
+#pragma once
+// The C ABI of libtandem_nccl_route.so: tandem's copy-engine route (tandem/copy_engine_route.h) for
+// the interposer behind `tandem run`. The interposer must never link or load NCCL itself (it is
+// preloaded before the program's NCCL), so the route lives in this library of its own, which
+// links libnccl.so.2 by SONAME and is dlopen()ed only at the first collective that would take the
+// route: the program's NCCL is loaded then, and the loader binds this library to that very copy.
+//
+// Plain C types only, so the two sides share no C++ object. No function throws. Every function
+// that runs NCCL work must be called with the interposer's "inside tandem" flag set, so that this
+// library's own NCCL calls (ncclCommSplit, ncclAllGather, ...), which resolve to the interposer's
+// exported hooks, go straight to NCCL and are not counted as the program's.
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+extern "C" {
+
+// Raised whenever a signature below changes: the interposer refuses a library of another version.
+#define TANDEM_NCCL_ROUTE_ABI_VERSION 1
+
+typedef struct tandem_nccl_route tandem_nccl_route;
+
+// What a collective call answered.
+enum tandem_nccl_route_result {
+  TANDEM_ROUTE_DONE = 0,      // the collective is on the stream
+  TANDEM_ROUTE_DECLINED = 1,  // nothing was enqueued: the caller hands the call to NCCL (`why` says why)
+  TANDEM_ROUTE_FAILED = 2,    // failed partway: the route is aborted; the caller reports an NCCL error
+};
+
+typedef struct tandem_nccl_route_stats {
+  int64_t calls;
+  int64_t staged_bytes;
+  int64_t pool_bytes;
+  int64_t registrations;
+} tandem_nccl_route_stats;
+
+int tandem_nccl_route_abi_version(void);
+// The file of the NCCL this library's NCCL calls go to (dladdr of ncclGetVersion): the interposer
+// checks it is the program's.
+const char* tandem_nccl_route_nccl_file(void);
+
+// A route for `comm` (the program's; not owned), or NULL with `why` filled: NCCL older than 2.28,
+// no usable CUDA device, a communicator NCCL does not answer for. Local: no NCCL collective runs
+// here (the lanes are split at the first collective), so a refusal never leaves peers waiting.
+tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double timeout_s, char* why, size_t why_size);
+
+// `kind`: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all (tandem::CopyEngineCollective);
+// `count` with NCCL's meaning for that kind; `op` ignored for the last two.
+int tandem_nccl_route_collective(tandem_nccl_route* route, int kind, const void* send, void* recv, size_t count,
+                                 ncclDataType_t dtype, ncclRedOp_t op, cudaStream_t stream, char* why, size_t why_size);
+
+void tandem_nccl_route_get_stats(const tandem_nccl_route* route, tandem_nccl_route_stats* out);
+
+// `healthy` != 0: every rank's route work is done and every rank destroys its route now
+// (collective: windows released, lanes closed); 0: aborts the lanes, waits for no peer.
+void tandem_nccl_route_destroy(tandem_nccl_route* route, int healthy);
+
+}  // extern "C"
