@@ -18,4 +18,5 @@ os.environ.setdefault("NCCL_HOSTID", f"tandem-shared-gpu-rank-{rank}")
 os.environ["LOCAL_RANK"] = "0"  # the program picks cuda:LOCAL_RANK
 program = sys.argv[1]
 sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(os.path.abspath(program)))  # as `python PROGRAM` would
 runpy.run_path(program, run_name="__main__")
