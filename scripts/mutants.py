@@ -2,8 +2,8 @@
 """Plants each bug of the mutant catalogue (tests/mutants/*.mutant) alone, rebuilds only the tests it
 names, runs them and reports whether they caught it.
 
-Each mutant names a file, a snippet that must occur in it exactly once, its replacement and the
-tests expected to fail. Snippets rather than line numbers keep the catalogue valid while the code
+Each mutant names a file, a snippet that must occur in it exactly once (whitespace runs match any
+whitespace, so reformatting keeps it valid), its replacement and the tests expected to fail. Snippets rather than line numbers keep the catalogue valid while the code
 around them changes; a snippet that no longer occurs exactly once is reported as "stale" and fails
 the run, so the catalogue cannot rot silently.
 
@@ -42,6 +42,7 @@ of them fails (or times out). Exit status: 0 when every mutant selected was caug
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -120,7 +121,8 @@ class Journal:
 
     def apply(self, mutant, text):
         write(self.path, json.dumps({mutant.file: text}))
-        write(ROOT / mutant.file, text.replace(mutant.original, mutant.replacement, 1))
+        match = snippet_pattern(mutant.original).search(text)
+        write(ROOT / mutant.file, text[:match.start()] + mutant.replacement + text[match.end():])
 
     def revert(self, mutant, text):
         write(ROOT / mutant.file, text)
@@ -178,12 +180,20 @@ def run_tests(build_dir, tests):
     return failed
 
 
+def snippet_pattern(snippet):
+    """The snippet with every run of whitespace matching any run of whitespace: reformatting the code
+    (scripts/format-check.sh --fix) moves line breaks and indentation, not the code a mutant plants
+    its bug in."""
+    words = snippet.split()
+    return re.compile(r"\s+".join(re.escape(w) for w in words))
+
+
 def check_applies(mutant):
     path = ROOT / mutant.file
     if not path.exists():
         return None, f"{mutant.file} does not exist"
     text = read(path)
-    count = text.count(mutant.original)
+    count = len(snippet_pattern(mutant.original).findall(text))
     if count != 1:
         return None, f"the original snippet occurs {count} times in {mutant.file}, not once"
     return text, ""
