@@ -1,5 +1,4 @@
 #include "collectives/collective_base.cuh"
-#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -9,7 +8,9 @@ struct AllToAllExpected {
   uint64_t seed;
   int rank;
   size_t chunk;
-  __device__ float operator()(size_t i) const { return small_integer(seed, i / chunk, size_t(rank) * chunk + i % chunk); }
+  __device__ float operator()(size_t i) const {
+    return small_integer(seed, i / chunk, size_t(rank) * chunk + i % chunk);
+  }
 };
 
 class AllToAll final : public BufferedCollective {
@@ -19,23 +20,14 @@ class AllToAll final : public BufferedCollective {
   int shards(int n) const override { return n; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
     // Rank r would overwrite chunk r of a peer's buffer while that peer still sends it.
-    TANDEM_REQUIRE(!in_place, "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); "
-                              "run it without --in-place");
-    const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count, false);
+    TANDEM_REQUIRE(!in_place,
+                   "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); "
+                   "run it without --in-place");
+    allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllToAll, false);
   }
   std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
     lanes_ = lanes;
     return "";
-  }
-  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    const size_t chunk = send_count_ / nranks_;
-    // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch
-    // with the peers' copies; the exchange leaves that copy to this rank's own gather.
-    if (lanes_)
-      copy_engine_all_to_all(*lanes_, send_, recv_, chunk, dtype_, stream);
-    else
-      TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, chunk, to_nccl(dtype_), comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, AllToAllExpected{seed_, rank_, send_count_ / nranks_});
