@@ -74,12 +74,6 @@ bench::TunedCase resumed_case(const bench::ResumedCase& c) {
   return t;
 }
 
-// The cases run_tune will tune, for the policy files' names before the last case is done.
-size_t expected_cases(const bench::BenchOptions& o) {
-  if (bench::is_scenario(o.workloads.front())) return o.workloads.size();
-  return o.workloads.size() * o.collectives.size() * bench::size_sweep(o.min_bytes, o.max_bytes, o.step_factor).size();
-}
-
 // With several cases, one file each: FILE becomes FILE-stem.workload.collective.size.policy.
 std::string policy_path(const std::string& base, const bench::Row& r, size_t cases) {
   if (cases == 1) return base;
@@ -131,7 +125,7 @@ int run(const TuneCli& cli) {
   bench::TuneSinks sinks;
   sinks.on_case = [&](const bench::TunedCase& c) {
     if (!printer) return;
-    write_quietly(policy_path(cli.policy_file, c.tuned, expected_cases(options)), policy_file_text(c, info));
+    write_quietly(policy_path(cli.policy_file, c.tuned, bench::case_count(options)), policy_file_text(c, info));
     std::vector<bench::Row> rows;
     append_case_rows(c, rows);
     for (auto& r : rows_json(rows)) rows_so_far.push_back(std::move(r));
@@ -148,7 +142,7 @@ int run(const TuneCli& cli) {
     resumed_done.push_back(c);
     if (!printer) return;
     // Its policy file, unless it is still there (a user may have edited it).
-    const std::string path = policy_path(cli.policy_file, c->tuned, expected_cases(options));
+    const std::string path = policy_path(cli.policy_file, c->tuned, bench::case_count(options));
     if (!std::filesystem::exists(path)) write_quietly(path, policy_file_text(resumed_case(*c), info));
     for (const auto& r : c->rows) rows_so_far.push_back(r);
     if (!options.json_path.empty()) write_quietly(options.json_path, bench::json_text(document({}, false), 2) + "\n");
@@ -157,7 +151,7 @@ int run(const TuneCli& cli) {
   // until the final rounds replace it with the winner: a search interrupted after minutes keeps it.
   sinks.on_best_so_far = [&](const bench::Row& best) {
     if (printer)
-      write_quietly(policy_path(cli.policy_file, best, expected_cases(options)), best_so_far_text(best, info));
+      write_quietly(policy_path(cli.policy_file, best, bench::case_count(options)), best_so_far_text(best, info));
   };
   const auto started = std::chrono::steady_clock::now();
   const auto outcome = bench::run_tune(

@@ -25,10 +25,14 @@ struct Measured {
 
 const char* mode_name(ScenarioMode m) {
   switch (m) {
-    case ScenarioMode::Full: return "overlap";
-    case ScenarioMode::ComputeOnly: return "compute alone";
-    case ScenarioMode::CommOnly: return "collectives alone";
-    case ScenarioMode::Sequential: return "sequential";
+    case ScenarioMode::Full:
+      return "overlap";
+    case ScenarioMode::ComputeOnly:
+      return "compute alone";
+    case ScenarioMode::CommOnly:
+      return "collectives alone";
+    case ScenarioMode::Sequential:
+      return "sequential";
   }
   return "?";
 }
@@ -88,9 +92,9 @@ class ScenarioCase final : public PolicyTrials {
     baselines_.chain_ms = measure_chain();
     // The issue-level "ideal bound": the longer of the two sides along the dependency chain, or the
     // device memory both sides need, whichever is slower.
-    baselines_.bound_ms = std::max(baselines_.chain_ms,
-                                   bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
-                                            ctx_.group.min(ctx_.hbm_bandwidth_gbps)));
+    baselines_.bound_ms =
+        std::max(baselines_.chain_ms, bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
+                                               ctx_.group.min(ctx_.hbm_bandwidth_gbps)));
   }
 
   void remeasure_baselines() override { measure_baselines({}); }
@@ -228,8 +232,8 @@ class ScenarioCase final : public PolicyTrials {
       }
       for (auto& op : samples) medians[side].push_back(summarize(op).median);
     }
-    const double chain = scenario_.chain_ms(
-        operation_times(medians[0], medians[1], baselines_.compute.median, baselines_.comm.median));
+    const double chain =
+        scenario_.chain_ms(operation_times(medians[0], medians[1], baselines_.compute.median, baselines_.comm.median));
     return -ctx_.group.min(-chain);
   }
 
@@ -313,7 +317,8 @@ std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOpti
   TANDEM_REQUIRE(nranks >= 1, "a scenario needs at least one rank");
   TANDEM_REQUIRE(o.layers >= 1, "--layers must be at least 1 (got " + std::to_string(o.layers) + ")");
   TANDEM_REQUIRE(o.seq >= 1, "--seq must be positive (got " + std::to_string(o.seq) + ")");
-  TANDEM_REQUIRE(o.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(o.micro_batches) + ")");
+  TANDEM_REQUIRE(o.micro_batches >= 1,
+                 "--micro-batches must be at least 1 (got " + std::to_string(o.micro_batches) + ")");
   TANDEM_REQUIRE(o.bucket_mb > 0 && o.first_bucket_mb > 0, "--bucket-mb and --first-bucket-mb must be positive");
   for (const auto& e : scenario_registry())
     if (name == e.name) {
@@ -354,7 +359,8 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
             ScenarioCase c(ctx, options, *scenario);
             c.capture_footprints();
             c.measure_baselines(progress);
-            body(c, CaseId{name, scenario->collective(), scenario->collective_bytes(), ctx.rank, nranks, collects});
+            body(c,
+                 CaseId{name, scenario->collective(), scenario->collective_bytes(), ctx.rank, nranks, collects, name});
           }
           // Windows are registered collectively and must be released before the buffers go; every
           // rank is done with this scenario before any frees its buffers and moves on.
@@ -364,19 +370,6 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
       },
       notes);
   return hbm_bandwidth_gbps;
-}
-
-BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
-                           const ProgressSink& progress) {
-  const auto& policies = effective_policies(options);
-  const size_t total_steps = options.workloads.size() * policies.size();
-  BenchOutcome outcome;
-  size_t step = 0;  // rank 0's count; only rank 0 reports progress
-  const CaseBody body = [&](PolicyTrials& trials, const CaseId& id) {
-    record_policies(trials, id, id.workload, options, step, total_steps, outcome, on_row, progress);
-  };
-  outcome.hbm_bandwidth_gbps = for_each_scenario(options, nranks, body, &outcome.notes, progress);
-  return outcome;
 }
 
 }  // namespace tandem::bench

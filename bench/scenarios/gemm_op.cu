@@ -1,7 +1,8 @@
+#include "scenarios/gemm_op.h"
+
 #include <algorithm>
 
 #include "harness/values.cuh"
-#include "scenarios/gemm_op.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
