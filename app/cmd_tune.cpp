@@ -1,6 +1,5 @@
 // `tandem tune`: finds the best overlap policy for each case and writes it as a policy file that
 // `tandem bench --policy @FILE` and `tandem run --policy @FILE` accept.
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "harness/scenario_runner.h"
 #include "harness/tune_resume.h"
 #include "harness/tuner.h"
+#include "report/tune_report.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
@@ -172,29 +172,18 @@ int run(const TuneCli& cli) {
 
   std::vector<bench::Row> json_rows, summary;
   for (const auto& c : outcome.cases) {
-    auto ranked = c.candidates;
-    std::sort(ranked.begin(), ranked.end(),
-              [](const bench::Row& a, const bench::Row& b) { return a.t_overlap_ms < b.t_overlap_ms; });
-    std::printf("#\n# %s x %s %s: %zu policies measured; fastest first\n", c.tuned.workload.c_str(),
-                c.tuned.collective.c_str(), bench::size_text(c.tuned.bytes).c_str(), c.candidates.size());
-    std::fputs(bench::column_header_text().c_str(), stdout);
-    for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(cli.show); ++i)
-      std::fputs(bench::row_text(ranked[i]).c_str(), stdout);
     append_case_rows(c, json_rows);
     for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) summary.push_back(*r);
     const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size() + resumed_done.size());
     // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
     write_file_atomically(path, policy_file_text(c, info));
-    std::printf("# wrote %s: %s\n", path.c_str(), c.tuned.policy.c_str());
+    std::fputs(bench::tuned_case_text(c.candidates, c.tuned, path, cli.show).c_str(), stdout);
   }
   for (const bench::ResumedCase* c : resumed_done)
-    std::printf("#\n# %s x %s %s: tuned before (--resume %s): %s\n", c->workload.c_str(), c->collective.c_str(),
-                bench::size_text(c->bytes).c_str(), printable(cli.resume, 200).c_str(), c->tuned.policy.c_str());
-  std::printf("#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; %.1f s\n",
-              seconds);
-  std::fputs(bench::column_header_text().c_str(), stdout);
-  for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
-  std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);
+    std::fputs(
+        bench::resumed_case_text(c->workload, c->collective, c->bytes, c->tuned.policy, cli.resume).c_str(),
+        stdout);
+  std::fputs(bench::tune_summary_text(summary, seconds, json_rows, outcome.notes).c_str(), stdout);
   if (!options.json_path.empty()) {
     auto doc = document(outcome.notes, true);
     doc["tune_seconds"] = seconds;

@@ -122,13 +122,6 @@ void record_policies(PolicyTrials& trials, const CaseId& id, const BenchOptions&
   }
 }
 
-std::string size_text(uint64_t bytes) {
-  if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
-  if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
-  if (bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
-  return std::to_string(bytes) + "B";
-}
-
 BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& on_row, const ProgressSink& progress) {
   const size_t total_steps = case_count(options) * effective_policies(options).size();
   BenchOutcome outcome;

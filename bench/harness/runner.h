@@ -56,8 +56,6 @@ Row blank_row(const BenchOptions& options, const CaseId& id);
 // reports "[step/total] <id.label> <policy>" before each; `step` is its running count over the cases.
 void record_policies(PolicyTrials& trials, const CaseId& id, const BenchOptions& options, size_t& step,
                      size_t total_steps, BenchOutcome& outcome, const RowSink& on_row, const ProgressSink& progress);
-// 512MiB, 1GiB, 4096B.
-std::string size_text(uint64_t bytes);
 
 // Runs every case under every policy on `nranks` GPUs (0..nranks-1), one thread each, or as one rank
 // of a launcher's world (options.launch). Rows reach `on_row` as they are measured, on rank 0 only; every process's
