@@ -81,13 +81,11 @@ class BufferedCollective : public Collective {
     seed_ = seed;
     rank_ = ctx.rank;
     nranks_ = ctx.nranks;
-    const size_t elements = bytes / elem;
     call_.kind = kind;
     call_.dtype = dtype;
-    call_.count = int64_t(kind == CollectiveCall::Kind::AllReduce ? elements : elements / size_t(nranks_));
-    const size_t send_count = size_t(call_.send_elements(nranks_)), recv_count = size_t(call_.recv_elements(nranks_));
-    send_count_ = send_count;
-    recv_count_ = recv_count;
+    call_.count = int64_t(bytes / elem / (kind == CollectiveCall::Kind::AllReduce ? 1 : size_t(nranks_)));
+    send_count_ = size_t(call_.send_elements(nranks_));
+    recv_count_ = size_t(call_.recv_elements(nranks_));
     in_place_ = in_place;
     auto allocate_buffer = [&](size_t count) {
       void* ptr = nullptr;
@@ -96,16 +94,16 @@ class BufferedCollective : public Collective {
       return static_cast<char*>(ptr);
     };
     if (!in_place) {
-      send_ = allocate_buffer(send_count);
-      recv_ = allocate_buffer(recv_count);
-    } else if (send_count == recv_count) {
-      send_ = recv_ = allocate_buffer(send_count);
-    } else if (send_count > recv_count) {
-      send_ = allocate_buffer(send_count);
-      recv_ = static_cast<char*>(send_) + size_t(rank_) * recv_count * elem;
+      send_ = allocate_buffer(send_count_);
+      recv_ = allocate_buffer(recv_count_);
+    } else if (send_count_ == recv_count_) {
+      send_ = recv_ = allocate_buffer(send_count_);
+    } else if (send_count_ > recv_count_) {
+      send_ = allocate_buffer(send_count_);
+      recv_ = static_cast<char*>(send_) + size_t(rank_) * recv_count_ * elem;
     } else {
-      recv_ = allocate_buffer(recv_count);
-      send_ = static_cast<char*>(recv_) + size_t(rank_) * send_count * elem;
+      recv_ = allocate_buffer(recv_count_);
+      send_ = static_cast<char*>(recv_) + size_t(rank_) * send_count_ * elem;
     }
     call_.send = send_;
     call_.recv = recv_;

@@ -89,10 +89,6 @@ class GemmBuffers {
   scenarios::GemmDims dims() const { return {"gemm", m, n, k}; }
   double hbm_bytes() const { return double(m * k + k * n + m * n) * dtype_size(dtype); }
   double flops() const { return 2.0 * m * n * k; }
-  std::string shape_text() const {
-    return std::string(to_string(dtype)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
-           " k=" + std::to_string(k);
-  }
 
   DType dtype = DType::BF16;
   int64_t m = 0, n = 0, k = 0;
