@@ -18,10 +18,6 @@ class AllGather final : public BufferedCollective {
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
     allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllGather, in_place);
   }
-  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
-    lanes_ = lanes;
-    return "";
-  }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, AllGatherExpected{seed_, send_count_});
   }

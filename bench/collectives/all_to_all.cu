@@ -22,10 +22,6 @@ class AllToAll final : public BufferedCollective {
                               "run it without --in-place");
     allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllToAll, false);
   }
-  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
-    lanes_ = lanes;
-    return "";
-  }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, AllToAllExpected{seed_, rank_, send_count_ / nranks_});
   }

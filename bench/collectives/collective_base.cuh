@@ -47,6 +47,12 @@ class BufferedCollective : public Collective {
     windows_->add(comm, ranges, name());
   }
 
+  // The exchange needs no scratch buffer: only the reductions override this.
+  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
+    lanes_ = lanes;
+    return "";
+  }
+
   void release_windows(RankContext&) override {
     if (windows_) windows_->release(name());
   }

@@ -1,8 +1,7 @@
 #pragma once
-// The experiment: for each case - a microbenchmark's workload x collective x size, or a training
-// scenario (harness/scenario_runner.h) - measure both sides alone and in sequence under the default
-// configuration, then every policy, checking results under each. One sweep and one policy loop for
-// both kinds of case; only the case's own runner (CaseRunner, ScenarioCase) differs.
+// The experiment: for each case (a workload x collective x size, or a training scenario) measure both
+// sides alone and in sequence under the default configuration, then every policy, checking results
+// under each. One sweep and one policy loop for both kinds; only their runners differ.
 #include <cstdint>
 #include <functional>
 #include <string>

@@ -101,13 +101,6 @@ std::string Program::collective_kinds() const {
   return out;
 }
 
-void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
-                        cudaStream_t stream, const CollectiveRoute& route) {
-  issue_collective(c, ctx.nranks, comm, stream, route);
-  // The copy-engine functions await their own NCCL calls.
-  if (!route.lanes) ctx.await_communicator(comm, name);
-}
-
 Executor::Executor(const Program& program) : program_(program) {
   done_.assign(program.ops().size(), nullptr);
   for (size_t i = 0; i < done_.size(); ++i)
@@ -139,7 +132,10 @@ void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
 
 void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
   const auto found = routes_.find(comm);
-  enqueue_collective(ctx, comm, op.call, op.name, stream, found == routes_.end() ? CollectiveRoute{} : found->second);
+  const CollectiveRoute route = found == routes_.end() ? CollectiveRoute{} : found->second;
+  bench::issue_collective(op.call, ctx.nranks, comm, stream, route);
+  // The non-blocking communicator must accept it; the copy-engine functions await their own calls.
+  if (!route.lanes) ctx.await_communicator(comm, op.name);
 }
 
 void Executor::open_segment(StreamState& s) {

@@ -93,12 +93,6 @@ struct IssueStep {
 };
 std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first);
 
-// Issues a collective on `stream` as `route` says (Executor::set_route: for a communicator on which
-// the buffers are registered as symmetric windows), then waits for the non-blocking communicator
-// to accept it (ctx.await_communicator).
-void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& call, const std::string& name,
-                        cudaStream_t stream, const CollectiveRoute& route = {});
-
 // Issues a program on one rank's streams, with the events that order them and the events that time
 // each stream's busy stretches.
 class Executor {
