@@ -36,10 +36,8 @@ struct CollectiveRoute {
   // ncclSend/ncclRecv (how frameworks issue all_to_all_single).
   bool all_to_all_api = false;
   // Non-null: on copy engines (tandem/copy_engine.h) over these lanes, on whose communicators the
-  // buffers are registered too: all-reduce and reduce-scatter through the exchange, a sum and
-  // `copy_engine_scratch` (registered, at least the size of the send buffer); all-to-all and
-  // out-of-place all-gather through the exchange; in-place all-gather through NCCL's, which copies
-  // nothing locally.
+  // buffers are registered too; the reductions stage through `copy_engine_scratch` (registered, at
+  // least the size of the send buffer).
   const CopyEngineLanes* lanes = nullptr;
   void* copy_engine_scratch = nullptr;
 };
