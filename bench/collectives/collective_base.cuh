@@ -74,11 +74,10 @@ class BufferedCollective : public Collective {
   }
 
  protected:
-  // `bytes` is the nccl-tests size (CollectiveCall::bytes), validated by check_divisible(); the send
-  // and receive counts, in elements, follow from it. `in_place` allocates the larger buffer only and
-  // puts the smaller one inside it where NCCL's in-place forms expect it: at the same address when
-  // the counts are equal (all-reduce), else as this rank's chunk (all-gather: send = recv + rank x
-  // send_count; reduce-scatter: recv = send + rank x recv_count).
+  // `bytes` (CollectiveCall::bytes) is validated by check_divisible(). `in_place` allocates the larger
+  // buffer only and puts the smaller one inside it where NCCL's in-place forms expect it: at the same
+  // address when the counts are equal (all-reduce), else as this rank's chunk (all-gather: send =
+  // recv + rank x send_count; reduce-scatter: recv = send + rank x recv_count).
   void allocate(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, CollectiveCall::Kind kind, bool in_place) {
     const size_t elem = dtype_size(dtype);
     check_divisible(*this, bytes, dtype, ctx.nranks);

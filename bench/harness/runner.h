@@ -40,10 +40,9 @@ struct CaseId {
 using CaseBody = std::function<void(PolicyTrials& trials, const CaseId& id)>;
 
 // Creates the communicators, one thread per rank (or this process's rank, when a launcher started one
-// process per rank), and runs `body` for every case: every workload x collective x size, or every
-// training scenario (for_each_scenario, which tells `progress` of its setup and baselines). Returns
-// the collecting rank's measured HBM copy bandwidth; `notes` receives rank 0's notes about the
-// launch. Throws after every local rank has stopped.
+// process per rank), and runs `body` for every case (scenarios: for_each_scenario, which tells
+// `progress` of its setup and baselines). Returns the collecting rank's measured HBM copy bandwidth;
+// `notes` receives rank 0's notes about the launch. Throws after every local rank has stopped.
 double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body,
                      std::vector<std::string>* notes = nullptr, const ProgressSink& progress = {});
 // The number of cases for_each_case runs.
