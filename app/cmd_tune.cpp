@@ -1,6 +1,5 @@
 // `tandem tune`: finds the best overlap policy for each case and writes it as a policy file that
 // `tandem bench --policy @FILE` and `tandem run --policy @FILE` accept.
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +14,7 @@
 #include "harness/scenario_runner.h"
 #include "harness/tune_resume.h"
 #include "harness/tuner.h"
+#include "report/tune_report.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
@@ -74,12 +74,6 @@ bench::TunedCase resumed_case(const bench::ResumedCase& c) {
   return t;
 }
 
-// The cases run_tune will tune, for the policy files' names before the last case is done.
-size_t expected_cases(const bench::BenchOptions& o) {
-  if (bench::is_scenario(o.workloads.front())) return o.workloads.size();
-  return o.workloads.size() * o.collectives.size() * bench::size_sweep(o.min_bytes, o.max_bytes, o.step_factor).size();
-}
-
 // With several cases, one file each: FILE becomes FILE-stem.workload.collective.size.policy.
 std::string policy_path(const std::string& base, const bench::Row& r, size_t cases) {
   if (cases == 1) return base;
@@ -131,7 +125,7 @@ int run(const TuneCli& cli) {
   bench::TuneSinks sinks;
   sinks.on_case = [&](const bench::TunedCase& c) {
     if (!printer) return;
-    write_quietly(policy_path(cli.policy_file, c.tuned, expected_cases(options)), policy_file_text(c, info));
+    write_quietly(policy_path(cli.policy_file, c.tuned, bench::case_count(options)), policy_file_text(c, info));
     std::vector<bench::Row> rows;
     append_case_rows(c, rows);
     for (auto& r : rows_json(rows)) rows_so_far.push_back(std::move(r));
@@ -148,7 +142,7 @@ int run(const TuneCli& cli) {
     resumed_done.push_back(c);
     if (!printer) return;
     // Its policy file, unless it is still there (a user may have edited it).
-    const std::string path = policy_path(cli.policy_file, c->tuned, expected_cases(options));
+    const std::string path = policy_path(cli.policy_file, c->tuned, bench::case_count(options));
     if (!std::filesystem::exists(path)) write_quietly(path, policy_file_text(resumed_case(*c), info));
     for (const auto& r : c->rows) rows_so_far.push_back(r);
     if (!options.json_path.empty()) write_quietly(options.json_path, bench::json_text(document({}, false), 2) + "\n");
@@ -157,7 +151,7 @@ int run(const TuneCli& cli) {
   // until the final rounds replace it with the winner: a search interrupted after minutes keeps it.
   sinks.on_best_so_far = [&](const bench::Row& best) {
     if (printer)
-      write_quietly(policy_path(cli.policy_file, best, expected_cases(options)), best_so_far_text(best, info));
+      write_quietly(policy_path(cli.policy_file, best, bench::case_count(options)), best_so_far_text(best, info));
   };
   const auto started = std::chrono::steady_clock::now();
   const auto outcome = bench::run_tune(
@@ -178,29 +172,18 @@ int run(const TuneCli& cli) {
 
   std::vector<bench::Row> json_rows, summary;
   for (const auto& c : outcome.cases) {
-    auto ranked = c.candidates;
-    std::sort(ranked.begin(), ranked.end(),
-              [](const bench::Row& a, const bench::Row& b) { return a.t_overlap_ms < b.t_overlap_ms; });
-    std::printf("#\n# %s x %s %s: %zu policies measured; fastest first\n", c.tuned.workload.c_str(),
-                c.tuned.collective.c_str(), bench::size_text(c.tuned.bytes).c_str(), c.candidates.size());
-    std::fputs(bench::column_header_text().c_str(), stdout);
-    for (size_t i = 0; i < ranked.size() && i < static_cast<size_t>(cli.show); ++i)
-      std::fputs(bench::row_text(ranked[i]).c_str(), stdout);
     append_case_rows(c, json_rows);
     for (const bench::Row* r : {&c.naive, &c.paper, &c.tuned}) summary.push_back(*r);
     const std::string path = policy_path(cli.policy_file, c.tuned, outcome.cases.size() + resumed_done.size());
     // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
     write_file_atomically(path, policy_file_text(c, info));
-    std::printf("# wrote %s: %s\n", path.c_str(), c.tuned.policy.c_str());
+    std::fputs(bench::tuned_case_text(c.candidates, c.tuned, path, cli.show).c_str(), stdout);
   }
   for (const bench::ResumedCase* c : resumed_done)
-    std::printf("#\n# %s x %s %s: tuned before (--resume %s): %s\n", c->workload.c_str(), c->collective.c_str(),
-                bench::size_text(c->bytes).c_str(), printable(cli.resume, 200).c_str(), c->tuned.policy.c_str());
-  std::printf("#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; %.1f s\n",
-              seconds);
-  std::fputs(bench::column_header_text().c_str(), stdout);
-  for (const auto& r : summary) std::fputs(bench::row_text(r).c_str(), stdout);
-  std::fputs(bench::footer_text(json_rows, outcome.notes).c_str(), stdout);
+    std::fputs(
+        bench::resumed_case_text(c->workload, c->collective, c->bytes, c->tuned.policy, cli.resume).c_str(),
+        stdout);
+  std::fputs(bench::tune_summary_text(summary, seconds, json_rows, outcome.notes).c_str(), stdout);
   if (!options.json_path.empty()) {
     auto doc = document(outcome.notes, true);
     doc["tune_seconds"] = seconds;

@@ -1,5 +1,4 @@
 #include "collectives/collective_base.cuh"
-#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -17,23 +16,11 @@ class AllGather final : public BufferedCollective {
   double busbw_factor(int n) const override { return double(n - 1) / n; }
   int shards(int n) const override { return n; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
-    const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count / ctx.nranks, count, in_place);
+    allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllGather, in_place);
   }
-  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
-    lanes_ = lanes;
-    return "";
+  int64_t count_wrong(RankContext& ctx) override {
+    return count_wrong_with(ctx, AllGatherExpected{seed_, send_count_});
   }
-  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    // Out of place, NCCL would copy this rank's own chunk first, on the SMs, in one batch with the
-    // peers' copies: the copy-engine all-gather leaves that copy to this rank's own gather instead
-    // (in place, it is NCCL's, which copies nothing locally).
-    if (lanes_)
-      copy_engine_all_gather(*lanes_, send_, recv_, send_count_, dtype_, stream);
-    else
-      TANDEM_NCCL_CHECK(comm, ncclAllGather(send_, recv_, send_count_, to_nccl(dtype_), comm, stream));
-  }
-  int64_t count_wrong(RankContext& ctx) override { return count_wrong_with(ctx, AllGatherExpected{seed_, send_count_}); }
   // Out of place: the input is read and the whole output written; in place, the own chunk stays
   // where it is (read once to send, never written).
   double hbm_bytes() const override { return in_place_ ? double(bytes_) : double(bytes_) / nranks_ + bytes_; }

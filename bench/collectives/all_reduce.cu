@@ -14,10 +14,9 @@ class AllReduce final : public BufferedCollective {
  public:
   const char* name() const override { return "all-reduce"; }
   double busbw_factor(int n) const override { return 2.0 * (n - 1) / n; }
-  int shards(int ) const override { return 1; }
+  int shards(int) const override { return 1; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
-    const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count, in_place);
+    allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllReduce, in_place);
   }
   std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
     if (lanes) {
@@ -28,12 +27,6 @@ class AllReduce final : public BufferedCollective {
     }
     lanes_ = lanes;
     return "";
-  }
-  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    if (lanes_)
-      copy_engine_all_reduce(*lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
-    else
-      TANDEM_NCCL_CHECK(comm, ncclAllReduce(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override { return count_wrong_with(ctx, AllReduceExpected{seed_, nranks_}); }
   double hbm_bytes() const override { return 2.0 * bytes_; }

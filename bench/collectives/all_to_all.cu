@@ -1,5 +1,4 @@
 #include "collectives/collective_base.cuh"
-#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -21,21 +20,7 @@ class AllToAll final : public BufferedCollective {
     // Rank r would overwrite chunk r of a peer's buffer while that peer still sends it.
     TANDEM_REQUIRE(!in_place, "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); "
                               "run it without --in-place");
-    const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count, false);
-  }
-  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
-    lanes_ = lanes;
-    return "";
-  }
-  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    const size_t chunk = send_count_ / nranks_;
-    // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch
-    // with the peers' copies; the exchange leaves that copy to this rank's own gather.
-    if (lanes_)
-      copy_engine_all_to_all(*lanes_, send_, recv_, chunk, dtype_, stream);
-    else
-      TANDEM_NCCL_CHECK(comm, ncclAlltoAll(send_, recv_, chunk, to_nccl(dtype_), comm, stream));
+    allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllToAll, false);
   }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, AllToAllExpected{seed_, rank_, send_count_ / nranks_});

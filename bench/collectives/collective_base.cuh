@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/collective_call.h"
 #include "harness/collective.h"
 #include "harness/values.cuh"
 #include "tandem/cuda_check.h"
@@ -46,10 +47,21 @@ class BufferedCollective : public Collective {
     windows_->add(comm, ranges, name());
   }
 
+  // The exchange needs no scratch buffer: only the reductions override this.
+  std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
+    lanes_ = lanes;
+    return "";
+  }
+
   void release_windows(RankContext&) override {
     if (windows_) windows_->release(name());
   }
   size_t bytes() const override { return bytes_; }
+
+  // NCCL's own all-to-all rather than grouped point-to-point: the collective nccl-tests time.
+  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
+    issue_collective(call_, nranks_, comm, stream, {/*all_to_all_api=*/true, lanes_, scratch_});
+  }
 
   void poison_output(cudaStream_t stream) override {
     dispatch_dtype(dtype_, [&](auto t) {
@@ -62,12 +74,11 @@ class BufferedCollective : public Collective {
   }
 
  protected:
-  // Send and receive counts are in elements; `bytes` was validated by check_divisible(). `in_place`
-  // allocates the larger buffer only and puts the smaller one inside it where NCCL's in-place forms
-  // expect it: at the same address when the counts are equal (all-reduce), else as this rank's chunk
-  // (all-gather: send = recv + rank x send_count; reduce-scatter: recv = send + rank x recv_count).
-  void allocate(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, size_t send_count, size_t recv_count,
-                bool in_place) {
+  // `bytes` (CollectiveCall::bytes) is validated by check_divisible(). `in_place` allocates the larger
+  // buffer only and puts the smaller one inside it where NCCL's in-place forms expect it: at the same
+  // address when the counts are equal (all-reduce), else as this rank's chunk (all-gather: send =
+  // recv + rank x send_count; reduce-scatter: recv = send + rank x recv_count).
+  void allocate(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, CollectiveCall::Kind kind, bool in_place) {
     const size_t elem = dtype_size(dtype);
     check_divisible(*this, bytes, dtype, ctx.nranks);
     bytes_ = bytes;
@@ -75,8 +86,11 @@ class BufferedCollective : public Collective {
     seed_ = seed;
     rank_ = ctx.rank;
     nranks_ = ctx.nranks;
-    send_count_ = send_count;
-    recv_count_ = recv_count;
+    call_.kind = kind;
+    call_.dtype = dtype;
+    call_.count = int64_t(bytes / elem / (kind == CollectiveCall::Kind::AllReduce ? 1 : size_t(nranks_)));
+    send_count_ = size_t(call_.send_elements(nranks_));
+    recv_count_ = size_t(call_.recv_elements(nranks_));
     in_place_ = in_place;
     auto allocate_buffer = [&](size_t count) {
       void* ptr = nullptr;
@@ -85,17 +99,19 @@ class BufferedCollective : public Collective {
       return static_cast<char*>(ptr);
     };
     if (!in_place) {
-      send_ = allocate_buffer(send_count);
-      recv_ = allocate_buffer(recv_count);
-    } else if (send_count == recv_count) {
-      send_ = recv_ = allocate_buffer(send_count);
-    } else if (send_count > recv_count) {
-      send_ = allocate_buffer(send_count);
-      recv_ = static_cast<char*>(send_) + size_t(rank_) * recv_count * elem;
+      send_ = allocate_buffer(send_count_);
+      recv_ = allocate_buffer(recv_count_);
+    } else if (send_count_ == recv_count_) {
+      send_ = recv_ = allocate_buffer(send_count_);
+    } else if (send_count_ > recv_count_) {
+      send_ = allocate_buffer(send_count_);
+      recv_ = static_cast<char*>(send_) + size_t(rank_) * recv_count_ * elem;
     } else {
-      recv_ = allocate_buffer(recv_count);
-      send_ = static_cast<char*>(recv_) + size_t(rank_) * send_count * elem;
+      recv_ = allocate_buffer(recv_count_);
+      send_ = static_cast<char*>(recv_) + size_t(rank_) * send_count_ * elem;
     }
+    call_.send = send_;
+    call_.recv = recv_;
     TANDEM_CUDA_CHECK(cudaMalloc(&wrong_, sizeof(unsigned long long)));
     fill_input(ctx.compute);
     ctx.wait(ctx.compute, std::string(name()) + " setup");
@@ -124,8 +140,8 @@ class BufferedCollective : public Collective {
     TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), ctx.compute));
     dispatch_dtype(dtype_, [&](auto t) {
       using T = decltype(t);
-      count_mismatches_kernel<T, Expected><<<grid_for(recv_count_), 256, 0, ctx.compute>>>(
-          static_cast<const T*>(recv_), recv_count_, expected, wrong_);
+      count_mismatches_kernel<T, Expected>
+          <<<grid_for(recv_count_), 256, 0, ctx.compute>>>(static_cast<const T*>(recv_), recv_count_, expected, wrong_);
     });
     TANDEM_CUDA_CHECK_LAUNCH();
     unsigned long long wrong = 0;
@@ -134,6 +150,7 @@ class BufferedCollective : public Collective {
     return static_cast<int64_t>(wrong);
   }
 
+  CollectiveCall call_;  // what enqueue() issues
   size_t bytes_ = 0;
   DType dtype_ = DType::BF16;
   uint64_t seed_ = 0;
@@ -152,7 +169,7 @@ class BufferedCollective : public Collective {
     void* ptr;
     size_t bytes;
   };
-  std::vector<Allocation> allocations_;  // send_ and recv_, or the one buffer both lie in
+  std::vector<Allocation> allocations_;        // send_ and recv_, or the one buffer both lie in
   std::unique_ptr<SymmetricWindows> windows_;  // created on first use, with the rank's wait rules
 };
 

@@ -1,5 +1,4 @@
 #include "collectives/collective_base.cuh"
-#include "tandem/copy_engine.h"
 
 namespace tandem::bench {
 namespace {
@@ -19,19 +18,12 @@ class ReduceScatter final : public BufferedCollective {
   double busbw_factor(int n) const override { return double(n - 1) / n; }
   int shards(int n) const override { return n; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
-    const size_t count = bytes / dtype_size(dtype);
-    allocate(ctx, bytes, dtype, seed, count, count / ctx.nranks, in_place);
+    allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::ReduceScatter, in_place);
   }
   std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
     if (lanes) ensure_scratch(send_count_);
     lanes_ = lanes;
     return "";
-  }
-  void enqueue(ncclComm_t comm, cudaStream_t stream) override {
-    if (lanes_)
-      copy_engine_reduce_scatter(*lanes_, send_, recv_, scratch_, recv_count_, dtype_, stream);
-    else
-      TANDEM_NCCL_CHECK(comm, ncclReduceScatter(send_, recv_, recv_count_, to_nccl(dtype_), ncclSum, comm, stream));
   }
   int64_t count_wrong(RankContext& ctx) override {
     return count_wrong_with(ctx, ReduceScatterExpected{seed_, nranks_, size_t(rank_) * recv_count_});

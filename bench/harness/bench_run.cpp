@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "harness/scenario_runner.h"
+#include "harness/runner.h"
 #include "ranks/local_ranks.h"
 
 namespace tandem::bench {
@@ -15,9 +15,7 @@ BenchOutcome run_benchmark(const BenchOptions& options, int nranks, const RunInf
   const ProgressSink on_progress = [&](const std::string& line) { out.report_progress(line); };
   BenchOutcome outcome;
   try {
-    // Training scenarios (docs/WORKLOADS.md) have their own runner; validate() forbids mixing.
-    outcome = is_scenario(options.workloads.front()) ? run_scenarios(options, nranks, on_row, on_progress)
-                                                     : run_bench(options, nranks, on_row, on_progress);
+    outcome = run_bench(options, nranks, on_row, on_progress);
   } catch (const std::exception& e) {
     out.report_interrupted(e.what());
     throw;

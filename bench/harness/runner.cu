@@ -8,6 +8,7 @@
 #include "harness/case_runner.h"
 #include "harness/metrics.h"
 #include "harness/registry.h"
+#include "harness/scenario_runner.h"
 #include "tandem/cuda_check.h"
 #include "tandem/kernel_footprint_probe.h"
 #include "tandem/nvtx.h"
@@ -20,7 +21,10 @@ namespace {
 constexpr int kBalanceSteps = 3;
 }  // namespace
 
-double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes) {
+double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes,
+                     const ProgressSink& progress) {
+  // validate() forbids mixing scenarios with microbenchmarks.
+  if (is_scenario(options.workloads.front())) return for_each_scenario(options, nranks, body, notes, progress);
   validate(options);
   validate_for_ranks(options, nranks);
   const auto sizes = size_sweep(options.min_bytes, options.max_bytes, options.step_factor);
@@ -63,7 +67,8 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
                 runner->capture_footprints();
                 runner->measure_baselines(count);
               }
-              body(*runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects});
+              body(*runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects,
+                                   workload_name + " " + collective_name + " " + size_text(bytes)});
               // Windows are registered collectively and must be released before the buffers go.
               runner.reset();
               collective->release_windows(ctx);
@@ -85,9 +90,15 @@ Row blank_row(const BenchOptions& options, const CaseId& id) {
   return row;
 }
 
-void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& label, const BenchOptions& options,
-                     size_t& step, size_t total_steps, BenchOutcome& outcome, const RowSink& on_row,
-                     const ProgressSink& progress) {
+size_t case_count(const BenchOptions& options) {
+  if (is_scenario(options.workloads.front())) return options.workloads.size();
+  return options.workloads.size() * options.collectives.size() *
+         size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
+}
+
+void record_policies(PolicyTrials& trials, const CaseId& id, const BenchOptions& options, size_t& step,
+                     size_t total_steps, BenchOutcome& outcome, const RowSink& on_row, const ProgressSink& progress) {
+  const std::string& label = id.label;
   for (const auto& policy : effective_policies(options)) {
     if (id.rank == 0 && progress)
       progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + label + " " +
@@ -111,24 +122,14 @@ void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& 
   }
 }
 
-std::string size_text(uint64_t bytes) {
-  if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
-  if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
-  if (bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
-  return std::to_string(bytes) + "B";
-}
-
 BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& on_row, const ProgressSink& progress) {
-  const auto& policies = effective_policies(options);
-  const size_t total_steps = options.workloads.size() * options.collectives.size() *
-                             size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size() *
-                             policies.size();
+  const size_t total_steps = case_count(options) * effective_policies(options).size();
   BenchOutcome outcome;
   size_t step = 0;  // rank 0's count; only rank 0 reports progress
-  outcome.hbm_bandwidth_gbps = for_each_case(options, nranks, [&](PolicyTrials& runner, const CaseId& id) {
-    const std::string label = id.workload + " " + id.collective + " " + size_text(id.bytes);
-    record_policies(runner, id, label, options, step, total_steps, outcome, on_row, progress);
-  }, &outcome.notes);
+  const CaseBody body = [&](PolicyTrials& trials, const CaseId& id) {
+    record_policies(trials, id, options, step, total_steps, outcome, on_row, progress);
+  };
+  outcome.hbm_bandwidth_gbps = for_each_case(options, nranks, body, &outcome.notes, progress);
   return outcome;
 }
 

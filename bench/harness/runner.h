@@ -1,6 +1,7 @@
 #pragma once
-// The experiment: for each workload x collective x size, measure both sides alone and in sequence
-// under the default configuration, then every policy, checking results under each.
+// The experiment: for each case (a workload x collective x size, or a training scenario) measure both
+// sides alone and in sequence under the default configuration, then every policy, checking results
+// under each. One sweep and one policy loop for both kinds; only their runners differ.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -32,30 +33,31 @@ struct CaseId {
   // This rank collects the results of its process (ranks/local_ranks.h): rank 0's thread, or the
   // process's one rank when a launcher started one process per rank. Only rank 0 prints.
   bool collects = true;
+  // The case as progress lines and NVTX ranges name it: "gemm all-reduce 256MiB", or the scenario.
+  std::string label;
 };
 // Called on every rank's thread, once per case, after footprints and baselines are measured.
 using CaseBody = std::function<void(PolicyTrials& trials, const CaseId& id)>;
 
 // Creates the communicators, one thread per rank (or this process's rank, when a launcher started one
-// process per rank), and runs `body` for every workload x collective x size. Returns the collecting
-// rank's measured HBM copy bandwidth; `notes` receives rank 0's notes about the launch. Throws after
-// every local rank has stopped.
+// process per rank), and runs `body` for every case (scenarios: for_each_scenario, which tells
+// `progress` of its setup and baselines). Returns the collecting rank's measured HBM copy bandwidth;
+// `notes` receives rank 0's notes about the launch. Throws after every local rank has stopped.
 double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body,
-                     std::vector<std::string>* notes = nullptr);
+                     std::vector<std::string>* notes = nullptr, const ProgressSink& progress = {});
+// The number of cases for_each_case runs.
+size_t case_count(const BenchOptions& options);
 // A row with the case's identity filled in.
 Row blank_row(const BenchOptions& options, const CaseId& id);
 // Measures every policy on one case, on each rank's thread: the collecting rank keeps each row (and
 // passes it to `on_row` on rank 0), or, for a policy that cannot apply, a note saying why. Rank 0
-// reports "[step/total] <label> <policy>" before each; `step` is its running count over the cases.
-void record_policies(PolicyTrials& trials, const CaseId& id, const std::string& label, const BenchOptions& options,
-                     size_t& step, size_t total_steps, BenchOutcome& outcome, const RowSink& on_row,
-                     const ProgressSink& progress);
-// 512MiB, 1GiB, 4096B.
-std::string size_text(uint64_t bytes);
+// reports "[step/total] <id.label> <policy>" before each; `step` is its running count over the cases.
+void record_policies(PolicyTrials& trials, const CaseId& id, const BenchOptions& options, size_t& step,
+                     size_t total_steps, BenchOutcome& outcome, const RowSink& on_row, const ProgressSink& progress);
 
-// Runs on `nranks` GPUs (0..nranks-1), one thread each, or as one rank of a launcher's world
-// (options.launch). Rows reach `on_row` as they are measured, on rank 0 only; every process's outcome
-// holds the rows. Throws tandem::Error on any failure, after every local rank has stopped.
+// Runs every case under every policy on `nranks` GPUs (0..nranks-1), one thread each, or as one rank
+// of a launcher's world (options.launch). Rows reach `on_row` as they are measured, on rank 0 only; every process's
+// outcome holds the rows. Throws tandem::Error on any failure, after every local rank has stopped.
 BenchOutcome run_bench(const BenchOptions& options, int nranks, const RowSink& on_row, const ProgressSink& progress);
 
 }  // namespace tandem::bench

@@ -354,7 +354,8 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
             ScenarioCase c(ctx, options, *scenario);
             c.capture_footprints();
             c.measure_baselines(progress);
-            body(c, CaseId{name, scenario->collective(), scenario->collective_bytes(), ctx.rank, nranks, collects});
+            body(c,
+                 CaseId{name, scenario->collective(), scenario->collective_bytes(), ctx.rank, nranks, collects, name});
           }
           // Windows are registered collectively and must be released before the buffers go; every
           // rank is done with this scenario before any frees its buffers and moves on.
@@ -364,19 +365,6 @@ double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody
       },
       notes);
   return hbm_bandwidth_gbps;
-}
-
-BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
-                           const ProgressSink& progress) {
-  const auto& policies = effective_policies(options);
-  const size_t total_steps = options.workloads.size() * policies.size();
-  BenchOutcome outcome;
-  size_t step = 0;  // rank 0's count; only rank 0 reports progress
-  const CaseBody body = [&](PolicyTrials& trials, const CaseId& id) {
-    record_policies(trials, id, id.workload, options, step, total_steps, outcome, on_row, progress);
-  };
-  outcome.hbm_bandwidth_gbps = for_each_scenario(options, nranks, body, &outcome.notes, progress);
-  return outcome;
 }
 
 }  // namespace tandem::bench

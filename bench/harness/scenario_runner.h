@@ -23,15 +23,12 @@ const std::vector<std::string>& scenario_names();
 std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOptions& options, int nranks);
 // make_scenario for every requested scenario: bad sizes fail before any GPU work.
 void validate_scenarios(const BenchOptions& options, int nranks);
-// Sets up every scenario in options.workloads on ranks 0..nranks-1 (threads, or this process's rank),
-// measures its footprints and default-configuration baselines, and calls `body` once per scenario on
-// every rank. CaseId.collective is the scenario's collectives ("all-gather+reduce-scatter") and
-// CaseId.bytes its collective bytes per iteration. Returns the collecting rank's HBM bandwidth;
-// `notes` receives setup notes (rank 0's). Throws after every local rank has stopped.
+// for_each_case's training scenarios: sets up every scenario in options.workloads on ranks
+// 0..nranks-1 (threads, or this process's rank), measures its footprints and default-configuration
+// baselines, and calls `body` once per scenario on every rank. CaseId.collective is the scenario's collectives
+// ("all-gather+reduce-scatter") and CaseId.bytes its collective bytes per iteration. Returns the collecting rank's HBM
+// bandwidth; `notes` receives setup notes (rank 0's). Throws after every local rank has stopped.
 double for_each_scenario(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes,
                          const ProgressSink& progress);
-// Runs every scenario in options.workloads under every policy on ranks 0..nranks-1.
-BenchOutcome run_scenarios(const BenchOptions& options, int nranks, const RowSink& on_row,
-                           const ProgressSink& progress);
 
 }  // namespace tandem::bench

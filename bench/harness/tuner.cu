@@ -55,7 +55,8 @@ class Search {
   std::vector<OverlapPolicy> finalists(size_t n) const {
     std::vector<const Row*> sorted;
     for (const auto& r : rows_) sorted.push_back(&r);
-    std::sort(sorted.begin(), sorted.end(), [](const Row* a, const Row* b) { return a->t_overlap_ms < b->t_overlap_ms; });
+    std::sort(sorted.begin(), sorted.end(),
+              [](const Row* a, const Row* b) { return a->t_overlap_ms < b->t_overlap_ms; });
     std::vector<OverlapPolicy> out;
     for (size_t i = 0; i < sorted.size() && i < n; ++i) out.push_back(parse_policy(sorted[i]->policy));
     return out;
@@ -206,9 +207,7 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
   TuneOutcome outcome;
   // Scenarios and microbenchmarks cannot be mixed in one run (bench_options validates it).
   const bool scenarios = is_scenario(options.workloads.front());
-  const size_t total = scenarios ? options.workloads.size()
-                                 : options.workloads.size() * options.collectives.size() *
-                                       size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
+  const size_t total = case_count(options);
   size_t done = 0;
   // Progress within each case, on rank 0 (tune_progress.h).
   TuneProgress steps(total, sinks.skip_case ? sinks.resumed_cases : 0);
@@ -239,8 +238,7 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
     outcome.cases.push_back(std::move(result));
     if (sinks.on_case) sinks.on_case(outcome.cases.back());
   };
-  outcome.hbm_bandwidth_gbps = scenarios ? for_each_scenario(tune_options, nranks, body, &outcome.notes, progress)
-                                         : for_each_case(tune_options, nranks, body, &outcome.notes);
+  outcome.hbm_bandwidth_gbps = for_each_case(tune_options, nranks, body, &outcome.notes, progress);
   const auto& c = options.collectives;
   if (!scenarios && !options.in_place && std::find(c.begin(), c.end(), "all-gather") != c.end())
     outcome.notes.push_back(

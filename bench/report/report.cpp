@@ -75,6 +75,13 @@ std::string shell_command(const std::vector<std::string>& args) {
   return line;
 }
 
+std::string size_text(uint64_t bytes) {
+  if (bytes % (1ull << 30) == 0) return std::to_string(bytes >> 30) + "GiB";
+  if (bytes % (1ull << 20) == 0) return std::to_string(bytes >> 20) + "MiB";
+  if (bytes % (1ull << 10) == 0) return std::to_string(bytes >> 10) + "KiB";
+  return std::to_string(bytes) + "B";
+}
+
 std::string header_text(const RunInfo& i) {
   std::string out = "# tandem " + i.tool + " " + i.tandem_version + " (" + i.commit + ")\n";
   out += "# command   " + i.command + "\n";

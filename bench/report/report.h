@@ -71,6 +71,9 @@ inline constexpr int kBenchJsonSchemaVersion = 2;
 // UTF-8, so the recorded command (RunInfo::command) is printable and valid UTF-8.
 std::string shell_command(const std::vector<std::string>& args);
 
+// 512MiB, 1GiB, 4096B.
+std::string size_text(uint64_t bytes);
+
 std::string header_text(const RunInfo& info);
 std::string column_header_text();
 std::string row_text(const Row& row);

@@ -10,9 +10,10 @@ namespace tandem::bench::scenarios {
 namespace {
 
 // One thread per output element, k in order, fp32 accumulation: slow and obviously right. Rows
-// loop over gridDim.y so any m fits the grid; blockIdx.z is the matrix of the batch.
-template <class T>
-__global__ void naive_gemm_kernel(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k, bool trans_a,
+// loop over gridDim.y so any m fits the grid; blockIdx.z is the matrix of the batch. The output is
+// the element type (a scenario's reference run) or fp32 (the workloads' reference, unrounded).
+template <class T, class Out>
+__global__ void naive_gemm_kernel(const T* a, const T* b, Out* c, int64_t m, int64_t n, int64_t k, bool trans_a,
                                   bool trans_b, float alpha, float beta) {
   const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   if (col >= n) return;
@@ -28,11 +29,29 @@ __global__ void naive_gemm_kernel(const T* a, const T* b, T* c, int64_t m, int64
     }
     float out = alpha * acc;
     if (beta != 0.0f) out = fmaf(beta, to_float(c[row * n + col]), out);
-    c[row * n + col] = from_float<T>(out);
+    c[row * n + col] = from_float<Out>(out);
   }
 }
 
+template <class T, class Out>
+void launch_naive_gemm(const GemmDims& dims, const T* a, const T* b, Out* c, float alpha, float beta,
+                       cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((dims.n + 255) / 256), static_cast<unsigned>(std::min<int64_t>(dims.m, 65535)),
+                  static_cast<unsigned>(dims.batch));
+  naive_gemm_kernel<T, Out>
+      <<<grid, 256, 0, stream>>>(a, b, c, dims.m, dims.n, dims.k, dims.trans_a, dims.trans_b, alpha, beta);
+  TANDEM_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
+
+void reference_gemm_fp32(DType dtype, const GemmDims& dims, const void* a, const void* b, float* c,
+                         cudaStream_t stream) {
+  dispatch_dtype(dtype, [&](auto t) {
+    using T = decltype(t);
+    launch_naive_gemm<T, float>(dims, static_cast<const T*>(a), static_cast<const T*>(b), c, 1.0f, 0.0f, stream);
+  });
+}
 
 GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend backend)
     : ctx_(ctx), dtype_(dtype), dims_(dims), backend_(backend) {
@@ -117,13 +136,9 @@ void GemmOp::run(const void* a, const void* b, void* c, float alpha, float beta,
   if (backend_ == GemmBackend::Reference) {
     dispatch_dtype(dtype_, [&](auto t) {
       using T = decltype(t);
-      const dim3 grid(static_cast<unsigned>((dims_.n + 255) / 256), static_cast<unsigned>(std::min<int64_t>(dims_.m, 65535)),
-                      static_cast<unsigned>(dims_.batch));
-      naive_gemm_kernel<T><<<grid, 256, 0, stream>>>(static_cast<const T*>(a), static_cast<const T*>(b),
-                                                     static_cast<T*>(c), dims_.m, dims_.n, dims_.k, dims_.trans_a,
-                                                     dims_.trans_b, alpha, beta);
+      launch_naive_gemm<T>(dims_, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(c), alpha, beta,
+                           stream);
     });
-    TANDEM_CUDA_CHECK_LAUNCH();
     return;
   }
   TANDEM_CUBLAS_CHECK(cublasLtMatmul(ctx_.cublaslt, desc_, &alpha, b, layout_first_, a, layout_second_, &beta, c,

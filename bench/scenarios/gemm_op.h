@@ -6,8 +6,9 @@
 // A batch of same-shape GEMMs (GemmDims::batch) runs as one strided-batched launch.
 //
 // Two backends with the same semantics: cuBLASLt (what is timed: algorithm chosen once by the
-// heuristic, like gemm.cu) and a deliberately naive fp32 kernel (one thread per output, k in order),
-// the independent reference results are checked against.
+// heuristic) and a deliberately naive fp32 kernel (one thread per output, k in order), the
+// independent reference results are checked against. The `gemm` workload (workloads/gemm.cu) is one
+// GemmOp too, and reference_gemm_fp32 is the reference of every GEMM workload.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
@@ -54,6 +55,11 @@ class GemmOp {
   cublasLtMatrixLayout_t layout_first_ = nullptr, layout_second_ = nullptr, layout_c_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};
 };
+
+// The naive kernel with alpha 1, beta 0 and an fp32 output: the unrounded reference the GEMM
+// workloads' outputs are compared with (workloads/gemm_reference.cuh).
+void reference_gemm_fp32(DType dtype, const GemmDims& dims, const void* a, const void* b, float* c,
+                         cudaStream_t stream);
 
 // GEMM operations by shape, created once (the heuristic runs at build time, never while timing).
 // The reference engine uses the naive kernel up to `naive_limit` multiply-adds per GEMM and

@@ -4,7 +4,6 @@
 #include <deque>
 
 #include "scenarios/kernels.h"
-#include "tandem/copy_engine.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
@@ -25,41 +24,6 @@ bool conflicts(const Op& earlier, const Op& later) {
 }
 
 }  // namespace
-
-int64_t CollectiveCall::send_elements(int n) const {
-  switch (kind) {
-    case Kind::AllReduce: return count;
-    case Kind::AllGather: return count;
-    case Kind::ReduceScatter: return count * n;
-    case Kind::AllToAll: return count * n;
-  }
-  return 0;
-}
-
-int64_t CollectiveCall::recv_elements(int n) const {
-  switch (kind) {
-    case Kind::AllReduce: return count;
-    case Kind::AllGather: return count * n;
-    case Kind::ReduceScatter: return count;
-    case Kind::AllToAll: return count * n;
-  }
-  return 0;
-}
-
-uint64_t CollectiveCall::bytes(int n) const {
-  const int64_t elements = kind == Kind::AllReduce ? count : count * n;
-  return static_cast<uint64_t>(elements) * dtype_size(dtype);
-}
-
-const char* CollectiveCall::name() const {
-  switch (kind) {
-    case Kind::AllReduce: return "all-reduce";
-    case Kind::AllGather: return "all-gather";
-    case Kind::ReduceScatter: return "reduce-scatter";
-    case Kind::AllToAll: return "all-to-all";
-  }
-  return "?";
-}
 
 void Program::add(Op op) {
   TANDEM_REQUIRE(!finalized_, "program already finalized");
@@ -137,73 +101,6 @@ std::string Program::collective_kinds() const {
   return out;
 }
 
-namespace {
-
-// `call` on copy engines over `lanes` (CollectiveRoute::lanes); each function awaits its own NCCL
-// calls.
-void enqueue_on_copy_engines(const CopyEngineLanes& lanes, const CollectiveCall& c, void* scratch,
-                             cudaStream_t stream) {
-  const size_t count = size_t(c.count);
-  switch (c.kind) {
-    case CollectiveCall::Kind::AllReduce:
-      copy_engine_all_reduce(lanes, c.send, c.recv, scratch, count, c.dtype, stream);
-      return;
-    case CollectiveCall::Kind::ReduceScatter:
-      copy_engine_reduce_scatter(lanes, c.send, c.recv, scratch, count, c.dtype, stream);
-      return;
-    case CollectiveCall::Kind::AllGather:
-      // In place (send is this rank's chunk of recv): NCCL's copy-engine all-gather, which only
-      // copies to the peers; otherwise the exchange.
-      copy_engine_all_gather(lanes, c.send, c.recv, count, c.dtype, stream);
-      return;
-    case CollectiveCall::Kind::AllToAll:
-      copy_engine_all_to_all(lanes, c.send, c.recv, count, c.dtype, stream);
-      return;
-  }
-}
-
-}  // namespace
-
-void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& c, const std::string& name,
-                        cudaStream_t stream, const CollectiveRoute& route) {
-  if (route.lanes) {
-    enqueue_on_copy_engines(*route.lanes, c, route.copy_engine_scratch, stream);
-    return;
-  }
-  const ncclDataType_t type = to_nccl(c.dtype);
-  switch (c.kind) {
-    case CollectiveCall::Kind::AllReduce:
-      TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
-      break;
-    case CollectiveCall::Kind::AllGather:
-      TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, size_t(c.count), type, comm, stream));
-      break;
-    case CollectiveCall::Kind::ReduceScatter:
-      TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
-      break;
-    case CollectiveCall::Kind::AllToAll: {
-      if (route.all_to_all_api) {
-        // The same exchange (peer j's chunk at send + j count, from peer i at recv + i count) as one
-        // collective, which NCCL's symmetric kernels can run; grouped point-to-point cannot.
-        TANDEM_NCCL_CHECK(comm, ncclAlltoAll(c.send, c.recv, size_t(c.count), type, comm, stream));
-        break;
-      }
-      // Grouped point-to-point, as frameworks issue all_to_all_single.
-      const size_t chunk_bytes = size_t(c.count) * dtype_size(c.dtype);
-      TANDEM_NCCL_CHECK(comm, ncclGroupStart());
-      for (int peer = 0; peer < ctx.nranks; ++peer) {
-        TANDEM_NCCL_CHECK(comm, ncclSend(static_cast<const char*>(c.send) + peer * chunk_bytes, size_t(c.count),
-                                             type, peer, comm, stream));
-        TANDEM_NCCL_CHECK(comm, ncclRecv(static_cast<char*>(c.recv) + peer * chunk_bytes, size_t(c.count), type,
-                                             peer, comm, stream));
-      }
-      TANDEM_NCCL_CHECK(comm, ncclGroupEnd());
-      break;
-    }
-  }
-  ctx.await_communicator(comm, name);
-}
-
 Executor::Executor(const Program& program) : program_(program) {
   done_.assign(program.ops().size(), nullptr);
   for (size_t i = 0; i < done_.size(); ++i)
@@ -235,7 +132,10 @@ void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
 
 void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
   const auto found = routes_.find(comm);
-  enqueue_collective(ctx, comm, op.call, op.name, stream, found == routes_.end() ? CollectiveRoute{} : found->second);
+  const CollectiveRoute route = found == routes_.end() ? CollectiveRoute{} : found->second;
+  bench::issue_collective(op.call, ctx.nranks, comm, stream, route);
+  // The non-blocking communicator must accept it; the copy-engine functions await their own calls.
+  if (!route.lanes) ctx.await_communicator(comm, op.name);
 }
 
 void Executor::open_segment(StreamState& s) {
@@ -471,8 +371,7 @@ void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas,
   TANDEM_REQUIRE(!replicas.empty(), "no replicas");
   const int n = static_cast<int>(replicas.size());
   const size_t count = replicas.front()->ops().size();
-  for (const auto* p : replicas)
-    TANDEM_REQUIRE(p->ops().size() == count, "replicas built different programs");
+  for (const auto* p : replicas) TANDEM_REQUIRE(p->ops().size() == count, "replicas built different programs");
   int64_t scratch_elements = 0;
   for (const auto& op : replicas.front()->ops())
     if (op.kind == Op::Kind::Collective) scratch_elements = std::max(scratch_elements, op.call.count);
@@ -488,9 +387,9 @@ void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas,
       std::vector<const CollectiveCall*> calls;
       for (const auto* p : replicas) {
         const Op& op = p->ops()[i];
-        TANDEM_REQUIRE(op.kind == Op::Kind::Collective && op.call.kind == first.call.kind &&
-                           op.call.count == first.call.count,
-                       "replicas disagree on collective '" + first.name + "'");
+        TANDEM_REQUIRE(
+            op.kind == Op::Kind::Collective && op.call.kind == first.call.kind && op.call.count == first.call.count,
+            "replicas disagree on collective '" + first.name + "'");
         calls.push_back(&op.call);
       }
       const DType dt = first.call.dtype;

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/collective_call.h"
 #include "harness/rank_context.h"
 #include "harness/scenario.h"
 #include "tandem/dtype.h"
@@ -31,23 +32,9 @@ struct Access {
   bool write = false;
 };
 
-struct CollectiveCall {
-  enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll };
-  Kind kind = Kind::AllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  // NCCL's count: all-reduce elements; all-gather send elements; reduce-scatter receive elements;
-  // all-to-all elements per peer.
-  int64_t count = 0;
-  DType dtype = DType::BF16;
-
-  int64_t send_elements(int nranks) const;
-  int64_t recv_elements(int nranks) const;
-  // nccl-tests size: the all-reduce buffer, the all-gather output, the reduce-scatter input, the
-  // all-to-all buffer.
-  uint64_t bytes(int nranks) const;
-  const char* name() const;
-};
+// Collectives are described and issued by the one collective layer (collectives/collective_call.h).
+using bench::CollectiveCall;
+using bench::CollectiveRoute;
 
 struct Op {
   enum class Kind { Compute, Collective };
@@ -106,25 +93,6 @@ struct IssueStep {
 };
 std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first);
 
-// How collectives are issued on a communicator whose buffers are registered as symmetric windows.
-struct CollectiveRoute {
-  // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take, instead of grouped
-  // ncclSend/ncclRecv (how frameworks issue all_to_all_single).
-  bool all_to_all_api = false;
-  // Non-null: every collective on copy engines (tandem/copy_engine.h) over these lanes,
-  // on whose communicators the buffers are registered too: all-reduce and reduce-scatter through
-  // the exchange, a sum and `copy_engine_scratch` (registered, the size of the largest such send
-  // buffer); all-to-all and out-of-place all-gather through the exchange; in-place all-gather
-  // through NCCL's, which copies nothing locally.
-  const CopyEngineLanes* lanes = nullptr;
-  void* copy_engine_scratch = nullptr;
-};
-
-// Enqueues a collective on `stream` through NCCL, as `route` says, then waits for the non-blocking
-// communicator to accept it (ctx.await_communicator).
-void enqueue_collective(RankContext& ctx, ncclComm_t comm, const CollectiveCall& call, const std::string& name,
-                        cudaStream_t stream, const CollectiveRoute& route = {});
-
 // Issues a program on one rank's streams, with the events that order them and the events that time
 // each stream's busy stretches.
 class Executor {
@@ -175,8 +143,8 @@ class Executor {
 
   const Program& program_;
   std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
-  std::vector<cudaEvent_t> done_;  // per op, where needed
-  std::map<ncclComm_t, CollectiveRoute> routes_;  // set_route
+  std::vector<cudaEvent_t> done_;                                  // per op, where needed
+  std::map<ncclComm_t, CollectiveRoute> routes_;                   // set_route
   cudaEvent_t iteration_start_ = nullptr, comm_done_ = nullptr;
   std::vector<Segment> compute_segments_, comm_segments_;
   size_t compute_used_ = 0, comm_used_ = 0;

@@ -1,26 +1,17 @@
 #pragma once
-// The reference every GEMM workload is checked against: a deliberately naive fp32 kernel (one
-// thread per output, k in order), independent of the kernels under test. Matrices are row-major:
-// C[m][n] = sum_k A[m][k] * B[k][n].
+// The check of every GEMM workload against one reference: the naive fp32 kernel of
+// scenarios/gemm_op.h (one thread per output, k in order), independent of the kernels under test.
+// Matrices are row-major: C[m][n] = sum_k A[m][k] * B[k][n].
 #include <cmath>
 #include <string>
 
 #include "harness/rank_context.h"
 #include "harness/values.cuh"
+#include "scenarios/gemm_op.h"
 #include "tandem/cuda_check.h"
 #include "tandem/dtype.h"
 
 namespace tandem::bench {
-
-template <class T>
-__global__ void reference_gemm_kernel(const T* a, const T* b, float* c, int64_t m, int64_t n, int64_t k) {
-  const int64_t col = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  const int64_t row = blockIdx.y;
-  if (col >= n) return;
-  float acc = 0;
-  for (int64_t i = 0; i < k; ++i) acc = fmaf(to_float(a[row * k + i]), to_float(b[i * n + col]), acc);
-  c[row * n + col] = acc;
-}
 
 // |got - ref| must be within the output type's rounding of |ref| plus an accumulation-order
 // allowance that grows like the typical magnitude of a sum of k products of [-1, 1) values.
@@ -62,15 +53,12 @@ class GemmBuffers {
       using T = decltype(t);
       // Operands differ per rank, as gradients or activations would.
       fill_values_kernel<T><<<grid_for(size_t(m * k)), 256, 0, ctx.compute>>>(static_cast<T*>(a), size_t(m * k), seed,
-                                                                               2 * ctx.rank, Fill::UniformPm1);
+                                                                              2 * ctx.rank, Fill::UniformPm1);
       fill_values_kernel<T><<<grid_for(size_t(k * n)), 256, 0, ctx.compute>>>(static_cast<T*>(b), size_t(k * n), seed,
-                                                                               2 * ctx.rank + 1, Fill::UniformPm1);
-      TANDEM_CUDA_CHECK_LAUNCH();
-      const dim3 grid(static_cast<unsigned>((n + 255) / 256), static_cast<unsigned>(m));
-      reference_gemm_kernel<T><<<grid, 256, 0, ctx.compute>>>(static_cast<const T*>(a), static_cast<const T*>(b), ref,
-                                                              m, n, k);
+                                                                              2 * ctx.rank + 1, Fill::UniformPm1);
       TANDEM_CUDA_CHECK_LAUNCH();
     });
+    scenarios::reference_gemm_fp32(dtype, dims(), a, b, ref, ctx.compute);
     ctx.wait(ctx.compute, "GEMM reference");
   }
 
@@ -98,11 +86,9 @@ class GemmBuffers {
     return static_cast<int64_t>(host);
   }
 
+  scenarios::GemmDims dims() const { return {"gemm", m, n, k}; }
   double hbm_bytes() const { return double(m * k + k * n + m * n) * dtype_size(dtype); }
   double flops() const { return 2.0 * m * n * k; }
-  std::string shape_text() const {
-    return std::string(to_string(dtype)) + " m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
-  }
 
   DType dtype = DType::BF16;
   int64_t m = 0, n = 0, k = 0;

@@ -40,12 +40,12 @@ tandem::bench::BenchOutcome run_small(const std::string& scenario, const std::st
   BenchOptions o = small_options(scenario);
   o.policies = tandem::parse_policy_list(policies);
   o.policies_given = true;
-  return tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+  return tandem::bench::run_bench(o, tandem_test::gpu_count(), nullptr, nullptr);
 }
 
 void expect_all_policies_correct(const BenchOptions& o, const std::string& label) {
   const int ranks = tandem_test::gpu_count();
-  const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
+  const auto outcome = tandem::bench::run_bench(o, ranks, nullptr, nullptr);
   const auto& policies = tandem::bench::effective_policies(o);
   // Every policy is either measured or skipped with a note. Only shape:auto may be skipped: on one
   // rank NCCL launches no kernel to leave room for, and on H200 NCCL 2.28's real CTA (544 threads x
@@ -139,7 +139,7 @@ TEST(ScenariosGpu, EveryControlIsCorrectWhereItApplies) {
     o.scenario.sequence_parallel = std::string(name) == "tp-mlp";
     o.policies = tandem::parse_policy_list(controls);
     o.policies_given = true;
-    const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+    const auto outcome = tandem::bench::run_bench(o, tandem_test::gpu_count(), nullptr, nullptr);
     ASSERT_EQ(outcome.rows.size(), o.policies.size()) << name;
     for (const auto& r : outcome.rows) {
       EXPECT_EQ(r.wrong, 0) << name << " " << r.policy;
@@ -160,7 +160,7 @@ TEST(ScenariosGpu, InPlaceGathersAreCorrectUnderKernelsAndCopyEngines) {
     o.policies = tandem::parse_policy_list(
         "sequential,concurrent,priority,copy-engine,comm-first+priority+copy-engine,nccl-symmetric");
     o.policies_given = true;
-    const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+    const auto outcome = tandem::bench::run_bench(o, tandem_test::gpu_count(), nullptr, nullptr);
     ASSERT_EQ(outcome.rows.size(), o.policies.size()) << name;
     for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << name << " " << r.policy;
   }
@@ -185,7 +185,7 @@ TEST(ScenariosGpu, OtherDtypesAndMoreMicroBatchesAreCheckedToo) {
       o.dtype = dtype;
       o.scenario.micro_batches = 3;
       o.policies = tandem::parse_policy_list("sequential,concurrent,comm-first+priority");
-      const auto outcome = tandem::bench::run_scenarios(o, tandem_test::gpu_count(), nullptr, nullptr);
+      const auto outcome = tandem::bench::run_bench(o, tandem_test::gpu_count(), nullptr, nullptr);
       ASSERT_EQ(outcome.rows.size(), 3u);
       for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << name << " " << r.dtype << " " << r.policy;
     }
@@ -197,7 +197,7 @@ TEST(ScenariosGpu, BytesAreTheCollectivesOfOneIteration) {
   const int ranks = tandem_test::gpu_count();
   BenchOptions o = small_options("dp-backward");
   o.policies = tandem::parse_policy_list("priority");
-  const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
+  const auto outcome = tandem::bench::run_bench(o, ranks, nullptr, nullptr);
   ASSERT_EQ(outcome.rows.size(), 1u);
   // Every gradient of both layers all-reduced once, bf16 (the tensors are multiples of 128 elements,
   // so buckets hold no padding).
@@ -240,7 +240,7 @@ TEST(ScenariosGpu, TracesShowEveryOperationAfterWhatItWaitedFor) {
     o.policies = tandem::parse_policy_list("sequential,comm-first+priority,concurrent");
     o.policies_given = true;
     o.trace_path = "unused";  // turns tracing on; the command line writes the file
-    const auto outcome = tandem::bench::run_scenarios(o, ranks, nullptr, nullptr);
+    const auto outcome = tandem::bench::run_bench(o, ranks, nullptr, nullptr);
     ASSERT_EQ(outcome.traces.size(), size_t(3 * ranks)) << name;
     for (const auto& it : outcome.traces) {
       const std::string where = name + " " + it.policy + " rank " + std::to_string(it.rank);
