@@ -33,18 +33,20 @@ void print_gpus() {
     int least = 0, greatest = 0;
     TANDEM_CUDA_CHECK(cudaSetDevice(d));
     TANDEM_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-    std::printf("# gpu %d: %s (%s), %d SMs; per SM: %d threads, %d blocks, %d registers, %lld B shared memory "
-                "(%lld B per block max, %lld B reserved per block); stream priorities %d (least) .. %d (greatest)\n",
-                d, l.name.c_str(), l.arch.c_str(), l.sm_count, l.max_threads_per_sm, l.max_blocks_per_sm,
-                l.regs_per_sm, static_cast<long long>(l.smem_per_sm), static_cast<long long>(l.max_smem_per_block),
-                static_cast<long long>(l.smem_reserved_per_block), least, greatest);
+    std::printf(
+        "# gpu %d: %s (%s), %d SMs; per SM: %d threads, %d blocks, %d registers, %lld B shared memory "
+        "(%lld B per block max, %lld B reserved per block); stream priorities %d (least) .. %d (greatest)\n",
+        d, l.name.c_str(), l.arch.c_str(), l.sm_count, l.max_threads_per_sm, l.max_blocks_per_sm, l.regs_per_sm,
+        static_cast<long long>(l.smem_per_sm), static_cast<long long>(l.max_smem_per_block),
+        static_cast<long long>(l.smem_reserved_per_block), least, greatest);
   }
 }
 
 }  // namespace
 
 void add_info_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("info", "Show the visible GPUs, versions, and the accepted workloads, collectives and policies");
+  CLI::App* cmd = app.add_subcommand(
+      "info", "Show the visible GPUs, versions, and the accepted workloads, collectives and policies");
   cmd->callback([&exit_code] {
     std::printf("# tandem %s (%s)\n", TANDEM_VERSION_STRING, TANDEM_GIT_COMMIT);
     print_registries();

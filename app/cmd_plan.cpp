@@ -48,8 +48,8 @@ std::string catalog_key_of(const DeviceLimits& limits) {
   return limits.name;
 }
 
-std::vector<PlanLevel> plan_levels(const DeviceLimits& gpu, const KernelFootprint& kernel,
-                                   const KernelFootprint& comm, const std::optional<ShapePlan>& chosen) {
+std::vector<PlanLevel> plan_levels(const DeviceLimits& gpu, const KernelFootprint& kernel, const KernelFootprint& comm,
+                                   const std::optional<ShapePlan>& chosen) {
   std::vector<PlanLevel> levels;
   const int natural = residency(gpu, kernel).blocks_per_sm;
   for (int blocks = natural; blocks >= 1; --blocks) {
@@ -73,26 +73,28 @@ std::vector<PlanLevel> plan_levels(const DeviceLimits& gpu, const KernelFootprin
 void print_header(const std::string& key, const DeviceLimits& g, const KernelFootprint& kernel,
                   const Residency& natural, const KernelFootprint& comm, bool comm_is_default) {
   std::printf("# tandem plan: occupancy model only (no GPU used)\n");
-  std::printf("# gpu     %s: %s (%s), %d SMs, HBM %.1f GB/s\n", key.c_str(), g.name.c_str(), g.arch.c_str(),
-              g.sm_count, g.hbm_bandwidth_gbps);
+  std::printf("# gpu     %s: %s (%s), %d SMs, HBM %.1f GB/s\n", key.c_str(), g.name.c_str(), g.arch.c_str(), g.sm_count,
+              g.hbm_bandwidth_gbps);
   std::printf("# per SM  %d threads, %d blocks, %d regs (%d per warp unit, %d subpartitions), %lld B shared memory\n",
               g.max_threads_per_sm, g.max_blocks_per_sm, g.regs_per_sm, g.reg_alloc_unit, g.reg_subpartitions,
               static_cast<long long>(g.smem_per_sm));
   const std::string clusters =
       g.max_cluster_size > 0 ? "clusters of up to " + std::to_string(g.max_cluster_size) : std::string("no clusters");
-  std::printf("# per blk %d threads, %d regs/thread, %d regs, %lld B shared memory (unit %lld B, %lld B reserved), "
-              "warp %d, %s\n",
-              g.max_threads_per_block, g.max_regs_per_thread, g.max_regs_per_block,
-              static_cast<long long>(g.max_smem_per_block), static_cast<long long>(g.smem_alloc_unit),
-              static_cast<long long>(g.smem_reserved_per_block), g.warp_size, clusters.c_str());
+  std::printf(
+      "# per blk %d threads, %d regs/thread, %d regs, %lld B shared memory (unit %lld B, %lld B reserved), "
+      "warp %d, %s\n",
+      g.max_threads_per_block, g.max_regs_per_thread, g.max_regs_per_block,
+      static_cast<long long>(g.max_smem_per_block), static_cast<long long>(g.smem_alloc_unit),
+      static_cast<long long>(g.smem_reserved_per_block), g.warp_size, clusters.c_str());
   std::printf("# kernel  %s: natural %d blocks/SM, limited by %s\n", footprint_to_string(kernel).c_str(),
               natural.blocks_per_sm, to_string(natural.limiter));
   std::printf("# comm    %s%s\n", footprint_to_string(comm).c_str(),
               comm_is_default ? " (typical for this GPU; on a real GPU tandem measures the NCCL kernel's own)" : "");
   std::printf("# model   clusters are limited per SM like single blocks; their placement across SMs is not modelled\n");
-  std::printf("# columns dsmem: dynamic shared memory to request per block (the kernel's own included); compute: "
-              "blocks/SM relative to unshaped; comm_fits: one comm CTA fits beside the compute blocks; "
-              "after_retire: it fits once one compute block retires\n");
+  std::printf(
+      "# columns dsmem: dynamic shared memory to request per block (the kernel's own included); compute: "
+      "blocks/SM relative to unshaped; comm_fits: one comm CTA fits beside the compute blocks; "
+      "after_retire: it fits once one compute block retires\n");
 }
 
 void print_table(const std::vector<PlanLevel>& levels) {
@@ -107,8 +109,12 @@ void print_table(const std::vector<PlanLevel>& levels) {
 }
 
 nlohmann::json footprint_json(const KernelFootprint& k) {
-  return {{"name", k.name},           {"threads_per_block", k.threads_per_block}, {"regs_per_thread", k.regs_per_thread},
-          {"static_smem", k.static_smem}, {"dynamic_smem", k.dynamic_smem},       {"cluster_size", k.cluster_size}};
+  return {{"name", k.name},
+          {"threads_per_block", k.threads_per_block},
+          {"regs_per_thread", k.regs_per_thread},
+          {"static_smem", k.static_smem},
+          {"dynamic_smem", k.dynamic_smem},
+          {"cluster_size", k.cluster_size}};
 }
 
 nlohmann::json limits_json(const std::string& key, const DeviceLimits& g) {
@@ -133,9 +139,9 @@ nlohmann::json limits_json(const std::string& key, const DeviceLimits& g) {
           {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps}};
 }
 
-void write_json(const std::string& path, const std::string& key, const DeviceLimits& gpu,
-                const KernelFootprint& kernel, const Residency& natural, const KernelFootprint& comm,
-                const std::vector<PlanLevel>& levels, const std::optional<ShapePlan>& chosen) {
+void write_json(const std::string& path, const std::string& key, const DeviceLimits& gpu, const KernelFootprint& kernel,
+                const Residency& natural, const KernelFootprint& comm, const std::vector<PlanLevel>& levels,
+                const std::optional<ShapePlan>& chosen) {
   nlohmann::json levels_json = nlohmann::json::array();
   for (const auto& l : levels) {
     levels_json.push_back({{"blocks_per_sm", l.blocks_per_sm},
@@ -168,9 +174,8 @@ void run_plan(const PlanOptions& opt) {
       comm_is_default ? typical_nccl_footprint(gpu) : checking_input([&] { return parse_footprint(opt.comm); });
 
   const Residency natural = residency(gpu, kernel);
-  TANDEM_CHECK_INPUT(natural.blocks_per_sm >= 1, "kernel " + footprint_to_string(kernel) +
-                                                     " cannot be resident on " + key + " (" +
-                                                     to_string(natural.limiter) + ")");
+  TANDEM_CHECK_INPUT(natural.blocks_per_sm >= 1, "kernel " + footprint_to_string(kernel) + " cannot be resident on " +
+                                                     key + " (" + to_string(natural.limiter) + ")");
   TANDEM_CHECK_INPUT(residency(gpu, comm).blocks_per_sm >= 1, "comm " + footprint_to_string(comm) +
                                                                   " cannot be resident on " + key + " (" +
                                                                   to_string(residency(gpu, comm).limiter) + ")");
@@ -185,8 +190,9 @@ void run_plan(const PlanOptions& opt) {
     std::printf("# shape:auto -> %d blocks/SM, dsmem %lld B\n", chosen->blocks_per_sm,
                 static_cast<long long>(chosen->dynamic_smem));
   } else {
-    std::printf("# shape:auto -> none: even 1 block/SM leaves no room for the comm CTA; use an SM-count cap or "
-                "enqueue the collective first\n");
+    std::printf(
+        "# shape:auto -> none: even 1 block/SM leaves no room for the comm CTA; use an SM-count cap or "
+        "enqueue the collective first\n");
   }
   if (!opt.json_path.empty()) {
     write_json(opt.json_path, key, gpu, kernel, natural, comm, levels, chosen);
@@ -201,11 +207,15 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<PlanOptions>();
   CLI::App* plan = app.add_subcommand(
       "plan", "Plan shared-memory shaping for a kernel on a GPU from the occupancy model (no GPU needed)");
-  plan->add_option("--gpu", opt->gpu, "GPU model: " + [] {
-          std::string keys;
-          for (const auto& k : gpu_catalog_keys()) keys += (keys.empty() ? "" : "|") + k;
-          return keys;
-        }())->required();
+  plan->add_option(
+          "--gpu", opt->gpu,
+          "GPU model: " +
+              [] {
+                std::string keys;
+                for (const auto& k : gpu_catalog_keys()) keys += (keys.empty() ? "" : "|") + k;
+                return keys;
+              }())
+      ->required();
   plan->add_option("--kernel", opt->kernel, "compute kernel footprint: threads=N,regs=N[,smem=B][,dsmem=B][,cluster=N]")
       ->required();
   plan->add_option("--comm", opt->comm,

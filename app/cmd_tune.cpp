@@ -180,9 +180,8 @@ int run(const TuneCli& cli) {
     std::fputs(bench::tuned_case_text(c.candidates, c.tuned, path, cli.show).c_str(), stdout);
   }
   for (const bench::ResumedCase* c : resumed_done)
-    std::fputs(
-        bench::resumed_case_text(c->workload, c->collective, c->bytes, c->tuned.policy, cli.resume).c_str(),
-        stdout);
+    std::fputs(bench::resumed_case_text(c->workload, c->collective, c->bytes, c->tuned.policy, cli.resume).c_str(),
+               stdout);
   std::fputs(bench::tune_summary_text(summary, seconds, json_rows, outcome.notes).c_str(), stdout);
   if (!options.json_path.empty()) {
     auto doc = document(outcome.notes, true);

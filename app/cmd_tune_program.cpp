@@ -12,8 +12,8 @@
 
 #include "command_line.h"
 #include "harness/program_tuner.h"
-#include "report/report.h"
 #include "harness/tune_progress.h"
+#include "report/report.h"
 #include "run_environment.h"
 #include "tandem/build_info.h"
 #include "tandem/error.h"

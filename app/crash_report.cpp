@@ -29,12 +29,18 @@ void write_all(const char* text, size_t length) {
 
 const char* signal_name(int sig) {
   switch (sig) {
-    case SIGABRT: return "SIGABRT (abort: a failed check in a library, or heap corruption)";
-    case SIGSEGV: return "SIGSEGV (invalid memory access)";
-    case SIGBUS: return "SIGBUS (bus error)";
-    case SIGFPE: return "SIGFPE (arithmetic error)";
-    case SIGILL: return "SIGILL (illegal instruction)";
-    default: return "unexpected signal";
+    case SIGABRT:
+      return "SIGABRT (abort: a failed check in a library, or heap corruption)";
+    case SIGSEGV:
+      return "SIGSEGV (invalid memory access)";
+    case SIGBUS:
+      return "SIGBUS (bus error)";
+    case SIGFPE:
+      return "SIGFPE (arithmetic error)";
+    case SIGILL:
+      return "SIGILL (illegal instruction)";
+    default:
+      return "unexpected signal";
   }
 }
 
@@ -53,8 +59,8 @@ void on_fatal_signal(int sig) {
 }  // namespace
 
 void install_crash_report() {
-  const int n = std::snprintf(header, sizeof(header), "tandem %s (%s): fatal signal: ", TANDEM_VERSION_STRING,
-                              TANDEM_GIT_COMMIT);
+  const int n =
+      std::snprintf(header, sizeof(header), "tandem %s (%s): fatal signal: ", TANDEM_VERSION_STRING, TANDEM_GIT_COMMIT);
   header_length = n > 0 ? std::min(size_t(n), sizeof(header) - 1) : 0;
   // backtrace() loads libgcc on first use, which allocates: do it now, not in the handler.
   void* frame[1];

@@ -4,8 +4,8 @@
 #include <string>
 
 #include "command_line.h"
-#include "crash_report.h"
 #include "commands.h"
+#include "crash_report.h"
 #include "tandem/build_info.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"

@@ -62,11 +62,11 @@
 
 // NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
 // forgets the communicator (and drops its copy-engine route), the group calls are tracked per
-// thread, collectives are counted by route and take the copy-engine route where the policy asks. The interposer never links or loads
-// NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls
-// bind to these definitions, and the real ones are then found next to it (real_symbols.cpp).
-// Every one of these exists in NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since
-// 2.28); a program built against an older NCCL simply never calls the newer ones.
+// thread, collectives are counted by route and take the copy-engine route where the policy asks. The interposer never
+// links or loads NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls bind
+// to these definitions, and the real ones are then found next to it (real_symbols.cpp). Every one of these exists in
+// NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since 2.28); a program built against an older NCCL
+// simply never calls the newer ones.
 #define TANDEM_NCCL_HOOKS(X)                                                                                           \
   X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank),                   \
     (comm, nranks, comm_id, rank))                                                                                     \

@@ -8,7 +8,9 @@ struct AllToAllExpected {
   uint64_t seed;
   int rank;
   size_t chunk;
-  __device__ float operator()(size_t i) const { return small_integer(seed, i / chunk, size_t(rank) * chunk + i % chunk); }
+  __device__ float operator()(size_t i) const {
+    return small_integer(seed, i / chunk, size_t(rank) * chunk + i % chunk);
+  }
 };
 
 class AllToAll final : public BufferedCollective {
@@ -18,8 +20,9 @@ class AllToAll final : public BufferedCollective {
   int shards(int n) const override { return n; }
   void setup(RankContext& ctx, size_t bytes, DType dtype, uint64_t seed, bool in_place) override {
     // Rank r would overwrite chunk r of a peer's buffer while that peer still sends it.
-    TANDEM_REQUIRE(!in_place, "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); "
-                              "run it without --in-place");
+    TANDEM_REQUIRE(!in_place,
+                   "all-to-all has no in-place form (NCCL's ncclAlltoAll needs separate buffers); "
+                   "run it without --in-place");
     allocate(ctx, bytes, dtype, seed, CollectiveCall::Kind::AllToAll, false);
   }
   int64_t count_wrong(RankContext& ctx) override {

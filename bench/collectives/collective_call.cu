@@ -1,25 +1,32 @@
 #include "collectives/collective_call.h"
-
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench {
 
 int64_t CollectiveCall::send_elements(int n) const {
   switch (kind) {
-    case Kind::AllReduce: return count;
-    case Kind::AllGather: return count;
-    case Kind::ReduceScatter: return count * n;
-    case Kind::AllToAll: return count * n;
+    case Kind::AllReduce:
+      return count;
+    case Kind::AllGather:
+      return count;
+    case Kind::ReduceScatter:
+      return count * n;
+    case Kind::AllToAll:
+      return count * n;
   }
   return 0;
 }
 
 int64_t CollectiveCall::recv_elements(int n) const {
   switch (kind) {
-    case Kind::AllReduce: return count;
-    case Kind::AllGather: return count * n;
-    case Kind::ReduceScatter: return count;
-    case Kind::AllToAll: return count * n;
+    case Kind::AllReduce:
+      return count;
+    case Kind::AllGather:
+      return count * n;
+    case Kind::ReduceScatter:
+      return count;
+    case Kind::AllToAll:
+      return count * n;
   }
   return 0;
 }
@@ -31,10 +38,14 @@ uint64_t CollectiveCall::bytes(int n) const {
 
 const char* CollectiveCall::name() const {
   switch (kind) {
-    case Kind::AllReduce: return "all-reduce";
-    case Kind::AllGather: return "all-gather";
-    case Kind::ReduceScatter: return "reduce-scatter";
-    case Kind::AllToAll: return "all-to-all";
+    case Kind::AllReduce:
+      return "all-reduce";
+    case Kind::AllGather:
+      return "all-gather";
+    case Kind::ReduceScatter:
+      return "reduce-scatter";
+    case Kind::AllToAll:
+      return "all-to-all";
   }
   return "?";
 }

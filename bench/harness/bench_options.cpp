@@ -48,13 +48,12 @@ std::string number(double v) {
 void require_distinct(const std::vector<std::string>& names, const std::string& flag) {
   std::set<std::string> seen;
   for (const auto& name : names)
-    TANDEM_CHECK_INPUT(seen.insert(name).second,
-                       flag + " lists " + quoted_value(name) + " twice; give each once");
+    TANDEM_CHECK_INPUT(seen.insert(name).second, flag + " lists " + quoted_value(name) + " twice; give each once");
 }
 
 void require_in_range(int64_t value, int64_t least, int64_t most, const std::string& flag) {
   TANDEM_CHECK_INPUT(value >= least && value <= most, flag + " " + std::to_string(value) + " is out of bounds: from " +
-                                                           std::to_string(least) + " to " + std::to_string(most));
+                                                          std::to_string(least) + " to " + std::to_string(most));
 }
 
 // NaN and infinities fail every comparison that matters here, so the test is written to reject them.
@@ -71,13 +70,12 @@ void validate_sweep(const BenchOptions& o) {
                      "--minbytes and --maxbytes must be at most " + size_text(kMaxBytes));
   TANDEM_CHECK_INPUT(o.max_bytes >= o.min_bytes, "--maxbytes (" + std::to_string(o.max_bytes) +
                                                      ") is below --minbytes (" + std::to_string(o.min_bytes) + ")");
-  TANDEM_CHECK_INPUT(std::isfinite(o.step_factor) && o.step_factor >= kMinStepFactor &&
-                         o.step_factor <= kMaxStepFactor,
+  TANDEM_CHECK_INPUT(std::isfinite(o.step_factor) && o.step_factor >= kMinStepFactor && o.step_factor <= kMaxStepFactor,
                      "--stepfactor " + number(o.step_factor) + " is out of bounds: from " + number(kMinStepFactor) +
                          " to " + number(kMaxStepFactor));
   // Counted before the sizes are listed: a factor near 1 over a wide range would list billions.
-  const double steps = std::log(static_cast<double>(o.max_bytes) / static_cast<double>(o.min_bytes)) /
-                       std::log(o.step_factor);
+  const double steps =
+      std::log(static_cast<double>(o.max_bytes) / static_cast<double>(o.min_bytes)) / std::log(o.step_factor);
   TANDEM_CHECK_INPUT(steps + 1 <= static_cast<double>(kMaxSweepSizes),
                      "--minbytes " + size_text(o.min_bytes) + " to --maxbytes " + size_text(o.max_bytes) + " by " +
                          "--stepfactor " + number(o.step_factor) + " makes " + std::to_string(int64_t(steps) + 1) +
@@ -107,16 +105,20 @@ void validate_scenario_options(const ScenarioOptions& s) {
 }  // namespace
 
 uint64_t parse_size(const std::string& text, const std::string& flag) {
-  const std::string expected = "; expected a number of bytes with an optional unit B, K, M or G (binary), at most " +
-                               size_text(kMaxBytes);
+  const std::string expected =
+      "; expected a number of bytes with an optional unit B, K, M or G (binary), at most " + size_text(kMaxBytes);
   size_t pos = 0;
   while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
   const std::string digits = text.substr(0, pos), unit = text.substr(pos);
   uint64_t scale = 0;
-  if (unit.empty() || unit == "B") scale = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KiB") scale = 1ull << 10;
-  else if (unit == "M" || unit == "MB" || unit == "MiB") scale = 1ull << 20;
-  else if (unit == "G" || unit == "GB" || unit == "GiB") scale = 1ull << 30;
+  if (unit.empty() || unit == "B")
+    scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KiB")
+    scale = 1ull << 10;
+  else if (unit == "M" || unit == "MB" || unit == "MiB")
+    scale = 1ull << 20;
+  else if (unit == "G" || unit == "GB" || unit == "GiB")
+    scale = 1ull << 30;
   TANDEM_CHECK_INPUT(!digits.empty() && scale != 0, "bad " + flag + " " + quoted_value(text) + expected);
   // Digit by digit against the bound: no multiplication can wrap (17179869185G is not 1G).
   uint64_t value = 0;
@@ -183,10 +185,12 @@ void validate(const BenchOptions& o) {
     }
     TANDEM_CHECK_INPUT(known, "unknown collective " + quoted_value(c) + "; accepted: " + accepted);
   }
-  TANDEM_CHECK_INPUT(!o.balance_size || o.balance, "--balance-size resizes the collective after balancing the count; "
-                                                   "it cannot combine with --no-balance or --count");
-  TANDEM_CHECK_INPUT(!o.balance_size || !scenarios, "--balance-size applies to microbenchmarks; a training scenario's "
-                                                    "collectives follow from its model (--hidden, --seq, ...)");
+  TANDEM_CHECK_INPUT(!o.balance_size || o.balance,
+                     "--balance-size resizes the collective after balancing the count; "
+                     "it cannot combine with --no-balance or --count");
+  TANDEM_CHECK_INPUT(!o.balance_size || !scenarios,
+                     "--balance-size applies to microbenchmarks; a training scenario's "
+                     "collectives follow from its model (--hidden, --seq, ...)");
   for (const auto& w : o.workloads) {
     const bool gathers_own_inputs = (w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel;
     TANDEM_CHECK_INPUT(!o.in_place || !is_scenario(w) || gathers_own_inputs,
@@ -206,8 +210,7 @@ void validate(const BenchOptions& o) {
   require_finite_in_range(o.timeout_s, 0, kMaxTimeoutS, "--timeout", "seconds");
   require_in_range(o.launch_request.device, -1, kMaxDevice, "--device");
   const WorkloadOptions& w = o.workload;
-  TANDEM_CHECK_INPUT(w.m >= 0 && w.n >= 0 && w.k >= 0 && w.m <= kMaxGemmDim && w.n <= kMaxGemmDim &&
-                         w.k <= kMaxGemmDim,
+  TANDEM_CHECK_INPUT(w.m >= 0 && w.n >= 0 && w.k >= 0 && w.m <= kMaxGemmDim && w.n <= kMaxGemmDim && w.k <= kMaxGemmDim,
                      "--gemm-shape: each of M, N, K must be from 1 to " + std::to_string(kMaxGemmDim));
   TANDEM_CHECK_INPUT(w.stream_bytes >= 0 && static_cast<uint64_t>(w.stream_bytes) <= kMaxBytes,
                      "--stream-bytes must be at most " + size_text(kMaxBytes));

@@ -16,14 +16,14 @@ namespace tandem::bench {
 
 // Bounds of the numeric options (checked by validate(), listed in --help). They keep every value
 // far from where arithmetic wraps or a loop never ends, and well above what any GPU can use.
-inline constexpr uint64_t kMaxBytes = 1ull << 40;          // -b, -e, --stream-bytes: 1 TiB
-inline constexpr double kMinStepFactor = 1.01;            // -f: a smaller one repeats sizes
+inline constexpr uint64_t kMaxBytes = 1ull << 40;  // -b, -e, --stream-bytes: 1 TiB
+inline constexpr double kMinStepFactor = 1.01;     // -f: a smaller one repeats sizes
 inline constexpr double kMaxStepFactor = 1024;
-inline constexpr size_t kMaxSweepSizes = 100;             // sizes from -b to -e by -f
-inline constexpr int kMaxIters = 1000000;                  // -n, -w, --count
-inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;   // --timeout: one week
-inline constexpr int64_t kMaxGemmDim = 1 << 20;            // each of --gemm-shape's M, N, K
-inline constexpr int kMaxDevice = 4095;                    // --device
+inline constexpr size_t kMaxSweepSizes = 100;            // sizes from -b to -e by -f
+inline constexpr int kMaxIters = 1000000;                // -n, -w, --count
+inline constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;  // --timeout: one week
+inline constexpr int64_t kMaxGemmDim = 1 << 20;          // each of --gemm-shape's M, N, K
+inline constexpr int kMaxDevice = 4095;                  // --device
 // --gpus, and the world size a launcher may give (ranks/launch_env.h).
 inline constexpr int kMaxGpus = kMaxWorldSize;
 
@@ -39,8 +39,8 @@ struct BenchOptions {
   double step_factor = 2.0;
   WorkloadOptions workload;
   ScenarioOptions scenario;  // training scenarios (harness/scenario.h); used when workloads name them
-  bool balance = true;  // choose the compute count so that t_compute ~ t_comm
-  int count = 1;        // compute units per step when not balancing
+  bool balance = true;       // choose the compute count so that t_compute ~ t_comm
+  int count = 1;             // compute units per step when not balancing
   // After balancing the count, resize the collective so that t_comm ~ t_compute (within 5 %): the
   // requested size is then only the starting point, and rows report the size measured.
   bool balance_size = false;

@@ -1,8 +1,7 @@
-#include "harness/case_runner.h"
-
 #include <algorithm>
 #include <utility>
 
+#include "harness/case_runner.h"
 #include "harness/footprints.h"
 #include "harness/runner.h"
 #include "harness/slowest_rank.h"
@@ -52,7 +51,8 @@ void CaseRunner::capture_footprints() {
   // With one rank NCCL copies instead of launching a kernel: then there is no footprint to leave
   // room for.
   if (const auto nccl = first_nccl_kernel(comm, ctx_.limits)) comm_kernel_ = *nccl;
-  const auto compute = capture_kernel_launches(ctx_.compute, [&](cudaStream_t s) { workload_.enqueue(s); }, wait);
+  const auto compute = capture_kernel_launches(
+      ctx_.compute, [&](cudaStream_t s) { workload_.enqueue(s); }, wait);
   TANDEM_REQUIRE(!compute.empty(), "the compute workload launched no kernel");
   compute_kernel_ = footprint_record(compute.front(), ctx_.limits);
 }
@@ -74,7 +74,8 @@ void CaseRunner::measure_baselines(int fixed_count) {
   const double hbm_bytes = count_ * workload_.hbm_bytes() + collective_.hbm_bytes();
   // Compute and collective are independent: the chain is the slower side.
   baselines_.chain_ms = std::max(baselines_.compute.median, baselines_.comm.median);
-  baselines_.bound_ms = bound_ms(baselines_.compute.median, baselines_.comm.median, hbm_bytes, min_over_ranks_bandwidth());
+  baselines_.bound_ms =
+      bound_ms(baselines_.compute.median, baselines_.comm.median, hbm_bytes, min_over_ranks_bandwidth());
 }
 
 uint64_t CaseRunner::balanced_collective_bytes(uint64_t bytes) const {
@@ -173,7 +174,8 @@ void CaseRunner::restore() {
   active_compute_stream_ = ctx_.compute;
 }
 
-void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSummary& s, const ShapedKernel* kernel) const {
+void CaseRunner::fill_row(Row& row, const OverlapPolicy& policy, const StepSummary& s,
+                          const ShapedKernel* kernel) const {
   row.count = count_;
   row.policy = to_string(policy);
   fill_times(row, baselines_, s.total, s.compute_span.median, s.comm_span.median, policy.is_sequential(),
@@ -292,10 +294,14 @@ void CaseRunner::enqueue_collective(ncclComm_t comm, cudaStream_t stream) {
 
 std::string CaseRunner::schedule_name(Schedule s, const OverlapPolicy* policy) {
   switch (s) {
-    case Schedule::ComputeOnly: return "compute alone";
-    case Schedule::CommOnly: return "collective alone";
-    case Schedule::Sequential: return "sequential";
-    case Schedule::Overlap: return "overlap " + to_string(*policy);
+    case Schedule::ComputeOnly:
+      return "compute alone";
+    case Schedule::CommOnly:
+      return "collective alone";
+    case Schedule::Sequential:
+      return "sequential";
+    case Schedule::Overlap:
+      return "overlap " + to_string(*policy);
   }
   return "?";
 }

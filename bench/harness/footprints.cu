@@ -1,5 +1,4 @@
 #include "harness/footprints.h"
-
 #include "tandem/kernel_names.h"
 
 namespace tandem::bench {

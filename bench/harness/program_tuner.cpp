@@ -8,8 +8,8 @@
 #include <fstream>
 
 #include "harness/metrics.h"
-#include "report/report.h"
 #include "harness/tuner.h"
+#include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 

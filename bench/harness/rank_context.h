@@ -60,7 +60,7 @@ struct RankContext {
   int nranks;
   int device;
   Coordinator& group;  // the ranks: barrier, broadcast, all-gather, failure
-  ncclComm_t comm;  // default settings; owned: destroyed (or aborted after a failure) with the context
+  ncclComm_t comm;     // default settings; owned: destroyed (or aborted after a failure) with the context
   double timeout_s;
   DeviceLimits limits;
   // Compute always runs at the least priority. The collective runs on `comm_default` (the same,

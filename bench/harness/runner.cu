@@ -1,5 +1,3 @@
-#include "harness/runner.h"
-
 #include <algorithm>
 #include <memory>
 #include <mutex>
@@ -8,6 +6,7 @@
 #include "harness/case_runner.h"
 #include "harness/metrics.h"
 #include "harness/registry.h"
+#include "harness/runner.h"
 #include "harness/scenario_runner.h"
 #include "tandem/cuda_check.h"
 #include "tandem/kernel_footprint_probe.h"

@@ -23,18 +23,18 @@ namespace tandem::bench {
 // second per iteration on an H200 and fits in memory on 2 GPUs.
 struct ScenarioOptions {
   int64_t hidden = 4096;
-  int64_t seq = 4096;     // tokens per micro-batch on each rank (sequence length x micro-batch size 1)
+  int64_t seq = 4096;  // tokens per micro-batch on each rank (sequence length x micro-batch size 1)
   int layers = 4;
-  int64_t ffn = 0;        // 0: 3.5 x hidden rounded up to 128 (Llama 3: 14336 for 4096)
-  int heads = 0;          // 0: hidden / 128
-  int kv_heads = 0;       // 0: min(8, heads)
-  double bucket_mb = 25;  // DDP bucket_cap_mb (MiB)
-  double first_bucket_mb = 1;  // DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
-  int micro_batches = 2;  // tp-mlp, tp-attention, moe
+  int64_t ffn = 0;                 // 0: 3.5 x hidden rounded up to 128 (Llama 3: 14336 for 4096)
+  int heads = 0;                   // 0: hidden / 128
+  int kv_heads = 0;                // 0: min(8, heads)
+  double bucket_mb = 25;           // DDP bucket_cap_mb (MiB)
+  double first_bucket_mb = 1;      // DDP's first bucket (dist._DEFAULT_FIRST_BUCKET_BYTES)
+  int micro_batches = 2;           // tp-mlp, tp-attention, moe
   bool sequence_parallel = false;  // tp-*: reduce-scatter + all-gather instead of all-reduce
-  int experts = 8;        // moe: experts in total, spread over the ranks
-  int top_k = 2;          // moe: experts per token
-  int64_t expert_ffn = 0; // moe: expert MLP width; 0: ffn
+  int experts = 8;                 // moe: experts in total, spread over the ranks
+  int top_k = 2;                   // moe: experts per token
+  int64_t expert_ffn = 0;          // moe: expert MLP width; 0: ffn
 };
 
 // What one iteration runs.
@@ -47,7 +47,7 @@ enum class ScenarioMode {
 
 struct ScenarioStreams {
   cudaStream_t compute = nullptr;
-  cudaStream_t comm = nullptr;  // Full and CommOnly
+  cudaStream_t comm = nullptr;        // Full and CommOnly
   ncclComm_t communicator = nullptr;  // the collectives' communicator; nullptr: RankContext::comm
   // Full: a collective is enqueued as soon as its inputs are (before the independent compute that
   // follows it in program order); otherwise after the next compute operation.
@@ -97,7 +97,8 @@ class Scenario {
   // Runs one Full or Sequential iteration (`mode`), issued as enqueue_iteration() issues it, with an
   // event before and after every operation, and returns when each ran, in program order
   // (report/trace.h); synchronises.
-  virtual std::vector<TraceSpan> trace_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) = 0;
+  virtual std::vector<TraceSpan> trace_iteration(RankContext& ctx, const ScenarioStreams& streams,
+                                                 ScenarioMode mode) = 0;
   // The iteration's length along its dependency chain with these per-operation times
   // (scenarios/program.h, Program::chain_ms): the ideal bound of any overlap of it.
   virtual double chain_ms(const std::vector<double>& operation_ms) const = 0;

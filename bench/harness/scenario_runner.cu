@@ -1,5 +1,3 @@
-#include "harness/scenario_runner.h"
-
 #include <algorithm>
 #include <cstdio>
 #include <utility>
@@ -8,6 +6,7 @@
 #include "harness/footprints.h"
 #include "harness/metrics.h"
 #include "harness/policy_trials.h"
+#include "harness/scenario_runner.h"
 #include "harness/slowest_rank.h"
 #include "tandem/cuda_check.h"
 #include "tandem/nvtx.h"
@@ -25,10 +24,14 @@ struct Measured {
 
 const char* mode_name(ScenarioMode m) {
   switch (m) {
-    case ScenarioMode::Full: return "overlap";
-    case ScenarioMode::ComputeOnly: return "compute alone";
-    case ScenarioMode::CommOnly: return "collectives alone";
-    case ScenarioMode::Sequential: return "sequential";
+    case ScenarioMode::Full:
+      return "overlap";
+    case ScenarioMode::ComputeOnly:
+      return "compute alone";
+    case ScenarioMode::CommOnly:
+      return "collectives alone";
+    case ScenarioMode::Sequential:
+      return "sequential";
   }
   return "?";
 }
@@ -88,9 +91,9 @@ class ScenarioCase final : public PolicyTrials {
     baselines_.chain_ms = measure_chain();
     // The issue-level "ideal bound": the longer of the two sides along the dependency chain, or the
     // device memory both sides need, whichever is slower.
-    baselines_.bound_ms = std::max(baselines_.chain_ms,
-                                   bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
-                                            ctx_.group.min(ctx_.hbm_bandwidth_gbps)));
+    baselines_.bound_ms =
+        std::max(baselines_.chain_ms, bound_ms(baselines_.compute.median, baselines_.comm.median, scenario_.hbm_bytes(),
+                                               ctx_.group.min(ctx_.hbm_bandwidth_gbps)));
   }
 
   void remeasure_baselines() override { measure_baselines({}); }
@@ -228,8 +231,8 @@ class ScenarioCase final : public PolicyTrials {
       }
       for (auto& op : samples) medians[side].push_back(summarize(op).median);
     }
-    const double chain = scenario_.chain_ms(
-        operation_times(medians[0], medians[1], baselines_.compute.median, baselines_.comm.median));
+    const double chain =
+        scenario_.chain_ms(operation_times(medians[0], medians[1], baselines_.compute.median, baselines_.comm.median));
     return -ctx_.group.min(-chain);
   }
 
@@ -313,7 +316,8 @@ std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOpti
   TANDEM_REQUIRE(nranks >= 1, "a scenario needs at least one rank");
   TANDEM_REQUIRE(o.layers >= 1, "--layers must be at least 1 (got " + std::to_string(o.layers) + ")");
   TANDEM_REQUIRE(o.seq >= 1, "--seq must be positive (got " + std::to_string(o.seq) + ")");
-  TANDEM_REQUIRE(o.micro_batches >= 1, "--micro-batches must be at least 1 (got " + std::to_string(o.micro_batches) + ")");
+  TANDEM_REQUIRE(o.micro_batches >= 1,
+                 "--micro-batches must be at least 1 (got " + std::to_string(o.micro_batches) + ")");
   TANDEM_REQUIRE(o.bucket_mb > 0 && o.first_bucket_mb > 0, "--bucket-mb and --first-bucket-mb must be positive");
   for (const auto& e : scenario_registry())
     if (name == e.name) {

@@ -1,11 +1,10 @@
-#include "harness/tuner.h"
-
 #include <algorithm>
 #include <chrono>
 #include <map>
 
 #include "harness/scenario_runner.h"
 #include "harness/tune_progress.h"
+#include "harness/tuner.h"
 #include "tandem/error.h"
 #include "tandem/nvtx.h"
 

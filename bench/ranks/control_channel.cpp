@@ -66,7 +66,8 @@ void ControlChannel::join(const ncclUniqueId& id, const std::string& hint) {
     if (std::chrono::steady_clock::now() > until)
       fail("joining the other ranks", "not every rank joined within " + seconds_text(timeout_s_) +
                                           " s (--timeout): a rank was not started, failed before joining, or has "
-                                          "another world size" + hint);
+                                          "another world size" +
+                                          hint);
     pause(started);
   }
 }
@@ -213,10 +214,10 @@ std::vector<std::string> ControlChannel::all_gather(const std::string& mine, con
   auto* lengths = reinterpret_cast<uint64_t*>(host_);
   lengths[rank_] = length;
   auto* device_lengths = static_cast<uint64_t*>(device_);
-  TANDEM_CUDA_CHECK(cudaMemcpyAsync(device_lengths + rank_, lengths + rank_, sizeof(uint64_t), cudaMemcpyHostToDevice,
-                                    stream_));
-  TANDEM_NCCL_CHECK(comm_, ncclAllGather(device_lengths + rank_, device_lengths, sizeof(uint64_t), ncclUint8, comm_,
-                                         stream_));
+  TANDEM_CUDA_CHECK(
+      cudaMemcpyAsync(device_lengths + rank_, lengths + rank_, sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
+  TANDEM_NCCL_CHECK(comm_,
+                    ncclAllGather(device_lengths + rank_, device_lengths, sizeof(uint64_t), ncclUint8, comm_, stream_));
   await_ready(step, until);
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(lengths, device_lengths, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream_));
   await_stream(step, until);
@@ -227,8 +228,8 @@ std::vector<std::string> ControlChannel::all_gather(const std::string& mine, con
   reserve(n * slot);
   char* device_bytes = static_cast<char*>(device_);
   std::memcpy(host_ + rank_ * slot, mine.data(), mine.size());
-  TANDEM_CUDA_CHECK(cudaMemcpyAsync(device_bytes + rank_ * slot, host_ + rank_ * slot, slot, cudaMemcpyHostToDevice,
-                                    stream_));
+  TANDEM_CUDA_CHECK(
+      cudaMemcpyAsync(device_bytes + rank_ * slot, host_ + rank_ * slot, slot, cudaMemcpyHostToDevice, stream_));
   TANDEM_NCCL_CHECK(comm_, ncclAllGather(device_bytes + rank_ * slot, device_bytes, slot, ncclUint8, comm_, stream_));
   await_ready(step, until);
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_, device_bytes, n * slot, cudaMemcpyDeviceToHost, stream_));

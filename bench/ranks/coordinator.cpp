@@ -103,7 +103,9 @@ namespace tandem::bench {
 int ThreadCoordinator::size() const { return group_.size(); }
 void ThreadCoordinator::barrier() { group_.barrier(); }
 void ThreadCoordinator::broadcast_from_rank0(void* data, size_t bytes) { group_.share_from_rank0(rank_, data, bytes); }
-std::vector<std::string> ThreadCoordinator::all_gather(const std::string& mine) { return group_.all_gather(rank_, mine); }
+std::vector<std::string> ThreadCoordinator::all_gather(const std::string& mine) {
+  return group_.all_gather(rank_, mine);
+}
 void ThreadCoordinator::fail(std::exception_ptr reason) { group_.fail(reason); }
 bool ThreadCoordinator::failed() const { return group_.failed(); }
 

@@ -67,7 +67,8 @@ std::string hex_decode(const std::string& hex) {
 // Folders above that, in a path the user chose, are the user's business.
 void require_private_folder(const std::string& folder, const struct stat& st) {
   if (S_ISLNK(st.st_mode))
-    TANDEM_THROW("rendezvous folder '" + folder + "' is a symbolic link; remove it, or choose another folder with "
+    TANDEM_THROW("rendezvous folder '" + folder +
+                 "' is a symbolic link; remove it, or choose another folder with "
                  "--rendezvous");
   if (!S_ISDIR(st.st_mode)) TANDEM_THROW("rendezvous folder '" + folder + "' exists and is not a folder");
   if (st.st_uid != geteuid())
@@ -190,7 +191,8 @@ class RankZero {
   RankZero(const FileRendezvousOptions& o, const std::string& payload) : o_(o), payload_hex_(hex_encode(payload)) {}
 
   FileRendezvousResult run(const std::function<std::string(const std::vector<std::string>&)>& verdict) {
-    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.timeout_s));
+    const auto deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.timeout_s));
     for (;;) {
       std::map<int, Joined> joined;
       for (int r : join_files_present(o_.dir, o_.world_size)) {
@@ -201,7 +203,8 @@ class RankZero {
       for (int r = 1; r < o_.world_size; ++r) {
         const Fields ack = read_fields(o_.dir + "/ack." + std::to_string(r));
         const auto j = joined.find(r);
-        const bool current = j != joined.end() && field(ack, "session") == session_ && field(ack, "nonce") == j->second.nonce;
+        const bool current =
+            j != joined.end() && field(ack, "session") == session_ && field(ack, "nonce") == j->second.nonce;
         if (!current) {
           missing.push_back(r);
           continue;
@@ -275,7 +278,8 @@ FileRendezvousResult join_as_other(const FileRendezvousOptions& o) {
                        o.identity + "\n");
   // A little longer than rank 0, so that rank 0's verdict on missing ranks arrives first.
   const double patience = o.timeout_s + std::min(5.0, 2.0 + o.timeout_s / 10);
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(patience));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(patience));
   std::string acked_session, waiting;
   bool listed = false;
   for (;;) {
@@ -285,14 +289,16 @@ FileRendezvousResult join_as_other(const FileRendezvousOptions& o) {
       listed = true;
       const std::string session = field(id, "session");
       if (session != acked_session) {
-        write_atomically(o.dir, "ack." + me,
-                         "session " + session + "\nnonce " + nonce + "\nworld_size " + std::to_string(o.world_size) + "\n");
+        write_atomically(
+            o.dir, "ack." + me,
+            "session " + session + "\nnonce " + nonce + "\nworld_size " + std::to_string(o.world_size) + "\n");
         acked_session = session;
       }
       const int theirs = int_field(id, "world_size");
       if (theirs != o.world_size)
         TANDEM_THROW("rank " + me + " was started with a world size of " + std::to_string(o.world_size) +
-                     " but rank 0 with " + std::to_string(theirs) + ": every rank must come from one launch of the same size");
+                     " but rank 0 with " + std::to_string(theirs) +
+                     ": every rank must come from one launch of the same size");
       const std::string status = field(id, "status");
       if (status == "error") TANDEM_THROW("rank 0 stopped the rendezvous: " + field(id, "message"));
       if (status == "ok") {
@@ -310,9 +316,10 @@ FileRendezvousResult join_as_other(const FileRendezvousOptions& o) {
     }
     if (Clock::now() > deadline) {
       if (!listed)
-        TANDEM_THROW("rank " + me + ": rank 0 did not answer in " + o.dir + " within " +
-                     seconds_text(o.timeout_s) + " s (--timeout): it was not started, failed "
-                     "before the rendezvous, or uses another rendezvous directory" + o.hint);
+        TANDEM_THROW("rank " + me + ": rank 0 did not answer in " + o.dir + " within " + seconds_text(o.timeout_s) +
+                     " s (--timeout): it was not started, failed "
+                     "before the rendezvous, or uses another rendezvous directory" +
+                     o.hint);
       TANDEM_THROW("rank " + me + ": the rendezvous in " + o.dir + " did not complete within " +
                    seconds_text(o.timeout_s) + " s (--timeout); rank 0 was waiting for " +
                    (waiting.empty() ? std::string("other ranks") : waiting) + o.hint);
@@ -325,9 +332,9 @@ FileRendezvousResult join_as_other(const FileRendezvousOptions& o) {
 
 FileRendezvousResult file_rendezvous(const FileRendezvousOptions& options, const std::string& payload,
                                      const std::function<std::string(const std::vector<std::string>&)>& verdict) {
-  TANDEM_REQUIRE(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
-                 "rendezvous: rank " + std::to_string(options.rank) + " outside a world of " +
-                     std::to_string(options.world_size));
+  TANDEM_REQUIRE(
+      options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
+      "rendezvous: rank " + std::to_string(options.rank) + " outside a world of " + std::to_string(options.world_size));
   TANDEM_REQUIRE(options.identity.find('\n') == std::string::npos, "rendezvous: identity must be one line");
   make_private_folders(options.dir);
   if (options.rank == 0) return RankZero(options, payload).run(verdict);

@@ -21,13 +21,13 @@
 namespace tandem::bench {
 
 struct FileRendezvousOptions {
-  std::string dir;        // created if missing
+  std::string dir;  // created if missing
   int rank = 0;
-  int world_size = 1;     // as this rank's launcher says; every rank must agree
-  std::string identity;   // this rank's, one line (gpu_identity.h's serialize)
+  int world_size = 1;    // as this rank's launcher says; every rank must agree
+  std::string identity;  // this rank's, one line (gpu_identity.h's serialize)
   double timeout_s = 120;
   double poll_s = 0.01;
-  std::string hint;       // appended to time-out messages (e.g. how the directory was chosen)
+  std::string hint;  // appended to time-out messages (e.g. how the directory was chosen)
 };
 
 struct FileRendezvousResult {

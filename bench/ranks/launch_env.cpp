@@ -50,7 +50,7 @@ LaunchEnv read_trio(LaunchMode mode, const Environment& env, const Variables& v)
   const auto size = read_count(env, v.size);
   if (!rank || !size)
     TANDEM_USER_ERROR(std::string(rank ? v.rank : v.size) + " is set but " + (rank ? v.size : v.rank) +
-                 " is not: the launcher's environment is incomplete");
+                      " is not: the launcher's environment is incomplete");
   LaunchEnv out;
   out.mode = mode;
   out.rank = *rank;
@@ -68,8 +68,8 @@ LaunchEnv read_trio(LaunchMode mode, const Environment& env, const Variables& v)
     TANDEM_USER_ERROR(std::string(v.rank) + "=" + std::to_string(out.rank) + " is not below " + v.size + "=" +
                       std::to_string(out.world_size));
   if (out.local_world_size > out.world_size)
-    TANDEM_USER_ERROR(std::string(v.local_size) + "=" + std::to_string(out.local_world_size) + " is above " +
-                      v.size + "=" + std::to_string(out.world_size));
+    TANDEM_USER_ERROR(std::string(v.local_size) + "=" + std::to_string(out.local_world_size) + " is above " + v.size +
+                      "=" + std::to_string(out.world_size));
   if (out.local_world_size > 0) {
     if (out.local_rank >= out.local_world_size)
       TANDEM_USER_ERROR("local rank " + std::to_string(out.local_rank) + " is not below the local world size " +
@@ -79,8 +79,8 @@ LaunchEnv read_trio(LaunchMode mode, const Environment& env, const Variables& v)
   return out;
 }
 
-const Variables kOmpi{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK"},
-                      "OMPI_COMM_WORLD_LOCAL_SIZE"};
+const Variables kOmpi{
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", {"OMPI_COMM_WORLD_LOCAL_RANK"}, "OMPI_COMM_WORLD_LOCAL_SIZE"};
 const Variables kTorch{"RANK", "WORLD_SIZE", {"LOCAL_RANK"}, "LOCAL_WORLD_SIZE"};
 const Variables kPmi{"PMI_RANK", "PMI_SIZE", {"MPI_LOCALRANKID", "PMI_LOCAL_RANK"}, "MPI_LOCALNRANKS"};
 
@@ -99,20 +99,25 @@ bool torchelastic(const Environment& env) {
 
 LaunchEnv read_mode(LaunchMode mode, const Environment& env) {
   switch (mode) {
-    case LaunchMode::Mpi: return read_trio(LaunchMode::Mpi, env, kOmpi);
-    case LaunchMode::Torchrun: return read_trio(LaunchMode::Torchrun, env, kTorch);
-    case LaunchMode::Slurm: return read_slurm(env);
+    case LaunchMode::Mpi:
+      return read_trio(LaunchMode::Mpi, env, kOmpi);
+    case LaunchMode::Torchrun:
+      return read_trio(LaunchMode::Torchrun, env, kTorch);
+    case LaunchMode::Slurm:
+      return read_slurm(env);
     case LaunchMode::Env:
       // env: RANK/WORLD_SIZE set by hand or by a launcher we do not know, else PMI (MPICH, Intel MPI).
       return is_set(env, "RANK") || is_set(env, "WORLD_SIZE") ? read_trio(LaunchMode::Env, env, kTorch)
-                                                               : read_trio(LaunchMode::Env, env, kPmi);
-    case LaunchMode::Threads: break;
+                                                              : read_trio(LaunchMode::Env, env, kPmi);
+    case LaunchMode::Threads:
+      break;
   }
   return LaunchEnv{};
 }
 
 LaunchEnv auto_detect(const Environment& env) {
-  if (is_set(env, "OMPI_COMM_WORLD_RANK") || is_set(env, "OMPI_COMM_WORLD_SIZE")) return read_mode(LaunchMode::Mpi, env);
+  if (is_set(env, "OMPI_COMM_WORLD_RANK") || is_set(env, "OMPI_COMM_WORLD_SIZE"))
+    return read_mode(LaunchMode::Mpi, env);
   if (is_set(env, "RANK") || is_set(env, "WORLD_SIZE"))
     return read_trio(torchelastic(env) ? LaunchMode::Torchrun : LaunchMode::Env, env, kTorch);
   const bool slurm = is_set(env, "SLURM_PROCID");
@@ -144,11 +149,16 @@ std::string value_or(const Environment& env, const std::string& name, const std:
 
 const char* to_string(LaunchMode mode) {
   switch (mode) {
-    case LaunchMode::Threads: return "threads";
-    case LaunchMode::Mpi: return "mpi";
-    case LaunchMode::Torchrun: return "torchrun";
-    case LaunchMode::Slurm: return "slurm";
-    case LaunchMode::Env: return "env";
+    case LaunchMode::Threads:
+      return "threads";
+    case LaunchMode::Mpi:
+      return "mpi";
+    case LaunchMode::Torchrun:
+      return "torchrun";
+    case LaunchMode::Slurm:
+      return "slurm";
+    case LaunchMode::Env:
+      return "env";
   }
   return "?";
 }
@@ -203,16 +213,19 @@ int choose_device(const LaunchEnv& launch, const LaunchRequest& request, int vis
   if (local < visible) return local;
   if (visible == 1) return 0;  // the launcher gave this process one GPU (CUDA_VISIBLE_DEVICES)
   if (request.allow_shared_gpu) return local % visible;
-  TANDEM_USER_ERROR("rank " + std::to_string(launch.rank) + " has local rank " + std::to_string(local) +
-                    " but only " + std::to_string(visible) + " GPU(s) are visible: start at most " +
-                    std::to_string(visible) + " ranks per node, give each rank its GPU with --device, or pass --allow-shared-gpu");
+  TANDEM_USER_ERROR("rank " + std::to_string(launch.rank) + " has local rank " + std::to_string(local) + " but only " +
+                    std::to_string(visible) + " GPU(s) are visible: start at most " + std::to_string(visible) +
+                    " ranks per node, give each rank its GPU with --device, or pass --allow-shared-gpu");
 }
 
 std::string RendezvousPlan::describe() const {
   switch (kind) {
-    case RendezvousKind::Mpi: return "mpi";
-    case RendezvousKind::NcclCommId: return "nccl-comm-id:" + where;
-    case RendezvousKind::File: return "file:" + where;
+    case RendezvousKind::Mpi:
+      return "mpi";
+    case RendezvousKind::NcclCommId:
+      return "nccl-comm-id:" + where;
+    case RendezvousKind::File:
+      return "file:" + where;
   }
   return "?";
 }
@@ -227,8 +240,10 @@ std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {
         key = "slurm-" + value_or(env, "SLURM_JOB_ID", "") + "." + value_or(env, "SLURM_STEP_ID", "batch");
       break;
     case LaunchMode::Mpi:
-      if (is_set(env, "OMPI_MCA_ess_base_jobid")) key = "ompi-" + value_or(env, "OMPI_MCA_ess_base_jobid", "");
-      else if (is_set(env, "PMIX_NAMESPACE")) key = "pmix-" + value_or(env, "PMIX_NAMESPACE", "");
+      if (is_set(env, "OMPI_MCA_ess_base_jobid"))
+        key = "ompi-" + value_or(env, "OMPI_MCA_ess_base_jobid", "");
+      else if (is_set(env, "PMIX_NAMESPACE"))
+        key = "pmix-" + value_or(env, "PMIX_NAMESPACE", "");
       break;
     case LaunchMode::Torchrun:
       // torchrun without --rdzv-id calls every run "none"; the master address and port tell
@@ -236,13 +251,18 @@ std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {
       key = "torchrun-" + value_or(env, "TORCHELASTIC_RUN_ID", "none") + "-" + master + "-r" +
             value_or(env, "TORCHELASTIC_RESTART_COUNT", "0");
       break;
-    default: break;
+    default:
+      break;
   }
   if (key.empty()) {
-    if (!master.empty()) key = "master-" + master;
-    else if (is_set(env, "SLURM_JOB_ID")) key = "slurm-" + value_or(env, "SLURM_JOB_ID", "");
-    else if (is_set(env, "PMIX_NAMESPACE")) key = "pmix-" + value_or(env, "PMIX_NAMESPACE", "");
-    else key = "default";
+    if (!master.empty())
+      key = "master-" + master;
+    else if (is_set(env, "SLURM_JOB_ID"))
+      key = "slurm-" + value_or(env, "SLURM_JOB_ID", "");
+    else if (is_set(env, "PMIX_NAMESPACE"))
+      key = "pmix-" + value_or(env, "PMIX_NAMESPACE", "");
+    else
+      key = "default";
   }
   return sanitize(key);
 }

@@ -68,9 +68,9 @@ enum class RendezvousKind {
 };
 struct RendezvousPlan {
   RendezvousKind kind = RendezvousKind::File;
-  std::string where;            // File: the directory; NcclCommId: host:port
+  std::string where;              // File: the directory; NcclCommId: host:port
   bool set_nccl_comm_id = false;  // NcclCommId derived here: the caller exports NCCL_COMM_ID=where
-  std::string describe() const;  // "file:/tmp/...", "mpi", "nccl-comm-id:host:port"
+  std::string describe() const;   // "file:/tmp/...", "mpi", "nccl-comm-id:host:port"
 };
 // In order: --rendezvous DIR or TANDEM_RENDEZVOUS (a directory; the job's own folder is made in
 // it), NCCL_COMM_ID, MPI when launched by mpirun and available, torchrun across nodes:

@@ -23,9 +23,9 @@ std::string id_bytes(const ncclUniqueId& id) { return std::string(id.internal, s
 
 ncclUniqueId id_from(const std::string& bytes) {
   ncclUniqueId id{};
-  TANDEM_REQUIRE(bytes.size() == sizeof(id.internal),
-                 "rendezvous: received " + std::to_string(bytes.size()) + " bytes for an NCCL unique id of " +
-                     std::to_string(sizeof(id.internal)));
+  TANDEM_REQUIRE(bytes.size() == sizeof(id.internal), "rendezvous: received " + std::to_string(bytes.size()) +
+                                                          " bytes for an NCCL unique id of " +
+                                                          std::to_string(sizeof(id.internal)));
   std::memcpy(id.internal, bytes.data(), bytes.size());
   return id;
 }
@@ -36,7 +36,8 @@ std::string hint_for(const RendezvousPlan& plan) {
       return "; every rank must use the same directory (ranks on several nodes: a shared one, --rendezvous DIR)";
     case RendezvousKind::NcclCommId:
       return " (rendezvous through NCCL_COMM_ID=" + plan.where + ", which cannot name the missing rank)";
-    case RendezvousKind::Mpi: break;
+    case RendezvousKind::Mpi:
+      break;
   }
   return "";
 }
@@ -66,7 +67,8 @@ RendezvousPlan planned_rendezvous(const LaunchEnv& launch, const LaunchRequest& 
   return choose_rendezvous(launch, request, env, mpi);
 }
 
-ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, double timeout_s, const Environment& env)
+ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, double timeout_s,
+                         const Environment& env)
     : launch_(launch), request_(request), timeout_s_(timeout_s), env_(env) {
   TANDEM_REQUIRE(launch.is_process_mode(), "ProcessRank needs a launcher's rank (not the threads mode)");
   device_ = choose_device(launch_, request_, visible_gpu_count());
@@ -169,8 +171,9 @@ ncclUniqueId ProcessRank::rendezvous_id(const GpuIdentity& me, std::vector<std::
       o.timeout_s = timeout_s_;
       o.hint = hint_;
       // Rank 0 judges; the others learn its verdict through the rendezvous and stop with it.
-      const FileRendezvousResult r = file_rendezvous(o, launch_.rank == 0 ? id_bytes(id) : std::string(),
-                                                     [&](const std::vector<std::string>& ids) { return judge_gpus(ids); });
+      const FileRendezvousResult r =
+          file_rendezvous(o, launch_.rank == 0 ? id_bytes(id) : std::string(),
+                          [&](const std::vector<std::string>& ids) { return judge_gpus(ids); });
       identities = r.identities;
       // Rank 0 judged; every other rank notes the sharing too.
       if (launch_.rank != 0) judge_gpus(identities);
@@ -184,8 +187,9 @@ ncclUniqueId ProcessRank::rendezvous_id(const GpuIdentity& me, std::vector<std::
     // is not what separate GPUs would show.
     const std::string host_id = me.machine + "/tandem-rank-" + std::to_string(launch_.rank);
     setenv("NCCL_HOSTID", host_id.c_str(), 0);
-    notes_.push_back("ranks share a GPU (--allow-shared-gpu): NCCL connects them as separate hosts (NCCL_HOSTID); "
-                     "timings are not representative");
+    notes_.push_back(
+        "ranks share a GPU (--allow-shared-gpu): NCCL connects them as separate hosts (NCCL_HOSTID); "
+        "timings are not representative");
   }
   return id;
 }
@@ -198,9 +202,9 @@ ncclComm_t ProcessRank::create_communicator(const std::string& what) {
   config.blocking = 0;  // the wait for peers is ours to bound
   ncclComm_t comm = nullptr;
   TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&comm, launch_.world_size, id, launch_.rank, &config));
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(timeout_s_));
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s_));
   for (;;) {
     ncclResult_t state = ncclSuccess;
     TANDEM_NCCL_CHECK(comm, ncclCommGetAsyncError(comm, &state));

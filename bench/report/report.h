@@ -55,10 +55,10 @@ struct RunInfo {
   std::string driver;
   std::string cuda;
   std::string nccl;
-  std::string launch = "threads";  // threads | mpi | torchrun | slurm | env (ranks/launch_env.h)
-  int world_size = 0;              // ranks in all (threads: the GPUs driven)
-  std::string rendezvous;          // process modes: how the ranks met ("mpi", "file:DIR", ...)
-  double hbm_bandwidth_gbps = 0;  // measured copy bandwidth, rank 0
+  std::string launch = "threads";   // threads | mpi | torchrun | slurm | env (ranks/launch_env.h)
+  int world_size = 0;               // ranks in all (threads: the GPUs driven)
+  std::string rendezvous;           // process modes: how the ranks met ("mpi", "file:DIR", ...)
+  double hbm_bandwidth_gbps = 0;    // measured copy bandwidth, rank 0
   std::vector<std::string> config;  // "key value" lines echoed in the header
 };
 

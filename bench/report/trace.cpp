@@ -64,18 +64,24 @@ nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations, const
     if (found == processes.end()) {
       const int pid = static_cast<int>(processes.size()) + 1;
       found = processes.emplace(key, pid).first;
-      events.push_back({{"ph", "M"}, {"name", "process_name"}, {"pid", pid},
-                        {"args", {{"name", it.workload + " " + it.policy}}}});
+      events.push_back(
+          {{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", it.workload + " " + it.policy}}}});
       events.push_back({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
     }
     const int pid = found->second;
     // Two threads per rank: compute first, then communication.
     const auto tid = [&](bool collective) { return 2 * it.rank + (collective && !it.sequential ? 1 : 0); };
-    events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid(false)},
-                      {"args", {{"name", "rank " + std::to_string(it.rank) +
-                                             (it.sequential ? " (one stream)" : " compute")}}}});
+    events.push_back(
+        {{"ph", "M"},
+         {"name", "thread_name"},
+         {"pid", pid},
+         {"tid", tid(false)},
+         {"args", {{"name", "rank " + std::to_string(it.rank) + (it.sequential ? " (one stream)" : " compute")}}}});
     if (!it.sequential)
-      events.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid(true)},
+      events.push_back({{"ph", "M"},
+                        {"name", "thread_name"},
+                        {"pid", pid},
+                        {"tid", tid(true)},
                         {"args", {{"name", "rank " + std::to_string(it.rank) + " communication"}}}});
     for (size_t index = 0; index < it.spans.size(); ++index) {
       const TraceSpan& span = it.spans[index];
@@ -88,9 +94,14 @@ nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations, const
                        "trace span '" + span.name + "' waits for an operation that is not in the iteration");
         args["waits for"] = it.spans[span.waits_for].name;
       }
-      events.push_back({{"ph", "X"}, {"name", span.name}, {"cat", span.collective ? "collective" : "compute"},
-                        {"pid", pid}, {"tid", tid(span.collective)}, {"ts", span.start_ms * 1000.0},
-                        {"dur", (span.end_ms - span.start_ms) * 1000.0}, {"args", args}});
+      events.push_back({{"ph", "X"},
+                        {"name", span.name},
+                        {"cat", span.collective ? "collective" : "compute"},
+                        {"pid", pid},
+                        {"tid", tid(span.collective)},
+                        {"ts", span.start_ms * 1000.0},
+                        {"dur", (span.end_ms - span.start_ms) * 1000.0},
+                        {"args", args}});
     }
   }
   return {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", about}};

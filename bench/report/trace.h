@@ -9,19 +9,18 @@
 // microseconds per operation, so the timeline is for seeing what waited on what, not for timing).
 // Each rank's times count from that rank's own iteration start: ranks start together, after a
 // barrier, but their clocks are not aligned to the microsecond.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tandem::bench {
 
 struct TraceSpan {
-  std::string name;          // the operation, e.g. "mb0.L1.reduce-scatter out"
-  bool collective = false;   // ran on the communication stream (Sequential: every operation on compute)
-  double start_ms = 0;       // from the iteration's start on this rank
+  std::string name;         // the operation, e.g. "mb0.L1.reduce-scatter out"
+  bool collective = false;  // ran on the communication stream (Sequential: every operation on compute)
+  double start_ms = 0;      // from the iteration's start on this rank
   double end_ms = 0;
-  int waits_for = -1;        // the operation of the other stream it had to wait for (program index), or -1
+  int waits_for = -1;  // the operation of the other stream it had to wait for (program index), or -1
 };
 
 // One iteration of one scenario (or one step of one microbenchmark case) under one policy on one

@@ -29,9 +29,10 @@ class DpBackward final : public ReplicatedScenario {
     char first[32], cap[32];
     std::snprintf(first, sizeof(first), "%g", o.first_bucket_mb);
     std::snprintf(cap, sizeof(cap), "%g", o.bucket_mb);
-    return "dp-backward " + dtype_text() + " layers=" + std::to_string(o.layers) + " hidden=" +
-           std::to_string(dims_.hidden) + " ffn=" + std::to_string(dims_.ffn) + " heads=" + std::to_string(dims_.heads) +
-           "/" + std::to_string(dims_.kv_heads) + " tokens=" + std::to_string(o.seq) + ": backward pass (8 GEMMs a layer), " +
+    return "dp-backward " + dtype_text() + " layers=" + std::to_string(o.layers) +
+           " hidden=" + std::to_string(dims_.hidden) + " ffn=" + std::to_string(dims_.ffn) +
+           " heads=" + std::to_string(dims_.heads) + "/" + std::to_string(dims_.kv_heads) +
+           " tokens=" + std::to_string(o.seq) + ": backward pass (8 GEMMs a layer), " +
            std::to_string(buckets_.size()) + " DDP buckets (first " + first + " MiB, then " + cap +
            " MiB) all-reduced as they fill";
   }
@@ -86,8 +87,8 @@ class DpBackward final : public ReplicatedScenario {
         const Bucket& b = buckets_[next_bucket];
         if (ready_index == b.first + b.count - 1) {
           void* range = r.at(grads, b.offset);
-          r.collective("bucket " + std::to_string(next_bucket) + " all-reduce", CollectiveCall::Kind::AllReduce,
-                       range, range, b.elements);
+          r.collective("bucket " + std::to_string(next_bucket) + " all-reduce", CollectiveCall::Kind::AllReduce, range,
+                       range, b.elements);
           ++next_bucket;
         }
       });

@@ -1,8 +1,7 @@
-#include "scenarios/gemm_op.h"
-
 #include <algorithm>
 
 #include "harness/values.cuh"
+#include "scenarios/gemm_op.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
@@ -86,8 +85,8 @@ GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend 
     const auto set_batch = [&](cublasLtMatrixLayout_t layout, int64_t stride) {
       TANDEM_CUBLAS_CHECK(
           cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
-      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
-                                                           &stride, sizeof(stride)));
+      TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                           sizeof(stride)));
     };
     set_batch(layout_first_, dims.k * dims.n);
     set_batch(layout_second_, dims.m * dims.k);
@@ -109,15 +108,15 @@ void GemmOp::select_algorithm() {
   RankContext& ctx = ctx_;
   cublasLtMatmulPreference_t pref = nullptr;
   TANDEM_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  const cublasStatus_t set = cublasLtMatmulPreferenceSetAttribute(
-      pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ctx.cublaslt_workspace_bytes, sizeof(ctx.cublaslt_workspace_bytes));
+  const cublasStatus_t set =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                           &ctx.cublaslt_workspace_bytes, sizeof(ctx.cublaslt_workspace_bytes));
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t status =
-      set != CUBLAS_STATUS_SUCCESS
-          ? set
-          : cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, desc_, layout_first_, layout_second_, layout_c_, layout_c_,
-                                           pref, 1, &result, &found);
+  const cublasStatus_t status = set != CUBLAS_STATUS_SUCCESS
+                                    ? set
+                                    : cublasLtMatmulAlgoGetHeuristic(ctx.cublaslt, desc_, layout_first_, layout_second_,
+                                                                     layout_c_, layout_c_, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   TANDEM_CUBLAS_CHECK(status);
   TANDEM_REQUIRE(found > 0, "cuBLASLt found no algorithm for GEMM '" + dims.name + "' m=" + std::to_string(dims.m) +

@@ -1,8 +1,7 @@
-#include "scenarios/kernels.h"
-
 #include <algorithm>
 
 #include "harness/values.cuh"
+#include "scenarios/kernels.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
@@ -37,9 +36,9 @@ __global__ void add_kernel(AddArgs<T> p) {
 
 template <class T>
 struct SwigluArgs {
-  T* out;         // forward: h [rows x f]; backward: dg [rows x 2f]
-  const T* g;     // [rows x 2f]: gate | up
-  const T* dh;    // backward only
+  T* out;       // forward: h [rows x f]; backward: dg [rows x 2f]
+  const T* g;   // [rows x 2f]: gate | up
+  const T* dh;  // backward only
   int64_t rows, f;
 };
 template <class T>
@@ -234,14 +233,22 @@ Elementwise::~Elementwise() = default;
 
 ShapedKernel* Elementwise::kernel(Kernel k) const {
   switch (k) {
-    case Kernel::Add: return add_.get();
-    case Kernel::Swiglu: return swiglu_.get();
-    case Kernel::SwigluBackward: return swiglu_bwd_.get();
-    case Kernel::Attention: return attn_.get();
-    case Kernel::AttentionBackward: return attn_bwd_.get();
-    case Kernel::GatherRows: return gather_.get();
-    case Kernel::CombineRows: return combine_.get();
-    case Kernel::SwapBlocks: return swap_.get();
+    case Kernel::Add:
+      return add_.get();
+    case Kernel::Swiglu:
+      return swiglu_.get();
+    case Kernel::SwigluBackward:
+      return swiglu_bwd_.get();
+    case Kernel::Attention:
+      return attn_.get();
+    case Kernel::AttentionBackward:
+      return attn_bwd_.get();
+    case Kernel::GatherRows:
+      return gather_.get();
+    case Kernel::CombineRows:
+      return combine_.get();
+    case Kernel::SwapBlocks:
+      return swap_.get();
   }
   return nullptr;
 }
@@ -284,8 +291,8 @@ void Elementwise::attention_backward(void* dqkv, const void* qkv, const void* da
   dispatch_dtype(dtype_, [&](auto t) {
     using T = decltype(t);
     launch(*attn_bwd_, rows * d.qkv_width(),
-           AttentionArgs<T>{static_cast<T*>(dqkv), static_cast<const T*>(qkv), static_cast<const T*>(da), rows,
-                            d.heads, d.kv_heads, d.head_dim},
+           AttentionArgs<T>{static_cast<T*>(dqkv), static_cast<const T*>(qkv), static_cast<const T*>(da), rows, d.heads,
+                            d.kv_heads, d.head_dim},
            stream);
   });
 }
@@ -355,8 +362,8 @@ void count_mismatches(unsigned long long* wrong, const void* got, DType dtype, c
                       float atol, cudaStream_t stream) {
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
-    count_mismatches_kernel<T><<<grid_of(n), kThreads, 0, stream>>>(wrong, static_cast<const T*>(got), ref, n, rtol,
-                                                                    atol);
+    count_mismatches_kernel<T>
+        <<<grid_of(n), kThreads, 0, stream>>>(wrong, static_cast<const T*>(got), ref, n, rtol, atol);
   });
   TANDEM_CUDA_CHECK_LAUNCH();
 }

@@ -17,8 +17,8 @@ ModelDims llama_dims(int64_t hidden, int64_t ffn, int64_t heads, int64_t kv_head
   ModelDims d;
   d.hidden = hidden;
   if (!heads) {
-    TANDEM_REQUIRE(hidden % 128 == 0, "--hidden " + num(hidden) +
-                                          " is not a multiple of the default head size 128; give --heads");
+    TANDEM_REQUIRE(hidden % 128 == 0,
+                   "--hidden " + num(hidden) + " is not a multiple of the default head size 128; give --heads");
     heads = hidden / 128;
   }
   TANDEM_REQUIRE(hidden % heads == 0, "--hidden " + num(hidden) + " does not split into " + num(heads) + " heads");

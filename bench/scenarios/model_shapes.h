@@ -114,10 +114,10 @@ FlatLayout flat_layout(const std::vector<int64_t>& tensor_elements, int64_t alig
 // pairs from every rank. The all-to-all sends each peer `chunk` elements.
 struct MoeSplit {
   int experts_per_rank = 0;
-  int64_t capacity = 0;       // pairs per expert per source rank
-  int64_t slots = 0;          // experts * capacity: rows of the dispatch buffer
-  int64_t expert_rows = 0;    // rows one local expert processes: nranks * capacity
-  int64_t chunk = 0;          // elements per peer: experts_per_rank * capacity * hidden
+  int64_t capacity = 0;     // pairs per expert per source rank
+  int64_t slots = 0;        // experts * capacity: rows of the dispatch buffer
+  int64_t expert_rows = 0;  // rows one local expert processes: nranks * capacity
+  int64_t chunk = 0;        // elements per peer: experts_per_rank * capacity * hidden
 };
 // Throws when experts do not divide by nranks or tokens * top_k by experts.
 MoeSplit moe_split(int experts, int top_k, int64_t tokens, int64_t hidden, int nranks);

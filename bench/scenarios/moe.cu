@@ -111,8 +111,8 @@ class Moe final : public ReplicatedScenario {
         u.route.push_back(make_routing(r, l, m));
       }
       u.dout = r.random(T * H, r.tag("dout", -1, m));
-      for (void** p : {&u.send, &u.recv, &u.y, &u.ysend, &u.yrecv, &u.dsend, &u.drecv, &u.dy, &u.dxe, &u.dxsend,
-                       &u.dxrecv})
+      for (void** p :
+           {&u.send, &u.recv, &u.y, &u.ysend, &u.yrecv, &u.dsend, &u.drecv, &u.dy, &u.dxe, &u.dxsend, &u.dxrecv})
         *p = r.zeros(S * H);
       u.dh = r.zeros(E * R * F);
       u.dg = r.zeros(E * R * 2 * F);

@@ -1,9 +1,8 @@
-#include "scenarios/program.h"
-
 #include <algorithm>
 #include <deque>
 
 #include "scenarios/kernels.h"
+#include "scenarios/program.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {

@@ -14,7 +14,8 @@ std::unique_ptr<Scenario> make_moe(const ScenarioConfig&);
 
 const std::vector<ScenarioEntry>& scenario_registry() {
   static const std::vector<ScenarioEntry> entries = {
-      {"dp-backward", "DDP backward over L layers, bucketed gradient all-reduce overlapping it", scenarios::make_dp_backward},
+      {"dp-backward", "DDP backward over L layers, bucketed gradient all-reduce overlapping it",
+       scenarios::make_dp_backward},
       {"tp-mlp", "Megatron tensor-parallel MLP forward + backward, micro-batches interleaved", scenarios::make_tp_mlp},
       {"tp-attention", "Megatron tensor-parallel attention forward + backward, micro-batches interleaved",
        scenarios::make_tp_attention},

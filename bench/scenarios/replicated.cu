@@ -1,10 +1,9 @@
-#include "scenarios/replicated.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 #include "harness/values.cuh"
+#include "scenarios/replicated.h"
 #include "scenarios/symmetric_windows.h"
 #include "tandem/cuda_check.h"
 
@@ -124,40 +123,47 @@ void Replica::gemm(const GemmDims& dims, const void* a, const void* b, void* c, 
   std::vector<Access> access = {reads(a, g.a_elements()), reads(b, g.b_elements()), writes(c, g.c_elements())};
   if (accumulate) access.push_back(reads(c, g.c_elements()));
   const GemmOp* op = &g;
-  compute(dims.name, std::move(access), [=](cudaStream_t s) { op->run(a, b, c, alpha, beta, s); }, nullptr,
-          dims.flops());
+  compute(
+      dims.name, std::move(access), [=](cudaStream_t s) { op->run(a, b, c, alpha, beta, s); }, nullptr, dims.flops());
 }
 
 void Replica::add(const std::string& name, void* out, const void* a, const void* b, int64_t n) {
   const Elementwise* k = &kernels_;
-  compute(name, {reads(a, n), reads(b, n), writes(out, n)}, [=](cudaStream_t s) { k->add(out, a, b, n, s); },
-          kernels_.kernel(Elementwise::Kernel::Add));
+  compute(
+      name, {reads(a, n), reads(b, n), writes(out, n)}, [=](cudaStream_t s) { k->add(out, a, b, n, s); },
+      kernels_.kernel(Elementwise::Kernel::Add));
 }
 
 void Replica::swiglu(const std::string& name, void* h, const void* g, int64_t rows, int64_t f) {
   const Elementwise* k = &kernels_;
-  compute(name, {reads(g, rows * 2 * f), writes(h, rows * f)}, [=](cudaStream_t s) { k->swiglu(h, g, rows, f, s); },
-          kernels_.kernel(Elementwise::Kernel::Swiglu));
+  compute(
+      name, {reads(g, rows * 2 * f), writes(h, rows * f)}, [=](cudaStream_t s) { k->swiglu(h, g, rows, f, s); },
+      kernels_.kernel(Elementwise::Kernel::Swiglu));
 }
 
 void Replica::swiglu_backward(const std::string& name, void* dg, const void* g, const void* dh, int64_t rows,
                               int64_t f) {
   const Elementwise* k = &kernels_;
-  compute(name, {reads(g, rows * 2 * f), reads(dh, rows * f), writes(dg, rows * 2 * f)},
-          [=](cudaStream_t s) { k->swiglu_backward(dg, g, dh, rows, f, s); }, kernels_.kernel(Elementwise::Kernel::SwigluBackward));
+  compute(
+      name, {reads(g, rows * 2 * f), reads(dh, rows * f), writes(dg, rows * 2 * f)},
+      [=](cudaStream_t s) { k->swiglu_backward(dg, g, dh, rows, f, s); },
+      kernels_.kernel(Elementwise::Kernel::SwigluBackward));
 }
 
 void Replica::attention(const std::string& name, void* a, const void* qkv, int64_t rows, const AttentionDims& d) {
   const Elementwise* k = &kernels_;
-  compute(name, {reads(qkv, rows * d.qkv_width()), writes(a, rows * d.q_width())},
-          [=](cudaStream_t s) { k->attention(a, qkv, rows, d, s); }, kernels_.kernel(Elementwise::Kernel::Attention));
+  compute(
+      name, {reads(qkv, rows * d.qkv_width()), writes(a, rows * d.q_width())},
+      [=](cudaStream_t s) { k->attention(a, qkv, rows, d, s); }, kernels_.kernel(Elementwise::Kernel::Attention));
 }
 
 void Replica::attention_backward(const std::string& name, void* dqkv, const void* qkv, const void* da, int64_t rows,
                                  const AttentionDims& d) {
   const Elementwise* k = &kernels_;
-  compute(name, {reads(qkv, rows * d.qkv_width()), reads(da, rows * d.q_width()), writes(dqkv, rows * d.qkv_width())},
-          [=](cudaStream_t s) { k->attention_backward(dqkv, qkv, da, rows, d, s); }, kernels_.kernel(Elementwise::Kernel::AttentionBackward));
+  compute(
+      name, {reads(qkv, rows * d.qkv_width()), reads(da, rows * d.q_width()), writes(dqkv, rows * d.qkv_width())},
+      [=](cudaStream_t s) { k->attention_backward(dqkv, qkv, da, rows, d, s); },
+      kernels_.kernel(Elementwise::Kernel::AttentionBackward));
 }
 
 void Replica::gather_rows(const std::string& name, void* out, const void* in, int64_t in_rows, const int32_t* row_of,
@@ -165,8 +171,9 @@ void Replica::gather_rows(const std::string& name, void* out, const void* in, in
   const Elementwise* k = &kernels_;
   std::vector<Access> access = {reads(in, in_rows * width), writes(out, rows * width)};
   if (scale) access.push_back(reads(scale, rows));
-  compute(name, std::move(access), [=](cudaStream_t s) { k->gather_rows(out, in, row_of, scale, rows, width, s); },
-          kernels_.kernel(Elementwise::Kernel::GatherRows));
+  compute(
+      name, std::move(access), [=](cudaStream_t s) { k->gather_rows(out, in, row_of, scale, rows, width, s); },
+      kernels_.kernel(Elementwise::Kernel::GatherRows));
 }
 
 void Replica::combine_rows(const std::string& name, void* out, const void* residual, const void* in, int64_t in_rows,
@@ -174,17 +181,19 @@ void Replica::combine_rows(const std::string& name, void* out, const void* resid
   const Elementwise* kern = &kernels_;
   std::vector<Access> access = {reads(residual, rows * width), reads(in, in_rows * width), writes(out, rows * width)};
   if (scale) access.push_back(reads(scale, in_rows));
-  compute(name, std::move(access),
-          [=](cudaStream_t s) { kern->combine_rows(out, residual, in, slots, scale, rows, k, width, s); },
-          kernels_.kernel(Elementwise::Kernel::CombineRows));
+  compute(
+      name, std::move(access),
+      [=](cudaStream_t s) { kern->combine_rows(out, residual, in, slots, scale, rows, k, width, s); },
+      kernels_.kernel(Elementwise::Kernel::CombineRows));
 }
 
 void Replica::swap_blocks(const std::string& name, void* out, const void* in, int64_t outer, int64_t inner,
                           int64_t block) {
   const Elementwise* k = &kernels_;
   const int64_t n = outer * inner * block;
-  compute(name, {reads(in, n), writes(out, n)}, [=](cudaStream_t s) { k->swap_blocks(out, in, outer, inner, block, s); },
-          kernels_.kernel(Elementwise::Kernel::SwapBlocks));
+  compute(
+      name, {reads(in, n), writes(out, n)}, [=](cudaStream_t s) { k->swap_blocks(out, in, outer, inner, block, s); },
+      kernels_.kernel(Elementwise::Kernel::SwapBlocks));
 }
 
 void Replica::collective(const std::string& name, CollectiveCall::Kind kind, const void* send, void* recv,
@@ -244,9 +253,15 @@ ReplicatedScenario::ReplicatedScenario(const ScenarioConfig& config) : config_(c
     // output's RMS (a quarter in bf16, seen necessary on H200 for fsdp's 2-layer forward and
     // backward). A missing dependency reads NaN poison or stale data and misses by the order of the
     // RMS itself, so it is still caught.
-    case DType::BF16: rtol_ = 1.0f / 32, rms_fraction_ = 1.0f / 4; break;
-    case DType::FP16: rtol_ = 1.0f / 256, rms_fraction_ = 1.0f / 16; break;
-    case DType::FP32: rtol_ = 1.0f / 4096, rms_fraction_ = 1.0f / 256; break;
+    case DType::BF16:
+      rtol_ = 1.0f / 32, rms_fraction_ = 1.0f / 4;
+      break;
+    case DType::FP16:
+      rtol_ = 1.0f / 256, rms_fraction_ = 1.0f / 16;
+      break;
+    case DType::FP32:
+      rtol_ = 1.0f / 4096, rms_fraction_ = 1.0f / 256;
+      break;
   }
 }
 
@@ -290,7 +305,8 @@ void ReplicatedScenario::compute_reference(RankContext& ctx) {
   const double need = double(own_->allocated_bytes()) * config_.nranks + outputs_bytes;
   if (need > 0.9 * double(free_bytes))
     TANDEM_THROW(name() + ": the reference holds every rank's replica on each GPU and needs " + gib(need) + ", " +
-                 gib(double(free_bytes)) + " free; check at a smaller size (--hidden, --seq, --layers) or run with "
+                 gib(double(free_bytes)) +
+                 " free; check at a smaller size (--hidden, --seq, --layers) or run with "
                  "--check 0");
 
   GemmEngine reference_gemms(ctx, config_.dtype, /*reference=*/true);
@@ -323,9 +339,9 @@ void ReplicatedScenario::compute_reference(RankContext& ctx) {
       TANDEM_CUDA_CHECK(cudaMemcpyAsync(&host, sum, sizeof(double), cudaMemcpyDeviceToHost, ctx.compute));
       ctx.wait(ctx.compute, name() + " reference RMS");
       const double rms = std::sqrt(host / double(e.elements));
-      TANDEM_REQUIRE(std::isfinite(rms) && rms > 0,
-                     name() + ": reference output '" + e.name + "' is not finite and non-zero (RMS " +
-                         std::to_string(rms) + ")");
+      TANDEM_REQUIRE(
+          std::isfinite(rms) && rms > 0,
+          name() + ": reference output '" + e.name + "' is not finite and non-zero (RMS " + std::to_string(rms) + ")");
       expected_.back().atol = static_cast<float>(rms_fraction_ * rms);
     }
   } catch (...) {
@@ -334,9 +350,10 @@ void ReplicatedScenario::compute_reference(RankContext& ctx) {
   }
   cudaFree(sum);
   if (reference_gemms.reference_used_cublas())
-    setup_note_ = name() + ": GEMMs above 2^32 multiply-adds were computed with cuBLASLt in the reference too "
-                           "(the naive kernel would take minutes); dependencies and collectives are still checked "
-                           "against an independent computation";
+    setup_note_ = name() +
+                  ": GEMMs above 2^32 multiply-adds were computed with cuBLASLt in the reference too "
+                  "(the naive kernel would take minutes); dependencies and collectives are still checked "
+                  "against an independent computation";
 }
 
 uint64_t ReplicatedScenario::collective_bytes() const { return own_->program().collective_bytes(); }

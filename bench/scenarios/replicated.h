@@ -178,7 +178,7 @@ class ReplicatedScenario : public Scenario {
   float rms_fraction_ = 0;  // absolute tolerance, as a fraction of the output's RMS
   std::string setup_note_;
   std::unique_ptr<SymmetricWindows> windows_;  // every communicator's, created on first use
-  void* copy_engine_scratch_ = nullptr;     // copy-engine reductions' staging (ncclMemAlloc), registered too
+  void* copy_engine_scratch_ = nullptr;        // copy-engine reductions' staging (ncclMemAlloc), registered too
 };
 
 }  // namespace tandem::bench::scenarios

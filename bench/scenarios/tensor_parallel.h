@@ -35,9 +35,8 @@ class TensorParallel : public ReplicatedScenario {
       col_ = lin[kQkv];
       row_ = lin[kO];
     } else {
-      TANDEM_REQUIRE(dims_.ffn % tp == 0, "tensor parallelism over " + std::to_string(tp) +
-                                              " ranks needs --ffn (" + std::to_string(dims_.ffn) + ") divisible by " +
-                                              std::to_string(tp));
+      TANDEM_REQUIRE(dims_.ffn % tp == 0, "tensor parallelism over " + std::to_string(tp) + " ranks needs --ffn (" +
+                                              std::to_string(dims_.ffn) + ") divisible by " + std::to_string(tp));
       col_ = {"up_gate", dims_.hidden, 2 * dims_.ffn / tp, Parallel::Column};
       row_ = {"down", dims_.ffn / tp, dims_.hidden, Parallel::Row};
     }
@@ -61,8 +60,8 @@ class TensorParallel : public ReplicatedScenario {
                         (attention_ ? " heads=" + std::to_string(dims_.heads) + "/" + std::to_string(dims_.kv_heads)
                                     : " ffn=" + std::to_string(dims_.ffn));
     return name() + " " + dtype_text() + " layers=" + std::to_string(o.layers) + model +
-           " tokens=" + std::to_string(o.seq) + " micro-batches=" + std::to_string(o.micro_batches) + " tp=" +
-           std::to_string(config().nranks) + ": forward + backward, " + col_.name + " column-parallel [" +
+           " tokens=" + std::to_string(o.seq) + " micro-batches=" + std::to_string(o.micro_batches) +
+           " tp=" + std::to_string(config().nranks) + ": forward + backward, " + col_.name + " column-parallel [" +
            std::to_string(col_.in) + " x " + std::to_string(col_.out) + "], " + row_.name + " row-parallel [" +
            std::to_string(row_.in) + " x " + std::to_string(row_.out) + "], " +
            (o.sequence_parallel ? std::string("sequence-parallel (all-gather + reduce-scatter") +

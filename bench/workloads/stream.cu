@@ -17,8 +17,8 @@ __device__ __forceinline__ T triad(T b, T c) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(kThreads) stream_triad_kernel(T* __restrict__ a, const T* __restrict__ b,
-                                                                const T* __restrict__ c, size_t vectors) {
+__global__ void __launch_bounds__(kThreads)
+    stream_triad_kernel(T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c, size_t vectors) {
   constexpr int kPerVector = 16 / sizeof(T);
   const size_t first = (blockIdx.x * size_t(kThreads) * kVectorsPerThread) + threadIdx.x;
 #pragma unroll
@@ -79,9 +79,9 @@ class StreamTriad final : public Workload {
     dispatch_dtype(options_.dtype, [&](auto t) {
       using T = decltype(t);
       fill_values_kernel<T><<<grid_for(count_), 256, 0, ctx.compute>>>(static_cast<T*>(b_), count_, options_.seed, 101,
-                                                                        Fill::UniformPm1);
+                                                                       Fill::UniformPm1);
       fill_values_kernel<T><<<grid_for(count_), 256, 0, ctx.compute>>>(static_cast<T*>(c_), count_, options_.seed, 102,
-                                                                        Fill::UniformPm1);
+                                                                       Fill::UniformPm1);
       TANDEM_CUDA_CHECK_LAUNCH();
       kernel_ = std::make_unique<ShapedKernel>(reinterpret_cast<const void*>(&stream_triad_kernel<T>),
                                                "stream_triad_kernel", kThreads);
@@ -109,8 +109,8 @@ class StreamTriad final : public Workload {
     TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), ctx.compute));
     dispatch_dtype(options_.dtype, [&](auto t) {
       using T = decltype(t);
-      count_triad_mismatches_kernel<T><<<grid_for(count_), 256, 0, ctx.compute>>>(static_cast<const T*>(a_), count_,
-                                                                                   options_.seed, wrong_);
+      count_triad_mismatches_kernel<T>
+          <<<grid_for(count_), 256, 0, ctx.compute>>>(static_cast<const T*>(a_), count_, options_.seed, wrong_);
     });
     TANDEM_CUDA_CHECK_LAUNCH();
     unsigned long long host = 0;

@@ -14,8 +14,8 @@ constexpr int kThreads = 256;  // 16 x 16 threads, each computing a 4 x 4 micro-
 constexpr int kMicro = 4;
 
 template <class T>
-__global__ void __launch_bounds__(kThreads) tiled_gemm_kernel(const T* __restrict__ a, const T* __restrict__ b,
-                                                              T* __restrict__ c, int m, int n, int k) {
+__global__ void __launch_bounds__(kThreads)
+    tiled_gemm_kernel(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, int m, int n, int k) {
   __shared__ float a_tile[kTileK][kTile];  // transposed: a_tile[kk][row]
   __shared__ float b_tile[kTileK][kTile];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -58,8 +58,8 @@ class TiledGemm final : public Workload {
     if (!options_.k) options_.k = 512;
     if (options_.m % kTile || options_.n % kTile || options_.k % kTileK)
       TANDEM_THROW("tiled-gemm needs m and n divisible by " + std::to_string(kTile) + " and k by " +
-                   std::to_string(kTileK) + " (got m=" + std::to_string(options_.m) + " n=" +
-                   std::to_string(options_.n) + " k=" + std::to_string(options_.k) + ")");
+                   std::to_string(kTileK) + " (got m=" + std::to_string(options_.m) +
+                   " n=" + std::to_string(options_.n) + " k=" + std::to_string(options_.k) + ")");
   }
 
   std::string describe() const override {

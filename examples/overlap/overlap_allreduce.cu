@@ -18,9 +18,30 @@
 #include <string>
 #include <vector>
 
-#define CHECK_CUDA(x) do { cudaError_t err_ = (x); if (err_ != cudaSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); std::exit(1); } } while (0)
-#define CHECK_NCCL(x) do { ncclResult_t e = (x); if (e != ncclSuccess) { std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(e)); std::exit(1); } } while (0)
-#define CHECK_CUBLAS(x) do { cublasStatus_t e = (x); if (e != CUBLAS_STATUS_SUCCESS) { std::fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, int(e)); std::exit(1); } } while (0)
+#define CHECK_CUDA(x)                                                                           \
+  do {                                                                                          \
+    cudaError_t err_ = (x);                                                                     \
+    if (err_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
+      std::exit(1);                                                                             \
+    }                                                                                           \
+  } while (0)
+#define CHECK_NCCL(x)                                                                        \
+  do {                                                                                       \
+    ncclResult_t e = (x);                                                                    \
+    if (e != ncclSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(e)); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+#define CHECK_CUBLAS(x)                                                              \
+  do {                                                                               \
+    cublasStatus_t e = (x);                                                          \
+    if (e != CUBLAS_STATUS_SUCCESS) {                                                \
+      std::fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, int(e)); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
 
 // STREAM triad over 16-byte vectors, two per thread: many short blocks, 8 resident per SM.
 __global__ void __launch_bounds__(256) triad(float4* a, const float4* b, const float4* c, size_t n) {
@@ -45,10 +66,10 @@ __global__ void fill_bf16(__nv_bfloat16* p, size_t n, float value) {
 struct Gpu {
   cudaStream_t compute, comm;
   cudaEvent_t start, comm_done, end;
-  float *a, *b, *c;           // stream arrays
+  float *a, *b, *c;             // stream arrays
   __nv_bfloat16 *ga, *gb, *gc;  // GEMM operands
   cublasHandle_t cublas;
-  __nv_bfloat16* grad;        // all-reduce buffer
+  __nv_bfloat16* grad;  // all-reduce buffer
 };
 
 int main(int argc, char** argv) {
@@ -58,14 +79,30 @@ int main(int argc, char** argv) {
   int gemm_n = 8192;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto next = [&] { if (i + 1 >= argc) { std::fprintf(stderr, "%s needs a value\n", a.c_str()); std::exit(2); } return std::string(argv[++i]); };
-    if (a == "--workload") workload = next();
-    else if (a == "--kernels") kernels = std::stoi(next());
-    else if (a == "--bytes") bytes = std::stoull(next());
-    else if (a == "--iters") iters = std::stoi(next());
-    else { std::fprintf(stderr, "usage: %s [--workload stream|gemm] [--kernels N] [--bytes B] [--iters N]\n", argv[0]); return 2; }
+    auto next = [&] {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "%s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return std::string(argv[++i]);
+    };
+    if (a == "--workload")
+      workload = next();
+    else if (a == "--kernels")
+      kernels = std::stoi(next());
+    else if (a == "--bytes")
+      bytes = std::stoull(next());
+    else if (a == "--iters")
+      iters = std::stoi(next());
+    else {
+      std::fprintf(stderr, "usage: %s [--workload stream|gemm] [--kernels N] [--bytes B] [--iters N]\n", argv[0]);
+      return 2;
+    }
   }
-  if (workload != "stream" && workload != "gemm") { std::fprintf(stderr, "unknown workload %s\n", workload.c_str()); return 2; }
+  if (workload != "stream" && workload != "gemm") {
+    std::fprintf(stderr, "unknown workload %s\n", workload.c_str());
+    return 2;
+  }
   int ngpus = 0;
   CHECK_CUDA(cudaGetDeviceCount(&ngpus));
   std::vector<ncclComm_t> comms(ngpus);
@@ -145,10 +182,14 @@ int main(int argc, char** argv) {
   CHECK_CUDA(cudaSetDevice(0));
   CHECK_CUDA(cudaMemcpy(&first, gpus[0].grad, 2, cudaMemcpyDeviceToHost));
   const float v = __bfloat162float(first);
-  if (!(v > 0)) { std::fprintf(stderr, "all-reduce result %f is wrong\n", v); return 1; }
-  std::printf("{\"workload\": \"%s\", \"gpus\": %d, \"kernels\": %d, \"bytes\": %zu, \"iters\": %d, "
-              "\"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}\n",
-              workload.c_str(), ngpus, kernels, bytes, iters, steps[steps.size() / 2], steps.front(), steps.back());
+  if (!(v > 0)) {
+    std::fprintf(stderr, "all-reduce result %f is wrong\n", v);
+    return 1;
+  }
+  std::printf(
+      "{\"workload\": \"%s\", \"gpus\": %d, \"kernels\": %d, \"bytes\": %zu, \"iters\": %d, "
+      "\"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}\n",
+      workload.c_str(), ngpus, kernels, bytes, iters, steps[steps.size() / 2], steps.front(), steps.back());
   for (auto c : comms) ncclCommDestroy(c);
   return 0;
 }

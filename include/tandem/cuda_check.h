@@ -17,30 +17,27 @@ namespace tandem::detail {
 [[noreturn]] void throw_cublas(cublasStatus_t, const char* expr, const char* file, int line);
 }  // namespace tandem::detail
 
-#define TANDEM_CUDA_CHECK(expr)                                                           \
-  do {                                                                                    \
-    cudaError_t tandem_err_ = (expr);                                                     \
-    if (tandem_err_ != cudaSuccess)                                                       \
-      ::tandem::detail::throw_cuda(tandem_err_, #expr, __FILE__, __LINE__);               \
+#define TANDEM_CUDA_CHECK(expr)                                                                           \
+  do {                                                                                                    \
+    cudaError_t tandem_err_ = (expr);                                                                     \
+    if (tandem_err_ != cudaSuccess) ::tandem::detail::throw_cuda(tandem_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 // For launches: picks up launch-configuration errors that the <<<>>> syntax does not return.
 #define TANDEM_CUDA_CHECK_LAUNCH() TANDEM_CUDA_CHECK(cudaGetLastError())
-#define TANDEM_CU_CHECK(expr)                                                             \
-  do {                                                                                    \
-    CUresult tandem_err_ = (expr);                                                        \
-    if (tandem_err_ != CUDA_SUCCESS)                                                      \
-      ::tandem::detail::throw_cu(tandem_err_, #expr, __FILE__, __LINE__);                 \
+#define TANDEM_CU_CHECK(expr)                                                                            \
+  do {                                                                                                   \
+    CUresult tandem_err_ = (expr);                                                                       \
+    if (tandem_err_ != CUDA_SUCCESS) ::tandem::detail::throw_cu(tandem_err_, #expr, __FILE__, __LINE__); \
   } while (0)
 // `comm` may be nullptr; when given, ncclGetLastError(comm) adds NCCL's own explanation.
-#define TANDEM_NCCL_CHECK(comm, expr)                                                     \
-  do {                                                                                    \
-    ncclResult_t tandem_err_ = (expr);                                                    \
-    if (tandem_err_ != ncclSuccess && tandem_err_ != ncclInProgress)                      \
-      ::tandem::detail::throw_nccl(tandem_err_, (comm), #expr, __FILE__, __LINE__);       \
+#define TANDEM_NCCL_CHECK(comm, expr)                                               \
+  do {                                                                              \
+    ncclResult_t tandem_err_ = (expr);                                              \
+    if (tandem_err_ != ncclSuccess && tandem_err_ != ncclInProgress)                \
+      ::tandem::detail::throw_nccl(tandem_err_, (comm), #expr, __FILE__, __LINE__); \
   } while (0)
-#define TANDEM_CUBLAS_CHECK(expr)                                                         \
-  do {                                                                                    \
-    cublasStatus_t tandem_err_ = (expr);                                                  \
-    if (tandem_err_ != CUBLAS_STATUS_SUCCESS)                                             \
-      ::tandem::detail::throw_cublas(tandem_err_, #expr, __FILE__, __LINE__);             \
+#define TANDEM_CUBLAS_CHECK(expr)                                                                                     \
+  do {                                                                                                                \
+    cublasStatus_t tandem_err_ = (expr);                                                                              \
+    if (tandem_err_ != CUBLAS_STATUS_SUCCESS) ::tandem::detail::throw_cublas(tandem_err_, #expr, __FILE__, __LINE__); \
   } while (0)

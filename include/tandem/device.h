@@ -20,12 +20,12 @@ KernelFootprint kernel_footprint(const void* func, int threads_per_block, size_t
 int visible_gpu_count();
 
 struct SoftwareVersions {
-  int driver = 0;   // cudaDriverGetVersion, e.g. 13000
-  int runtime = 0;  // cudaRuntimeGetVersion
-  int nccl = 0;     // ncclGetVersion, e.g. 22805
-  std::string driver_text() const;   // "13.0"
+  int driver = 0;                   // cudaDriverGetVersion, e.g. 13000
+  int runtime = 0;                  // cudaRuntimeGetVersion
+  int nccl = 0;                     // ncclGetVersion, e.g. 22805
+  std::string driver_text() const;  // "13.0"
   std::string runtime_text() const;
-  std::string nccl_text() const;     // "2.28.5"
+  std::string nccl_text() const;  // "2.28.5"
 };
 SoftwareVersions software_versions();
 

@@ -55,8 +55,8 @@ decltype(auto) checking_input(Check&& check) {
 }  // namespace tandem
 
 #define TANDEM_THROW(msg) ::tandem::throw_error(__FILE__, __LINE__, (msg))
-#define TANDEM_REQUIRE(cond, msg)                \
-  do {                                           \
+#define TANDEM_REQUIRE(cond, msg)                                  \
+  do {                                                             \
     if (!(cond)) ::tandem::throw_error(__FILE__, __LINE__, (msg)); \
   } while (0)
 // A user's mistake: one plain line naming the bad value (tandem::quoted_value() echoes it safely).

@@ -14,9 +14,9 @@ namespace tandem {
 
 // How `tandem run -- CMD` treats a token in a program it does not control.
 enum class RunTreatment {
-  AsIs,             // nothing to apply: it is how the program runs anyway
-  Interposer,       // applied by the interposer (libtandem_preload.so)
-  Refused,          // `tandem run` refuses the policy: it needs the program's cooperation
+  AsIs,        // nothing to apply: it is how the program runs anyway
+  Interposer,  // applied by the interposer (libtandem_preload.so)
+  Refused,     // `tandem run` refuses the policy: it needs the program's cooperation
 };
 
 // What applying a token takes (a bit mask of these).

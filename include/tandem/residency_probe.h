@@ -13,9 +13,9 @@
 namespace tandem {
 
 struct ProbeKernelArgs {
-  int* live_per_sm;          // [sm_count] blocks currently on each SM
-  int* peak_per_sm;          // [sm_count] the most seen at once
-  long long spin_ns;         // how long each block stays resident
+  int* live_per_sm;   // [sm_count] blocks currently on each SM
+  int* peak_per_sm;   // [sm_count] the most seen at once
+  long long spin_ns;  // how long each block stays resident
 };
 
 // The probe kernel, for launching through any path (runtime, driver API, an interposer). It takes

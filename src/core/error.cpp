@@ -24,8 +24,6 @@ UserError::UserError(const std::string& message, const char* file, int line) : E
 
 void throw_error(const char* file, int line, const std::string& what) { throw Error(what, file, line); }
 
-void throw_user_error(const char* file, int line, const std::string& message) {
-  throw UserError(message, file, line);
-}
+void throw_user_error(const char* file, int line, const std::string& message) { throw UserError(message, file, line); }
 
 }  // namespace tandem

@@ -52,8 +52,8 @@ int64_t parse_number(std::string_view key, std::string_view value, bool sizes) {
   const auto [end, error] = std::from_chars(value.data(), value.data() + digits, count);
   (void)end;
   if (error != std::errc() || count > kMaxValue / multiplier)
-    TANDEM_THROW("footprint key '" + std::string(key) + "': '" + std::string(value) +
-                 "' is too large" + (sizes ? " (at most 1TiB)" : ""));
+    TANDEM_THROW("footprint key '" + std::string(key) + "': '" + std::string(value) + "' is too large" +
+                 (sizes ? " (at most 1TiB)" : ""));
   return count * multiplier;
 }
 

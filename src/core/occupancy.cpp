@@ -27,11 +27,16 @@ namespace tandem {
 
 const char* to_string(Limiter limiter) {
   switch (limiter) {
-    case Limiter::Threads: return "threads";
-    case Limiter::Blocks: return "blocks";
-    case Limiter::Registers: return "registers";
-    case Limiter::SharedMemory: return "shared-memory";
-    case Limiter::None: return "none";
+    case Limiter::Threads:
+      return "threads";
+    case Limiter::Blocks:
+      return "blocks";
+    case Limiter::Registers:
+      return "registers";
+    case Limiter::SharedMemory:
+      return "shared-memory";
+    case Limiter::None:
+      return "none";
   }
   return "unknown";
 }
@@ -144,8 +149,8 @@ int regs_per_block(const DeviceLimits& d, const KernelFootprint& k) {
 
 int64_t smem_per_block(const DeviceLimits& d, const KernelFootprint& k) {
   require_valid(d);
-  const int64_t bytes = std::max<int64_t>(k.static_smem, 0) + std::max<int64_t>(k.dynamic_smem, 0) +
-                        d.smem_reserved_per_block;
+  const int64_t bytes =
+      std::max<int64_t>(k.static_smem, 0) + std::max<int64_t>(k.dynamic_smem, 0) + d.smem_reserved_per_block;
   return round_up(bytes, d.smem_alloc_unit);
 }
 
@@ -173,8 +178,7 @@ Residency residency(const DeviceLimits& d, const KernelFootprint& k) {
   return r;
 }
 
-bool fits_beside(const DeviceLimits& d, const KernelFootprint& compute, int resident,
-                 const KernelFootprint& comm) {
+bool fits_beside(const DeviceLimits& d, const KernelFootprint& compute, int resident, const KernelFootprint& comm) {
   require_valid(d);
   if (resident < 0) return false;
   if (residency(d, comm).blocks_per_sm < 1) return false;
@@ -186,8 +190,7 @@ bool fits_beside(const DeviceLimits& d, const KernelFootprint& compute, int resi
   return registers_fit_beside(d, compute, resident, comm);
 }
 
-std::optional<int64_t> dynamic_smem_for_target(const DeviceLimits& d, const KernelFootprint& k,
-                                               int blocks_per_sm,
+std::optional<int64_t> dynamic_smem_for_target(const DeviceLimits& d, const KernelFootprint& k, int blocks_per_sm,
                                                const std::optional<KernelFootprint>& room_for) {
   require_valid(d);
   if (blocks_per_sm < 1) return std::nullopt;

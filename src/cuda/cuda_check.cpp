@@ -10,8 +10,9 @@ void throw_cuda(cudaError_t err, const char* expr, const char* file, int line) {
 
 void throw_cu(CUresult err, const char* expr, const char* file, int line) {
   // cuGetErrorName is itself a driver call; the runtime's names cover the same codes.
-  throw_error(file, line, std::string(expr) + " failed: CUresult " + std::to_string(static_cast<int>(err)) + " (" +
-                              cudaGetErrorString(static_cast<cudaError_t>(err)) + ")");
+  throw_error(file, line,
+              std::string(expr) + " failed: CUresult " + std::to_string(static_cast<int>(err)) + " (" +
+                  cudaGetErrorString(static_cast<cudaError_t>(err)) + ")");
 }
 
 void throw_nccl(ncclResult_t err, ncclComm_t comm, const char* expr, const char* file, int line) {
@@ -22,7 +23,8 @@ void throw_nccl(ncclResult_t err, ncclComm_t comm, const char* expr, const char*
 }
 
 void throw_cublas(cublasStatus_t err, const char* expr, const char* file, int line) {
-  throw_error(file, line, std::string(expr) + " failed: " + cublasLtGetStatusName(err) + ": " + cublasLtGetStatusString(err));
+  throw_error(file, line,
+              std::string(expr) + " failed: " + cublasLtGetStatusName(err) + ": " + cublasLtGetStatusString(err));
 }
 
 }  // namespace tandem::detail

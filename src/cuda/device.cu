@@ -36,9 +36,8 @@ KernelFootprint kernel_footprint(const void* func, int threads_per_block, size_t
   f.regs_per_thread = a.numRegs;
   f.static_smem = static_cast<int64_t>(a.sharedSizeBytes);
   f.dynamic_smem = static_cast<int64_t>(dynamic_smem);
-  f.cluster_size = a.requiredClusterWidth > 0
-                       ? a.requiredClusterWidth * a.requiredClusterHeight * a.requiredClusterDepth
-                       : 1;
+  f.cluster_size =
+      a.requiredClusterWidth > 0 ? a.requiredClusterWidth * a.requiredClusterHeight * a.requiredClusterDepth : 1;
   return f;
 }
 

@@ -14,8 +14,7 @@ struct GraphDriver {
       driver::get<decltype(&cuGraphKernelNodeGetParams_v2)>("cuGraphKernelNodeGetParams", 12000);
   decltype(&cuGraphKernelNodeGetAttribute) get_attribute =
       driver::get<decltype(&cuGraphKernelNodeGetAttribute)>("cuGraphKernelNodeGetAttribute", 11070);
-  decltype(&cuFuncGetAttribute) func_attribute =
-      driver::get<decltype(&cuFuncGetAttribute)>("cuFuncGetAttribute", 2020);
+  decltype(&cuFuncGetAttribute) func_attribute = driver::get<decltype(&cuFuncGetAttribute)>("cuFuncGetAttribute", 2020);
   decltype(&cuFuncGetName) func_name = driver::get<decltype(&cuFuncGetName)>("cuFuncGetName", 12030);
   decltype(&cuKernelGetFunction) kernel_function =
       driver::get<decltype(&cuKernelGetFunction)>("cuKernelGetFunction", 12000);
@@ -52,8 +51,8 @@ CapturedLaunch read_kernel_node(cudaGraphNode_t node) {
 
   // A cluster may be given per launch (a node attribute) or be compiled into the kernel.
   CUlaunchAttributeValue cluster{};
-  TANDEM_CU_CHECK(drv.get_attribute(reinterpret_cast<CUgraphNode>(node), CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
-                                    &cluster));
+  TANDEM_CU_CHECK(
+      drv.get_attribute(reinterpret_cast<CUgraphNode>(node), CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &cluster));
   unsigned cluster_blocks = cluster.clusterDim.x * cluster.clusterDim.y * cluster.clusterDim.z;
   if (cluster_blocks == 0) {
     int w = 0, h = 0, d = 0;

@@ -55,8 +55,8 @@ void ResidencyProbe::reset(cudaStream_t stream) {
 }
 
 void ResidencyProbe::launch(int threads_per_block, size_t dynamic_smem, cudaStream_t stream) {
-  TANDEM_CUDA_CHECK(cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(dynamic_smem)));
+  TANDEM_CUDA_CHECK(
+      cudaFuncSetAttribute(probe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(dynamic_smem)));
   int max_threads_per_sm = 0;
   TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&max_threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device_));
   const int upper_bound = std::max(1, max_threads_per_sm / threads_per_block);

@@ -1,12 +1,12 @@
 // Command-line errors of `tandem bench` and `tandem tune`: one line on stderr naming the problem and
 // a non-zero exit, before any GPU is touched (and with no GPU visible).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <string>
-#include <sys/wait.h>
 
 namespace {
 

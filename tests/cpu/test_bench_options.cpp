@@ -75,8 +75,9 @@ TEST(BenchOptions, SizesMustSplitAcrossRanks) {
   tb::BenchOptions o;
   o.collectives = {"all-gather"};
   o.min_bytes = o.max_bytes = 1002;
-  EXPECT_NE(error_of([&] { tb::validate_for_ranks(o, 2); })
-                .find("all-gather: size 1002 B is not divisible by 2 rank(s) x 2 B (bf16)"),
+  EXPECT_NE(error_of([&] {
+              tb::validate_for_ranks(o, 2);
+            }).find("all-gather: size 1002 B is not divisible by 2 rank(s) x 2 B (bf16)"),
             std::string::npos);
   o.collectives = {"all-reduce"};
   EXPECT_NO_THROW(tb::validate_for_ranks(o, 2));  // all-reduce is not split

@@ -70,15 +70,15 @@ TEST(Coordinator, FailureReleasesTheOthers) {
   RankGroup group(2);
   std::atomic<int> released{0};
   EXPECT_THROW(group.run([&](int rank) {
-                 ThreadCoordinator c(group, rank);
-                 if (rank == 0) throw std::runtime_error("rank 0 broke");
-                 try {
-                   c.all_gather(std::string("x"));
-                 } catch (const Error&) {
-                   ++released;
-                   throw;
-                 }
-               }),
+    ThreadCoordinator c(group, rank);
+    if (rank == 0) throw std::runtime_error("rank 0 broke");
+    try {
+      c.all_gather(std::string("x"));
+    } catch (const Error&) {
+      ++released;
+      throw;
+    }
+  }),
                std::runtime_error);
   EXPECT_EQ(released.load(), 1);
   ThreadCoordinator c(group, 1);

@@ -85,7 +85,8 @@ TEST_F(FileRendezvous, WorldOfOne) {
 
 TEST_F(FileRendezvous, MissingRanksAreNamedOnEveryRank) {
   const auto out = run({options(0, 4, 0.5), options(2, 4, 0.5)}, kPayload);
-  EXPECT_NE(out[0].error.find("ranks 1 and 3 did not join the rendezvous in " + dir_), std::string::npos) << out[0].error;
+  EXPECT_NE(out[0].error.find("ranks 1 and 3 did not join the rendezvous in " + dir_), std::string::npos)
+      << out[0].error;
   EXPECT_NE(out[0].error.find("within 0.5 s"), std::string::npos);
   // Rank 2 hears rank 0's verdict rather than timing out alone.
   EXPECT_NE(out[1].error.find("ranks 1 and 3 did not join"), std::string::npos) << out[1].error;
@@ -129,8 +130,9 @@ TEST_F(FileRendezvous, StaleFilesOfACrashedRunAreIgnored) {
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir_ + "/" + name) << "tandem-rendezvous 1\n" << text;
   };
-  write("id", "session old\nworld_size 2\nstatus ok\nmember 1 oldnonce\nidentity 0 a\tb\tc\td\nidentity 1 a\tb\tc\td\n"
-              "payload 6f6c64\n");
+  write("id",
+        "session old\nworld_size 2\nstatus ok\nmember 1 oldnonce\nidentity 0 a\tb\tc\td\nidentity 1 a\tb\tc\td\n"
+        "payload 6f6c64\n");
   write("join.1", "rank 1\nworld_size 2\nnonce oldnonce\nidentity x\n");
   write("ack.1", "session old\nnonce oldnonce\nworld_size 2\n");
   write("join.5", "rank 5\nworld_size 9\nnonce gone\nidentity x\n");
@@ -185,9 +187,7 @@ TEST_F(FileRendezvous, SeparateProcesses) {
   }
 }
 
-TEST_F(FileRendezvous, BadRankIsRejected) {
-  EXPECT_THROW(file_rendezvous(options(2, 2), "", nullptr), Error);
-}
+TEST_F(FileRendezvous, BadRankIsRejected) { EXPECT_THROW(file_rendezvous(options(2, 2), "", nullptr), Error); }
 
 GpuIdentity gpu(const std::string& host, const std::string& bus, const std::string& uuid) {
   return GpuIdentity{host, host + "/boot", bus, uuid};

@@ -66,8 +66,7 @@ TEST(FootprintText, LargeSizesRoundTripAndTooLargeOnesAreRefused) {
   EXPECT_EQ(parse_footprint("threads=32,regs=8,dsmem=1048576MiB").dynamic_smem, int64_t{1} << 40);
   EXPECT_NE(error_of("threads=32,regs=8,dsmem=1048577MiB").find("'dsmem'"), std::string::npos);
   EXPECT_NE(error_of("threads=32,regs=8,smem=1099511627777").find("too large"), std::string::npos);
-  EXPECT_NE(error_of("threads=32,regs=8,smem=99999999999999999999999MiB").find("'smem'"),
-            std::string::npos);
+  EXPECT_NE(error_of("threads=32,regs=8,smem=99999999999999999999999MiB").find("'smem'"), std::string::npos);
 }
 
 TEST(FootprintText, UnknownKeyNamesItAndTheAcceptedKeys) {
@@ -77,7 +76,7 @@ TEST(FootprintText, UnknownKeyNamesItAndTheAcceptedKeys) {
 }
 
 TEST(FootprintText, MalformedInputs) {
-  EXPECT_NE(error_of("threads=256").find("'regs'"), std::string::npos);     // missing required key
+  EXPECT_NE(error_of("threads=256").find("'regs'"), std::string::npos);  // missing required key
   EXPECT_NE(error_of("regs=32").find("'threads'"), std::string::npos);
   EXPECT_NE(error_of("").find("'threads'"), std::string::npos);
   EXPECT_NE(error_of("threads=256,regs").find("key=value"), std::string::npos);

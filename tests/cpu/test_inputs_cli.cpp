@@ -1,8 +1,8 @@
 // The input reproducers of issue 18 against the built `tandem`, with no GPU visible: each bad input
 // is refused before any work, with a non-zero exit and one printable, bounded line naming the value
 // (no source location), and no result file is created.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -80,7 +80,8 @@ void expect_user_error(const std::vector<std::string>& args, const std::string& 
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << shown << "\n" << r.output;
   EXPECT_EQ(r.output.rfind("tandem: error: ", 0), 0u) << r.output;
   EXPECT_FALSE(has(r.output, ".cpp:")) << "a user's error names no source location: " << r.output;
-  for (unsigned char c : r.output) EXPECT_TRUE(c == '\n' || c >= 0x20) << "control byte " << int(c) << " in " << r.output;
+  for (unsigned char c : r.output)
+    EXPECT_TRUE(c == '\n' || c >= 0x20) << "control byte " << int(c) << " in " << r.output;
   // Every check ran before the GPU count: none of these got as far as "no GPU visible".
   EXPECT_FALSE(has(r.output, "no GPU visible")) << r.output;
 }
@@ -168,7 +169,8 @@ class InputCliFiles : public ::testing::Test {
 };
 
 TEST_F(InputCliFiles, OutputPathsAreCheckedBeforeTheRun) {
-  expect_user_error({"bench", "--json", dir_ + "/missing/r.json"}, "--json: cannot write '" + dir_ + "/missing/r.json'");
+  expect_user_error({"bench", "--json", dir_ + "/missing/r.json"},
+                    "--json: cannot write '" + dir_ + "/missing/r.json'");
   expect_user_error({"bench", "--json", dir_}, "--json: cannot write '" + dir_ + "' is a folder");
   expect_user_error({"tune", "--out", dir_ + "/missing/t.policy"}, "--out: cannot write");
   expect_user_error({"tune", "--out", dir_ + "/same", "--json", dir_ + "/same"}, "name the same file");

@@ -105,7 +105,8 @@ TEST(InputBounds, TimeoutIsFinitePositiveAndAtMostAWeek) {
     EXPECT_TRUE(has(user_error_of([&] { tb::validate(o); }), "--timeout")) << bad;
   }
   o.timeout_s = std::numeric_limits<double>::infinity();
-  EXPECT_TRUE(has(user_error_of([&] { tb::validate(o); }), "--timeout inf is out of bounds: seconds above 0, at most 604800"));
+  EXPECT_TRUE(
+      has(user_error_of([&] { tb::validate(o); }), "--timeout inf is out of bounds: seconds above 0, at most 604800"));
   o.timeout_s = 604800;
   EXPECT_NO_THROW(tb::validate(o));
   o.timeout_s = 0.001;
@@ -166,7 +167,9 @@ TEST_F(OutputFiles, EachMustBeWritableAndDistinct) {
   const std::string missing = user_error_of([&] { tb::check_output_files({{"--json", dir_ + "/no/r.json"}}); });
   EXPECT_EQ(missing.rfind("--json: cannot write '" + dir_ + "/no/r.json'", 0), 0u) << missing;
   ASSERT_EQ(mkdir((dir_ + "/folder").c_str(), 0700), 0);
-  EXPECT_TRUE(has(user_error_of([&] { tb::check_output_files({{"--trace", dir_ + "/folder"}}); }),
+  EXPECT_TRUE(has(user_error_of([&] {
+                    tb::check_output_files({{"--trace", dir_ + "/folder"}});
+                  }),
                   "--trace: cannot write '" + dir_ + "/folder' is a folder"));
   EXPECT_TRUE(has(user_error_of([&] {
                     tb::check_output_files({{"--json", dir_ + "/same"}, {"--out", dir_ + "/same"}});
@@ -182,13 +185,21 @@ LaunchEnv detect(std::map<std::string, std::string> vars) {
 }
 
 TEST(InputLaunch, WorldSizesAreBounded) {
-  EXPECT_TRUE(has(user_error_of([] { detect({{"RANK", "0"}, {"WORLD_SIZE", "20000000"}}); }),
+  EXPECT_TRUE(has(user_error_of([] {
+                    detect({{"RANK", "0"}, {"WORLD_SIZE", "20000000"}});
+                  }),
                   "WORLD_SIZE=20000000 is above 65536, the most ranks tandem runs"));
-  EXPECT_TRUE(has(user_error_of([] { detect({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "65537"}}); }),
+  EXPECT_TRUE(has(user_error_of([] {
+                    detect({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "65537"}});
+                  }),
                   "OMPI_COMM_WORLD_SIZE=65537 is above 65536"));
-  EXPECT_TRUE(has(user_error_of([] { detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "99999999999999999999"}}); }),
+  EXPECT_TRUE(has(user_error_of([] {
+                    detect({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "99999999999999999999"}});
+                  }),
                   "SLURM_NTASKS=99999999999999999999 is above 65536"));
-  EXPECT_TRUE(has(user_error_of([] { detect({{"PMI_RANK", "70000"}, {"PMI_SIZE", "2"}}); }),
+  EXPECT_TRUE(has(user_error_of([] {
+                    detect({{"PMI_RANK", "70000"}, {"PMI_SIZE", "2"}});
+                  }),
                   "PMI_RANK=70000 is above 65536"));
   EXPECT_EQ(detect({{"RANK", "65535"}, {"WORLD_SIZE", "65536"}}).world_size, 65536);
   EXPECT_TRUE(has(user_error_of([] {
@@ -201,9 +212,12 @@ TEST(InputLaunch, WorldSizesAreBounded) {
 
 TEST(InputLaunch, MasterPortLeavesRoomForNcclsPort) {
   const auto plan_for = [](const std::string& port) {
-    std::map<std::string, std::string> vars = {{"RANK", "0"},          {"WORLD_SIZE", "4"},
-                                               {"LOCAL_RANK", "0"},    {"LOCAL_WORLD_SIZE", "2"},
-                                               {"TORCHELASTIC_RUN_ID", "x"}, {"MASTER_ADDR", "node0"},
+    std::map<std::string, std::string> vars = {{"RANK", "0"},
+                                               {"WORLD_SIZE", "4"},
+                                               {"LOCAL_RANK", "0"},
+                                               {"LOCAL_WORLD_SIZE", "2"},
+                                               {"TORCHELASTIC_RUN_ID", "x"},
+                                               {"MASTER_ADDR", "node0"},
                                                {"MASTER_PORT", port}};
     const auto env = tb::map_environment(vars);
     return tb::choose_rendezvous(tb::detect_launch("auto", env), {}, env, false);

@@ -22,13 +22,21 @@ LaunchEnv detect(const Vars& vars, const std::string& requested = "auto") {
 
 using tandem_test::error_of;
 
-const Vars kOmpi = {{"OMPI_COMM_WORLD_RANK", "1"},        {"OMPI_COMM_WORLD_SIZE", "2"},
-                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},  {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
+const Vars kOmpi = {{"OMPI_COMM_WORLD_RANK", "1"},
+                    {"OMPI_COMM_WORLD_SIZE", "2"},
+                    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+                    {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"},
                     {"OMPI_MCA_ess_base_jobid", "99483649"}};
-const Vars kTorchrun = {{"RANK", "3"},        {"WORLD_SIZE", "4"},           {"LOCAL_RANK", "1"},
-                        {"LOCAL_WORLD_SIZE", "2"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"},
-                        {"TORCHELASTIC_RUN_ID", "none"}, {"TORCHELASTIC_RESTART_COUNT", "0"}, {"GROUP_RANK", "1"}};
-const Vars kSlurm = {{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"},  {"SLURM_LOCALID", "1"},
+const Vars kTorchrun = {{"RANK", "3"},
+                        {"WORLD_SIZE", "4"},
+                        {"LOCAL_RANK", "1"},
+                        {"LOCAL_WORLD_SIZE", "2"},
+                        {"MASTER_ADDR", "10.0.0.1"},
+                        {"MASTER_PORT", "29500"},
+                        {"TORCHELASTIC_RUN_ID", "none"},
+                        {"TORCHELASTIC_RESTART_COUNT", "0"},
+                        {"GROUP_RANK", "1"}};
+const Vars kSlurm = {{"SLURM_PROCID", "5"},    {"SLURM_NTASKS", "8"},  {"SLURM_LOCALID", "1"},
                      {"SLURM_JOB_ID", "4242"}, {"SLURM_STEP_ID", "0"}, {"SLURM_NNODES", "2"}};
 
 Vars merged(Vars a, const Vars& b) {
@@ -85,7 +93,8 @@ TEST(LaunchEnv, SlurmStepTaskCountWinsOverTheJobs) {
 }
 
 TEST(LaunchEnv, PmiWithLocalRank) {
-  const LaunchEnv a = detect({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "2"}});
+  const LaunchEnv a =
+      detect({{"PMI_RANK", "2"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "0"}, {"MPI_LOCALNRANKS", "2"}});
   EXPECT_EQ(a.mode, LaunchMode::Env);
   EXPECT_EQ(a.rank, 2);
   EXPECT_EQ(a.local_rank, 0);
@@ -130,22 +139,32 @@ TEST(LaunchEnv, ExplicitLaunchOverridesDetection) {
 }
 
 TEST(LaunchEnv, MalformedValuesAreNamed) {
-  EXPECT_NE(error_of([] { detect({{"RANK", "one"}, {"WORLD_SIZE", "2"}}); }).find("RANK='one' is not a non-negative integer"),
+  EXPECT_NE(error_of([] {
+              detect({{"RANK", "one"}, {"WORLD_SIZE", "2"}});
+            }).find("RANK='one' is not a non-negative integer"),
             std::string::npos);
   EXPECT_NE(error_of([] { detect({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}); }).find("RANK='-1'"), std::string::npos);
   EXPECT_NE(error_of([] { detect({{"RANK", "0"}, {"WORLD_SIZE", ""}}); }).find("WORLD_SIZE=''"), std::string::npos);
-  EXPECT_NE(error_of([] { detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}); }).find("RANK=2 is not below WORLD_SIZE=2"),
+  EXPECT_NE(error_of([] {
+              detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}});
+            }).find("RANK=2 is not below WORLD_SIZE=2"),
             std::string::npos);
   EXPECT_NE(error_of([] { detect({{"RANK", "0"}}); }).find("RANK is set but WORLD_SIZE is not"), std::string::npos);
-  EXPECT_NE(error_of([] { detect({{"OMPI_COMM_WORLD_SIZE", "2"}}); })
-                .find("OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not"),
+  EXPECT_NE(error_of([] {
+              detect({{"OMPI_COMM_WORLD_SIZE", "2"}});
+            }).find("OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not"),
             std::string::npos);
-  EXPECT_NE(error_of([] { detect({{"RANK", "0"}, {"WORLD_SIZE", "0"}}); }).find("at least one rank"), std::string::npos);
+  EXPECT_NE(error_of([] {
+              detect({{"RANK", "0"}, {"WORLD_SIZE", "0"}});
+            }).find("at least one rank"),
+            std::string::npos);
   EXPECT_NE(error_of([] {
               detect({{"RANK", "0"}, {"WORLD_SIZE", "4"}, {"LOCAL_RANK", "2"}, {"LOCAL_WORLD_SIZE", "2"}});
             }).find("local rank 2 is not below the local world size 2"),
             std::string::npos);
-  EXPECT_NE(error_of([] { detect({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}}); }).find("SLURM_PROCID='x'"),
+  EXPECT_NE(error_of([] {
+              detect({{"SLURM_PROCID", "x"}, {"SLURM_NTASKS", "2"}});
+            }).find("SLURM_PROCID='x'"),
             std::string::npos);
 }
 
@@ -204,8 +223,12 @@ TEST(Rendezvous, KeysIdentifyTheJob) {
 
 TEST(Rendezvous, Precedence) {
   LaunchRequest request;
-  const Vars single = {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"LOCAL_RANK", "1"}, {"TORCHELASTIC_RUN_ID", "abc"},
-                       {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}};
+  const Vars single = {{"RANK", "1"},
+                       {"WORLD_SIZE", "2"},
+                       {"LOCAL_RANK", "1"},
+                       {"TORCHELASTIC_RUN_ID", "abc"},
+                       {"MASTER_ADDR", "127.0.0.1"},
+                       {"MASTER_PORT", "29500"}};
   auto plan = [&](const Vars& v, bool mpi = false) {
     return choose_rendezvous(detect(v), request, map_environment(v), mpi);
   };
@@ -224,7 +247,8 @@ TEST(Rendezvous, Precedence) {
   EXPECT_EQ(p.kind, RendezvousKind::File);
   EXPECT_EQ(p.where, "/shared/rdv/torchrun-abc-127.0.0.1-29500-r0");
   request.rendezvous = "/mine";
-  EXPECT_EQ(plan(merged(single, {{"TANDEM_RENDEZVOUS", "/shared/rdv"}})).where, "/mine/torchrun-abc-127.0.0.1-29500-r0");
+  EXPECT_EQ(plan(merged(single, {{"TANDEM_RENDEZVOUS", "/shared/rdv"}})).where,
+            "/mine/torchrun-abc-127.0.0.1-29500-r0");
   request.rendezvous.clear();
   // mpirun: MPI when available, else the folder.
   EXPECT_EQ(plan(kOmpi, true).kind, RendezvousKind::Mpi);

@@ -31,9 +31,9 @@ TEST(Metrics, BoundIsTheSlowestSideOrMemory) {
 
 TEST(Metrics, ReductionAndEfficiencyFollowTheDesignDefinitions) {
   EXPECT_DOUBLE_EQ(tb::reduction(3.0, 4.0), 0.25);
-  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 2.0, 2.0), 1.0);   // collective fully hidden
-  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 4.0, 2.0), 0.0);   // no gain
-  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 5.0, 2.0), -0.5);  // worse than sequential
+  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 2.0, 2.0), 1.0);    // collective fully hidden
+  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 4.0, 2.0), 0.0);    // no gain
+  EXPECT_DOUBLE_EQ(tb::efficiency(4.0, 5.0, 2.0), -0.5);   // worse than sequential
   EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 2.0, 2.0)));  // nothing to gain
   // t_seq == t_bound with an overlap that differs from both: still nothing to gain, not +-inf.
   EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 1.5, 2.0)));
@@ -78,6 +78,6 @@ TEST(Metrics, OperationTimesScaleEachSideToItsBaseline) {
   // A side with nothing to time stays at zero instead of dividing by zero.
   EXPECT_EQ(tb::operation_times({1, 2}, {0, 0}, 6, 5), (std::vector<double>{2, 4}));
   EXPECT_THROW(tb::operation_times({1, 2}, {0}, 3, 1), tandem::Error);
-  EXPECT_THROW(tb::operation_times({1, 2}, {0, 1}, 3, 1), tandem::Error);   // one operation on both sides
+  EXPECT_THROW(tb::operation_times({1, 2}, {0, 1}, 3, 1), tandem::Error);  // one operation on both sides
   EXPECT_THROW(tb::operation_times({-1, 0}, {0, 1}, 3, 1), tandem::Error);
 }

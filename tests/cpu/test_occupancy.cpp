@@ -289,8 +289,8 @@ TEST(DynamicSmemForTarget, Unreachable) {
 TEST(DynamicSmemForTarget, ReachesExactlyTheTargetWithTheLeastPadding) {
   // Every reachable level, for a spread of footprints on every catalogue GPU: the padding gives
   // exactly the target, and one allocation unit less gives more blocks.
-  const std::vector<KernelFootprint> kernels = {fp(32, 16),  fp(64, 32),         fp(128, 32),       fp(256, 32),
-                                                fp(256, 64), fp(200, 40, 1000), fp(96, 24, 0, 40004), fp(512, 32),
+  const std::vector<KernelFootprint> kernels = {fp(32, 16),        fp(64, 32),        fp(128, 32),          fp(256, 32),
+                                                fp(256, 64),       fp(200, 40, 1000), fp(96, 24, 0, 40004), fp(512, 32),
                                                 fp(128, 80, 4096), fp(1024, 32)};
   int checked = 0;
   for (const DeviceLimits& gpu : gpu_catalog()) {
@@ -339,9 +339,9 @@ TEST(DynamicSmemForTarget, RoomForNarrowsTheWindow) {
 // ---------------------------------------------------------------- fits_beside
 
 TEST(FitsBeside, AgreesWithResidencyForIdenticalBlocks) {
-  const std::vector<KernelFootprint> kernels = {fp(32, 16),  fp(96, 168),     fp(128, 32, 48 * 1024), fp(160, 80),
-                                                fp(256, 33), fp(200, 16),     fp(1024, 64),           fp(640, 40),
-                                                fp(384, 72, 20000, 40004)};
+  const std::vector<KernelFootprint> kernels = {fp(32, 16),   fp(96, 168), fp(128, 32, 48 * 1024),
+                                                fp(160, 80),  fp(256, 33), fp(200, 16),
+                                                fp(1024, 64), fp(640, 40), fp(384, 72, 20000, 40004)};
   for (const DeviceLimits& gpu : gpu_catalog()) {
     for (const KernelFootprint& k : kernels) {
       const int natural = residency(gpu, k).blocks_per_sm;
@@ -384,8 +384,8 @@ TEST(FitsBeside, RegistersPerSubpartitionNotPooled) {
 
 TEST(FitsBeside, InvalidInputs) {
   EXPECT_FALSE(fits_beside(h200(), fp(256, 32), -1, fp(32, 16)));
-  EXPECT_FALSE(fits_beside(h200(), fp(256, 32), 0, fp(2048, 16)));     // comm cannot run at all
-  EXPECT_FALSE(fits_beside(h200(), fp(2048, 32), 1, fp(32, 16)));      // compute cannot run at all
+  EXPECT_FALSE(fits_beside(h200(), fp(256, 32), 0, fp(2048, 16)));  // comm cannot run at all
+  EXPECT_FALSE(fits_beside(h200(), fp(2048, 32), 1, fp(32, 16)));   // compute cannot run at all
 }
 
 // ---------------------------------------------------------------- least_shaping_with_room

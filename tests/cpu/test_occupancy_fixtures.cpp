@@ -4,11 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "tandem/gpu_catalog.h"
 #include "tandem/occupancy.h"
@@ -24,11 +23,11 @@ std::optional<nlohmann::json> load_fixtures() {
   return nlohmann::json::parse(file);
 }
 
-#define LOAD_FIXTURES_OR_SKIP(var)                                                                       \
-  const auto var##_loaded = load_fixtures();                                                            \
-  if (!var##_loaded)                                                                                    \
-    GTEST_SKIP() << "occupancy fixtures have not been recorded: run `record_occupancy_fixtures "       \
-                 << kFixturePath << "` on an H200";                                                     \
+#define LOAD_FIXTURES_OR_SKIP(var)                                                                               \
+  const auto var##_loaded = load_fixtures();                                                                     \
+  if (!var##_loaded)                                                                                             \
+    GTEST_SKIP() << "occupancy fixtures have not been recorded: run `record_occupancy_fixtures " << kFixturePath \
+                 << "` on an H200";                                                                              \
   const nlohmann::json& var = *var##_loaded
 
 KernelFootprint footprint_of(const nlohmann::json& f, const char* threads_key) {

@@ -5,11 +5,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tandem/gpu_catalog.h"
 
@@ -64,13 +63,17 @@ TEST(PlanCli, EveryCatalogueGpu) {
 TEST(PlanCli, H200StreamingKernelRows) {
   const CommandResult r = run_tandem("plan --gpu h200 --kernel threads=256,regs=32");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_TRUE(has_line_starting(r, "# kernel  threads=256,regs=32,smem=0,dsmem=0,cluster=1: natural 8 blocks/SM, "
-                                   "limited by threads"))
+  EXPECT_TRUE(has_line_starting(r,
+                                "# kernel  threads=256,regs=32,smem=0,dsmem=0,cluster=1: natural 8 blocks/SM, "
+                                "limited by threads"))
       << r.output;
   // Natural level: no padding; 3 blocks: 57472 B; 1 block: 115840 B (see test_occupancy).
-  EXPECT_TRUE(has_line_starting(r, "        8          0        0.0       100.0      100.0 threads       no")) << r.output;
-  EXPECT_TRUE(has_line_starting(r, "        3      57472       56.1        37.5       37.5 shared-memory no")) << r.output;
-  EXPECT_TRUE(has_line_starting(r, "        1     115840      113.1        12.5       12.5 shared-memory no        yes"))
+  EXPECT_TRUE(has_line_starting(r, "        8          0        0.0       100.0      100.0 threads       no"))
+      << r.output;
+  EXPECT_TRUE(has_line_starting(r, "        3      57472       56.1        37.5       37.5 shared-memory no"))
+      << r.output;
+  EXPECT_TRUE(
+      has_line_starting(r, "        1     115840      113.1        12.5       12.5 shared-memory no        yes"))
       << r.output;
   // The typical NCCL CTA (96 regs) never fits beside it.
   EXPECT_TRUE(has_line_starting(r, "# shape:auto -> none")) << r.output;
@@ -78,8 +81,10 @@ TEST(PlanCli, H200StreamingKernelRows) {
 
 TEST(PlanCli, CustomCommMarksTheAutoLevelAndWritesJson) {
   const std::string json_path = testing::TempDir() + "tandem_plan_test.json";
-  const CommandResult r = run_tandem("plan --gpu h200 --kernel threads=256,regs=32 --comm threads=64,regs=32,smem=30000 "
-                                     "--json '" + json_path + "'");
+  const CommandResult r = run_tandem(
+      "plan --gpu h200 --kernel threads=256,regs=32 --comm threads=64,regs=32,smem=30000 "
+      "--json '" +
+      json_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_TRUE(has_line_starting(r, "# shape:auto -> 6 blocks/SM, dsmem 32384 B")) << r.output;
   bool marked = false;

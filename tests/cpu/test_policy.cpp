@@ -140,8 +140,7 @@ TEST(PolicyPrint, CanonicalOrder) {
             "comm-first+shape:auto+priority+sm-target:116+nccl-ctas:..16+nccl-cga:1+"
             "nccl-cta-policy:zero+green:8+copy-engine");
   EXPECT_EQ(canonical("nccl-symmetric+green:8+priority"), "priority+green:8+nccl-symmetric");
-  EXPECT_EQ(canonical("nccl-cga:1+sm-target:116+nccl-ctas:16"),
-            "sm-target:116+nccl-ctas:16+nccl-cga:1");
+  EXPECT_EQ(canonical("nccl-cga:1+sm-target:116+nccl-ctas:16"), "sm-target:116+nccl-ctas:16+nccl-cga:1");
 }
 
 TEST(PolicyPrint, ConcurrentNormalisesAway) {
@@ -231,8 +230,7 @@ TEST(PolicyEquality, EveryFieldCounts) {
 
 TEST(Policy, NeedsOwnCommunicator) {
   EXPECT_FALSE(parse_policy("concurrent").needs_own_communicator());
-  EXPECT_FALSE(
-      parse_policy("comm-first+shape:3+priority+sm-target:116+green:8").needs_own_communicator());
+  EXPECT_FALSE(parse_policy("comm-first+shape:3+priority+sm-target:116+green:8").needs_own_communicator());
   EXPECT_TRUE(parse_policy("nccl-ctas:16").needs_own_communicator());
   EXPECT_TRUE(parse_policy("nccl-ctas:..16").needs_own_communicator());
   EXPECT_TRUE(parse_policy("nccl-ctas:2..").needs_own_communicator());
@@ -292,8 +290,7 @@ TEST(PolicyRoundTrip, GeneratedCombinations) {
        {"nccl-cga:2", [](OverlapPolicy& p) { p.nccl_cga_cluster_size = 2; }},
        {"nccl-cga:4", [](OverlapPolicy& p) { p.nccl_cga_cluster_size = 4; }}},
       {{"", nullptr},
-       {"nccl-cta-policy:efficiency",
-        [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Efficiency; }},
+       {"nccl-cta-policy:efficiency", [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Efficiency; }},
        {"nccl-cta-policy:zero", [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Zero; }}},
       {{"", nullptr},
        {"green:1", [](OverlapPolicy& p) { p.green_sms = 1; }},
@@ -315,8 +312,7 @@ TEST(PolicyRoundTrip, GeneratedCombinations) {
       tokens.push_back(choice.token);
     }
     std::string canonical_text;
-    for (const std::string& token : tokens)
-      canonical_text += (canonical_text.empty() ? "" : "+") + token;
+    for (const std::string& token : tokens) canonical_text += (canonical_text.empty() ? "" : "+") + token;
     if (canonical_text.empty()) canonical_text = "concurrent";
 
     ASSERT_EQ(to_string(expected), canonical_text);
@@ -324,8 +320,7 @@ TEST(PolicyRoundTrip, GeneratedCombinations) {
 
     std::shuffle(tokens.begin(), tokens.end(), random);
     std::string shuffled_text;
-    for (const std::string& token : tokens)
-      shuffled_text += (shuffled_text.empty() ? "" : " + ") + token;
+    for (const std::string& token : tokens) shuffled_text += (shuffled_text.empty() ? "" : " + ") + token;
     if (shuffled_text.empty()) shuffled_text = "concurrent";
     ASSERT_EQ(parse_policy(shuffled_text), expected) << shuffled_text;
     ASSERT_EQ(canonical(shuffled_text), canonical_text) << shuffled_text;
@@ -352,8 +347,7 @@ TEST(PolicyRoundTrip, EveryShapeBlockCountAndManySizes) {
     const std::string text = "shape:" + std::to_string(blocks);
     EXPECT_EQ(canonical(text), text);
   }
-  for (int64_t bytes : {1, 17, 1023, 1024, 1025, 4096, 49152, 100000, 232448, 1048575, 1048576,
-                        3145728, 2147483647}) {
+  for (int64_t bytes : {1, 17, 1023, 1024, 1025, 4096, 49152, 100000, 232448, 1048575, 1048576, 3145728, 2147483647}) {
     OverlapPolicy policy;
     policy.shape = {ShapeTarget::Kind::Bytes, 0, bytes};
     EXPECT_EQ(parse_policy(to_string(policy)), policy) << to_string(policy);
@@ -363,12 +357,10 @@ TEST(PolicyRoundTrip, EveryShapeBlockCountAndManySizes) {
 // ----- errors ------------------------------------------------------------------------------------
 
 TEST(PolicyErrors, UnknownTokenMessageIsExact) {
-  EXPECT_EQ(policy_error("shape:3+prio"),
-            "unknown policy token 'prio' in 'shape:3+prio'" + kAccepted);
+  EXPECT_EQ(policy_error("shape:3+prio"), "unknown policy token 'prio' in 'shape:3+prio'" + kAccepted);
   EXPECT_EQ(policy_error("Priority"), "unknown policy token 'Priority' in 'Priority'" + kAccepted);
   EXPECT_EQ(policy_error("shape3"), "unknown policy token 'shape3' in 'shape3'" + kAccepted);
-  EXPECT_EQ(policy_error("priority+@best"),
-            "unknown policy token '@best' in 'priority+@best'" + kAccepted);
+  EXPECT_EQ(policy_error("priority+@best"), "unknown policy token '@best' in 'priority+@best'" + kAccepted);
 }
 
 TEST(PolicyErrors, MessagesAreOneLine) {
@@ -381,12 +373,9 @@ TEST(PolicyErrors, EmptyTextAndEmptyTokens) {
   EXPECT_EQ(policy_error("   "), "empty policy text '   '" + kAccepted);
   EXPECT_EQ(policy_error("shape:3++priority"),
             "empty policy token '' in 'shape:3++priority': '+' must join two tokens" + kAccepted);
-  EXPECT_EQ(policy_error("+priority"),
-            "empty policy token '' in '+priority': '+' must join two tokens" + kAccepted);
-  EXPECT_EQ(policy_error("priority+"),
-            "empty policy token '' in 'priority+': '+' must join two tokens" + kAccepted);
-  EXPECT_EQ(policy_error("priority + "),
-            "empty policy token '' in 'priority +': '+' must join two tokens" + kAccepted);
+  EXPECT_EQ(policy_error("+priority"), "empty policy token '' in '+priority': '+' must join two tokens" + kAccepted);
+  EXPECT_EQ(policy_error("priority+"), "empty policy token '' in 'priority+': '+' must join two tokens" + kAccepted);
+  EXPECT_EQ(policy_error("priority + "), "empty policy token '' in 'priority +': '+' must join two tokens" + kAccepted);
 }
 
 TEST(PolicyErrors, Duplicates) {
@@ -407,8 +396,8 @@ TEST(PolicyErrors, Duplicates) {
   for (const char* token : {"sequential", "concurrent", "comm-first", "copy-engine", "nccl-symmetric", "sm-target:1",
                             "green:2", "nccl-cga:4", "nccl-cta-policy:zero"}) {
     const std::string text = std::string(token) + "+" + token;
-    EXPECT_EQ(policy_error(text), "duplicate policy token '" + std::string(token) + "' in '" +
-                                      text + "': each control may appear at most once" + kAccepted);
+    EXPECT_EQ(policy_error(text), "duplicate policy token '" + std::string(token) + "' in '" + text +
+                                      "': each control may appear at most once" + kAccepted);
   }
 }
 
@@ -418,29 +407,24 @@ TEST(PolicyErrors, SequentialCombinesWithNothing) {
             "sequential "
             "runs compute and collective on one stream, so no other control applies" +
                 kAccepted);
-  EXPECT_EQ(
-      policy_error("shape:3+sequential"),
-      "policy token 'shape:3' cannot combine with 'sequential' in 'shape:3+sequential': sequential "
-      "runs compute and collective on one stream, so no other control applies" +
-          kAccepted);
-  for (const char* other : {"concurrent", "comm-first", "shape:auto", "sm-target:8", "nccl-ctas:8",
-                            "nccl-cga:1", "nccl-cta-policy:zero", "green:4", "nccl-symmetric", "copy-engine"}) {
+  EXPECT_EQ(policy_error("shape:3+sequential"),
+            "policy token 'shape:3' cannot combine with 'sequential' in 'shape:3+sequential': sequential "
+            "runs compute and collective on one stream, so no other control applies" +
+                kAccepted);
+  for (const char* other : {"concurrent", "comm-first", "shape:auto", "sm-target:8", "nccl-ctas:8", "nccl-cga:1",
+                            "nccl-cta-policy:zero", "green:4", "nccl-symmetric", "copy-engine"}) {
     const std::string message = policy_error(std::string("sequential+") + other);
-    EXPECT_NE(
-        message.find("policy token '" + std::string(other) + "' cannot combine with 'sequential'"),
-        std::string::npos)
+    EXPECT_NE(message.find("policy token '" + std::string(other) + "' cannot combine with 'sequential'"),
+              std::string::npos)
         << message;
     EXPECT_NE(message.find(kAccepted), std::string::npos) << message;
   }
 }
 
 TEST(PolicyErrors, ConcurrentAndCommFirstConflict) {
-  const std::string why =
-      ": both are launch orders (concurrent enqueues compute first); give one" + kAccepted;
-  EXPECT_EQ(
-      policy_error("concurrent+comm-first"),
-      "policy token 'comm-first' cannot combine with 'concurrent' in 'concurrent+comm-first'" +
-          why);
+  const std::string why = ": both are launch orders (concurrent enqueues compute first); give one" + kAccepted;
+  EXPECT_EQ(policy_error("concurrent+comm-first"),
+            "policy token 'comm-first' cannot combine with 'concurrent' in 'concurrent+comm-first'" + why);
   EXPECT_EQ(policy_error("comm-first+priority+concurrent"),
             "policy token 'comm-first' cannot combine with 'concurrent' in "
             "'comm-first+priority+concurrent'" +
@@ -461,15 +445,12 @@ TEST(PolicyErrors, BadValues) {
       {"shape:1.5KiB", "unknown size unit '.5KiB' (use B, KiB or MiB)"},
       {"shape:-3", "'-3' is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto"},
       {"shape:KiB", "'KiB' is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto"},
-      {"shape:Auto",
-       "'Auto' is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto"},
+      {"shape:Auto", "'Auto' is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto"},
       {"shape: 3", "' 3' is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto"},
       {"shape:0B", "a shared-memory size must be greater than 0"},
       {"shape:0KiB", "a shared-memory size must be greater than 0"},
-      {"shape:2048MiB",
-       "a shared-memory size must be at most 2147483647 bytes (a CUDA launch takes an int)"},
-      {"shape:2147483648B",
-       "a shared-memory size must be at most 2147483647 bytes (a CUDA launch takes an int)"},
+      {"shape:2048MiB", "a shared-memory size must be at most 2147483647 bytes (a CUDA launch takes an int)"},
+      {"shape:2147483648B", "a shared-memory size must be at most 2147483647 bytes (a CUDA launch takes an int)"},
       {"shape:99999999999999999999B", "'99999999999999999999' is too large"},
       {"shape:99999999999999999999", "'99999999999999999999' is too large"},
       {"shape", "'shape' needs a value after ':'"},
@@ -501,8 +482,7 @@ TEST(PolicyErrors, BadValues) {
   for (const auto& [token, why] : cases) {
     const std::string text = "comm-first+" + token;
     const std::string message = policy_error(text);
-    EXPECT_EQ(message, "invalid policy token '" + token + "' in '" + text + "': " + why + kAccepted)
-        << token;
+    EXPECT_EQ(message, "invalid policy token '" + token + "' in '" + text + "': " + why + kAccepted) << token;
   }
 }
 
@@ -527,8 +507,8 @@ TEST(PolicyErrors, ThrowsTandemErrorWithLocation) {
 // ----- lists -------------------------------------------------------------------------------------
 
 TEST(PolicyList, ParsesEachItem) {
-  const std::vector<OverlapPolicy> policies = parse_policy_list(
-      "sequential, concurrent ,priority,shape:3+priority,comm-first+nccl-ctas:..16");
+  const std::vector<OverlapPolicy> policies =
+      parse_policy_list("sequential, concurrent ,priority,shape:3+priority,comm-first+nccl-ctas:..16");
   ASSERT_EQ(policies.size(), 5u);
   EXPECT_EQ(to_string(policies[0]), "sequential");
   EXPECT_EQ(to_string(policies[1]), "concurrent");
@@ -543,26 +523,22 @@ TEST(PolicyList, ItemErrorsNameTheItem) {
             "policy list item 2 of 'priority,shape:3+prio': unknown policy token 'prio' in "
             "'shape:3+prio'" +
                 kAccepted);
-  EXPECT_EQ(
-      list_error("sequential+priority,priority"),
-      "policy list item 1 of 'sequential+priority,priority': policy token 'priority' cannot "
-      "combine "
-      "with 'sequential' in 'sequential+priority': sequential runs compute and collective on one "
-      "stream, so no other control applies" +
-          kAccepted);
+  EXPECT_EQ(list_error("sequential+priority,priority"),
+            "policy list item 1 of 'sequential+priority,priority': policy token 'priority' cannot "
+            "combine "
+            "with 'sequential' in 'sequential+priority': sequential runs compute and collective on one "
+            "stream, so no other control applies" +
+                kAccepted);
 }
 
 TEST(PolicyList, EmptyListAndEmptyItems) {
   EXPECT_EQ(list_error(""), "empty policy list ''" + kAccepted);
   EXPECT_EQ(list_error("priority,,shape:3"),
-            "policy list item 2 of 'priority,,shape:3' is empty: ',' must separate two policies" +
-                kAccepted);
-  EXPECT_EQ(
-      list_error("priority,"),
-      "policy list item 2 of 'priority,' is empty: ',' must separate two policies" + kAccepted);
-  EXPECT_EQ(
-      list_error(" , priority"),
-      "policy list item 1 of ', priority' is empty: ',' must separate two policies" + kAccepted);
+            "policy list item 2 of 'priority,,shape:3' is empty: ',' must separate two policies" + kAccepted);
+  EXPECT_EQ(list_error("priority,"),
+            "policy list item 2 of 'priority,' is empty: ',' must separate two policies" + kAccepted);
+  EXPECT_EQ(list_error(" , priority"),
+            "policy list item 1 of ', priority' is empty: ',' must separate two policies" + kAccepted);
 }
 
 // ----- policy files ------------------------------------------------------------------------------
@@ -609,8 +585,7 @@ TEST_F(PolicyFile, PolicyWithoutTrailingNewline) {
 
 TEST_F(PolicyFile, UsableInAList) {
   const std::string path = write("tuned.txt", "# tuned\nsm-target:116+nccl-cga:1+nccl-ctas:..16\n");
-  const std::vector<OverlapPolicy> policies =
-      parse_policy_list("sequential,@" + path + ",priority");
+  const std::vector<OverlapPolicy> policies = parse_policy_list("sequential,@" + path + ",priority");
   ASSERT_EQ(policies.size(), 3u);
   EXPECT_EQ(to_string(policies[1]), "sm-target:116+nccl-ctas:..16+nccl-cga:1");
 }
@@ -618,8 +593,7 @@ TEST_F(PolicyFile, UsableInAList) {
 TEST_F(PolicyFile, MissingFile) {
   const std::string path = (directory_ / "absent.policy").string();
   EXPECT_EQ(file_error(path), "cannot open policy file '" + path + "': No such file or directory");
-  EXPECT_EQ(policy_error("@" + path),
-            "cannot open policy file '" + path + "': No such file or directory");
+  EXPECT_EQ(policy_error("@" + path), "cannot open policy file '" + path + "': No such file or directory");
   EXPECT_EQ(list_error("priority,@" + path), "policy list item 2 of 'priority,@" + path +
                                                  "': cannot open policy file '" + path +
                                                  "': No such file or directory");
@@ -631,8 +605,7 @@ TEST_F(PolicyFile, MissingFileName) {
 }
 
 TEST_F(PolicyFile, DirectoryIsRejected) {
-  EXPECT_EQ(file_error(directory_.string()),
-            "policy file '" + directory_.string() + "' is a directory");
+  EXPECT_EQ(file_error(directory_.string()), "policy file '" + directory_.string() + "' is a directory");
 }
 
 TEST_F(PolicyFile, EmptyOrCommentOnly) {
@@ -647,43 +620,38 @@ TEST_F(PolicyFile, EmptyOrCommentOnly) {
 
 TEST_F(PolicyFile, TwoPolicyLines) {
   const std::string path = write("two", "# header\npriority\n\nshape:3\n");
-  EXPECT_EQ(file_error(path),
-            "policy file '" + path +
-                "' line 4 holds a second policy 'shape:3' after line 2; a policy file "
-                "holds one policy (list several with ',')");
+  EXPECT_EQ(file_error(path), "policy file '" + path +
+                                  "' line 4 holds a second policy 'shape:3' after line 2; a policy file "
+                                  "holds one policy (list several with ',')");
 }
 
 TEST_F(PolicyFile, BadPolicyNamesFileAndLine) {
   const std::string path = write("bad", "# header\n\nshape:3+prio\n");
-  EXPECT_EQ(file_error(path), "policy file '" + path +
-                                  "' line 3: unknown policy token 'prio' in 'shape:3+prio'" +
-                                  kAccepted);
+  EXPECT_EQ(file_error(path),
+            "policy file '" + path + "' line 3: unknown policy token 'prio' in 'shape:3+prio'" + kAccepted);
 }
 
 TEST_F(PolicyFile, JsonIsRejectedClearly) {
   const std::string path = write("best.json", "{\"policy\": \"shape:3+priority\"}\n");
-  EXPECT_EQ(file_error(path),
-            "policy file '" + path +
-                "' looks like JSON; a policy file is plain text: '#' comment lines and one "
-                "policy line such as 'shape:3+priority'");
+  EXPECT_EQ(file_error(path), "policy file '" + path +
+                                  "' looks like JSON; a policy file is plain text: '#' comment lines and one "
+                                  "policy line such as 'shape:3+priority'");
 }
 
 TEST_F(PolicyFile, NoFileReferencesInFiles) {
   const std::string path = write("indirect", "@other.policy\n");
-  EXPECT_EQ(file_error(path),
-            "policy file '" + path +
-                "' line 1 refers to '@other.policy'; a policy file must hold a policy, "
-                "not another file name");
+  EXPECT_EQ(file_error(path), "policy file '" + path +
+                                  "' line 1 refers to '@other.policy'; a policy file must hold a policy, "
+                                  "not another file name");
 }
 
 // ----- help --------------------------------------------------------------------------------------
 
 TEST(PolicyHelp, ListsEveryToken) {
   const std::string help = policy_grammar_help();
-  for (const char* token :
-       {"sequential", "concurrent", "comm-first", "priority", "shape:N", "shape:<bytes>",
-        "shape:auto", "sm-target:N", "nccl-ctas:MIN..MAX", "nccl-cga:1|2|4",
-        "nccl-cta-policy:efficiency|zero", "green:N", "nccl-symmetric", "copy-engine", "@FILE"})
+  for (const char* token : {"sequential", "concurrent", "comm-first", "priority", "shape:N", "shape:<bytes>",
+                            "shape:auto", "sm-target:N", "nccl-ctas:MIN..MAX", "nccl-cga:1|2|4",
+                            "nccl-cta-policy:efficiency|zero", "green:N", "nccl-symmetric", "copy-engine", "@FILE"})
     EXPECT_NE(help.find(std::string("\n  ") + token + " "), std::string::npos) << token;
   EXPECT_EQ(help.back(), '\n');
 }

@@ -85,9 +85,11 @@ TEST(Report, JsonHasEveryDocumentedField) {
                           "nccl", "hbm_bandwidth_gbps", "config", "notes", "rows"})
     EXPECT_TRUE(doc.contains(key)) << key;
   const auto& row = doc["rows"][0];
-  for (const char* key : {"workload", "collective", "dtype", "bytes", "policy", "tuned", "tune_role", "t_compute_ms", "t_comm_ms",
-                          "t_seq_ms", "t_overlap_ms", "t_bound_ms", "reduction", "efficiency", "compute_slowdown",
-                          "comm_slowdown", "busbw_gbps", "wrong", "count", "compute_kernel", "comm_kernel"})
+  for (const char* key : {"workload",      "collective", "dtype",        "bytes",      "policy",
+                          "tuned",         "tune_role",  "t_compute_ms", "t_comm_ms",  "t_seq_ms",
+                          "t_overlap_ms",  "t_bound_ms", "reduction",    "efficiency", "compute_slowdown",
+                          "comm_slowdown", "busbw_gbps", "wrong",        "count",      "compute_kernel",
+                          "comm_kernel"})
     EXPECT_TRUE(row.contains(key)) << key;
   EXPECT_EQ(row["policy"], "shape:3+priority");
   EXPECT_EQ(row["bytes"], 536870912u);

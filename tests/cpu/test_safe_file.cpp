@@ -1,7 +1,5 @@
 // Files tandem writes and reads where other users may write too (tandem/safe_file.h): what a
 // planted link, folder, FIFO or device does to a write or a read.
-#include "tandem/safe_file.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +12,7 @@
 
 #include "scratch_folder.h"
 #include "tandem/error.h"
+#include "tandem/safe_file.h"
 
 namespace {
 

@@ -115,8 +115,8 @@ TEST(ScenarioProgram, WriteAfterReadAndWriteAfterWriteAreOrdered) {
   Program p(4);
   p.add(compute("fill send", {}, {0}));
   p.add(collective("all-gather", CollectiveCall::Kind::AllGather, 0, 4, 16));  // reads buf 0, writes buf 4..
-  p.add(compute("overwrite send", {}, {0}));                                     // WAR on the all-gather
-  p.add(compute("overwrite recv", {}, {4}));                                     // WAW on the all-gather
+  p.add(compute("overwrite send", {}, {0}));                                   // WAR on the all-gather
+  p.add(compute("overwrite recv", {}, {4}));                                   // WAW on the all-gather
   p.add(compute("unrelated", {}, {9}));
   p.finalize();
   EXPECT_EQ(p.cross_wait(1), 0);
@@ -156,14 +156,12 @@ TEST(ScenarioProgram, InterleavedMicroBatchesOverlapEachOthersCollectives) {
   p.finalize();
   const auto later = full_issue_order(p, false);
   // ar m0 is enqueued after gemm m1, which it overlaps; add m0 waits for it.
-  EXPECT_EQ(names(p, later),
-            (std::vector<std::string>{"gemm m0", "gemm m1", "ar m0", "add m0", "ar m1", "add m1"}));
+  EXPECT_EQ(names(p, later), (std::vector<std::string>{"gemm m0", "gemm m1", "ar m0", "add m0", "ar m1", "add m1"}));
   EXPECT_EQ(later[3].wait, 1);
   EXPECT_EQ(later[5].wait, 3);
   expect_waits_follow_their_events(p, later);
   const auto first = full_issue_order(p, true);
-  EXPECT_EQ(names(p, first),
-            (std::vector<std::string>{"gemm m0", "ar m0", "gemm m1", "ar m1", "add m0", "add m1"}));
+  EXPECT_EQ(names(p, first), (std::vector<std::string>{"gemm m0", "ar m0", "gemm m1", "ar m1", "add m0", "add m1"}));
   expect_waits_follow_their_events(p, first);
 }
 

@@ -98,7 +98,7 @@ TEST(ScenarioShapes, DdpBucketsCloseWhenFullFirstOneSmall) {
   const std::vector<int64_t> elements = {100000, 300000, 400000, 5000000, 5000000, 2000000, 20000000, 1000};
   const auto plain = ddp_buckets(elements, 2, 1 << 20, 25 << 20);
   ASSERT_EQ(plain.size(), 3u);
-  EXPECT_EQ(plain[0], (Bucket{0, 3, 0, 800000}));  // closes at 1.6 MB >= the 1 MiB first cap
+  EXPECT_EQ(plain[0], (Bucket{0, 3, 0, 800000}));         // closes at 1.6 MB >= the 1 MiB first cap
   EXPECT_EQ(plain[1], (Bucket{3, 4, 800000, 32000000}));  // 24 MB < 25 MiB, + 40 MB closes it
   EXPECT_EQ(plain[2], (Bucket{7, 1, 32800000, 1000}));
 
@@ -157,7 +157,7 @@ TEST(ScenarioShapes, FsdpFlatParameterShards) {
 TEST(ScenarioShapes, MoeExpertSplit) {
   const MoeSplit s = moe_split(8, 2, 4096, 4096, 2);
   EXPECT_EQ(s.experts_per_rank, 4);
-  EXPECT_EQ(s.capacity, 1024);     // 4096 tokens x 2 choices / 8 experts, from each rank
+  EXPECT_EQ(s.capacity, 1024);  // 4096 tokens x 2 choices / 8 experts, from each rank
   EXPECT_EQ(s.slots, 8192);
   EXPECT_EQ(s.expert_rows, 2048);  // from both ranks
   EXPECT_EQ(s.chunk, 16777216);    // 4 experts x 1024 slots x 4096 per peer

@@ -21,17 +21,19 @@ TEST(TuneCandidates, OrdersCoverPriorityAndLaunchOrder) {
 
 TEST(TuneCandidates, ShapingCoversAutoAndEveryLevelBelowNatural) {
   tb::CaseTraits t{132, 4, false};
-  EXPECT_EQ(texts(tb::shaping_candidates(parse_policy("priority"), t)),
-            (std::vector<std::string>{"shape:auto+priority", "shape:1+priority", "shape:2+priority", "shape:3+priority"}));
+  EXPECT_EQ(
+      texts(tb::shaping_candidates(parse_policy("priority"), t)),
+      (std::vector<std::string>{"shape:auto+priority", "shape:1+priority", "shape:2+priority", "shape:3+priority"}));
   t.natural_blocks_per_sm = 0;  // a library's closed kernel: nothing to shape
   EXPECT_TRUE(tb::shaping_candidates(parse_policy("priority"), t).empty());
 }
 
 TEST(TuneCandidates, SmTargetsOnlyForGemmsAndNeverBelowHalf) {
   tb::CaseTraits t{132, 1, true};
-  EXPECT_EQ(texts(tb::sm_target_candidates(parse_policy("comm-first"), t)),
-            (std::vector<std::string>{"comm-first+sm-target:124", "comm-first+sm-target:116", "comm-first+sm-target:108",
-                                      "comm-first+sm-target:100", "comm-first+sm-target:84"}));
+  EXPECT_EQ(
+      texts(tb::sm_target_candidates(parse_policy("comm-first"), t)),
+      (std::vector<std::string>{"comm-first+sm-target:124", "comm-first+sm-target:116", "comm-first+sm-target:108",
+                                "comm-first+sm-target:100", "comm-first+sm-target:84"}));
   EXPECT_EQ(texts(tb::sm_target_refinements(parse_policy("comm-first+sm-target:116"), t)),
             (std::vector<std::string>{"comm-first+sm-target:112", "comm-first+sm-target:120"}));
   t.has_sm_target = false;

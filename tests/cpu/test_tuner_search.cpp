@@ -112,8 +112,8 @@ TEST(TunerSearch, TheWinnerIsTheBestMedianOfTheFinalRoundsNotTheLuckiestFirstMea
   EXPECT_EQ(c.trials.count("shape:2+priority+nccl-symmetric"), 1 + kRounds);
   EXPECT_EQ(c.trials.count("shape:2+priority+copy-engine"), 1);
   // Stage 3 tries every launch order and priority on top of it.
-  for (const char* order : {"shape:2+nccl-symmetric", "comm-first+shape:2+nccl-symmetric",
-                            "comm-first+shape:2+priority+nccl-symmetric"})
+  for (const char* order :
+       {"shape:2+nccl-symmetric", "comm-first+shape:2+nccl-symmetric", "comm-first+shape:2+priority+nccl-symmetric"})
     EXPECT_EQ(c.trials.count(order), 1) << order;
 }
 

@@ -12,11 +12,11 @@
 
 namespace tandem_fuzz {
 
-inline std::string text_of(const uint8_t *data, size_t size) {
-  return std::string(reinterpret_cast<const char *>(data), size);
+inline std::string text_of(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
 }
 
-[[noreturn]] inline void invariant_broken(const char *what, const std::string &detail) {
+[[noreturn]] inline void invariant_broken(const char* what, const std::string& detail) {
   std::fprintf(stderr, "fuzz invariant broken: %s\n  %s\n", what, detail.c_str());
   std::abort();
 }

@@ -34,30 +34,29 @@ using tandem::KernelFootprint;
 constexpr int64_t kMaxCount = int64_t{1} << 24;
 constexpr int64_t kMaxBytes = int64_t{1} << 40;
 
-std::optional<int64_t> number(const std::string &text, int64_t bound) {
+std::optional<int64_t> number(const std::string& text, int64_t bound) {
   int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
   return std::clamp<int64_t>(value, -1, bound);
 }
 
-void override_limit(DeviceLimits &d, const std::string &field, const std::string &text) {
-  const std::map<std::string, int *> counts = {{"sm_count", &d.sm_count},
-                                               {"warp_size", &d.warp_size},
-                                               {"max_threads_per_sm", &d.max_threads_per_sm},
-                                               {"max_threads_per_block", &d.max_threads_per_block},
-                                               {"max_blocks_per_sm", &d.max_blocks_per_sm},
-                                               {"regs_per_sm", &d.regs_per_sm},
-                                               {"max_regs_per_thread", &d.max_regs_per_thread},
-                                               {"max_regs_per_block", &d.max_regs_per_block},
-                                               {"reg_alloc_unit", &d.reg_alloc_unit},
-                                               {"reg_subpartitions", &d.reg_subpartitions},
-                                               {"max_cluster_size", &d.max_cluster_size}};
-  const std::map<std::string, int64_t *> bytes = {
-      {"smem_per_sm", &d.smem_per_sm},
-      {"max_smem_per_block", &d.max_smem_per_block},
-      {"smem_reserved_per_block", &d.smem_reserved_per_block},
-      {"smem_alloc_unit", &d.smem_alloc_unit}};
+void override_limit(DeviceLimits& d, const std::string& field, const std::string& text) {
+  const std::map<std::string, int*> counts = {{"sm_count", &d.sm_count},
+                                              {"warp_size", &d.warp_size},
+                                              {"max_threads_per_sm", &d.max_threads_per_sm},
+                                              {"max_threads_per_block", &d.max_threads_per_block},
+                                              {"max_blocks_per_sm", &d.max_blocks_per_sm},
+                                              {"regs_per_sm", &d.regs_per_sm},
+                                              {"max_regs_per_thread", &d.max_regs_per_thread},
+                                              {"max_regs_per_block", &d.max_regs_per_block},
+                                              {"reg_alloc_unit", &d.reg_alloc_unit},
+                                              {"reg_subpartitions", &d.reg_subpartitions},
+                                              {"max_cluster_size", &d.max_cluster_size}};
+  const std::map<std::string, int64_t*> bytes = {{"smem_per_sm", &d.smem_per_sm},
+                                                 {"max_smem_per_block", &d.max_smem_per_block},
+                                                 {"smem_reserved_per_block", &d.smem_reserved_per_block},
+                                                 {"smem_alloc_unit", &d.smem_alloc_unit}};
   if (auto it = counts.find(field); it != counts.end()) {
     if (auto value = number(text, kMaxCount)) *it->second = static_cast<int>(*value);
   } else if (auto it = bytes.find(field); it != bytes.end()) {
@@ -73,26 +72,22 @@ int64_t round_up(int64_t x, int64_t unit) { return ceil_div(x, unit) * unit; }
 struct Use {
   int64_t warps, regs_per_warp, smem;
 };
-Use use_of(const DeviceLimits &d, const KernelFootprint &k, int64_t blocks) {
+Use use_of(const DeviceLimits& d, const KernelFootprint& k, int64_t blocks) {
   const int64_t warps = ceil_div(k.threads_per_block, d.warp_size);
-  const int64_t regs_per_warp =
-      round_up(int64_t{k.regs_per_thread} * d.warp_size, d.reg_alloc_unit);
-  const int64_t smem =
-      round_up(k.static_smem + k.dynamic_smem + d.smem_reserved_per_block, d.smem_alloc_unit);
+  const int64_t regs_per_warp = round_up(int64_t{k.regs_per_thread} * d.warp_size, d.reg_alloc_unit);
+  const int64_t smem = round_up(k.static_smem + k.dynamic_smem + d.smem_reserved_per_block, d.smem_alloc_unit);
   return {blocks * warps, regs_per_warp, blocks * smem};
 }
 
 // Whether `blocks` blocks of `k` fit on one SM: warp slots, block slots, shared
 // memory, and registers per subpartition (a warp's registers come from one
 // slice).
-bool fits(const DeviceLimits &d, const KernelFootprint &k, int64_t blocks) {
+bool fits(const DeviceLimits& d, const KernelFootprint& k, int64_t blocks) {
   const Use u = use_of(d, k, blocks);
   const int64_t warps_by_regs =
-      u.regs_per_warp > 0
-          ? (d.regs_per_sm / d.reg_subpartitions / u.regs_per_warp) * d.reg_subpartitions
-          : INT64_MAX;
-  return u.warps <= d.max_threads_per_sm / d.warp_size && blocks <= d.max_blocks_per_sm &&
-         u.smem <= d.smem_per_sm && u.warps <= warps_by_regs;
+      u.regs_per_warp > 0 ? (d.regs_per_sm / d.reg_subpartitions / u.regs_per_warp) * d.reg_subpartitions : INT64_MAX;
+  return u.warps <= d.max_threads_per_sm / d.warp_size && blocks <= d.max_blocks_per_sm && u.smem <= d.smem_per_sm &&
+         u.warps <= warps_by_regs;
 }
 
 KernelFootprint with_dynamic(KernelFootprint k, int64_t dynamic) {
@@ -104,14 +99,14 @@ KernelFootprint with_dynamic(KernelFootprint k, int64_t dynamic) {
 // overrides too).
 std::string current_input;
 
-std::string describe(const DeviceLimits &d, const KernelFootprint &k) {
+std::string describe(const DeviceLimits& d, const KernelFootprint& k) {
   return d.name + " / " + tandem::footprint_to_string(k) + " (input: '" + current_input + "')";
 }
 
-void check_residency(const DeviceLimits &d, const KernelFootprint &k) {
+void check_residency(const DeviceLimits& d, const KernelFootprint& k) {
   const tandem::Residency r = tandem::residency(d, k);
-  const std::string what = describe(d, k) + " -> " + std::to_string(r.blocks_per_sm) + " (" +
-                           tandem::to_string(r.limiter) + ")";
+  const std::string what =
+      describe(d, k) + " -> " + std::to_string(r.blocks_per_sm) + " (" + tandem::to_string(r.limiter) + ")";
   FUZZ_CHECK(r.blocks_per_sm >= 0 && r.blocks_per_sm <= d.max_blocks_per_sm, what);
   FUZZ_CHECK(r.threads_used == int64_t{r.blocks_per_sm} * k.threads_per_block, what);
   FUZZ_CHECK(r.threads_used <= d.max_threads_per_sm, what);
@@ -124,15 +119,14 @@ void check_residency(const DeviceLimits &d, const KernelFootprint &k) {
   }
   // One block passes the launch checks, and the residency is the largest that
   // fits.
-  FUZZ_CHECK(k.threads_per_block <= d.max_threads_per_block &&
-                 k.regs_per_thread <= d.max_regs_per_thread &&
+  FUZZ_CHECK(k.threads_per_block <= d.max_threads_per_block && k.regs_per_thread <= d.max_regs_per_thread &&
                  k.static_smem + k.dynamic_smem <= d.max_smem_per_block,
              what);
   FUZZ_CHECK(fits(d, k, r.blocks_per_sm), what);
   FUZZ_CHECK(!fits(d, k, int64_t{r.blocks_per_sm} + 1), what);
 }
 
-void check_shaping(const DeviceLimits &d, const KernelFootprint &k, const KernelFootprint &comm) {
+void check_shaping(const DeviceLimits& d, const KernelFootprint& k, const KernelFootprint& comm) {
   const int natural = tandem::residency(d, k).blocks_per_sm;
   // More shared memory never gives more blocks.
   for (int64_t extra : {int64_t{1}, d.smem_alloc_unit, int64_t{4096}, int64_t{48} << 10}) {
@@ -150,8 +144,7 @@ void check_shaping(const DeviceLimits &d, const KernelFootprint &k, const Kernel
       FUZZ_CHECK(tandem::residency(d, with_dynamic(k, *dynamic)).blocks_per_sm == target, what);
       const int64_t one_unit_less = *dynamic - d.smem_alloc_unit;
       if (*dynamic > k.dynamic_smem && one_unit_less >= k.dynamic_smem)
-        FUZZ_CHECK(tandem::residency(d, with_dynamic(k, one_unit_less)).blocks_per_sm > target,
-                   what);
+        FUZZ_CHECK(tandem::residency(d, with_dynamic(k, one_unit_less)).blocks_per_sm > target, what);
     }
     if (const auto dynamic = tandem::dynamic_smem_for_target(d, k, target, comm)) {
       FUZZ_CHECK(tandem::residency(d, with_dynamic(k, *dynamic)).blocks_per_sm == target, what);
@@ -171,15 +164,14 @@ void check_shaping(const DeviceLimits &d, const KernelFootprint &k, const Kernel
 }
 
 // fits_beside's answer never breaks a per-SM limit.
-void check_fits_beside(const DeviceLimits &d, const KernelFootprint &k,
-                       const KernelFootprint &comm) {
+void check_fits_beside(const DeviceLimits& d, const KernelFootprint& k, const KernelFootprint& comm) {
   const int natural = tandem::residency(d, k).blocks_per_sm;
   for (int resident = 0; resident <= std::min(natural, 64); ++resident) {
     if (!tandem::fits_beside(d, k, resident, comm)) continue;
     const Use c = use_of(d, k, resident);
     const Use m = use_of(d, comm, 1);
-    const std::string what = describe(d, k) + " x" + std::to_string(resident) + " beside " +
-                             tandem::footprint_to_string(comm);
+    const std::string what =
+        describe(d, k) + " x" + std::to_string(resident) + " beside " + tandem::footprint_to_string(comm);
     FUZZ_CHECK(c.warps + m.warps <= d.max_threads_per_sm / d.warp_size, what);
     FUZZ_CHECK(resident + 1 <= d.max_blocks_per_sm, what);
     FUZZ_CHECK(c.smem + m.smem <= d.smem_per_sm, what);
@@ -189,10 +181,9 @@ void check_fits_beside(const DeviceLimits &d, const KernelFootprint &k,
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   current_input = tandem_fuzz::text_of(data, size);
-  std::map<std::string, std::string> lines =
-      tandem_fuzz::environment_of(current_input, [](std::string_view) {});
+  std::map<std::string, std::string> lines = tandem_fuzz::environment_of(current_input, [](std::string_view) {});
   DeviceLimits d;
   KernelFootprint compute;
   std::optional<KernelFootprint> comm_given;
@@ -201,23 +192,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!lines.count("compute")) return -1;
     compute = tandem::parse_footprint(lines["compute"]);
     if (lines.count("comm")) comm_given = tandem::parse_footprint(lines["comm"]);
-  } catch (const tandem::Error &) {
+  } catch (const tandem::Error&) {
     return -1;  // the parsers have fuzzers of their own
   }
-  for (const auto &[field, value] : lines) override_limit(d, field, value);
+  for (const auto& [field, value] : lines) override_limit(d, field, value);
 
   KernelFootprint comm;
   try {
     comm = comm_given ? *comm_given : tandem::typical_nccl_footprint(d);
     tandem::residency(d, compute);
-  } catch (const tandem::Error &error) {
+  } catch (const tandem::Error& error) {
     // Only incomplete limits may be refused, and they must be.
-    const bool incomplete =
-        d.warp_size <= 0 || d.max_threads_per_sm <= 0 || d.max_threads_per_block <= 0 ||
-        d.max_blocks_per_sm <= 0 || d.regs_per_sm <= 0 || d.max_regs_per_block <= 0 ||
-        d.max_regs_per_thread <= 0 || d.reg_alloc_unit <= 0 || d.reg_subpartitions <= 0 ||
-        d.smem_per_sm <= 0 || d.max_smem_per_block <= 0 || d.smem_alloc_unit <= 0 ||
-        d.smem_reserved_per_block < 0 || d.max_threads_per_sm < d.warp_size ||
+    const bool incomplete = d.warp_size <= 0 || d.max_threads_per_sm <= 0 || d.max_threads_per_block <= 0 ||
+                            d.max_blocks_per_sm <= 0 || d.regs_per_sm <= 0 || d.max_regs_per_block <= 0 ||
+                            d.max_regs_per_thread <= 0 || d.reg_alloc_unit <= 0 || d.reg_subpartitions <= 0 ||
+                            d.smem_per_sm <= 0 || d.max_smem_per_block <= 0 || d.smem_alloc_unit <= 0 ||
+                            d.smem_reserved_per_block < 0 || d.max_threads_per_sm < d.warp_size ||
                             int64_t{d.max_regs_per_thread} * d.warp_size > d.regs_per_sm;
     FUZZ_CHECK(incomplete, describe(d, compute) + ": " + error.what());
     return 0;

@@ -15,7 +15,7 @@
 
 using tandem_fuzz::check_policy_round_trip;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = tandem_fuzz::text_of(data, size);
   if (text.find('@') != std::string::npos) return -1;  // not added to the corpus
 
@@ -25,17 +25,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     single = tandem::parse_policy(text);
     single_accepted = true;
     check_policy_round_trip(single, text);
-  } catch (const tandem::Error &) {
+  } catch (const tandem::Error&) {
   }
 
   try {
     const std::vector<tandem::OverlapPolicy> list = tandem::parse_policy_list(text);
     FUZZ_CHECK(!list.empty(), "an accepted list holds a policy: '" + text + "'");
-    for (const tandem::OverlapPolicy &policy : list) check_policy_round_trip(policy, text);
+    for (const tandem::OverlapPolicy& policy : list) check_policy_round_trip(policy, text);
     // A single policy is a list of one.
-    if (single_accepted)
-      FUZZ_CHECK(list.size() == 1 && list.front() == single, "'" + text + "' as a list");
-  } catch (const tandem::Error &) {
+    if (single_accepted) FUZZ_CHECK(list.size() == 1 && list.front() == single, "'" + text + "' as a list");
+  } catch (const tandem::Error&) {
     FUZZ_CHECK(!single_accepted, "a policy accepted alone is accepted as a list: '" + text + "'");
   }
   return 0;

@@ -25,8 +25,8 @@ using tandem::preload::PreloadConfig;
 
 constexpr long kPid = 4242;
 
-void check_patterns(const std::vector<std::string> &patterns, const std::string &input) {
-  for (const std::string &pattern : patterns) {
+void check_patterns(const std::vector<std::string>& patterns, const std::string& input) {
+  for (const std::string& pattern : patterns) {
     FUZZ_CHECK(!pattern.empty() && pattern.find(',') == std::string::npos, input);
     FUZZ_CHECK(pattern.front() != ' ' && pattern.back() != ' ', input);
   }
@@ -34,16 +34,14 @@ void check_patterns(const std::vector<std::string> &patterns, const std::string 
 
 }  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input = tandem_fuzz::text_of(data, size);
-  const std::map<std::string, std::string> variables =
-      tandem_fuzz::environment_of(input, [](std::string_view) {});
+  const std::map<std::string, std::string> variables = tandem_fuzz::environment_of(input, [](std::string_view) {});
   const auto policy_variable = variables.find(tandem::preload::env::kPolicy);
-  if (policy_variable != variables.end() && policy_variable->second.find('@') != std::string::npos)
-    return -1;
+  if (policy_variable != variables.end() && policy_variable->second.find('@') != std::string::npos) return -1;
 
   const PreloadConfig config = tandem::preload::parse_config(
-      [&](const char *name) -> std::optional<std::string> {
+      [&](const char* name) -> std::optional<std::string> {
         const auto it = variables.find(name);
         if (it == variables.end()) return std::nullopt;
         return it->second;
@@ -54,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::optional<tandem::OverlapPolicy> parsed;
   try {
     parsed = tandem::parse_policy(config.policy_text);
-  } catch (const tandem::Error &) {
+  } catch (const tandem::Error&) {
   }
   FUZZ_CHECK(config.policy_valid == parsed.has_value(), input);
   if (parsed) {
@@ -63,7 +61,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   } else {
     FUZZ_CHECK(config.policy == tandem::OverlapPolicy{}, input);
     bool error_logged = false;
-    for (const auto &problem : config.problems)
+    for (const auto& problem : config.problems)
       error_logged = error_logged || problem.level == tandem::preload::LogLevel::Error;
     FUZZ_CHECK(error_logged, input);
   }
@@ -75,16 +73,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
   const int level = static_cast<int>(config.log_level);
   FUZZ_CHECK(level >= 0 && level <= 3, input);
-  FUZZ_CHECK(tandem::preload::parse_log_level(tandem::preload::to_string(config.log_level)) ==
-                 config.log_level,
-             input);
-  FUZZ_CHECK(tandem::preload::parse_shape_when(tandem::preload::to_string(config.shape_when)) ==
-                 config.shape_when,
+  FUZZ_CHECK(tandem::preload::parse_log_level(tandem::preload::to_string(config.log_level)) == config.log_level, input);
+  FUZZ_CHECK(tandem::preload::parse_shape_when(tandem::preload::to_string(config.shape_when)) == config.shape_when,
              input);
   check_patterns(config.include_patterns, input);
   check_patterns(config.exclude_patterns, input);
   FUZZ_CHECK(config.stats_file.find("%p") == std::string::npos, input);
   FUZZ_CHECK(!config.root_pid || *config.root_pid > 0, input);
-  for (const auto &problem : config.problems) FUZZ_CHECK(!problem.message.empty(), input);
+  for (const auto& problem : config.problems) FUZZ_CHECK(!problem.message.empty(), input);
   return 0;
 }

@@ -10,17 +10,16 @@
 
 namespace tandem_fuzz {
 
-inline void check_policy_round_trip(const tandem::OverlapPolicy &policy, const std::string &input) {
+inline void check_policy_round_trip(const tandem::OverlapPolicy& policy, const std::string& input) {
   const std::string canonical = tandem::to_string(policy);
   tandem::OverlapPolicy back;
   try {
     back = tandem::parse_policy(canonical);
-  } catch (const tandem::Error &error) {
+  } catch (const tandem::Error& error) {
     invariant_broken("the canonical text of an accepted policy parses",
                      "input '" + input + "' -> '" + canonical + "': " + error.what());
   }
-  FUZZ_CHECK(back == policy,
-             "input '" + input + "' -> '" + canonical + "' -> '" + tandem::to_string(back) + "'");
+  FUZZ_CHECK(back == policy, "input '" + input + "' -> '" + canonical + "' -> '" + tandem::to_string(back) + "'");
   FUZZ_CHECK(tandem::to_string(back) == canonical,
              "input '" + input + "' -> '" + canonical + "' -> '" + tandem::to_string(back) + "'");
 }

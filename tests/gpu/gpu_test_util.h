@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <array>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -47,8 +47,8 @@ inline CommandResult run_command(const std::string& command) {
 
 }  // namespace tandem_test
 
-#define TANDEM_REQUIRE_GPUS(n)                                                                   \
-  do {                                                                                           \
-    const int tandem_gpus_ = ::tandem_test::gpu_count();                                         \
+#define TANDEM_REQUIRE_GPUS(n)                                                                    \
+  do {                                                                                            \
+    const int tandem_gpus_ = ::tandem_test::gpu_count();                                          \
     if (tandem_gpus_ < (n)) GTEST_SKIP() << "needs " << (n) << " GPU(s), found " << tandem_gpus_; \
   } while (0)

@@ -121,8 +121,10 @@ TEST(BenchGpu, EveryControlIsCorrectUnderEveryWorkloadAndCollective) {
   for (const auto& r : outcome.rows) EXPECT_EQ(r.wrong, 0) << r.workload << " " << r.collective << " " << r.policy;
   size_t sm_target_skips = 0;
   for (const auto& n : outcome.notes) {
-    if (n.rfind("sm-target:116 skipped", 0) == 0) ++sm_target_skips;
-    else ADD_FAILURE() << "unexpected skip: " << n;
+    if (n.rfind("sm-target:116 skipped", 0) == 0)
+      ++sm_target_skips;
+    else
+      ADD_FAILURE() << "unexpected skip: " << n;
   }
   EXPECT_EQ(sm_target_skips, 2u * 4);  // tiled-gemm and stream, every collective
 }
@@ -210,8 +212,8 @@ TEST(BenchGpu, CollectiveThatNeverCompletesTimesOutAndAborts) {
       TANDEM_CUDA_CHECK(cudaMalloc(&buffers[rank], 1 << 20));
       if (rank == 0) {
         // Rank 1 never joins: without the watchdog this would wait forever.
-        TANDEM_NCCL_CHECK(ctx.comm, ncclAllReduce(buffers[0], buffers[0], 1 << 18, ncclFloat32, ncclSum, ctx.comm,
-                                                   ctx.comm_default));
+        TANDEM_NCCL_CHECK(
+            ctx.comm, ncclAllReduce(buffers[0], buffers[0], 1 << 18, ncclFloat32, ncclSum, ctx.comm, ctx.comm_default));
         ctx.await_communicator("lonely all-reduce");
         ctx.wait(ctx.comm_default, "lonely all-reduce");
       }
@@ -227,21 +229,23 @@ TEST(BenchGpu, CollectiveThatNeverCompletesTimesOutAndAborts) {
 TEST(BenchCli, ShortRunWritesJsonAndOk) {
   TANDEM_REQUIRE_GPUS(1);
   const std::string json = ::testing::TempDir() + "/bench.json";
-  const auto r = tandem_test::run_command(tandem_test::cli_path() +
-                                          " bench --workload stream,tiled-gemm --gemm-shape 1024x1024x256 "
-                                          "--stream-bytes 16M -b 8M -n 3 --warmup 1 -p concurrent,priority,shape:2+priority --json " +
-                                          json);
+  const auto r = tandem_test::run_command(
+      tandem_test::cli_path() +
+      " bench --workload stream,tiled-gemm --gemm-shape 1024x1024x256 "
+      "--stream-bytes 16M -b 8M -n 3 --warmup 1 -p concurrent,priority,shape:2+priority --json " +
+      json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("# OK: 6 rows"), std::string::npos) << r.output;
   std::ifstream in(json);
   const auto doc = nlohmann::json::parse(in);
-  for (const char* key : {"tandem_version", "commit", "command", "date", "gpu", "gpus", "driver", "cuda", "nccl", "rows"})
+  for (const char* key :
+       {"tandem_version", "commit", "command", "date", "gpu", "gpus", "driver", "cuda", "nccl", "rows"})
     EXPECT_TRUE(doc.contains(key)) << key;
   ASSERT_EQ(doc["rows"].size(), 6u);
   for (const auto& row : doc["rows"])
-    for (const char* key : {"workload", "collective", "dtype", "bytes", "policy", "t_compute_ms", "t_comm_ms",
-                            "t_seq_ms", "t_overlap_ms", "t_bound_ms", "reduction", "efficiency", "compute_slowdown",
-                            "comm_slowdown", "busbw_gbps", "wrong"})
+    for (const char* key :
+         {"workload", "collective", "dtype", "bytes", "policy", "t_compute_ms", "t_comm_ms", "t_seq_ms", "t_overlap_ms",
+          "t_bound_ms", "reduction", "efficiency", "compute_slowdown", "comm_slowdown", "busbw_gbps", "wrong"})
       EXPECT_TRUE(row.contains(key)) << key;
 }
 
@@ -276,14 +280,16 @@ TEST(BenchCli, BalanceSizeResizesTheCollectiveToTheCompute) {
   const std::string json = ::testing::TempDir() + "/balanced.json";
   const auto r = tandem_test::run_command(tandem_test::cli_path() +
                                           " bench --workload gemm --collective all-gather -b 256M --balance-size "
-                                          "-n 10 --warmup 2 -p concurrent --json " + json);
+                                          "-n 10 --warmup 2 -p concurrent --json " +
+                                          json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(json);
   const auto doc = nlohmann::json::parse(in);
   ASSERT_EQ(doc["rows"].size(), 1u);
   const auto& row = doc["rows"][0];
   EXPECT_EQ(row["count"], 1);
-  EXPECT_NE(row["bytes"].get<uint64_t>(), uint64_t(256) << 20) << "a 256 MiB all-gather does not take one 8192^3 GEMM's time";
+  EXPECT_NE(row["bytes"].get<uint64_t>(), uint64_t(256) << 20)
+      << "a 256 MiB all-gather does not take one 8192^3 GEMM's time";
   EXPECT_EQ(row["bytes"].get<uint64_t>() % (uint64_t(1) << 20), 0u);
   const double ratio = row["t_comm_ms"].get<double>() / row["t_compute_ms"].get<double>();
   EXPECT_NEAR(ratio, 1.0, 0.2) << row.dump();
@@ -300,8 +306,8 @@ TEST(BenchCli, TooManyGpusIsAOneLineError) {
 
 TEST(BenchCli, IndivisibleSizeIsAOneLineError) {
   TANDEM_REQUIRE_GPUS(2);
-  const auto r = tandem_test::run_command(tandem_test::cli_path() +
-                                          " bench --workload stream --stream-bytes 16M --collective all-gather -b 1002 -q");
+  const auto r = tandem_test::run_command(
+      tandem_test::cli_path() + " bench --workload stream --stream-bytes 16M --collective all-gather -b 1002 -q");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.output.find("not divisible by 2 rank(s)"), std::string::npos) << r.output;
 }

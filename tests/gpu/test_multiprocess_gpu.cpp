@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <functional>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -117,8 +117,8 @@ bool rank_said(const std::string& output, int rank, const std::string& text) {
 }
 
 std::string torchrun_env(int rank, int world, int port, const std::string& extra = "") {
-  return "RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) + " LOCAL_RANK=" +
-         std::to_string(rank) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
+  return "RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world) +
+         " LOCAL_RANK=" + std::to_string(rank) + " LOCAL_WORLD_SIZE=" + std::to_string(world) +
          " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " TORCHELASTIC_RUN_ID=tandem-test-" +
          std::to_string(port) + " TORCHELASTIC_RESTART_COUNT=0 GROUP_RANK=0 " + extra;
 }
@@ -148,7 +148,8 @@ TEST(MultiProcess, TorchrunEnvironmentMatchesThreads) {
   TANDEM_REQUIRE_GPUS(2);
   const int port = fresh_port();
   const std::string json = temp_dir() + "/torchrun.json";
-  const auto run = run_ranks(2, [&](int r) { return torchrun_env(r, 2, port); }, kCase + " --json " + json);
+  const auto run = run_ranks(
+      2, [&](int r) { return torchrun_env(r, 2, port); }, kCase + " --json " + json);
   ASSERT_EQ(run.exit_codes, (std::vector<int>{0, 0})) << run.output;
   const auto doc = read_json(json);
   expect_all_correct(doc);
@@ -170,7 +171,8 @@ TEST(MultiProcess, NcclCommIdRendezvous) {
         return "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
                " NCCL_COMM_ID=127.0.0.1:" + std::to_string(port);
       },
-      " bench --workload stream --stream-bytes 16M -b 8M --count 1 -n 2 --warmup 1 -p concurrent,nccl-ctas:4 -q --json " +
+      " bench --workload stream --stream-bytes 16M -b 8M --count 1 -n 2 --warmup 1 -p concurrent,nccl-ctas:4 -q "
+      "--json " +
           json);
   ASSERT_EQ(run.exit_codes, (std::vector<int>{0, 0})) << run.output;
   const auto doc = read_json(json);
@@ -185,7 +187,8 @@ TEST(MultiProcess, RankThatNeverJoinsIsNamed) {
   TANDEM_REQUIRE_GPUS(2);
   const int port = fresh_port();
   // Only rank 0 of 2 is started.
-  const auto run = run_ranks(1, [&](int r) { return torchrun_env(r, 2, port); }, kCase + " --timeout 5");
+  const auto run = run_ranks(
+      1, [&](int r) { return torchrun_env(r, 2, port); }, kCase + " --timeout 5");
   EXPECT_NE(run.exit_codes[0], 0) << run.output;
   EXPECT_TRUE(rank_said(run.output, 0, "rank 1 did not join the rendezvous")) << run.output;
   EXPECT_LT(run.seconds, 60) << run.output;
@@ -198,22 +201,24 @@ TEST(MultiProcess, MismatchedWorldSizesFailEveryRank) {
       2,
       [&](int r) {
         // Rank 1 believes in a world of three; same rendezvous key (run id and master) for both.
-        return "RANK=" + std::to_string(r) + " WORLD_SIZE=" + (r == 0 ? "2" : "3") + " LOCAL_RANK=" + std::to_string(r) +
-               " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " TORCHELASTIC_RUN_ID=mismatch-" +
-               std::to_string(port);
+        return "RANK=" + std::to_string(r) + " WORLD_SIZE=" + (r == 0 ? "2" : "3") +
+               " LOCAL_RANK=" + std::to_string(r) + " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) +
+               " TORCHELASTIC_RUN_ID=mismatch-" + std::to_string(port);
       },
       kCase + " --timeout 20");
   EXPECT_NE(run.exit_codes[0], 0) << run.output;
   EXPECT_NE(run.exit_codes[1], 0) << run.output;
   for (int rank : {0, 1})
-    EXPECT_TRUE(rank_said(run.output, rank, "rank 1 was started with a world size of 3 but rank 0 with 2")) << run.output;
+    EXPECT_TRUE(rank_said(run.output, rank, "rank 1 was started with a world size of 3 but rank 0 with 2"))
+        << run.output;
   EXPECT_LT(run.seconds, 60);
 }
 
 TEST(MultiProcess, TwoRanksOnOneGpuAreRefused) {
   TANDEM_REQUIRE_GPUS(2);
   const int port = fresh_port();
-  const auto run = run_ranks(2, [&](int r) { return torchrun_env(r, 2, port); }, kCase + " --device 0 --timeout 20");
+  const auto run = run_ranks(
+      2, [&](int r) { return torchrun_env(r, 2, port); }, kCase + " --device 0 --timeout 20");
   EXPECT_NE(run.exit_codes[0], 0) << run.output;
   EXPECT_NE(run.exit_codes[1], 0) << run.output;
   for (int rank : {0, 1}) EXPECT_TRUE(rank_said(run.output, rank, "ranks 0 and 1 share the GPU")) << run.output;

@@ -92,8 +92,8 @@ TEST(ScenariosGpu, TheLastBucketsReductionIsOnTheChain) {
   const auto outcome = run_small("dp-backward", "priority");
   ASSERT_EQ(outcome.rows.size(), 1u);
   const auto& r = outcome.rows.front();
-  EXPECT_GT(r.t_chain_ms, std::max(r.t_compute_ms, r.t_comm_ms) + 0.01) << "compute " << r.t_compute_ms
-                                                                         << " ms, collectives " << r.t_comm_ms << " ms";
+  EXPECT_GT(r.t_chain_ms, std::max(r.t_compute_ms, r.t_comm_ms) + 0.01)
+      << "compute " << r.t_compute_ms << " ms, collectives " << r.t_comm_ms << " ms";
 }
 
 TEST(ScenariosGpu, TensorParallelMlpIsCorrectUnderEveryPolicy) {
@@ -274,7 +274,8 @@ TEST(ScenariosCli, TraceFileOpensAsChromeTrace) {
   const std::string path = ::testing::TempDir() + "/scenario-trace.json";
   const auto r = tandem_test::run_command(tandem_test::cli_path() +
                                           " bench --workload tp-mlp --hidden 1024 --seq 256 --layers 2 -n 2 "
-                                          "--warmup 1 -p comm-first+priority -q --trace " + path);
+                                          "--warmup 1 -p comm-first+priority -q --trace " +
+                                          path);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   std::ifstream in(path);
   const auto doc = nlohmann::json::parse(in);
@@ -304,7 +305,8 @@ TEST(ScenariosCli, ShortRunWritesRowsAndBoundFraction) {
   const std::string json = ::testing::TempDir() + "/scenarios.json";
   const auto r = tandem_test::run_command(tandem_test::cli_path() +
                                           " bench --workload tp-mlp,fsdp --hidden 1024 --seq 256 --layers 2 -n 3 "
-                                          "--warmup 1 -p sequential,comm-first+priority --json " + json);
+                                          "--warmup 1 -p sequential,comm-first+priority --json " +
+                                          json);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("# OK: 4 rows"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("# scenario  tp-mlp bf16 layers=2 hidden=1024"), std::string::npos) << r.output;
@@ -352,8 +354,8 @@ TEST(ScenariosCli, TuneWritesAPolicyFileBenchAccepts) {
   EXPECT_EQ(roles, (std::multiset<std::string>{"naive", "paper", "tuned"}));
   // The search went past launch order and priority.
   EXPECT_GT(policies.size(), 10u);
-  const auto bench = tandem_test::run_command(tandem_test::cli_path() + " bench" + shape + " --policy @" + dir +
-                                              "/scenario.policy");
+  const auto bench =
+      tandem_test::run_command(tandem_test::cli_path() + " bench" + shape + " --policy @" + dir + "/scenario.policy");
   EXPECT_EQ(bench.exit_code, 0) << bench.output;
   EXPECT_NE(bench.output.find("# OK: 1 rows"), std::string::npos) << bench.output;
 }

@@ -11,10 +11,9 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
@@ -80,21 +79,29 @@ int run(size_t bytes) {
       {"local cudaMemcpyAsync", false,
        [&](cudaStream_t s) { TANDEM_CUDA_CHECK(cudaMemcpyAsync(local_dst, src, bytes, cudaMemcpyDeviceToDevice, s)); }},
       {"local cudaMemcpyBatchAsync, PreferOverlapWithCompute", false,
-       [&](cudaStream_t s) { batch({{local_dst, src}}, bytes, prefer_ce, s); }},
+       [&](cudaStream_t s) {
+         batch({{local_dst, src}}, bytes, prefer_ce, s);
+       }},
       {"local cudaMemcpy2DAsync", false,
        [&](cudaStream_t s) {
-         TANDEM_CUDA_CHECK(cudaMemcpy2DAsync(local_dst, pitch_width, src, pitch_width, pitch_width,
-                                             bytes / pitch_width, cudaMemcpyDeviceToDevice, s));
+         TANDEM_CUDA_CHECK(cudaMemcpy2DAsync(local_dst, pitch_width, src, pitch_width, pitch_width, bytes / pitch_width,
+                                             cudaMemcpyDeviceToDevice, s));
        }},
       {"peer cudaMemcpyAsync", true,
        [&](cudaStream_t s) { TANDEM_CUDA_CHECK(cudaMemcpyAsync(peer_dst, src, bytes, cudaMemcpyDeviceToDevice, s)); }},
       {"peer cudaMemcpyBatchAsync, PreferOverlapWithCompute", true,
-       [&](cudaStream_t s) { batch({{peer_dst, src}}, bytes, prefer_ce, s); }},
+       [&](cudaStream_t s) {
+         batch({{peer_dst, src}}, bytes, prefer_ce, s);
+       }},
       // NCCL 2.28's order for an out-of-place all-gather or an all-to-all: its own chunk first.
       {"batch [local, peer], PreferOverlapWithCompute", true,
-       [&](cudaStream_t s) { batch({{local_dst, src}, {peer_dst, src}}, bytes, prefer_ce, s); }},
+       [&](cudaStream_t s) {
+         batch({{local_dst, src}, {peer_dst, src}}, bytes, prefer_ce, s);
+       }},
       {"batch [peer, local], PreferOverlapWithCompute", true,
-       [&](cudaStream_t s) { batch({{peer_dst, src}, {local_dst, src}}, bytes, prefer_ce, s); }},
+       [&](cudaStream_t s) {
+         batch({{peer_dst, src}, {local_dst, src}}, bytes, prefer_ce, s);
+       }},
   };
 
   cudaStream_t kernel_stream, copy_stream;
@@ -103,7 +110,8 @@ int run(size_t bytes) {
   cudaEvent_t start, kernel_end, copy_start, copy_end;
   for (cudaEvent_t* e : {&start, &kernel_end, &copy_start, &copy_end}) TANDEM_CUDA_CHECK(cudaEventCreate(e));
 
-  nlohmann::json out = {{"bytes", bytes}, {"sms", sms}, {"kernel_blocks", sms * blocks_per_sm}, {"copies", nlohmann::json::array()}};
+  nlohmann::json out = {
+      {"bytes", bytes}, {"sms", sms}, {"kernel_blocks", sms * blocks_per_sm}, {"copies", nlohmann::json::array()}};
   for (const auto& c : cases) {
     if (c.needs_peer && !peer) continue;
     // Alone, twice (the first may pay for lazy setup).

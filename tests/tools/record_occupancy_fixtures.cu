@@ -15,10 +15,9 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
@@ -78,14 +77,25 @@ KernelEntry static_smem_entry() {
 std::vector<KernelEntry> kernels() {
   return {
       {"scale_kernel", reinterpret_cast<const void*>(&scale_kernel)},
-      register_entry<32, 4>(),    register_entry<24, 16>(),
-      register_entry<32, 24>(),   register_entry<33, 40>(),   register_entry<40, 32>(),
-      register_entry<48, 40>(),   register_entry<56, 48>(),   register_entry<64, 56>(),
-      register_entry<72, 64>(),   register_entry<80, 72>(),   register_entry<96, 88>(),
-      register_entry<100, 120>(), register_entry<128, 120>(), register_entry<150, 160>(),
-      register_entry<168, 160>(), register_entry<200, 192>(), register_entry<255, 248>(),
-      static_smem_entry<4096>(),  // 16384 B
-      static_smem_entry<10001>(), // 40004 B, not a multiple of the allocation unit
+      register_entry<32, 4>(),
+      register_entry<24, 16>(),
+      register_entry<32, 24>(),
+      register_entry<33, 40>(),
+      register_entry<40, 32>(),
+      register_entry<48, 40>(),
+      register_entry<56, 48>(),
+      register_entry<64, 56>(),
+      register_entry<72, 64>(),
+      register_entry<80, 72>(),
+      register_entry<96, 88>(),
+      register_entry<100, 120>(),
+      register_entry<128, 120>(),
+      register_entry<150, 160>(),
+      register_entry<168, 160>(),
+      register_entry<200, 192>(),
+      register_entry<255, 248>(),
+      static_smem_entry<4096>(),   // 16384 B
+      static_smem_entry<10001>(),  // 40004 B, not a multiple of the allocation unit
   };
 }
 
@@ -163,8 +173,8 @@ int run(const char* out_path) {
       if (threads > attr.maxThreadsPerBlock) continue;
       for (long long dynamic : dynamic_sizes(prop, static_smem)) {
         int blocks = -1;
-        TANDEM_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.func, threads,
-                                                                        static_cast<size_t>(dynamic)));
+        TANDEM_CUDA_CHECK(
+            cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k.func, threads, static_cast<size_t>(dynamic)));
         fixtures.push_back({{"kernel", k.name},
                             {"threads_per_block", threads},
                             {"regs_per_thread", attr.numRegs},
@@ -203,8 +213,8 @@ int run(const char* out_path) {
   TANDEM_REQUIRE(file.good(), std::string("cannot open '") + out_path + "' for writing");
   file << out.dump(1) << "\n";
   TANDEM_REQUIRE(file.good(), std::string("cannot write '") + out_path + "'");
-  std::printf("# %s (cc %d.%d): %zu fixtures, %zu available-dynamic-smem entries -> %s\n# OK\n", prop.name,
-              prop.major, prop.minor, fixtures.size(), available.size(), out_path);
+  std::printf("# %s (cc %d.%d): %zu fixtures, %zu available-dynamic-smem entries -> %s\n# OK\n", prop.name, prop.major,
+              prop.minor, fixtures.size(), available.size(), out_path);
   return 0;
 }
 

@@ -10,8 +10,8 @@ extern "C" {
 // `identity` into `identities` (rank order; room for `max_ranks` ranks). Writes this process's rank
 // and the world size, then finalises MPI if it initialised it: MPI serves the bootstrap only.
 // Returns 0, or non-zero with a message in `error` (NUL-terminated, at most `error_bytes`).
-int tandem_mpi_exchange(void* payload, int payload_bytes, const void* identity, int identity_bytes,
-                        void* identities, int max_ranks, int* rank, int* size, char* error, int error_bytes);
+int tandem_mpi_exchange(void* payload, int payload_bytes, const void* identity, int identity_bytes, void* identities,
+                        int max_ranks, int* rank, int* size, char* error, int error_bytes);
 
 typedef int (*tandem_mpi_exchange_fn)(void*, int, const void*, int, void*, int, int*, int*, char*, int);
 
