@@ -5,9 +5,9 @@
 # when missing, comes from PyPI (below).
 set -euo pipefail
 # clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): tests/fuzz/run.sh. python3-dev: the
-# Python package's extension (python/).
+# Python package's extension (python/). clang-format: scripts/format-check.sh (CI).
 packages=(cmake ninja-build g++ git libcli11-dev nlohmann-json3-dev libgtest-dev libopenmpi-dev python3-matplotlib
-          clang libclang-rt-dev python3-dev)
+          clang libclang-rt-dev python3-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
