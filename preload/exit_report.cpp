@@ -60,6 +60,7 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   fill_counters(counters(), s);
   const OverlapPolicy settings = communicator_settings(config.policy);
   if (!uses_default_nccl_settings(settings)) s.communicator_settings = to_string(settings);
+  s.copy_engine_requested = config.policy.copy_engine;
   if (!rt) return s;
   s.last_collective_footprint = describe_footprint(rt->last_collective.load(std::memory_order_relaxed));
   rt->functions.for_each([&](FunctionRecord& r) {

@@ -61,8 +61,10 @@
   X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))
 
 // NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
-// forgets the communicator (and drops its copy-engine route), the group calls are tracked per
-// thread, collectives are counted by route and take the copy-engine route where the policy asks. The interposer never
+// forgets the communicator (and drops its copy-engine route), pre-multiplied sums are remembered
+// (their scalar, for the route), the group calls are tracked per thread (routed collectives inside a
+// group run at its end), collectives are counted by route and take the copy-engine route where the
+// policy asks. The interposer never
 // links or loads NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls bind
 // to these definitions, and the real ones are then found next to it (real_symbols.cpp). Every one of these exists in
 // NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since 2.28); a program built against an older NCCL
@@ -82,6 +84,10 @@
   X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm))                                                         \
   X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                                          \
   X(ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                            \
+  X(ncclRedOpCreatePreMulSum, ncclResult_t,                                                                            \
+    (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm),       \
+    (op, scalar, datatype, residence, comm))                                                                           \
+  X(ncclRedOpDestroy, ncclResult_t, (ncclRedOp_t op, ncclComm_t comm), (op, comm))                                     \
   X(ncclGroupStart, ncclResult_t, (), ())                                                                              \
   X(ncclGroupEnd, ncclResult_t, (), ())                                                                                \
   X(ncclAllReduce, ncclResult_t,                                                                                       \

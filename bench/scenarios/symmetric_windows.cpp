@@ -21,18 +21,18 @@ std::vector<ByteRange> collective_ranges(const Program& program) {
 
 namespace {
 
-CopyEngineCollective copy_engine_kind(CollectiveCall::Kind kind) {
+tandem::Collective copy_engine_kind(CollectiveCall::Kind kind) {
   switch (kind) {
     case CollectiveCall::Kind::AllReduce:
-      return CopyEngineCollective::AllReduce;
+      return tandem::Collective::AllReduce;
     case CollectiveCall::Kind::ReduceScatter:
-      return CopyEngineCollective::ReduceScatter;
+      return tandem::Collective::ReduceScatter;
     case CollectiveCall::Kind::AllGather:
-      return CopyEngineCollective::AllGather;
+      return tandem::Collective::AllGather;
     case CollectiveCall::Kind::AllToAll:
       break;
   }
-  return CopyEngineCollective::AllToAll;
+  return tandem::Collective::AllToAll;
 }
 
 }  // namespace
