@@ -35,21 +35,20 @@
 // Nothing of ours escapes a hook: an exception from our own work (allocation) makes the hook forward
 // the call unchanged. errno: NCCL is called with the program's errno and the program gets NCCL's
 // (errno_for_caller.h), whatever our own work did before and after.
-#include <atomic>
-#include <cerrno>
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstring>
 
 #include "errno_for_caller.h"
 #include "hook_handlers.h"
 #include "log.h"
 #include "nccl_copy_engine.h"
+#include "nccl_route.h"
 #include "nccl_settings.h"
 #include "runtime.h"
-#include "nccl_route.h"
 #include "tandem/collective.h"
 #include "tandem/dtype.h"
 #include "tandem/nccl_config.h"
@@ -557,10 +556,10 @@ ncclResult_t forward_held(const HeldCall& h) {
   switch (static_cast<Collective>(c.kind)) {
     case Collective::AllReduce:
       return tandem_call(real_ncclAllReduce(), "ncclAllReduce", c.send, c.recv, c.count, c.dtype, h.op, h.comm,
-                       c.stream);
+                         c.stream);
     case Collective::ReduceScatter:
       return tandem_call(real_ncclReduceScatter(), "ncclReduceScatter", c.send, c.recv, c.count, c.dtype, h.op, h.comm,
-                       c.stream);
+                         c.stream);
     case Collective::AllGather:
       return tandem_call(real_ncclAllGather(), "ncclAllGather", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
     case Collective::AllToAll:
@@ -605,8 +604,8 @@ ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllReduce)]);
   const auto real = real_ncclAllReduce();
   if (!real) return missing("ncclAllReduce");
-  return collective(program_errno, Collective::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype,
-                    op, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  return collective(program_errno, Collective::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype, op,
+                    comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,

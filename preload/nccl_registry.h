@@ -23,7 +23,7 @@ struct CommunicatorInfo {
   int nranks = 0;  // 0 until known (a non-blocking communicator still initialising)
   int rank = -1;
   int cuda_device = -1;
-  std::string settings;       // the nccl-* settings applied at creation, as policy text; "" for none
+  std::string settings;                         // the nccl-* settings applied at creation, as policy text; "" for none
   std::map<int, PreMulSumScalar> pre_mul_sums;  // by ncclRedOp_t value, until ncclRedOpDestroy
 };
 

@@ -184,11 +184,11 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            std::to_string(s.communicators_destroyed) + " destroyed");
   for (const auto& c : s.collectives) {
     const uint64_t by_nccl = c.calls - c.copy_engine.calls, nccl_bytes = c.bytes - c.copy_engine.bytes;
-    out += line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
-                           " B; copy-engine " + std::to_string(c.copy_engine.calls) + " (" +
-                           std::to_string(c.copy_engine.bytes) + " B), nccl " + std::to_string(by_nccl) + " (" +
-                           std::to_string(nccl_bytes) + " B" + (by_nccl ? ": " + join_routes(c.nccl_routes) : "") +
-                           ")");
+    out +=
+        line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
+                        " B; copy-engine " + std::to_string(c.copy_engine.calls) + " (" +
+                        std::to_string(c.copy_engine.bytes) + " B), nccl " + std::to_string(by_nccl) + " (" +
+                        std::to_string(nccl_bytes) + " B" + (by_nccl ? ": " + join_routes(c.nccl_routes) : "") + ")");
   }
   const Reach reach = reach_of(s);
   if (s.copy_engine_requested && reach.total_bytes)

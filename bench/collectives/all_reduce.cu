@@ -20,8 +20,7 @@ class AllReduce final : public BufferedCollective {
   }
   std::string route_through_copy_engines(const CopyEngineLanes* lanes) override {
     if (lanes) {
-      const std::string why =
-          copy_engine_refusal(tandem::Collective::AllReduce, recv_count_, nranks_, to_nccl(dtype_));
+      const std::string why = copy_engine_refusal(tandem::Collective::AllReduce, recv_count_, nranks_, to_nccl(dtype_));
       if (!why.empty()) return why;
       ensure_scratch(recv_count_);
     }

@@ -23,9 +23,7 @@
 // tandem/symmetric_windows.h) registered on every lane's communicator, lane 0 included; buffers
 // from ncclMemAlloc can be. Every step ends up ordered on `stream` (the side streams are forked
 // from it and joined back), so the scratch can be reused by the next call on the same stream. Sums
-// accumulate in fp32 and round once (NCCL rounds each partial sum to the element type in ring
-// order: at 2 ranks the two agree bitwise, at more ranks tandem's sum is the more accurate and may
-// differ from NCCL's in the last bit).
+// accumulate in fp32 and round once (SumScale below says how they compare with NCCL's).
 //
 // The lanes are non-blocking communicators: an NCCL call may return before its work is on the
 // stream, so each is awaited (tandem/nccl_wait.h, with the lanes' WaitRules) before the join, the
@@ -91,16 +89,20 @@ class CopyEngineLanes {
   std::vector<cudaEvent_t> joins_;  // lanes 1..
 };
 
-// How each rank's input is scaled as it is staged (tandem/copy_engine_plan.h): the scalar of an
-// average (1/nranks) or a pre-multiplied sum, or the divisor of a pre-divided sum. Each element is
-// converted to fp32, multiplied (divided) by the scalar and rounded once to the element type: as
-// NCCL's pre-multiplied sum, whose product of two bf16 or fp16 values is exact in fp32.
-struct InputScale {
+// How the sum of a reduction scales each term: by the scalar of an average (1/nranks rounded to the
+// element type, as NCCL stores it) or of a pre-multiplied sum, or by a divisor (PyTorch DDP's
+// division by the world size). Each element is converted to fp32 and multiplied (divided) by the
+// scalar in fp32, the terms summed in rank order in fp32 and rounded once to the element type: at 2
+// ranks this is bitwise NCCL's result for sum, average and pre-multiplied sum (NCCL multiplies in
+// fp32 too, then adds the two terms and rounds once); at more ranks NCCL rounds each partial sum of
+// its ring to the element type and tandem's sum is the more accurate. The scalar is the receiving
+// rank's: ranks must hold the same one (as PyTorch and NCCL's average make it).
+struct SumScale {
   enum class Kind : uint8_t { None, Multiply, Divide };
   Kind kind = Kind::None;
   float value = 1;                     // already a value of the element type (rounded to it)
   const void* device_value = nullptr;  // Multiply: the scalar in device memory, of the element type,
-                                       // read when the kernel runs (NCCL's ncclScalarDevice)
+                                       // read when the sum runs (NCCL's ncclScalarDevice)
 };
 
 // The buffers a plan's PlanBuffer names: the caller's send and receive buffers and the pool parts
@@ -116,10 +118,10 @@ struct PlanBuffers {
 
 // Enqueues the plan's steps on `stream` (the Exchange's gathers on the lanes' side streams, forked
 // from `stream` and joined back). `type`: the NCCL data type of the call (the sum kernel and the
-// scaling need bf16, fp16 or fp32; the other steps move any type). Returns once everything is on
+// scale need bf16, fp16 or fp32; the other steps move any type). Returns once everything is on
 // `stream`.
 void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan& plan, const PlanBuffers& buffers,
-                              ncclDataType_t type, const InputScale& scale, cudaStream_t stream);
+                              ncclDataType_t type, const SumScale& scale, cudaStream_t stream);
 
 // The collectives on buffers that already lie in symmetric windows (the benchmark, a program that
 // registers its own buffers): no staging, no pool. Why a call of `count` elements (NCCL's count) on

@@ -6,23 +6,21 @@
 // (src/nccl/copy_engine_collectives.cu, execute_plan).
 //
 // The steps, each enqueued on the caller's stream in order:
-//   Stage        copy `elements` from `from` to `to` (an SM copy within the GPU); when `scaled`, each
-//                element is multiplied (or divided) by the reduction's scalar on the way, in the
-//                element type, as NCCL's pre-multiplied sum does at its first load: the scaling
-//                costs no pass of its own
+//   Stage        copy `elements` from `from` to `to` (an SM copy within the GPU)
 //   Exchange     for every root r, every rank's chunk r (`from` + r x `stride`, `elements` long)
 //                lands in chunk j (the sender's rank) of the root's `to`, by one ncclGather per root
 //                on copy engines; the root's own chunk is copied when `own_chunk_copied`, else left
 //                as it was
 //   Sum          `to`[i] = the sum over ranks j of chunk j of `from` (`from` + j x `elements`), chunk
-//                `own_index` read from `own` instead; accumulated in fp32, rounded once
+//                `own_index` read from `own` instead; each term scaled by the reduction's scalar
+//                (average, pre-multiplied sum) in fp32, accumulated in fp32, rounded once: the
+//                scaling costs no pass of its own
 //   AllGather    NCCL's in-place all-gather of chunk `rank` (`elements` long) of `to` on copy engines
 //
-// Reductions: every rank scales its own input while staging it (so each rank's scalar applies to its
-// own data, as in NCCL), then reduce-scatter = Exchange into the scratch + Sum; all-reduce = that
-// over chunks of ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is
-// never copied out) + AllGather. An all-reduce whose input is staged anyway pads its chunks to 16
-// bytes, so the sum kernel moves 16 bytes a load.
+// Reductions: reduce-scatter = Exchange into the scratch + Sum; all-reduce = that over chunks of
+// ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is never copied
+// out) + AllGather. An all-reduce whose input is staged anyway pads its chunks to 16 bytes, so the
+// sum kernel moves 16 bytes a load.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -45,9 +43,8 @@ struct PlanStep {
   Op op = Op::Stage;
   PlanAt from, to, own;
   uint64_t elements = 0;
-  uint64_t stride = 0;  // Exchange: elements between the chunks for consecutive roots
-  int own_index = -1;   // Sum
-  bool scaled = false;  // Stage
+  uint64_t stride = 0;            // Exchange: elements between the chunks for consecutive roots
+  int own_index = -1;             // Sum
   bool own_chunk_copied = false;  // Exchange
 };
 const char* to_string(PlanStep::Op);
@@ -58,11 +55,9 @@ struct PlanRequest {
   int nranks = 1;
   int rank = 0;
   size_t element_bytes = 2;
-  bool scaled = false;          // a reduction that scales each rank's input (average, pre-multiplied or
-                                // pre-divided sum)
   bool send_in_window = false;  // the send buffer lies wholly in the route's window memory
   bool recv_in_window = false;
-  bool in_place = false;        // NCCL's in-place rule for the kind
+  bool in_place = false;  // NCCL's in-place rule for the kind
 };
 
 struct CopyEnginePlan {

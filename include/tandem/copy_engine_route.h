@@ -7,9 +7,9 @@
 //
 // What one call does, all enqueued on the caller's `stream`: the steps of its copy-engine plan
 // (tandem/copy_engine_plan.h): the input staged into window memory unless it already lies in memory
-// from window_buffer() (and scaled on the way for an average or a pre-multiplied sum), the exchange
-// on copy engines on lanes split from the caller's communicator, the sum of a reduction, and the
-// output copied out unless `recv` lies in window memory.
+// from window_buffer(), the exchange on copy engines on lanes split from the caller's communicator,
+// the sum of a reduction (scaled for an average or a pre-multiplied sum), and the output copied out
+// unless `recv` lies in window memory.
 // The staging buffers and the scratch are one pool of ncclMemAlloc memory registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
 // registered again) only when a call needs more, by half again at least: registration is expensive
@@ -57,7 +57,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-
 #include <vector>
 
 #include "tandem/collective.h"
@@ -84,7 +83,7 @@ struct CopyEngineCall {
   size_t count = 0;
   ncclDataType_t dtype = ncclBfloat16;
   Reduction reduction = Reduction::Sum;  // all-reduce and reduce-scatter
-  // PreMulSum: the scalar (a value of the element type); PreDivSum: the divisor.
+  // PreMulSum: the scalar (a value of the element type; the same on every rank); PreDivSum: the divisor.
   float scalar = 1;
   // PreMulSum with NCCL's ncclScalarDevice: the scalar in device memory, of the element type.
   const void* device_scalar = nullptr;

@@ -115,8 +115,9 @@ TANDEM_ROUTE_EXPORT int tandem_nccl_route_run(tandem_nccl_route* r, const tandem
   return TANDEM_ROUTE_FAILED;
 }
 
-TANDEM_ROUTE_EXPORT int tandem_nccl_route_run_group(tandem_nccl_route* const* routes, const tandem_nccl_route_call* calls,
-                                                    size_t n, char* why, size_t why_size) {
+TANDEM_ROUTE_EXPORT int tandem_nccl_route_run_group(tandem_nccl_route* const* routes,
+                                                    const tandem_nccl_route_call* calls, size_t n, char* why,
+                                                    size_t why_size) {
   std::vector<tandem::GroupedCall> grouped;
   try {
     for (size_t i = 0; i < n; ++i) {

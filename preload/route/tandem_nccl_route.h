@@ -36,9 +36,9 @@ typedef struct tandem_nccl_route_call {
   void* recv;
   size_t count;  // NCCL's count for the kind
   ncclDataType_t dtype;
-  int reduction;               // tandem::Reduction (all-reduce, reduce-scatter)
-  float scalar;                // PreMulSum: the scalar; PreDivSum: the divisor
-  const void* device_scalar;   // PreMulSum: the scalar in device memory, or NULL
+  int reduction;              // tandem::Reduction (all-reduce, reduce-scatter)
+  float scalar;               // PreMulSum: the scalar; PreDivSum: the divisor
+  const void* device_scalar;  // PreMulSum: the scalar in device memory, or NULL
   cudaStream_t stream;
 } tandem_nccl_route_call;
 

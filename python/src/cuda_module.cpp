@@ -39,8 +39,7 @@ tandem::Reduction reduction_named(const std::string& name) {
   if (name == "average") return tandem::Reduction::Average;
   if (name == "premul_sum") return tandem::Reduction::PreMulSum;
   if (name == "prediv_sum") return tandem::Reduction::PreDivSum;
-  throw nb::value_error(
-      ("unknown reduction '" + name + "' (accepted: sum, average, premul_sum, prediv_sum)").c_str());
+  throw nb::value_error(("unknown reduction '" + name + "' (accepted: sum, average, premul_sum, prediv_sum)").c_str());
 }
 
 template <typename T>

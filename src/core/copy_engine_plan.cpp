@@ -13,13 +13,12 @@ size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
 PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
 
-PlanStep stage(PlanAt from, PlanAt to, uint64_t elements, bool scaled = false) {
+PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) {
   PlanStep s;
   s.op = PlanStep::Op::Stage;
   s.from = from;
   s.to = to;
   s.elements = elements;
-  s.scaled = scaled;
   return s;
 }
 
@@ -59,10 +58,11 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks);
   const bool even = r.count % n == 0;
-  // Staged when the data must be scaled, padded or moved into window memory anyway.
-  const bool staged = !r.send_in_window || r.scaled || !even;
+  // Staged when the data must be padded or moved into window memory anyway.
+  const bool staged = !r.send_in_window || !even;
   if (staged) {
-    const uint64_t per_vector = r.element_bytes && kVectorBytes % r.element_bytes == 0 ? kVectorBytes / r.element_bytes : 1;
+    const uint64_t per_vector =
+        r.element_bytes && kVectorBytes % r.element_bytes == 0 ? kVectorBytes / r.element_bytes : 1;
     p.chunk = ceil_div(ceil_div(r.count, n), per_vector) * per_vector;
   } else {
     p.chunk = r.count / n;
@@ -75,7 +75,7 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   if (staged) {
     p.input_elements = p.chunk * n;
     work = at(PlanBuffer::PoolInput);
-    p.steps.push_back(stage(at(PlanBuffer::Send), work, r.count, r.scaled));
+    p.steps.push_back(stage(at(PlanBuffer::Send), work, r.count));
   }
   const PlanAt input = staged ? work : at(PlanBuffer::Send);
   const PlanAt output = into_recv ? at(PlanBuffer::Recv) : staged ? work : at(PlanBuffer::PoolInput);
@@ -95,12 +95,11 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
   const uint64_t n = uint64_t(r.nranks);
   p.chunk = r.count;
   p.scratch_elements = r.count * n;
-  const bool staged = !r.send_in_window || r.scaled;
   PlanAt input = at(PlanBuffer::Send);
-  if (staged) {
+  if (!r.send_in_window) {
     input = at(PlanBuffer::PoolInput);
     p.input_elements = r.count * n;
-    p.steps.push_back(stage(at(PlanBuffer::Send), input, r.count * n, r.scaled));
+    p.steps.push_back(stage(at(PlanBuffer::Send), input, r.count * n));
   }
   // In place (recv is this rank's chunk of send): the sum reads its own chunk element by element
   // where it writes it, and the exchange read the chunks before.
@@ -200,7 +199,6 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
   TANDEM_REQUIRE(r.nranks >= 1 && r.rank >= 0 && r.rank < r.nranks,
                  "copy-engine plan: rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks));
   TANDEM_REQUIRE(r.count > 0 && r.element_bytes > 0, "copy-engine plan: an empty collective");
-  TANDEM_REQUIRE(!r.scaled || reduces(r.kind), "copy-engine plan: only reductions scale their input");
   TANDEM_REQUIRE(!(r.kind == Collective::AllToAll && r.in_place), "copy-engine plan: an in-place all-to-all");
   switch (r.kind) {
     case Collective::AllReduce:

@@ -1,6 +1,6 @@
 // The copy-engine collectives (tandem/copy_engine.h): the executor of copy-engine plans
-// (tandem/copy_engine_plan.h), its kernels (the sum of a reduction, the scaling copy), and the
-// collectives on buffers already in symmetric windows.
+// (tandem/copy_engine_plan.h), its kernel (the scaled sum of a reduction), and the collectives on
+// buffers already in symmetric windows.
 #include <cstdint>
 
 #include "tandem/copy_engine.h"
@@ -12,25 +12,37 @@
 // such kernels as communication (tandem/kernel_names.h), as NCCL's own. `static`: each library that
 // compiles this file keeps its own copy.
 
-// out[i] = sum over j < nranks of chunk j's element i, accumulated in fp32, where chunk j is at
-// chunks + j * count, except chunk `own_index` (>= 0), which is `own`. The sum runs on the SMs while
-// the GEMMs beside it want them, so it moves 16 bytes a load: a memory-bound kernel that issues 8x
-// fewer instructions per byte than scalar bf16 loads holds its SMs for less time.
+// out[i] = sum over j < nranks of chunk j's element i, each term scaled (tandem::SumScale),
+// accumulated in fp32 and rounded once, where chunk j is at chunks + j * count, except chunk
+// `own_index` (>= 0), which is `own`. The sum runs on the SMs while the GEMMs beside it want them,
+// so it moves 16 bytes a load: a memory-bound kernel that issues 8x fewer instructions per byte than
+// scalar bf16 loads holds its SMs for less time. The scaling costs nothing beside the loads.
 template <class T>
 __device__ const T* tandem_chunk_of(const T* chunks, const T* own, int own_index, int j, size_t count) {
   return j == own_index ? own : chunks + size_t(j) * count;
 }
 
+// One term: converted to fp32, multiplied or divided by the scalar (x * 1 is exact: a plain sum).
+__device__ inline float tandem_term(float x, float scalar, bool divide) { return divide ? x / scalar : x * scalar; }
+
+// The scalar: in device memory (an element of type T) when `device_scalar` is set, else `scalar`.
+template <class T>
+__device__ float tandem_scalar(float scalar, const void* device_scalar) {
+  return device_scalar ? tandem::to_float(*static_cast<const T*>(device_scalar)) : scalar;
+}
+
 template <class T>
 static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* own, int own_index, T* out, size_t count,
-                                                    size_t vectors, int nranks) {
+                                                    size_t vectors, int nranks, float scalar, const void* device_scalar,
+                                                    bool divide) {
   constexpr int kPerVector = sizeof(uint4) / sizeof(T);
+  const float s = tandem_scalar<T>(scalar, device_scalar);
   for (size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x; v < vectors; v += size_t(gridDim.x) * blockDim.x) {
     float sum[kPerVector] = {};
     for (int j = 0; j < nranks; ++j) {
       const uint4 loaded = reinterpret_cast<const uint4*>(tandem_chunk_of(chunks, own, own_index, j, count))[v];
       const T* elements = reinterpret_cast<const T*>(&loaded);
-      for (int k = 0; k < kPerVector; ++k) sum[k] += tandem::to_float(elements[k]);
+      for (int k = 0; k < kPerVector; ++k) sum[k] += tandem_term(tandem::to_float(elements[k]), s, divide);
     }
     uint4 stored;
     T* elements = reinterpret_cast<T*>(&stored);
@@ -42,47 +54,14 @@ static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* ow
 // The same, an element at a time: for chunks that are not 16-byte aligned.
 template <class T>
 static __global__ void tandemCollective_sum(const T* chunks, const T* own, int own_index, T* out, size_t count,
-                                            int nranks) {
+                                            int nranks, float scalar, const void* device_scalar, bool divide) {
+  const float s = tandem_scalar<T>(scalar, device_scalar);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     float sum = 0;
-    for (int j = 0; j < nranks; ++j) sum += tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, count)[i]);
+    for (int j = 0; j < nranks; ++j)
+      sum += tandem_term(tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, count)[i]), s, divide);
     out[i] = tandem::from_float<T>(sum);
   }
-}
-
-// One element scaled: converted to fp32, multiplied or divided by the scalar, rounded once.
-template <class T>
-__device__ T tandem_scaled(T x, float scalar, bool divide) {
-  const float v = tandem::to_float(x);
-  return tandem::from_float<T>(divide ? v / scalar : v * scalar);
-}
-
-// The scalar: in device memory (an element of type T) when `device_scalar` is set, else `scalar`.
-template <class T>
-__device__ float tandem_scalar(float scalar, const void* device_scalar) {
-  return device_scalar ? tandem::to_float(*static_cast<const T*>(device_scalar)) : scalar;
-}
-
-// dst[i] = src[i] scaled, 16 bytes a load and store (the staging copy of a scaled reduction).
-template <class T>
-static __global__ void tandemCollective_scale_vectors(const T* src, T* dst, size_t vectors, float scalar,
-                                                      const void* device_scalar, bool divide) {
-  constexpr int kPerVector = sizeof(uint4) / sizeof(T);
-  const float s = tandem_scalar<T>(scalar, device_scalar);
-  for (size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x; v < vectors; v += size_t(gridDim.x) * blockDim.x) {
-    uint4 loaded = reinterpret_cast<const uint4*>(src)[v];
-    T* elements = reinterpret_cast<T*>(&loaded);
-    for (int k = 0; k < kPerVector; ++k) elements[k] = tandem_scaled(elements[k], s, divide);
-    reinterpret_cast<uint4*>(dst)[v] = loaded;
-  }
-}
-
-template <class T>
-static __global__ void tandemCollective_scale(const T* src, T* dst, size_t count, float scalar,
-                                              const void* device_scalar, bool divide) {
-  const float s = tandem_scalar<T>(scalar, device_scalar);
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x)
-    dst[i] = tandem_scaled(src[i], s, divide);
 }
 
 namespace tandem {
@@ -107,10 +86,13 @@ DType summable(ncclDataType_t type) {
 
 // `own_index` < 0: every chunk from `chunks`.
 void sum_chunks(const void* chunks, const void* own, int own_index, void* out, size_t count, DType dtype, int nranks,
-                cudaStream_t stream) {
+                const SumScale& scale, cudaStream_t stream) {
   const size_t bytes = count * dtype_size(dtype);
   const bool vector =
       bytes % sizeof(uint4) == 0 && aligned16(chunks) && aligned16(out) && (own_index < 0 || aligned16(own));
+  const bool divide = scale.kind == SumScale::Kind::Divide;
+  const float scalar = scale.kind == SumScale::Kind::None ? 1.0f : scale.value;
+  const void* device_scalar = scale.kind == SumScale::Kind::Multiply ? scale.device_value : nullptr;
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
     const auto* in = static_cast<const T*>(chunks);
@@ -118,30 +100,11 @@ void sum_chunks(const void* chunks, const void* own, int own_index, void* out, s
     auto* sum = static_cast<T*>(out);
     if (vector) {
       const size_t vectors = bytes / sizeof(uint4);
-      tandemCollective_sum_vectors<T>
-          <<<blocks_for(vectors), kThreads, 0, stream>>>(in, mine, own_index, sum, count, vectors, nranks);
+      tandemCollective_sum_vectors<T><<<blocks_for(vectors), kThreads, 0, stream>>>(
+          in, mine, own_index, sum, count, vectors, nranks, scalar, device_scalar, divide);
     } else {
-      tandemCollective_sum<T><<<blocks_for(count), kThreads, 0, stream>>>(in, mine, own_index, sum, count, nranks);
-    }
-  });
-  TANDEM_CUDA_CHECK_LAUNCH();
-}
-
-void scale_copy(const void* src, void* dst, size_t count, DType dtype, const InputScale& scale, cudaStream_t stream) {
-  const size_t bytes = count * dtype_size(dtype);
-  const bool divide = scale.kind == InputScale::Kind::Divide;
-  const void* device_value = divide ? nullptr : scale.device_value;
-  dispatch_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
-    const auto* in = static_cast<const T*>(src);
-    auto* out = static_cast<T*>(dst);
-    if (bytes % sizeof(uint4) == 0 && aligned16(src) && aligned16(dst)) {
-      const size_t vectors = bytes / sizeof(uint4);
-      tandemCollective_scale_vectors<T>
-          <<<blocks_for(vectors), kThreads, 0, stream>>>(in, out, vectors, scale.value, device_value, divide);
-    } else {
-      tandemCollective_scale<T>
-          <<<blocks_for(count), kThreads, 0, stream>>>(in, out, count, scale.value, device_value, divide);
+      tandemCollective_sum<T><<<blocks_for(count), kThreads, 0, stream>>>(in, mine, own_index, sum, count, nranks,
+                                                                          scalar, device_scalar, divide);
     }
   });
   TANDEM_CUDA_CHECK_LAUNCH();
@@ -201,7 +164,7 @@ void run_windowed(const CopyEngineLanes& lanes, Collective kind, const void* sen
   buffers.send = send;
   buffers.recv = recv;
   buffers.pool_scratch = scratch;
-  execute_copy_engine_plan(lanes, plan, buffers, to_nccl(dtype), InputScale{}, stream);
+  execute_copy_engine_plan(lanes, plan, buffers, to_nccl(dtype), SumScale{}, stream);
 }
 
 }  // namespace
@@ -262,7 +225,7 @@ void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t
 }
 
 void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan& plan, const PlanBuffers& buffers,
-                              ncclDataType_t type, const InputScale& scale, cudaStream_t stream) {
+                              ncclDataType_t type, const SumScale& scale, cudaStream_t stream) {
   const size_t element_bytes = nccl_type_bytes(type);
   TANDEM_REQUIRE(element_bytes > 0, "copy-engine collective: NCCL data type " + std::to_string(int(type)));
   for (const PlanStep& step : plan.steps) {
@@ -270,21 +233,17 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
     switch (step.op) {
       case PlanStep::Op::Stage: {
         const char* from = address_of(buffers, step.from, element_bytes);
-        if (step.scaled && scale.kind != InputScale::Kind::None) {
-          scale_copy(from, to, step.elements, summable(type), scale, stream);
-        } else if (from != to) {
-          TANDEM_CUDA_CHECK(
-              cudaMemcpyAsync(to, from, step.elements * element_bytes, cudaMemcpyDeviceToDevice, stream));
-        }
+        if (from != to)
+          TANDEM_CUDA_CHECK(cudaMemcpyAsync(to, from, step.elements * element_bytes, cudaMemcpyDeviceToDevice, stream));
         break;
       }
       case PlanStep::Op::Exchange:
-        copy_engine_exchange(lanes, address_of(buffers, step.from, element_bytes), step.stride, to, step.elements,
-                             type, step.own_chunk_copied, stream);
+        copy_engine_exchange(lanes, address_of(buffers, step.from, element_bytes), step.stride, to, step.elements, type,
+                             step.own_chunk_copied, stream);
         break;
       case PlanStep::Op::Sum:
         sum_chunks(address_of(buffers, step.from, element_bytes), address_of(buffers, step.own, element_bytes),
-                   step.own_index, to, step.elements, summable(type), lanes.nranks(), stream);
+                   step.own_index, to, step.elements, summable(type), lanes.nranks(), scale, stream);
         break;
       case PlanStep::Op::AllGather: {
         // In place on lane 0: NCCL's copy-engine all-gather copies nothing locally.

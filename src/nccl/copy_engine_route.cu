@@ -60,26 +60,25 @@ Capture capture_of(cudaStream_t stream) {
   return c;
 }
 
-// How the call's reduction scales each rank's input (tandem/copy_engine.h): an average multiplies
+// How the call's reduction scales the terms of its sum (tandem/copy_engine.h): an average multiplies
 // by 1/nranks rounded to the element type, as NCCL stores its scalar.
-InputScale scale_of(const CopyEngineCall& c, int nranks) {
-  InputScale s;
+SumScale scale_of(const CopyEngineCall& c, int nranks) {
+  SumScale s;
   if (!reduces(c.kind)) return s;
   switch (c.reduction) {
     case Reduction::Average: {
-      s.kind = InputScale::Kind::Multiply;
+      s.kind = SumScale::Kind::Multiply;
       const float reciprocal = float(1.0 / nranks);
-      dispatch_dtype(*from_nccl(c.dtype),
-                     [&](auto t) { s.value = to_float(from_float<decltype(t)>(reciprocal)); });
+      dispatch_dtype(*from_nccl(c.dtype), [&](auto t) { s.value = to_float(from_float<decltype(t)>(reciprocal)); });
       break;
     }
     case Reduction::PreMulSum:
-      s.kind = InputScale::Kind::Multiply;
+      s.kind = SumScale::Kind::Multiply;
       s.value = c.scalar;
       s.device_value = c.device_scalar;
       break;
     case Reduction::PreDivSum:
-      s.kind = InputScale::Kind::Divide;
+      s.kind = SumScale::Kind::Divide;
       s.value = c.scalar;
       break;
     case Reduction::Sum:
@@ -192,7 +191,6 @@ struct CopyEngineRoute::State {
     r.nranks = nranks;
     r.rank = rank;
     r.element_bytes = nccl_type_bytes(c.dtype);
-    r.scaled = reduces(c.kind) && c.reduction != Reduction::Sum;
     r.send_in_window = in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * r.element_bytes);
     r.recv_in_window = in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * r.element_bytes);
     r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);

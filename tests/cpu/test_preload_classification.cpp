@@ -33,8 +33,9 @@ TEST(preload_classification, TandemsCopyEngineKernelsAreCollectives) {
   EXPECT_TRUE(is_tandem_collective_kernel_name(sum));
   EXPECT_FALSE(is_nccl_kernel_name(sum));
   EXPECT_EQ(classify_kernel(sum), KernelKind::Collective);
-  EXPECT_EQ(classify_kernel("tandemCollective_scale<float>(float const*, float*, unsigned long, float, void const*, bool)"),
-            KernelKind::Collective);
+  EXPECT_EQ(
+      classify_kernel("tandemCollective_scale<float>(float const*, float*, unsigned long, float, void const*, bool)"),
+      KernelKind::Collective);
   EXPECT_FALSE(is_tandem_collective_kernel_name("tandemcollective_sum"));
   EXPECT_FALSE(is_tandem_collective_kernel_name("_ZN6tandem16tandemCollective_Ev"));  // inside a namespace
 }

@@ -259,10 +259,10 @@ TEST_F(preload_nccl_hooks, CopyEnginePolicyCountsEachFallbackReason) {
     for (const auto& [route, count] : routes.items()) out[route] = count["calls"];
     return out;
   };
-  const json all_reduce = {{"route-unavailable", 7},    // bf16, fp32 in place, 7 and 999 elements, errno_kept,
-                                                        // non-blocking, in a group
-                           {"op-not-supported", 1},     // max
-                           {"no-sum-kernel", 1},        // fp64
+  const json all_reduce = {{"route-unavailable", 7},      // bf16, fp32 in place, 7 and 999 elements, errno_kept,
+                                                          // non-blocking, in a group
+                           {"op-not-supported", 1},       // max
+                           {"no-sum-kernel", 1},          // fp64
                            {"unknown-communicator", 1}};  // made without the hooks
   EXPECT_EQ(calls(c["ncclAllReduce"]["nccl"]), all_reduce);
   EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 0);
@@ -315,8 +315,9 @@ constexpr int kInternalError = 3;  // ncclInternalError
 class preload_nccl_routing : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    routed_ = new ClientRun(run_client(kRouteClient, "copy-engine", "TANDEM_LOG_LEVEL=info",
-                                       beside_or("../fake_route/libtandem_preload.so", TANDEM_FAKE_ROUTE_PRELOAD_PATH)));
+    routed_ =
+        new ClientRun(run_client(kRouteClient, "copy-engine", "TANDEM_LOG_LEVEL=info",
+                                 beside_or("../fake_route/libtandem_preload.so", TANDEM_FAKE_ROUTE_PRELOAD_PATH)));
     unrouted_ = new ClientRun(run_client(kRouteClient, nullptr));
   }
   static void TearDownTestSuite() {
@@ -460,8 +461,8 @@ TEST_F(preload_nccl_routing, AThreadDrivingSeveralDevicesKeepsItsGroupInNccl) {
   // The route would run rank 0's collective before rank 1's, each waiting for the other: the held
   // calls go into NCCL's group, as the program issued them, before its end.
   const json group = section(routed(), "group_several_devices");
-  ASSERT_EQ(functions(group), (Functions{"ncclGroupStart", "route.create", "ncclAllReduce", "ncclAllReduce",
-                                         "ncclGroupEnd"}))
+  ASSERT_EQ(functions(group),
+            (Functions{"ncclGroupStart", "route.create", "ncclAllReduce", "ncclAllReduce", "ncclGroupEnd"}))
       << group.dump(1);
   EXPECT_EQ(group[2]["op"], 4);  // ncclAvg, as the program gave it
   EXPECT_EQ(group[3]["count"], 8);

@@ -1,6 +1,7 @@
 // The pure parts of the interposer's NCCL hooks: the reduction an NCCL op is, the communicator
 // settings written over a program's ncclConfig_t, the communicator registry (with its pre-multiplied
-// sums) and the summary's NCCL lines (calls and bytes by route, the copy-engine reach). Expectations are worked out by hand from NCCL's rules, not from the code.
+// sums) and the summary's NCCL lines (calls and bytes by route, the copy-engine reach). Expectations are worked out by
+// hand from NCCL's rules, not from the code.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -25,8 +26,8 @@ using tandem::Reduction;
 using tandem::RouteOutcome;
 
 TEST(preload_nccl_route, NcclsOpsAreTheLibrarysReductions) {
-  EXPECT_EQ(reduction_of(0, false), Reduction::Sum);      // ncclSum
-  EXPECT_EQ(reduction_of(4, false), Reduction::Average);  // ncclAvg
+  EXPECT_EQ(reduction_of(0, false), Reduction::Sum);                                          // ncclSum
+  EXPECT_EQ(reduction_of(4, false), Reduction::Average);                                      // ncclAvg
   for (int op : {1, 2, 3}) EXPECT_EQ(reduction_of(op, false), Reduction::Unsupported) << op;  // prod, max, min
   // ncclNumOps (5) and on: the program's own ops, pre-multiplied sums when the interposer saw them made.
   EXPECT_EQ(reduction_of(5, true), Reduction::PreMulSum);

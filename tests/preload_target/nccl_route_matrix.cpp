@@ -5,10 +5,11 @@
 // counts of 1, a prime, a multiple of the ranks and one that does not split; out of place and in
 // place; eagerly, inside ncclGroupStart/End, and captured into a CUDA graph that replays three times
 // on fresh inputs; and a group of several collectives. Each result is compared on the host with the
-// route's numerics (each rank's input multiplied by its scalar and rounded to the element type, as
-// NCCL's pre-multiplied sum does; the products summed in rank order in fp32, rounded once), which
-// must hold bitwise under the route, and with a bound on NCCL's own rounding (partial sums rounded
-// to the element type at each step of its ring), which NCCL's results must hold.
+// route's numerics (each term multiplied by the scalar in fp32, the terms summed in rank order in
+// fp32, rounded once to the element type: tandem::SumScale), which must hold bitwise under the
+// route, and with a bound on NCCL's own rounding (partial sums rounded to the element type at each
+// step of its ring), which NCCL's results must hold. At 2 ranks NCCL's results are bitwise the
+// route's numerics too.
 //
 //   nccl_route_matrix RANK NRANKS ID_FILE
 //
@@ -95,9 +96,10 @@ enum class Kind { AllReduce, ReduceScatter, AllGather, AllToAll };
 enum class Op { Sum, Avg, PreMulHost, PreMulDevice };
 enum class Mode { Eager, Grouped, Captured };
 const char* name_of(Kind k) {
-  return k == Kind::AllReduce ? "all_reduce" : k == Kind::ReduceScatter ? "reduce_scatter"
-                                           : k == Kind::AllGather       ? "all_gather"
-                                                                        : "all_to_all";
+  return k == Kind::AllReduce       ? "all_reduce"
+         : k == Kind::ReduceScatter ? "reduce_scatter"
+         : k == Kind::AllGather     ? "all_gather"
+                                    : "all_to_all";
 }
 const char* name_of(Op o) {
   return o == Op::Sum ? "sum" : o == Op::Avg ? "avg" : o == Op::PreMulHost ? "premul_host" : "premul_device";
@@ -124,12 +126,13 @@ size_t recv_elements(const Case& c) {
 }
 bool reduces(const Case& c) { return c.kind == Kind::AllReduce || c.kind == Kind::ReduceScatter; }
 
-// The scalar of rank r's pre-multiplied sum (a different one on each rank, as NCCL allows), and the
+// The scalar of a pre-multiplied sum (the same on every rank, as PyTorch makes it: NCCL's results
+// with different scalars per rank are not each rank's input times its own scalar), and the
 // average's, as a value of the type.
-float scalar_of(const Case& c, int rank) {
+float scalar_of(const Case& c, int) {
   if (c.op == Op::Avg) return round_to(c.type, float(1.0 / g_nranks));
   if (c.op == Op::Sum) return 1;
-  return round_to(c.type, 0.375f + 0.25f * float(rank));
+  return round_to(c.type, 0.375f);
 }
 
 // Every rank's input, reproducible on every rank: the seed is the case and the replay.
@@ -156,9 +159,9 @@ Expected expected_reduction(const Case& c, const std::vector<std::vector<unsigne
   double magnitude = 0;
   for (int j = 0; j < g_nranks; ++j) {
     const float x = load(c.type, &inputs[size_t(j)][index * c.type.bytes]);
-    const float product = round_to(c.type, x * scalar_of(c, j));
-    sum += product;
-    magnitude += std::fabs(double(product));
+    const float term = x * scalar_of(c, j);
+    sum += term;
+    magnitude += std::fabs(double(term));
   }
   // NCCL rounds each of its n-1 partial sums to the type: within (n) ulps of the magnitude.
   return {round_to(c.type, sum), double(g_nranks) * c.type.epsilon * magnitude * 2 + 1e-30};
@@ -207,7 +210,8 @@ OpHandle make_op(const Case& c, const Buffers& b) {
     std::vector<unsigned char> scalar(c.type.bytes);
     store(c.type, scalar_of(c, g_rank), scalar.data());
     if (c.op == Op::PreMulDevice) {
-      check(cudaMemcpy(b.scalar, scalar.data(), scalar.size(), cudaMemcpyHostToDevice), "scalar");
+      check(cudaMemcpyAsync(b.scalar, scalar.data(), scalar.size(), cudaMemcpyHostToDevice, g_stream), "scalar");
+      check(cudaStreamSynchronize(g_stream), "scalar");
       check(ncclRedOpCreatePreMulSum(&h.op, b.scalar, c.type.nccl, ncclScalarDevice, g_comm), c.name);
     } else {
       check(ncclRedOpCreatePreMulSum(&h.op, scalar.data(), c.type.nccl, ncclScalarHostImmediate, g_comm), c.name);
@@ -243,25 +247,46 @@ void issue_in_mode(const Case& c, const Buffers& b, ncclRedOp_t op) {
 }
 
 struct Verdict {
-  bool exact = true;   // bitwise the route's numerics
-  bool within = true;  // within NCCL's bound
+  bool exact = true;          // bitwise the route's numerics
+  bool within = true;         // within NCCL's bound
+  std::string first;          // the first element outside the bound: "index: got vs expected"
+  std::string first_inexact;  // the first element not bitwise the route's numerics, with its inputs
 };
 
 Verdict verify(const Case& c, const Buffers& b, uint64_t seed) {
   std::vector<std::vector<unsigned char>> inputs;
   for (int j = 0; j < g_nranks; ++j) inputs.push_back(input_bytes(c, j, seed));
   std::vector<unsigned char> got(recv_elements(c) * c.type.bytes);
-  check(cudaMemcpy(got.data(), output_buffer(c, b), got.size(), cudaMemcpyDeviceToHost), c.name);
+  check(cudaMemcpyAsync(got.data(), output_buffer(c, b), got.size(), cudaMemcpyDeviceToHost, g_stream), c.name);
+  check(cudaStreamSynchronize(g_stream), c.name);
   Verdict v;
   if (!reduces(c)) {
-    v.exact = v.within = got == expected_move(c, inputs, g_rank);
+    const auto want = expected_move(c, inputs, g_rank);
+    v.exact = v.within = got == want;
+    for (size_t i = 0; i < got.size() && v.first.empty(); ++i)
+      if (got[i] != want[i])
+        v.first = "byte " + std::to_string(i) + ": " + std::to_string(got[i]) + " vs " + std::to_string(want[i]);
     return v;
   }
   for (size_t i = 0; i < recv_elements(c); ++i) {
     const Expected e = expected_reduction(c, inputs, g_rank, i);
     const float value = load(c.type, &got[i * c.type.bytes]);
-    v.exact = v.exact && std::memcmp(&value, &e.value, sizeof value) == 0;
-    v.within = v.within && std::isfinite(value) && std::fabs(double(value) - double(e.value)) <= e.bound;
+    const bool same = std::memcmp(&value, &e.value, sizeof value) == 0;
+    if (!same && v.first_inexact.empty()) {
+      const size_t index = c.kind == Kind::ReduceScatter ? size_t(g_rank) * c.count + i : i;
+      v.first_inexact = "element " + std::to_string(i) + ": got " + std::to_string(value) + ", ours " +
+                        std::to_string(e.value) + ", scalar " + std::to_string(scalar_of(c, 0)) + ", inputs";
+      char text[64];
+      for (int j = 0; j < g_nranks; ++j) {
+        std::snprintf(text, sizeof text, " %.9g", double(load(c.type, &inputs[size_t(j)][index * c.type.bytes])));
+        v.first_inexact += text;
+      }
+    }
+    v.exact = v.exact && same;
+    const bool within = std::isfinite(value) && std::fabs(double(value) - double(e.value)) <= e.bound;
+    if (!within && v.first.empty())
+      v.first = "element " + std::to_string(i) + ": " + std::to_string(value) + " vs " + std::to_string(e.value);
+    v.within = v.within && within;
   }
   return v;
 }
@@ -269,8 +294,11 @@ Verdict verify(const Case& c, const Buffers& b, uint64_t seed) {
 void upload(const Case& c, const Buffers& b, uint64_t seed) {
   const auto in = input_bytes(c, g_rank, seed);
   // Poison the output first, so an element nothing writes is seen (in place, the input goes over it).
-  check(cudaMemset(b.recv, 0xff, std::max(recv_elements(c), send_elements(c)) * c.type.bytes), c.name);
-  check(cudaMemcpy(input_buffer(c, b), in.data(), in.size(), cudaMemcpyHostToDevice), c.name);
+  // On the collectives' own stream, finished before the call: a cudaMemcpy from pageable memory may
+  // return before its DMA is over, and the legacy stream does not order a non-blocking one.
+  check(cudaMemsetAsync(b.recv, 0xff, std::max(recv_elements(c), send_elements(c)) * c.type.bytes, g_stream), c.name);
+  check(cudaMemcpyAsync(input_buffer(c, b), in.data(), in.size(), cudaMemcpyHostToDevice, g_stream), c.name);
+  check(cudaStreamSynchronize(g_stream), c.name);
 }
 
 // Runs a case; a captured one runs eagerly once first (frameworks warm up before capturing), then
@@ -281,6 +309,8 @@ Verdict run_case(const Case& c, const Buffers& b, uint64_t seed) {
   const auto merge = [&](const Verdict& v) {
     all.exact = all.exact && v.exact;
     all.within = all.within && v.within;
+    if (all.first.empty() && !v.first.empty()) all.first = v.first;
+    if (all.first_inexact.empty() && !v.first_inexact.empty()) all.first_inexact = v.first_inexact;
   };
   upload(c, b, seed);
   issue_in_mode(c, b, op.op);
@@ -316,8 +346,7 @@ std::vector<Case> cases() {
           // 1, a prime, a multiple of the ranks and of 8, one that splits into no equal chunks (all-reduce)
           // or whose chunks are not 16-byte aligned (reduce-scatter's per-rank count).
           for (size_t count : {size_t(1), size_t(7919), 4096 * n, kind == Kind::AllReduce ? 1000 * n + 1 : 1001})
-            for (bool in_place : {false, true})
-              out.push_back({kind, op, type, count, in_place, mode, ""});
+            for (bool in_place : {false, true}) out.push_back({kind, op, type, count, in_place, mode, ""});
     for (Kind kind : {Kind::AllGather, Kind::AllToAll})
       for (const Type& type : {kBf16, kFp32, kInt64, kUint8})
         for (size_t count : {size_t(1), size_t(7919), size_t(4096), size_t(1001)})
@@ -402,7 +431,8 @@ int main(int argc, char** argv) {
 
   const std::vector<Case> all = cases();
   size_t largest = 0;
-  for (const Case& c : all) largest = std::max({largest, send_elements(c) * c.type.bytes, recv_elements(c) * c.type.bytes});
+  for (const Case& c : all)
+    largest = std::max({largest, send_elements(c) * c.type.bytes, recv_elements(c) * c.type.bytes});
   largest = std::max(largest, size_t(1) << 20);
   Buffers b;
   check(cudaMalloc(&b.send, largest), "cudaMalloc");
@@ -410,18 +440,34 @@ int main(int argc, char** argv) {
   check(cudaMalloc(&b.scalar, 16), "cudaMalloc");
 
   std::vector<std::string> inexact, wrong;
+  std::string first_wrong;
+  std::vector<std::string> inexact_details;  // the first inexact element of up to 8 cases
+  // MATRIX_BARRIER=1: every rank finishes each case before any starts the next (a diagnosis: a result
+  // that is right only then depends on how the ranks' calls interleave).
+  const bool barrier = std::getenv("MATRIX_BARRIER") != nullptr;
+  void* token = nullptr;
+  if (barrier) check(cudaMalloc(&token, 4), "cudaMalloc");
   uint64_t seed = 1;
   for (const Case& c : all) {
     const Verdict v = run_case(c, b, seed++);
     if (!v.exact) inexact.push_back(c.name);
     if (!v.within) wrong.push_back(c.name);
+    if (!v.within && first_wrong.empty()) first_wrong = c.name + " " + v.first;
+    if (!v.exact && inexact_details.size() < 8) inexact_details.push_back(c.name + " " + v.first_inexact);
+    if (barrier) {
+      check(ncclAllReduce(token, token, 1, ncclFloat32, ncclMax, g_comm, g_stream), "barrier");
+      check(cudaStreamSynchronize(g_stream), "barrier");
+    }
   }
   const Verdict group = run_group_of_several(b, largest);
   if (!group.exact) inexact.push_back("group_of_several");
   if (!group.within) wrong.push_back("group_of_several");
 
   check(ncclCommDestroy(g_comm), "ncclCommDestroy");
-  std::printf("{\"rank\": %d, \"nranks\": %d, \"cases\": %zu, \"inexact\": %s, \"wrong\": %s}\n", g_rank, g_nranks,
-              all.size() + 1, json_list(inexact).c_str(), json_list(wrong).c_str());
+  std::printf(
+      "{\"rank\": %d, \"nranks\": %d, \"cases\": %zu, \"first_wrong\": \"%s\", \"inexact_details\": %s, "
+      "\"inexact\": %s, \"wrong\": %s}\n",
+      g_rank, g_nranks, all.size() + 1, first_wrong.c_str(), json_list(inexact_details).c_str(),
+      json_list(inexact).c_str(), json_list(wrong).c_str());
   return wrong.empty() ? 0 : 1;
 }

@@ -47,9 +47,7 @@ struct tandem_nccl_route {
 
 extern "C" {
 
-__attribute__((visibility("default"))) int tandem_nccl_route_abi_version(void) {
-  return TANDEM_NCCL_ROUTE_ABI_VERSION;
-}
+__attribute__((visibility("default"))) int tandem_nccl_route_abi_version(void) { return TANDEM_NCCL_ROUTE_ABI_VERSION; }
 
 __attribute__((visibility("default"))) const char* tandem_nccl_route_nccl_file(void) {
   Dl_info info{};

@@ -63,18 +63,16 @@ int main() {
   mark("premul_host");
   ncclRedOp_t half_op{};
   __nv_bfloat16 half = __float2bfloat16(0.5f);
-  step("create_premul_host", [&] {
-    return ncclRedOpCreatePreMulSum(&half_op, &half, ncclBfloat16, ncclScalarHostImmediate, two);
-  });
+  step("create_premul_host",
+       [&] { return ncclRedOpCreatePreMulSum(&half_op, &half, ncclBfloat16, ncclScalarHostImmediate, two); });
   half = __float2bfloat16(4.0f);  // read when the op was made: no effect
   step("premul_host", [&] { return ncclAllReduce(send, recv, 16, ncclBfloat16, half_op, two, s1); });
   mark("premul_device");
   ncclRedOp_t device_op{};
   void* device_scalar = recv + 1024;
   g_steps["device_scalar_address"] = reinterpret_cast<uintptr_t>(device_scalar);
-  step("create_premul_device", [&] {
-    return ncclRedOpCreatePreMulSum(&device_op, device_scalar, ncclFloat32, ncclScalarDevice, two);
-  });
+  step("create_premul_device",
+       [&] { return ncclRedOpCreatePreMulSum(&device_op, device_scalar, ncclFloat32, ncclScalarDevice, two); });
   step("premul_device", [&] { return ncclReduceScatter(send, recv, 4, ncclFloat32, device_op, two, s1); });
   mark("premul_destroyed");
   step("destroy_premul_host", [&] { return ncclRedOpDestroy(half_op, two); });
@@ -90,9 +88,8 @@ int main() {
   step("max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, two, s1); });
   step("fp64_sum", [&] { return ncclAllReduce(send, recv, 8, ncclFloat64, ncclSum, two, s1); });
   step("empty", [&] { return ncclAllReduce(send, recv, 0, ncclFloat32, ncclSum, two, s1); });
-  step("captured_before_setup", [&] {
-    return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, kFakeCapturingStream);
-  });
+  step("captured_before_setup",
+       [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, kFakeCapturingStream); });
 
   // Groups.
   mark("group_of_one");
@@ -137,8 +134,9 @@ int main() {
        [&] { return ncclAllReduce(send, recv, kFakeRouteFailingCount, ncclFloat32, ncclSum, non_blocking, s1); });
   step("group_failing_end", [&] { return ncclGroupEnd(); });
   mark("failing");
-  step("failing", [&] { return ncclAllReduce(send, recv, kFakeRouteFailingCount, ncclFloat32, ncclSum, three, s1); },
-       1234);
+  step(
+      "failing", [&] { return ncclAllReduce(send, recv, kFakeRouteFailingCount, ncclFloat32, ncclSum, three, s1); },
+      1234);
   step("after_failure", [&] { return ncclAllReduce(send, recv, 9, ncclFloat32, ncclSum, three, s1); });
 
   mark("teardown");
