@@ -91,12 +91,14 @@ class CopyEngineLanes {
 
 // How the sum of a reduction scales each term: by the scalar of an average (1/nranks rounded to the
 // element type, as NCCL stores it) or of a pre-multiplied sum, or by a divisor (PyTorch DDP's
-// division by the world size). Each element is converted to fp32 and multiplied (divided) by the
-// scalar in fp32, the terms summed in rank order in fp32 and rounded once to the element type: at 2
-// ranks this is bitwise NCCL's result for sum, average and pre-multiplied sum (NCCL multiplies in
-// fp32 too, then adds the two terms and rounds once); at more ranks NCCL rounds each partial sum of
-// its ring to the element type and tandem's sum is the more accurate. The scalar is the receiving
-// rank's: ranks must hold the same one (as PyTorch and NCCL's average make it).
+// division by the world size). Numerics: each element converted to fp32, multiplied (divided) by the
+// scalar and rounded to fp32, the terms added in rank order in fp32, the sum rounded once to the
+// element type. NCCL computes a term in fp32 too, but rounds every partial sum of its ring, and a
+// term it sends to a peer, to the element type, which rank's term that is depending on where the
+// element lies: the two agree bitwise for sums and averages of 2 ranks, and wherever the products
+// are exact (power-of-two scalars, fp32 sums of 2); elsewhere tandem's result is within NCCL's own
+// rounding of it (one rounding to the element type per rank). The scalar is the receiving rank's:
+// ranks must hold the same one (as PyTorch and NCCL's average make it).
 struct SumScale {
   enum class Kind : uint8_t { None, Multiply, Divide };
   Kind kind = Kind::None;

@@ -22,8 +22,12 @@ __device__ const T* tandem_chunk_of(const T* chunks, const T* own, int own_index
   return j == own_index ? own : chunks + size_t(j) * count;
 }
 
-// One term: converted to fp32, multiplied or divided by the scalar (x * 1 is exact: a plain sum).
-__device__ inline float tandem_term(float x, float scalar, bool divide) { return divide ? x / scalar : x * scalar; }
+// One term: converted to fp32, multiplied or divided by the scalar and rounded to fp32 (x * 1 is
+// exact: a plain sum). The _rn intrinsics are never contracted into a fused multiply-add with the
+// sum, so the numerics are the documented ones (tandem::SumScale), whatever the compiler does.
+__device__ inline float tandem_term(float x, float scalar, bool divide) {
+  return divide ? __fdiv_rn(x, scalar) : __fmul_rn(x, scalar);
+}
 
 // The scalar: in device memory (an element of type T) when `device_scalar` is set, else `scalar`.
 template <class T>
@@ -42,7 +46,8 @@ static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* ow
     for (int j = 0; j < nranks; ++j) {
       const uint4 loaded = reinterpret_cast<const uint4*>(tandem_chunk_of(chunks, own, own_index, j, count))[v];
       const T* elements = reinterpret_cast<const T*>(&loaded);
-      for (int k = 0; k < kPerVector; ++k) sum[k] += tandem_term(tandem::to_float(elements[k]), s, divide);
+      for (int k = 0; k < kPerVector; ++k)
+        sum[k] = __fadd_rn(sum[k], tandem_term(tandem::to_float(elements[k]), s, divide));
     }
     uint4 stored;
     T* elements = reinterpret_cast<T*>(&stored);
@@ -59,7 +64,8 @@ static __global__ void tandemCollective_sum(const T* chunks, const T* own, int o
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     float sum = 0;
     for (int j = 0; j < nranks; ++j)
-      sum += tandem_term(tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, count)[i]), s, divide);
+      sum = __fadd_rn(sum,
+                      tandem_term(tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, count)[i]), s, divide));
     out[i] = tandem::from_float<T>(sum);
   }
 }

@@ -2,9 +2,11 @@
 // one GPU (one process a rank, each its own NCCL_HOSTID, so NCCL connects them over sockets):
 // tests/preload_target/nccl_route_matrix runs every op x dtype x count (1, prime, even, uneven) x in
 // place or not x eagerly, grouped or captured into a CUDA graph (and a group of several collectives),
-// each checked against the route's numerics and NCCL's error bound. Stock NCCL must stay within its
-// bound (and, at 2 ranks, be bitwise the route's numerics: a*s + b*s in fp32, rounded once); under
-// the route every result must be bitwise the route's numerics, and every call must take the route.
+// each checked against the route's numerics (tandem::SumScale) and NCCL's error bound. Stock NCCL
+// must stay within its bound, and at 2 ranks be bitwise the route's numerics for every case but a
+// pre-multiplied sum (0.375 x is not exact in the element type, and NCCL rounds one rank's term of
+// each element to it, which one depending on the element); under the route every result must be
+// bitwise the route's numerics, and every call must take the route.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -87,8 +89,10 @@ TEST_P(preload_nccl_route_matrix, StockNcclIsWithinItsBound) {
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
     EXPECT_GT(r.result["cases"].get<int>(), 500);
-    // Two ranks: NCCL's a*s + b*s in fp32 rounded once is the route's numerics, bitwise.
-    if (nranks == 2) EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
+    // Two ranks: NCCL's sums, averages and moves are bitwise the route's numerics.
+    if (nranks == 2)
+      for (const auto& name : r.result["inexact"])
+        EXPECT_NE(name.get<std::string>().find("_premul_"), std::string::npos) << name;
   }
 }
 
