@@ -735,6 +735,7 @@ def main(argv=None):
             pc.write_json_atomically(args.out, record)
 
     order = {row["id"]: i for i, row in enumerate(args.rows)}
+    save()  # at once: a run stopped before its first row still leaves its record
     done = 0
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
     try:
@@ -751,10 +752,15 @@ def main(argv=None):
             if not r["ok"]:
                 print(r.get("failure", "")[-1500:], file=sys.stderr, flush=True)
     except BaseException:
-        # Stopped (SIGTERM, Ctrl-C) or broken: no row starts again, the running ones are killed.
+        # Stopped (SIGTERM, Ctrl-C) or broken: no row starts again, the running ones are killed, and the
+        # rows that finished are in the JSON ("complete": false) and in the table.
         _STOPPING.set()
         pool.shutdown(wait=False, cancel_futures=True)
         kill_all_live()
+        with lock:
+            save()
+            print(markdown_table(record))
+            print(f"# STOPPED: {len(record['rows'])} of {len(args.rows)} rows finished", flush=True)
         raise
     pool.shutdown(wait=True)
     record["complete"] = True

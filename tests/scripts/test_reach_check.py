@@ -247,8 +247,12 @@ FAKE_TORCHRUN = """#!{python}
 # Stands in for torchrun and the rank processes: with --no-python (the tandem-run rows) it writes one
 # `tandem run --stats` file per rank where --stats says; rank 0's TANDEM_RESULT line follows. At 3 ranks
 # the tandem-run rows' digest differs from stock's (a sum in another order), within its bound.
-import json, sys
+import json, os, sys, time
 args = sys.argv[1:]
+if os.environ.get("FAKE_HANG_PIDFILE"):
+    with open(os.environ["FAKE_HANG_PIDFILE"], "a") as f:
+        f.write("%d\\n" % os.getpid())
+    time.sleep(300)
 n = int(args[args.index("--nproc-per-node") + 1])
 routed = "--no-python" in args
 if routed:
@@ -304,6 +308,43 @@ class WholeRun(unittest.TestCase):
                       "reference |", table.stdout)
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
+
+    def test_sigterm_stops_every_row_and_keeps_the_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "faketorchrun")
+            with open(fake, "w") as f:
+                f.write(FAKE_TORCHRUN.format(python=sys.executable))
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            pidfile, out = os.path.join(d, "hung.pids"), os.path.join(d, "reach.json")
+            p = subprocess.Popen([sys.executable, SCRIPT, "--only", "torch-collectives/2", "--jobs", "2", "--torchrun",
+                                  fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"), "--out", out],
+                                 env={**os.environ, "FAKE_HANG_PIDFILE": pidfile}, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            def started():
+                if not os.path.exists(pidfile):
+                    return 0
+                with open(pidfile) as f:
+                    return len(f.read().split())
+            for _ in range(100):  # both rows' launchers are running
+                if started() == 2:
+                    break
+                time.sleep(0.1)
+            p.terminate()
+            stdout, _ = p.communicate(timeout=60)
+            with open(pidfile) as f:
+                hung = [int(x) for x in f.read().split()]
+            with open(out) as f:
+                record = json.load(f)
+        self.assertEqual(p.returncode, 143)
+        self.assertIn("# STOPPED: 0 of 2 rows finished", stdout)
+        self.assertEqual((record["complete"], record["rows"]), (False, []))
+        for pid in hung:
+            for _ in range(50):
+                if not process_alive(pid):
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail(f"launcher {pid} of a stopped row is still running")
 
     def test_bad_arguments_are_one_line(self):
         for args, message in ((["--ranks", "1,2"], "at least 2"), (["--ranks", "x"], "comma-separated"),
