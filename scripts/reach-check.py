@@ -73,11 +73,19 @@ ALWAYS_ENV = {**pc.ALWAYS_ENV, "NVSHMEM_DISABLE_NVLS": "1"}
 TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "fsdp_all_gather": "_all_gather_base",
                          "fsdp_reduce_scatter": "_reduce_scatter_base"}
 TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
-# PyTorch's flight-recorder operations that reach NCCL through the four functions tandem hooks
-# (examples/reach/torch_reach.py says which NCCL function each is).
-HOOKED_OPERATIONS = {"all_reduce", "allreduce_coalesced", "all_reduce_barrier", "_reduce_scatter_base",
-                     "reduce_scatter_tensor_coalesced", "REDUCE_SCATTER_coalesced", "_all_gather_base",
-                     "all_gather", "all_gather_into_tensor_coalesced", "ALLGATHER_coalesced", "all_to_all"}
+# PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the four functions tandem
+# hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll); every other one (broadcast, reduce,
+# gather, scatter, send, recv, ...) goes through a function that `tandem run` neither routes nor counts.
+HOOKED_OPERATIONS = {
+    "all_reduce": "ncclAllReduce", "allreduce_coalesced": "ncclAllReduce", "all_reduce_coalesced": "ncclAllReduce",
+    "all_reduce_barrier": "ncclAllReduce",
+    "_reduce_scatter_base": "ncclReduceScatter", "reduce_scatter_tensor_coalesced": "ncclReduceScatter",
+    "REDUCE_SCATTER_coalesced": "ncclReduceScatter",
+    "_all_gather_base": "ncclAllGather", "_allgather_base": "ncclAllGather", "all_gather": "ncclAllGather",
+    "all_gather_into_tensor_coalesced": "ncclAllGather", "allgather_into_tensor_coalesced": "ncclAllGather",
+    "ALLGATHER_coalesced": "ncclAllGather",
+    "all_to_all": "ncclAlltoAll",  # all_to_all_single with equal splits, NCCL >= 2.28
+}
 TOLERANCE_RULE = (
     "At 2 ranks every result must equal stock's bitwise: a sum of two values is one rounded addition in "
     "either order, and the route scales (average, pre-multiplied sum) in the element type as NCCL does. "

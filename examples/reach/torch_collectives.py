@@ -41,8 +41,10 @@ def parse_args(argv=None):
     parser.add_argument("--scale", type=int, default=1 << 16,
                         help="elements of the larger tensors (default 65536; the others are 1 and primes)")
     parser.add_argument("--replays", type=int, default=4, help="CUDA graph replays on fresh data (default 4)")
-    parser.add_argument("--capture-error-mode", choices=("global", "thread_local", "relaxed"), default="global",
-                        help="torch.cuda.graph's capture_error_mode (default global, its default)")
+    parser.add_argument("--capture-error-mode", choices=("global", "thread_local", "relaxed"), default="thread_local",
+                        help="torch.cuda.graph's capture_error_mode (default thread_local, as torch.compile's CUDA "
+                             "graphs use: other threads, such as the process group's watchdog, may query events "
+                             "during the capture)")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="nccl",
                         help="nccl on GPUs (default); gloo runs on the CPU, for smoke tests only (no graph)")
@@ -251,6 +253,7 @@ def run_graph(c):
             side.synchronize()
             verify("cuda graph warm-up", grad, extra_reference)
     torch.cuda.current_stream(c.device).wait_stream(side)
+    torch.cuda.synchronize(c.device)
     layer.weight.grad = None  # the captured backward allocates it in the graph's pool
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, capture_error_mode=c.args.capture_error_mode):

@@ -11,23 +11,6 @@ import sys
 import torch
 import torch.distributed as dist
 
-# The process-group operations PyTorch's flight recorder names (nccl:NAME) that reach NCCL through the
-# four collectives tandem hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll); every
-# other one (broadcast, reduce, gather, scatter, send, recv, ...) goes through an NCCL function that
-# `tandem run` neither routes nor counts.
-HOOKED_OPERATIONS = {
-    "all_reduce": "ncclAllReduce",
-    "allreduce_coalesced": "ncclAllReduce",
-    "all_reduce_barrier": "ncclAllReduce",
-    "_reduce_scatter_base": "ncclReduceScatter",
-    "reduce_scatter_tensor_coalesced": "ncclReduceScatter",
-    "REDUCE_SCATTER_coalesced": "ncclReduceScatter",
-    "_all_gather_base": "ncclAllGather",
-    "all_gather": "ncclAllGather",
-    "all_gather_into_tensor_coalesced": "ncclAllGather",
-    "ALLGATHER_coalesced": "ncclAllGather",
-    "all_to_all": "ncclAlltoAll",  # all_to_all_single with equal splits, NCCL >= 2.28
-}
 _ELEMENT_BYTES = {"Float": 4, "BFloat16": 2, "Half": 2, "Double": 8, "Long": 8, "Int": 4, "Short": 2,
                   "Byte": 1, "Char": 1, "Bool": 1, "Float8_e4m3fn": 1, "Float8_e5m2": 1}
 

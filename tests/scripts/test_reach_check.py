@@ -3,7 +3,8 @@
 --stats` files (hand-made fixtures in fixtures/reach/) and tandem.torch's stats with PyTorch's flight
 recorder, the results against stock and the tolerance rule, the Markdown table, the time limit and a
 failing peer (process groups killed), and a whole run through a fake torchrun. Expected values are
-worked out in the comments. Stdlib only.
+worked out in the comments. Stdlib only; the tests that run examples/reach's programs on the CPU (gloo)
+need torch (and jax), and skip without them (TANDEM_TORCH_PYTHON names a Python that has them).
 
   python3 tests/scripts/test_reach_check.py      (ctest: reach_check)
 """
@@ -353,6 +354,75 @@ class WholeRun(unittest.TestCase):
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(message, p.stderr)
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+
+def python_with(module):
+    """A Python that imports `module`: TANDEM_TORCH_PYTHON, else this one, else None."""
+    for python in (os.environ.get("TANDEM_TORCH_PYTHON"), sys.executable):
+        if python and subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+TORCH, JAX = python_with("torch"), python_with("jax")
+
+
+def torchrun(python, nproc, program, args):
+    p = subprocess.run([python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+                        os.path.join(ROOT, "examples", "reach", program)] + args,
+                       capture_output=True, text=True, timeout=600)
+    results = rc.results_of(p.stdout.splitlines())
+    return p, results[-1] if results else None
+
+
+@unittest.skipIf(TORCH is None, "torch is not installed (TANDEM_TORCH_PYTHON names a Python with torch)")
+class Programs(unittest.TestCase):
+    def test_collectives_are_exact_on_gloo(self):
+        p, result = torchrun(TORCH, 3, "torch_collectives.py", ["--backend", "gloo", "--scale", "300"])
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertTrue(result["ok"])
+        self.assertEqual(result["world_size"], 3)
+        self.assertEqual(sum(c["wrong"] for c in result["checks"].values()), 0)
+        self.assertIn("all_to_all_single float32 1009", result["checks"])
+        self.assertEqual(result["ranks"][2]["issued"]["ncclAlltoAll"]["calls"], 4)
+        # The same run again gives the same digests (what the rows compare bitwise).
+        _, again = torchrun(TORCH, 3, "torch_collectives.py", ["--backend", "gloo", "--scale", "300"])
+        self.assertEqual({k: c["digests"] for k, c in again["checks"].items()},
+                         {k: c["digests"] for k, c in result["checks"].items()})
+
+    def test_llama_ddp_and_fsdp2_train_deterministically(self):
+        tiny = ["--backend", "gloo", "--hidden", "32", "--intermediate", "64", "--layers", "2", "--heads", "2",
+                "--vocab", "100", "--seq", "16", "--steps", "3"]
+        for parallel in ("ddp", "fsdp2"):
+            runs = [torchrun(TORCH, 2, "llama_train.py", tiny + ["--parallel", parallel]) for _ in range(2)]
+            for p, result in runs:
+                self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+                self.assertEqual((len(result["losses"]), result["parallel"]), (3, parallel))
+            self.assertEqual(rc.normalized_results("llama-" + parallel, [runs[0][1]]),
+                             rc.normalized_results("llama-" + parallel, [runs[1][1]]))
+
+    def test_llama_refuses_tandem_on_gloo(self):
+        p, _ = torchrun(TORCH, 1, "llama_train.py", ["--backend", "gloo", "--tandem", "copy-engine"])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--tandem needs --backend nccl", p.stderr)
+
+
+@unittest.skipIf(JAX is None, "jax is not installed (TANDEM_TORCH_PYTHON names a Python with it)")
+class JaxProgram(unittest.TestCase):
+    def test_two_processes_on_the_cpu(self):
+        port = rc.free_port()
+        procs = [subprocess.Popen([JAX, os.path.join(ROOT, "examples", "reach", "jax_collectives.py"), "--coordinator",
+                                   f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i), "--platform",
+                                   "cpu", "--count", "501", "--repeats", "2", "--timeout", "120"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        results = [rc.results_of(out.splitlines())[-1] for out, _ in outs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], outs[0][1][-2000:])
+        self.assertTrue(all(r["ok"] for r in results))
+        checks = rc.normalized_results("jax", results)["checks"]
+        self.assertEqual(sorted(checks)[:2], ["all_gather bfloat16 int", "all_gather bfloat16 normal"])
+        self.assertEqual(checks["psum float32 int"]["elements"], 2 * 2 * 502)  # 501 -> 502 (even), 2 repeats, 2 processes
+        self.assertEqual(results[0]["issued"]["ncclReduceScatter"]["calls"], 2 * 2 * 2)  # 2 dtypes x 2 kinds x 2
 
 
 if __name__ == "__main__":
