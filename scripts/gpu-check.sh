@@ -7,12 +7,14 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks pytorch
+#               scenario-clocks pytorch reach
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
 #     multiprocess,mpi-suite), then `scenario-tune` as a second call;
 #     pytorch (not in full: a call of its own) = stock PyTorch against tandem on DDP and FSDP2 steps
+#     reach (not in full: a call of its own, one GPU is enough) = how much of real programs' collective
+#     traffic the copy-engine route takes, results against stock (scripts/reach-check.py); its table last
 set -uo pipefail
 mode=${1:-quick}
 shift || true
@@ -486,6 +488,48 @@ else
 fi
 fi
 
+# tandem_torch_package PYTHON: tandem.torch with its extension modules, built on this machine for PYTHON
+# (its CPython, PyTorch's NCCL) with `pip install --no-build-isolation --no-deps --target` (python/README.md)
+# into build/tandem-py, which later calls reuse (build/ stays on the machine). Prints the folder.
+tandem_torch_package() {
+  local python=$1 target=${TANDEM_TORCH_TARGET:-$root/build/tandem-py}
+  if ! PYTHONPATH="$target" "$python" -c "import torch, tandem.torch as tt; tt.gpu_module()" > /dev/null 2>&1; then
+    rm -rf "$target"
+    (cd "$root" && "$python" -m pip install --no-build-isolation --no-deps --target "$target" .) \
+      > "$logs/tandem-py-install.log" 2>&1 || return 1
+  fi
+  echo "$target"
+}
+
+if want reach; then
+section "reach: real programs' collectives through the copy-engine route, 2, 3 and 4 ranks sharing one GPU"
+# scripts/reach-check.py (docs/PYTORCH.md): a Transformers Llama under DDP and FSDP2 (eager and
+# torch.compile), PyTorch's all_to_all_single, coalesced collectives and a CUDA-graph-captured step, JAX
+# over jax.distributed, examples/overlap; each stock, under `tandem run --policy copy-engine` and (DDP,
+# FSDP2) through tandem.torch. 54 rows, 3 at a time (TANDEM_REACH_JOBS), within 570 s; rows cut short
+# are missing from the JSON ("complete": false): run them with TANDEM_REACH_ONLY (patterns such as
+# 'llama-*-compile,jax/4') in another call. TANDEM_REACH_RANKS changes the rank counts.
+if ! python3 -c "import torch" 2> /dev/null; then
+  echo "reach: skipped, python3 cannot import torch" | tee -a "$logs/summary.log"
+else
+  started=$SECONDS
+  if pkg=$(tandem_torch_package python3); then
+    echo "reach: tandem.torch from $pkg (ready in $((SECONDS - started)) s)" | tee -a "$logs/summary.log"
+  else
+    pkg="$root/build/python"
+    echo "reach: tandem.torch could not be built (tandem-py-install.log); its rows use $pkg" | tee -a "$logs/summary.log"
+    tail -n 5 "$logs/tandem-py-install.log"
+  fi
+  timeout $((570 - (SECONDS - started))) python3 "$root/scripts/reach-check.py" --ranks "${TANDEM_REACH_RANKS:-2,3,4}" \
+    --only "${TANDEM_REACH_ONLY:-}" --jobs "${TANDEM_REACH_JOBS:-3}" --timeout 240 --pythonpath "$pkg" \
+    --tandem-bin "$tandem" --overlap-bin "$root/build/bin/overlap_allreduce" --work-dir "$logs/reach" \
+    --out "$logs/reach-$tag.json" > "$logs/reach.md" 2> "$logs/reach.err" || status=1
+  grep -E '^\[[0-9]+/[0-9]+\]|^# ' "$logs/reach.err" | tee -a "$logs/summary.log"
+  tail -n 1 "$logs/reach.md" | tee -a "$logs/summary.log"
+  cp "$logs/reach-$tag.json" "$logs/reach.md" "$out/" 2> /dev/null
+fi
+fi
+
 if want cli; then
 section "cli: a microbenchmark's --trace, tune's progress and --resume"
 # --trace of a microbenchmark: per policy, compute and the collective on their own tracks (one
@@ -541,4 +585,9 @@ for f in summary.log suite-$tag.json collectives-$tag.json tune-$tag.json reliab
   [ -f "$logs/$f" ] && cp "$logs/$f" "$out/"
 done
 tar czf "$out/logs.tgz" -C "$logs" .
+# The reach table last, where the device tool's output tail shows it.
+if want reach && [ -s "$logs/reach.md" ]; then
+  section "reach table (reach-$tag.json)"
+  cat "$logs/reach.md"
+fi
 exit $status

@@ -252,9 +252,20 @@ NCCL_DTYPES = {
 _ROUTES = {}
 # (device index, at the greatest priority) -> the comm stream of the DDP hook.
 _COMM_STREAMS = {}
-# Collective -> Counter of "copy-engine" (routed) and, for each call NCCL took, why the route did not.
+# Collective -> Counter of "copy-engine" (routed) and, for each call NCCL took, why the route did not;
+# _BYTES the same in bytes (the larger of the call's buffers, as `tandem run --stats` counts a collective).
 _STATS = defaultdict(Counter)
+_BYTES = defaultdict(Counter)
 ROUTED = "copy-engine"
+
+
+def _count(stat, route, nbytes):
+    _STATS[stat][route] += 1
+    _BYTES[stat][route] += nbytes
+
+
+def _nbytes(*tensors):
+    return max(t.numel() * t.element_size() for t in tensors)
 
 
 def nccl_dtype(dtype):
@@ -298,10 +309,12 @@ def close_routes():
 def stats():
     """What the copy-engine collectives did: ``{collective: {"copy-engine": calls routed, reason: calls
     that took NCCL for that reason}}`` for "ddp_all_reduce", "fsdp_all_gather" and "fsdp_reduce_scatter",
-    ``"window_pool"``: ``{"buffers": window buffers made, "lent": tensors lent from them}`` (FSDP2's
-    all-gather outputs), and ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by
-    group name."""
+    ``"bytes"``: the same in bytes (``{collective: {"copy-engine" or reason: bytes}}``, each call counted
+    with the larger of its buffers, as ``tandem run --stats`` counts a collective), ``"window_pool"``:
+    ``{"buffers": window buffers made, "lent": tensors lent from them}`` (FSDP2's all-gather outputs), and
+    ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by group name."""
     result = {name: dict(counts) for name, counts in _STATS.items()}
+    result["bytes"] = {name: dict(counts) for name, counts in _BYTES.items()}
     result["routes"] = {name: route.stats() for name, route in _ROUTES.items()}
     return result
 
@@ -309,6 +322,7 @@ def stats():
 def reset_stats():
     """Clears the counts of ``stats()`` (not the routes' own)."""
     _STATS.clear()
+    _BYTES.clear()
 
 
 def _route_for(group, tensors):
@@ -335,7 +349,7 @@ def _run_on_route(stat, kind, group, send, recv, count, dtype, reduction="sum", 
             outcome = route.run(kind, send.data_ptr(), recv.data_ptr(), count, nccl_dtype(dtype), stream.cuda_stream,
                                 reduction, scalar, device_scalar)
             reason = "" if outcome == ROUTED else outcome
-    _STATS[stat][reason or ROUTED] += 1
+    _count(stat, reason or ROUTED, _nbytes(send, recv))
     return reason
 
 
@@ -381,7 +395,7 @@ def all_reduce_average(state, tensor):
                 future.set_result(tensor)
                 return future
     else:
-        _STATS["ddp_all_reduce"][f"a {device.type} tensor"] += 1
+        _count("ddp_all_reduce", f"a {device.type} tensor", _nbytes(tensor))
     tensor.div_(group.size())
     return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
 
@@ -544,10 +558,10 @@ class CopyEngineReduceScatter(_ReduceScatter):
         reduction = _route_reduction(op, input_tensor.dtype)
         if reduction is None:
             reason = f"reduction {op}"
-            _STATS["fsdp_reduce_scatter"][reason] += 1
+            _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
         elif output_tensor.dtype != input_tensor.dtype:
             reason = "input and output of different dtypes"
-            _STATS["fsdp_reduce_scatter"][reason] += 1
+            _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
         else:
             reason = _run_on_route("fsdp_reduce_scatter", "reduce_scatter", group, input_tensor, output_tensor,
                                    output_tensor.numel(), input_tensor.dtype, *reduction)

@@ -98,6 +98,8 @@ def test_cpu_bucket_never_reaches_the_route(world):
     assert all(torch.equal(a, b) for a, b in zip(grads, train_one_step(None)))
     counts = tt.stats()["ddp_all_reduce"]
     assert list(counts) == ["a cpu tensor"] and counts["a cpu tensor"] > 0
+    # Bytes as `tandem run` counts them: the buckets, one step's fp32 gradients (16x8 + 8 + 8x4 + 4 values).
+    assert tt.stats()["bytes"]["ddp_all_reduce"] == {"a cpu tensor": 4 * (16 * 8 + 8 + 8 * 4 + 4)}
     assert route.asked == []
 
 
@@ -116,6 +118,7 @@ def test_dtype_without_nccl_type_is_not_asked(world):
     reduce_scatter(output, source, world, dist.ReduceOp.SUM)
     assert route.asked == []
     assert tt.stats()["fsdp_reduce_scatter"] == {"torch.complex64 has no NCCL type": 1}
+    assert tt.stats()["bytes"]["fsdp_reduce_scatter"] == {"torch.complex64 has no NCCL type": 2 * 8}
 
 
 def test_fsdp_all_gather_on_cpu_falls_back(world):
@@ -128,6 +131,7 @@ def test_fsdp_all_gather_on_cpu_falls_back(world):
     assert torch.equal(output, source)
     assert route.asked == []
     assert tt.stats()["fsdp_all_gather"] == {"a cpu tensor": 1}
+    assert tt.stats()["bytes"]["fsdp_all_gather"] == {"a cpu tensor": 6 * 2}
 
 
 def test_fsdp_reduce_scatter_decisions(world):
