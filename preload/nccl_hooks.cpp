@@ -44,6 +44,7 @@
 #include "nccl_settings.h"
 #include "runtime.h"
 #include "tandem/nccl_config.h"
+#include "timeline.h"
 
 namespace tandem::preload {
 namespace {
@@ -457,6 +458,7 @@ template <class Forward>
 ncclResult_t collective(int program_errno, CollectiveKind kind, Hook via, const void* send, void* recv, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, bool sums, ncclComm_t comm, cudaStream_t stream,
                         const Forward& forward) {
+  const CommunicationRegion region;  // the collective's copies count as communication (timeline.h)
   Decision d = route_of(kind, send, recv, count, type, sums, comm, via);
   if (d.outcome == RouteOutcome::CopyEngine) {
     const RouteAttempt attempt = run_copy_engine_route(kind, send, recv, count, type, op, comm, stream);
@@ -494,6 +496,7 @@ ncclResult_t handle_ncclGroupEnd() {
   const auto real = real_ncclGroupEnd();
   if (!real) return missing("ncclGroupEnd");
   group_ended();
+  const CommunicationRegion region;  // a group's collectives are issued here (timeline.h)
   return as_program(program_errno, [&] { return real(); });
 }
 

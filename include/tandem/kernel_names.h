@@ -12,4 +12,10 @@ namespace tandem {
 // one ("ncclDevKernel_...(args)").
 bool is_nccl_kernel_name(std::string_view name);
 
+// The sum kernels of tandem's copy-engine collectives (sum_chunks_kernel, sum_chunks_vector_kernel
+// in src/nccl/copy_engine_collectives.cu): part of a collective, so the timeline counts them as
+// communication. Accepts the mangled ("_ZN6tandem...17sum_chunks_kernelI...") and the demangled
+// ("tandem::(anonymous namespace)::sum_chunks_kernel<float>(...)") name.
+bool is_copy_engine_kernel_name(std::string_view name);
+
 }  // namespace tandem

@@ -68,9 +68,9 @@ struct StepFigures {
 struct RankFigures {
   std::vector<StepFigures> steps;  // in the order of the steps' starts
   uint64_t records_lost = 0;
-  uint64_t activities = 0;          // every interval recorded
-  uint64_t outside_steps = 0;       // intervals that reach into no step
-  StepFigures total() const;        // every figure summed over the steps, named "total"
+  uint64_t activities = 0;     // every interval recorded
+  uint64_t outside_steps = 0;  // intervals that reach into no step
+  StepFigures total() const;   // every figure summed over the steps, named "total"
 };
 
 // The figures of every step of `record`.
@@ -85,8 +85,8 @@ std::vector<StepRange> outermost_ranges(std::vector<StepRange> ranges);
 // tie, the lowest rank), since a synchronous job's step ends when its slowest rank's does.
 struct JobStep {
   size_t index = 0;
-  size_t slowest_rank = 0;  // index into the ranks given
-  StepFigures slowest;      // that rank's figures for the step
+  size_t slowest_rank = 0;    // index into the ranks given
+  StepFigures slowest;        // that rank's figures for the step
   int64_t span_start_ns = 0;  // the earliest start and the latest end over the ranks (job clock)
   int64_t span_end_ns = 0;
 };

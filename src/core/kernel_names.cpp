@@ -35,4 +35,9 @@ bool is_nccl_kernel_name(std::string_view name) {
   return starts_with_nccl_prefix(name) || starts_with_nccl_prefix(first_mangled_identifier(name));
 }
 
+bool is_copy_engine_kernel_name(std::string_view name) {
+  const bool in_tandem = name.substr(0, 10) == "_ZN6tandem" || name.substr(0, 8) == "tandem::";
+  return in_tandem && name.find("sum_chunks") != std::string_view::npos;
+}
+
 }  // namespace tandem

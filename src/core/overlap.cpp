@@ -42,8 +42,8 @@ std::vector<Interval> intersection(const std::vector<Interval>& a, const std::ve
 int64_t covered(const std::vector<Interval>& list, int64_t start, int64_t end) {
   if (start >= end) return 0;
   // The first interval that ends after `start` (ends are sorted in a merged list).
-  auto it = std::upper_bound(list.begin(), list.end(), start,
-                             [](int64_t t, const Interval& i) { return t < i.second; });
+  auto it =
+      std::upper_bound(list.begin(), list.end(), start, [](int64_t t, const Interval& i) { return t < i.second; });
   int64_t total = 0;
   for (; it != list.end() && it->first < end; ++it) total += std::min(end, it->second) - std::max(start, it->first);
   return total;

@@ -67,8 +67,8 @@ TEST(overlap_account, OneClassOnSeveralStreamsCountsOnce) {
   // Two computation kernels on two streams, [0,60) and [40,100): busy 100, not 120. Communication on
   // two streams, [50,70) and [65,90), and a third nested in the second, [70,80): busy [50,90) = 40.
   // Overlap with computation [0,100): all 40.
-  const StepFigures s = only_step(account(record(
-      {act(0, 60, kComp), act(40, 100, kComp), act(50, 70, kComm), act(65, 90, kComm), act(70, 80, kComm)})));
+  const StepFigures s = only_step(account(
+      record({act(0, 60, kComp), act(40, 100, kComp), act(50, 70, kComm), act(65, 90, kComm), act(70, 80, kComm)})));
   EXPECT_EQ(s.computation_ns, 100);
   EXPECT_EQ(s.communication_ns, 40);
   EXPECT_EQ(s.overlapped_ns, 40);
@@ -87,8 +87,8 @@ TEST(overlap_account, IntervalsAreClippedToTheirStep) {
   // Steps [0,100) and [100,200); a computation kernel [50,150) crosses the boundary and counts 50 in
   // each; communication [90,120) counts 10 in the first (all overlapped) and 20 in the second
   // (overlapped [100,120) = 20 as computation runs to 150).
-  const RankFigures f = account(record({act(50, 150, kComp), act(90, 120, kComm)},
-                                       {StepRange{"step", 0, 100}, StepRange{"step", 100, 200}}));
+  const RankFigures f = account(
+      record({act(50, 150, kComp), act(90, 120, kComm)}, {StepRange{"step", 0, 100}, StepRange{"step", 100, 200}}));
   ASSERT_EQ(f.steps.size(), 2u);
   const StepFigures& a = f.steps[0];
   const StepFigures& b = f.steps[1];
@@ -114,8 +114,8 @@ TEST(overlap_account, IntervalsAreClippedToTheirStep) {
 
 TEST(overlap_account, AnEmptyStepIsAllIdle) {
   // Nothing runs in [100,200): every figure 0 but idle, and no hidden share without communication.
-  const RankFigures f = account(record({act(0, 50, kComp), act(10, 20, kComm)},
-                                       {StepRange{"step", 0, 100}, StepRange{"step", 100, 200}}));
+  const RankFigures f = account(
+      record({act(0, 50, kComp), act(10, 20, kComm)}, {StepRange{"step", 0, 100}, StepRange{"step", 100, 200}}));
   ASSERT_EQ(f.steps.size(), 2u);
   const StepFigures& empty = f.steps[1];
   EXPECT_EQ(empty.step_ns, 100);
@@ -128,8 +128,8 @@ TEST(overlap_account, AnEmptyStepIsAllIdle) {
 
 TEST(overlap_account, ActivitiesOutsideEveryStepAreCountedApart) {
   // Step [100,200); [0,50) and [250,300) reach into no step; [150,260) does.
-  const RankFigures f = account(
-      record({act(0, 50, kComp), act(250, 300, kComm), act(150, 260, kComp)}, {StepRange{"step", 100, 200}}));
+  const RankFigures f =
+      account(record({act(0, 50, kComp), act(250, 300, kComm), act(150, 260, kComp)}, {StepRange{"step", 100, 200}}));
   EXPECT_EQ(f.activities, 3u);
   EXPECT_EQ(f.outside_steps, 2u);
   EXPECT_EQ(only_step(f).activities, 1u);
@@ -137,8 +137,8 @@ TEST(overlap_account, ActivitiesOutsideEveryStepAreCountedApart) {
 }
 
 TEST(overlap_account, StepsComeOutInTheOrderOfTheirStarts) {
-  const RankFigures f =
-      account(record({act(0, 300, kComp)}, {StepRange{"b", 200, 300}, StepRange{"a", 0, 100}, StepRange{"c", 100, 200}}));
+  const RankFigures f = account(
+      record({act(0, 300, kComp)}, {StepRange{"b", 200, 300}, StepRange{"a", 0, 100}, StepRange{"c", 100, 200}}));
   ASSERT_EQ(f.steps.size(), 3u);
   EXPECT_EQ(f.steps[0].name, "a");
   EXPECT_EQ(f.steps[1].name, "c");

@@ -21,7 +21,8 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  EXPECT_EQ(kHookCount, 24);  // 8 driver, 2 cuBLAS, 14 NCCL (ncclGroupStart/End for the copy-engine route)
+  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 14 NCCL (ncclGroupStart/End for the copy-engine route)
+  EXPECT_EQ(kHookCount, 25);
   EXPECT_EQ(kDriverHookCount, 8);
   EXPECT_EQ(kNcclHookCount, 14);
   EXPECT_TRUE(is_nccl_hook(Hook::ncclGroupStart));
@@ -29,6 +30,8 @@ TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   EXPECT_TRUE(is_nccl_hook(Hook::ncclCommInitRank));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclAlltoAll));
   EXPECT_FALSE(is_nccl_hook(Hook::cublasCreate_v2));
+  EXPECT_FALSE(is_nccl_hook(Hook::cuptiActivityRegisterCallbacks));
+  EXPECT_EQ(family_of(Hook::cuptiActivityRegisterCallbacks), HookFamily::Library);
   EXPECT_EQ(family_of(Hook::cuLaunchKernel), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cuGetProcAddress_v2), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cublasCreate_v2), HookFamily::Library);
