@@ -61,8 +61,8 @@ Recorder g_recorder;
 void* g_cupti = nullptr;
 std::atomic<bool> g_regions{false};  // CommunicationRegion pushes only while recording
 long g_recording_pid = 0;
-bool g_recorded = false;               // the recorder ran (its records are worth reading)
-std::string g_reason;                  // why the timeline did not record, or stopped early
+bool g_recorded = false;  // the recorder ran (its records are worth reading)
+std::string g_reason;     // why the timeline did not record, or stopped early
 std::optional<int64_t> g_recorded_until;
 bool g_finished = false;
 ProcessTimeline* g_result = nullptr;  // never deleted: the exit report reads it during exit
@@ -114,18 +114,15 @@ std::string load_recorder() {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return "cannot load " + path + ": " + take_dl_error();
   Recorder& r = g_recorder;
-  const bool complete = bind(handle, r.abi, "tandem_timeline_abi_version") &&
-                        bind(handle, r.cupti_soname, "tandem_timeline_cupti_soname") &&
-                        bind(handle, r.start, "tandem_timeline_start") &&
-                        bind(handle, r.push, "tandem_timeline_push_communication") &&
-                        bind(handle, r.pop, "tandem_timeline_pop_communication") &&
-                        bind(handle, r.stop, "tandem_timeline_stop") &&
-                        bind(handle, r.activities, "tandem_timeline_activities") &&
-                        bind(handle, r.ranges, "tandem_timeline_ranges") &&
-                        bind(handle, r.name_count, "tandem_timeline_name_count") &&
-                        bind(handle, r.name, "tandem_timeline_name") &&
-                        bind(handle, r.correlations, "tandem_timeline_communication_correlations") &&
-                        bind(handle, r.counts, "tandem_timeline_get_counts");
+  const bool complete =
+      bind(handle, r.abi, "tandem_timeline_abi_version") &&
+      bind(handle, r.cupti_soname, "tandem_timeline_cupti_soname") && bind(handle, r.start, "tandem_timeline_start") &&
+      bind(handle, r.push, "tandem_timeline_push_communication") &&
+      bind(handle, r.pop, "tandem_timeline_pop_communication") && bind(handle, r.stop, "tandem_timeline_stop") &&
+      bind(handle, r.activities, "tandem_timeline_activities") && bind(handle, r.ranges, "tandem_timeline_ranges") &&
+      bind(handle, r.name_count, "tandem_timeline_name_count") && bind(handle, r.name, "tandem_timeline_name") &&
+      bind(handle, r.correlations, "tandem_timeline_communication_correlations") &&
+      bind(handle, r.counts, "tandem_timeline_get_counts");
   if (!complete || r.abi() != TANDEM_TIMELINE_ABI_VERSION)
     return path + " is not the timeline recorder of this interposer (another version)";
   return "";
@@ -157,8 +154,7 @@ std::string bind_cupti(std::string* file) {
       const std::string built_with = std::string(TANDEM_CUPTI_BUILD_DIR) + "/" + soname;
       handle = dlopen(built_with.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (!handle)
-        return "no " + soname + " found (LD_LIBRARY_PATH, the loader's cache, " + built_with +
-               "): " + take_dl_error();
+        return "no " + soname + " found (LD_LIBRARY_PATH, the loader's cache, " + built_with + "): " + take_dl_error();
     }
   }
   g_cupti = handle;
@@ -220,8 +216,9 @@ int start_locked(const PreloadConfig& c) {
   std::atexit(&at_exit);
   log(LogLevel::Info, "timeline recording through %s", cupti_file.c_str());
   if (!c.step_range.empty() && c.nvtx_injection.empty())
-    log(LogLevel::Warn, "timeline: NVTX_INJECTION64_PATH is not set, so no NVTX range reaches CUPTI and "
-                        "--step-range '%s' matches nothing: `tandem run --timeline` sets it",
+    log(LogLevel::Warn,
+        "timeline: NVTX_INJECTION64_PATH is not set, so no NVTX range reaches CUPTI and "
+        "--step-range '%s' matches nothing: `tandem run --timeline` sets it",
         c.step_range.c_str());
   return kRecording;
 }
@@ -250,7 +247,8 @@ void write_files(const PreloadConfig& c, const ProcessTimeline& t, const RawTime
   if (c.timeline_dir.empty()) return;
   const std::string base = c.timeline_dir + "/";
   const std::string pid = std::to_string(t.pid);
-  const std::string why = try_write_file_atomically(base + "timeline-" + pid + ".json", timeline_json(t).dump(1) + "\n");
+  const std::string why =
+      try_write_file_atomically(base + "timeline-" + pid + ".json", timeline_json(t).dump(1) + "\n");
   if (!why.empty()) log(LogLevel::Warn, "timeline file not written: %s", why.c_str());
   if (c.timeline != TimelineMode::Trace || raw.activities.empty()) return;
   // Renamed into place once complete: `tandem run` never reads half of it.
@@ -288,7 +286,7 @@ void finish_locked() {
       t->recorded_until_ns = g_recorded_until;
     }
   } else {
-    t->state = g_reason.empty()    ? TimelineState::NotStarted
+    t->state = g_reason.empty()  ? TimelineState::NotStarted
                : g_stepped_aside ? TimelineState::SteppedAside
                                  : TimelineState::Failed;
   }

@@ -199,10 +199,12 @@ std::string render_timeline_text(const ProcessTimeline& t) {
     const auto& steps = d.figures.steps;
     std::string what = "timeline: GPU " + std::to_string(d.device) + ", ";
     if (t.steps_from_ranges)
-      what += std::to_string(steps.size()) + " steps '" + t.step_range + "' (NVTX ranges); median step ";
+      what += std::to_string(steps.size()) + (steps.size() == 1 ? " step '" : " steps '") + t.step_range +
+              "' (NVTX ranges); median step ";
     else
-      what += std::string(t.step_range.empty() ? "the whole run as one step"
-                                               : "no NVTX range matched '" + t.step_range + "', the whole run as one step") +
+      what += std::string(t.step_range.empty()
+                              ? "the whole run as one step"
+                              : "no NVTX range matched '" + t.step_range + "', the whole run as one step") +
               ": ";
     what += ms(median_ns(steps, &StepFigures::step_ns)) + ": computation " +
             ms(median_ns(steps, &StepFigures::computation_ns)) + ", communication " +
@@ -270,7 +272,9 @@ nlohmann::json timeline_json(const ProcessTimeline& t) {
 
 void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t) {
   const long pid = t.pid;
-  const auto emit = [&](const nlohmann::json& event) { out << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n'; };
+  const auto emit = [&](const nlohmann::json& event) {
+    out << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  };
   int64_t first = 0;
   bool any = false;
   for (const tandem_timeline_activity& a : raw.activities) {
@@ -286,8 +290,8 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
   // The header: the earliest time of this process, so that the assembler can find the job's first.
   emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first}});
 
-  std::string label = t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(pid) + ")"
-                             : "pid " + std::to_string(pid);
+  std::string label =
+      t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(pid) + ")" : "pid " + std::to_string(pid);
   if (!t.host.empty()) label += " on " + t.host;
   emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", label}}}});
   emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", t.rank ? *t.rank : 0}}}});
@@ -351,7 +355,8 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
           {"tid", stream_tid[{a.device, a.stream}]},
           {"ts_ns", a.start_ns},
           {"dur_ns", a.end_ns - a.start_ns},
-          {"args", {{"kind", kind_name(a.kind)}, {"device", a.device}, {"stream", a.stream}, {"correlation", a.correlation}}}});
+          {"args",
+           {{"kind", kind_name(a.kind)}, {"device", a.device}, {"stream", a.stream}, {"correlation", a.correlation}}}});
   }
 }
 

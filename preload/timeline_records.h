@@ -35,11 +35,11 @@ ActivityClass classify(const tandem_timeline_activity& a, const std::string& nam
 
 // Where the timeline stands in a process.
 enum class TimelineState {
-  Off,          // not asked for
-  NotStarted,   // asked for, but the process saw no CUDA activity
-  Recorded,     // recorded until the process ended
-  SteppedAside, // another profiler owns CUPTI: nothing recorded, or only until it took over
-  Failed,       // CUPTI or the recorder could not be used
+  Off,           // not asked for
+  NotStarted,    // asked for, but the process saw no CUDA activity
+  Recorded,      // recorded until the process ended
+  SteppedAside,  // another profiler owns CUPTI: nothing recorded, or only until it took over
+  Failed,        // CUPTI or the recorder could not be used
 };
 const char* to_string(TimelineState);
 
@@ -55,13 +55,13 @@ struct ProcessTimeline {
   std::optional<int> rank;
   std::string host;
   TimelineState state = TimelineState::Off;
-  std::string reason;                       // SteppedAside, Failed: why
-  std::optional<int64_t> recorded_until_ns; // SteppedAside after recording: when the profiler took over
-  std::string step_range;                   // the glob, "" for none
-  bool steps_from_ranges = false;           // false: the whole run is one step (no pattern, or nothing matched)
-  std::vector<DeviceTimeline> devices;      // by device id
+  std::string reason;                        // SteppedAside, Failed: why
+  std::optional<int64_t> recorded_until_ns;  // SteppedAside after recording: when the profiler took over
+  std::string step_range;                    // the glob, "" for none
+  bool steps_from_ranges = false;            // false: the whole run is one step (no pattern, or nothing matched)
+  std::vector<DeviceTimeline> devices;       // by device id
   tandem_timeline_counts counts{};
-  uint64_t records_lost() const;            // dropped + incomplete + over the limit
+  uint64_t records_lost() const;  // dropped + incomplete + over the limit
 };
 
 // The NVTX ranges whose name matches `pattern` (fnmatch), outermost only (tandem/overlap.h).

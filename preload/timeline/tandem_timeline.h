@@ -33,7 +33,7 @@ typedef struct tandem_timeline_options {
 
 enum tandem_timeline_kind {
   TANDEM_TIMELINE_KERNEL = 0,
-  TANDEM_TIMELINE_MEMCPY = 1,     // a copy on one device (or to or from the host)
+  TANDEM_TIMELINE_MEMCPY = 1,  // a copy on one device (or to or from the host)
   TANDEM_TIMELINE_MEMSET = 2,
   TANDEM_TIMELINE_PEER_COPY = 3,  // a copy between two devices
 };
@@ -41,9 +41,9 @@ enum tandem_timeline_kind {
 typedef struct tandem_timeline_activity {
   int64_t start_ns;  // CUPTI's clock (CLOCK_REALTIME on Linux, as CUPTI documents)
   int64_t end_ns;
-  uint32_t device;  // CUPTI's device id
-  uint32_t stream;  // CUPTI's stream id
-  uint32_t name;    // index into the names (kernels: the name as CUPTI reports it, usually mangled)
+  uint32_t device;               // CUPTI's device id
+  uint32_t stream;               // CUPTI's stream id
+  uint32_t name;                 // index into the names (kernels: the name as CUPTI reports it, usually mangled)
   uint32_t correlation;          // the driver or runtime call that issued it
   uint32_t runtime_correlation;  // copies: the runtime call's, 0 otherwise
   uint8_t kind;                  // tandem_timeline_kind
