@@ -27,9 +27,7 @@ namespace env = tandem::preload::env;
 // keep whole seconds).
 constexpr double kClockSlackS = 2;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 double modified_s(const fs::path& p) {
   struct stat st {};
@@ -80,8 +78,8 @@ void report(const RunTimeline& t) {
                                 {"processes", processes.size()},
                                 {"job", bench::job_timeline_json(job)}};
   const size_t events = bench::assemble_trace(t.folder, t.trace_file, about);
-  std::fprintf(stderr, "tandem run: trace of %zu events from %zu process%s written to %s\n", events,
-               processes.size(), processes.size() == 1 ? "" : "es", printable(t.trace_file, 1000).c_str());
+  std::fprintf(stderr, "tandem run: trace of %zu events from %zu process%s written to %s\n", events, processes.size(),
+               processes.size() == 1 ? "" : "es", printable(t.trace_file, 1000).c_str());
 }
 
 }  // namespace

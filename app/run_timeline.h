@@ -26,9 +26,9 @@ struct RunTimeline {
   bool trace = false;
   std::string trace_file;  // absolute
   std::string step_range;
-  std::string folder;    // where the processes write timeline-<pid>.json and trace-<pid>.jsonl
-  bool shared = false;   // the launcher's job folder (see above), else this run's own
-  int world_size = 1;    // shared: the ranks that mark themselves done
+  std::string folder;   // where the processes write timeline-<pid>.json and trace-<pid>.jsonl
+  bool shared = false;  // the launcher's job folder (see above), else this run's own
+  int world_size = 1;   // shared: the ranks that mark themselves done
   int rank = 0;
   double started_s = 0;  // wall clock at the start: files older than this are from an earlier job
 };

@@ -105,7 +105,8 @@ std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder)
   std::vector<ProcessTimelineFile> out;
   for (const fs::path& file : files_in(folder, "timeline-", ".json")) {
     try {
-      out.push_back(parse_process_timeline(nlohmann::json::parse(read_small_regular_file(file, kMaxTimelineFileBytes))));
+      out.push_back(
+          parse_process_timeline(nlohmann::json::parse(read_small_regular_file(file, kMaxTimelineFileBytes))));
     } catch (const std::exception& e) {
       TANDEM_THROW("cannot read the timeline file " + file.string() + ": " + e.what());
     }
@@ -209,11 +210,10 @@ std::string job_timeline_text(const JobTimeline& job) {
     steps += job.steps_from_nvtx ? " '" + job.step_range + "' (NVTX ranges)" : " (the whole run)";
     out += head + std::to_string(job.units.size()) + " ranks, " + steps + "; the slowest rank's step, median " +
            ms_text(summary->step_ms) + " (" + job.units[summary->slowest_unit] + " slowest in " +
-           std::to_string(summary->slowest_unit_steps) + " of " + std::to_string(summary->steps) +
-           "): computation " + ms_text(summary->computation_ms) + ", communication " +
-           ms_text(summary->communication_ms) + ", overlapped " + ms_text(summary->overlapped_ms) +
-           ", exposed communication " + ms_text(summary->exposed_communication_ms) + ", idle " +
-           ms_text(summary->idle_ms) + "; " +
+           std::to_string(summary->slowest_unit_steps) + " of " + std::to_string(summary->steps) + "): computation " +
+           ms_text(summary->computation_ms) + ", communication " + ms_text(summary->communication_ms) +
+           ", overlapped " + ms_text(summary->overlapped_ms) + ", exposed communication " +
+           ms_text(summary->exposed_communication_ms) + ", idle " + ms_text(summary->idle_ms) + "; " +
            (summary->hidden_share ? percent_text(*summary->hidden_share) + " of the communication hidden"
                                   : std::string("no communication")) +
            "\n";

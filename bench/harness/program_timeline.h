@@ -50,8 +50,8 @@ struct JobSummary {
   double step_ms = 0, computation_ms = 0, communication_ms = 0, overlapped_ms = 0, exposed_communication_ms = 0,
          idle_ms = 0;
   std::optional<double> hidden_share;
-  size_t slowest_unit = 0;         // the unit most often slowest
-  size_t slowest_unit_steps = 0;   // in how many steps
+  size_t slowest_unit = 0;        // the unit most often slowest
+  size_t slowest_unit_steps = 0;  // in how many steps
 };
 std::optional<JobSummary> summarize_job(const JobTimeline& job);
 

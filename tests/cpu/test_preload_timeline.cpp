@@ -26,14 +26,14 @@ const std::string kTandem = tandem_preload_test::tandem_path();
 
 struct TandemRun {
   int status = -1;
-  json out;    // the client's line (the last one printed)
+  json out;  // the client's line (the last one printed)
   std::string err;
   json stats;  // the --stats file, when asked for
 };
 
 // `tandem run ARGS -- COMMAND` with the test's environment cleared of the variables that matter.
 TandemRun tandem_run(const ScratchFolder& dir, const std::string& args, const std::string& command,
-               const std::string& environment = "") {
+                     const std::string& environment = "") {
   const std::string out = dir.path("out").string(), err = dir.path("err").string();
   const std::string line = "env -u LD_LIBRARY_PATH -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH -u RANK " +
                            environment + " " + kTandem + " run " + args + " -- " + command + " >" + out + " 2>" + err;
@@ -55,8 +55,8 @@ const json& only_device(const json& timeline) {
 
 TEST(preload_timeline, FiguresMatchTheConstructionStepByStep) {
   ScratchFolder dir;
-  const TandemRun r = tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(),
-                           kClient + " overlap");
+  const TandemRun r =
+      tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(), kClient + " overlap");
   ASSERT_EQ(r.status, 0) << r.err;
   const json& t = r.stats["timeline"];
   EXPECT_EQ(t["state"], "recorded") << t.dump();
@@ -115,8 +115,8 @@ TEST(preload_timeline, WithoutAPatternTheWholeRunIsOneStep) {
 
 TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
   ScratchFolder dir;
-  const TandemRun r = tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(),
-                           kClient + " profiler");
+  const TandemRun r =
+      tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(), kClient + " profiler");
   ASSERT_EQ(r.status, 0) << r.err;
   // The program's registration went through (its result is CUPTI's), and its profiler received the
   // two kernels that ran under it and nothing of tandem's.
@@ -145,7 +145,7 @@ TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
 TEST(preload_timeline, AProfilerThatTakesCuptiFirstKeepsIt) {
   ScratchFolder dir;
   const TandemRun r = tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(),
-                           kClient + " profiler-first");
+                                 kClient + " profiler-first");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out["registrations"], 1) << "tandem registered callbacks over the program's";
   EXPECT_EQ(r.out["program_records"], 2);
@@ -160,7 +160,7 @@ TEST(preload_timeline, AProfilerThatTakesCuptiFirstKeepsIt) {
 TEST(preload_timeline, AToolInjectedIntoCudaKeepsCupti) {
   ScratchFolder dir;
   const TandemRun r = tandem_run(dir, "--timeline --stats " + dir.path("stats.json").string(), kClient + " overlap",
-                           "CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so");
+                                 "CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out["registrations"], 0);
   EXPECT_EQ(r.stats["timeline"]["state"], "stepped-aside");
@@ -172,7 +172,7 @@ TEST(preload_timeline, AnotherNvtxInjectionIsLeftInPlaceAndKeepsCupti) {
   // The fake CUPTI stands in for another tool's NVTX injection: tandem run must not replace it.
   const std::string tool = tandem_preload_test::fake_cupti_path();
   const TandemRun r = tandem_run(dir, "--timeline --stats " + dir.path("stats.json").string(), kClient + " overlap",
-                           "NVTX_INJECTION64_PATH=" + tool);
+                                 "NVTX_INJECTION64_PATH=" + tool);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out["nvtx_inits"], 1) << "NVTX reached the tool's injection directly";
   EXPECT_EQ(r.out["registrations"], 0);
@@ -192,9 +192,9 @@ TEST(preload_timeline, WithoutTimelineNothingOfItHappens) {
 TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
   ScratchFolder dir;
   const std::string trace = dir.path("trace.json").string();
-  const TandemRun r = tandem_run(dir, "--timeline --step-range step --trace " + trace,
-                           "sh -c 'RANK=0 " + kClient + " overlap >/dev/null & RANK=1 " + kClient +
-                               " overlap slow >/dev/null; wait'");
+  const TandemRun r = tandem_run(
+      dir, "--timeline --step-range step --trace " + trace,
+      "sh -c 'RANK=0 " + kClient + " overlap >/dev/null & RANK=1 " + kClient + " overlap slow >/dev/null; wait'");
   ASSERT_EQ(r.status, 0) << r.err;
   // Rank 1's last step is the slower (1500 us, 700 of them idle): the job's step 2 is rank 1's; the
   // first two tie and go to rank 0. The medians over the slowest steps: step 1000 us, idle 400 us.

@@ -130,8 +130,8 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"nvtx\": %d, \"profiler_result\": %d, \"program_records\": %d, \"registrations\": %d, "
       "\"marker_enabled\": %d, \"kernel_enabled\": %d, \"api_records_enabled\": %d, \"nvtx_inits\": %d}\n",
-      nvtx, profiler_result, g_program_records, fake_cupti_registrations(), fake_cupti_enabled(CUPTI_ACTIVITY_KIND_MARKER),
-      fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), fake_cupti_api_records_enabled(),
-      fake_cupti_nvtx_inits());
+      nvtx, profiler_result, g_program_records, fake_cupti_registrations(),
+      fake_cupti_enabled(CUPTI_ACTIVITY_KIND_MARKER), fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+      fake_cupti_api_records_enabled(), fake_cupti_nvtx_inits());
   return 0;
 }
