@@ -33,19 +33,21 @@ TEST(preload_timeline_recorder, KeepsCorrelatesAndCountsWhatItLoses) {
   const auto abi = symbol<decltype(&tandem_timeline_abi_version)>(recorder, "tandem_timeline_abi_version");
   const auto soname = symbol<decltype(&tandem_timeline_cupti_soname)>(recorder, "tandem_timeline_cupti_soname");
   const auto start = symbol<decltype(&tandem_timeline_start)>(recorder, "tandem_timeline_start");
-  const auto push = symbol<decltype(&tandem_timeline_push_communication)>(recorder, "tandem_timeline_push_communication");
+  const auto push =
+      symbol<decltype(&tandem_timeline_push_communication)>(recorder, "tandem_timeline_push_communication");
   const auto pop = symbol<decltype(&tandem_timeline_pop_communication)>(recorder, "tandem_timeline_pop_communication");
   const auto stop = symbol<decltype(&tandem_timeline_stop)>(recorder, "tandem_timeline_stop");
   const auto activities = symbol<decltype(&tandem_timeline_activities)>(recorder, "tandem_timeline_activities");
-  const auto correlations =
-      symbol<decltype(&tandem_timeline_communication_correlations)>(recorder, "tandem_timeline_communication_correlations");
+  const auto correlations = symbol<decltype(&tandem_timeline_communication_correlations)>(
+      recorder, "tandem_timeline_communication_correlations");
   const auto counts = symbol<decltype(&tandem_timeline_get_counts)>(recorder, "tandem_timeline_get_counts");
   const auto name = symbol<decltype(&tandem_timeline_name)>(recorder, "tandem_timeline_name");
   ASSERT_TRUE(abi && soname && start && push && pop && stop && activities && correlations && counts && name);
   EXPECT_EQ(abi(), TANDEM_TIMELINE_ABI_VERSION);
   EXPECT_EQ(std::string(soname()), "libcupti.so." + std::to_string(CUPTI_API_VERSION / 10000));
 
-  const auto kernel = symbol<void (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t)>(g_cupti, "fake_cupti_kernel");
+  const auto kernel =
+      symbol<void (*)(const char*, uint64_t, uint64_t, uint32_t, uint32_t)>(g_cupti, "fake_cupti_kernel");
   const auto memcpy = symbol<void (*)(uint64_t, uint64_t, uint32_t, uint32_t)>(g_cupti, "fake_cupti_memcpy");
   const auto depth = symbol<int (*)()>(g_cupti, "fake_cupti_correlation_depth");
   const auto api_records = symbol<int (*)()>(g_cupti, "fake_cupti_api_records_enabled");

@@ -36,11 +36,12 @@ TEST(timeline_classify, KernelsByName) {
   EXPECT_EQ(classify(kernel, "_Z31ncclDevKernel_AllReduce_Sum_f32v", none), ActivityClass::Communication);
   EXPECT_EQ(classify(kernel, "ncclSymkDevKernel_AllGather_LL", none), ActivityClass::Communication);
   // The copy-engine collectives' sum kernels, as the driver names them (copy_engine_collectives.cu).
-  EXPECT_EQ(classify(kernel,
-                     "_ZN6tandem59_GLOBAL__N__893afca9_26_copy_engine_collectives_cu_5badfa1f17sum_chunks_kernelIfEEvPKT_"
-                     "S4_iPS2_mi",
-                     none),
-            ActivityClass::Communication);
+  EXPECT_EQ(
+      classify(kernel,
+               "_ZN6tandem59_GLOBAL__N__893afca9_26_copy_engine_collectives_cu_5badfa1f17sum_chunks_kernelIfEEvPKT_"
+               "S4_iPS2_mi",
+               none),
+      ActivityClass::Communication);
   EXPECT_EQ(classify(kernel, "_Z4gemmPfS_", none), ActivityClass::Computation);
   EXPECT_EQ(classify(kernel, "_Z10sum_chunksv", none), ActivityClass::Computation) << "not tandem's";
 }
@@ -73,7 +74,8 @@ RawTimeline raw_with_ranges() {
   raw.names = {"ProfilerStep#0", "ProfilerStep#1", "forward", "_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
   raw.ranges = {{0, 100, 0, 0}, {100, 200, 1, 0}, {10, 50, 2, 0}};
   raw.activities = {activity(TANDEM_TIMELINE_KERNEL, 3, 0, 60, 0), activity(TANDEM_TIMELINE_KERNEL, 4, 50, 80, 0, 9),
-                    activity(TANDEM_TIMELINE_KERNEL, 3, 100, 150, 1), activity(TANDEM_TIMELINE_KERNEL, 4, 140, 200, 1, 9)};
+                    activity(TANDEM_TIMELINE_KERNEL, 3, 100, 150, 1),
+                    activity(TANDEM_TIMELINE_KERNEL, 4, 140, 200, 1, 9)};
   return raw;
 }
 

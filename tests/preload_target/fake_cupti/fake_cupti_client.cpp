@@ -7,6 +7,7 @@
 //   fake_cupti_client overlap [slow]   three steps "step": serial, concurrent, partial (below)
 //   fake_cupti_client profiler         a step, then the program's own profiler takes CUPTI
 //   fake_cupti_client profiler-first   the program's profiler takes CUPTI before any launch
+//   fake_cupti_client tuned            one step whose overlap depends on TANDEM_POLICY (tandem tune)
 //
 // Prints one JSON object: what the program's own profiler received, and what the fake saw.
 #include <cuda.h>
@@ -83,6 +84,18 @@ void play_three_steps(bool slow) {
   fake_cupti_kernel(kCompute, kBase + 3600 * kUs, kBase + 3700 * kUs, 0, 7);
 }
 
+// One step, computation [0,600): communication after it under no policy (exposed 300), beside it under
+// any policy with `priority` (exposed 0), half beside it under the others (exposed 150).
+void play_tuned_step() {
+  const char* policy = std::getenv("TANDEM_POLICY");
+  const std::string p = policy ? policy : "";
+  const uint64_t comm_start = p.find("priority") != std::string::npos ? 100
+                              : p.empty() || p == "concurrent"        ? 600
+                                                                      : 450;
+  fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 600 * kUs, 0, 7);
+  fake_cupti_kernel(kNccl, kBase + comm_start * kUs, kBase + (comm_start + 300) * kUs, 0, 13);
+}
+
 // The program's own profiler, as Kineto does it.
 int g_program_records = 0;
 void CUPTIAPI program_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -117,6 +130,8 @@ int main(int argc, char** argv) {
     fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7);
     fake_cupti_kernel(kNccl, kBase + 200 * kUs, kBase + 700 * kUs, 0, 13);
     profiler_result = start_program_profiler();
+  } else if (mode == "tuned") {
+    play_tuned_step();
   } else if (mode != "profiler-first") {
     fail("unknown mode '" + mode + "'");
   }
