@@ -12,9 +12,11 @@
 #include <fstream>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "log.h"
+#include "nvtx_steps.h"
 #include "real_symbols.h"
 #include "runtime.h"
 #include "tandem/safe_file.h"
@@ -48,7 +50,8 @@ struct Recorder {
   decltype(&tandem_timeline_pop_communication) pop = nullptr;
   decltype(&tandem_timeline_stop) stop = nullptr;
   decltype(&tandem_timeline_activities) activities = nullptr;
-  decltype(&tandem_timeline_ranges) ranges = nullptr;
+  decltype(&tandem_timeline_marks) marks = nullptr;
+  decltype(&tandem_timeline_mark) mark = nullptr;
   decltype(&tandem_timeline_name_count) name_count = nullptr;
   decltype(&tandem_timeline_name) name = nullptr;
   decltype(&tandem_timeline_communication_correlations) correlations = nullptr;
@@ -119,8 +122,9 @@ std::string load_recorder() {
       bind(handle, r.cupti_soname, "tandem_timeline_cupti_soname") && bind(handle, r.start, "tandem_timeline_start") &&
       bind(handle, r.push, "tandem_timeline_push_communication") &&
       bind(handle, r.pop, "tandem_timeline_pop_communication") && bind(handle, r.stop, "tandem_timeline_stop") &&
-      bind(handle, r.activities, "tandem_timeline_activities") && bind(handle, r.ranges, "tandem_timeline_ranges") &&
-      bind(handle, r.name_count, "tandem_timeline_name_count") && bind(handle, r.name, "tandem_timeline_name") &&
+      bind(handle, r.activities, "tandem_timeline_activities") && bind(handle, r.marks, "tandem_timeline_marks") &&
+      bind(handle, r.mark, "tandem_timeline_mark") && bind(handle, r.name_count, "tandem_timeline_name_count") &&
+      bind(handle, r.name, "tandem_timeline_name") &&
       bind(handle, r.correlations, "tandem_timeline_communication_correlations") &&
       bind(handle, r.counts, "tandem_timeline_get_counts");
   if (!complete || r.abi() != TANDEM_TIMELINE_ABI_VERSION)
@@ -166,6 +170,22 @@ std::string bind_cupti(std::string* file) {
 
 void* resolve_cupti(const char* symbol) { return g_cupti ? real_dlsym()(g_cupti, symbol) : nullptr; }
 
+// The call a mark makes (tandem_timeline_options::mark_call): the driver's cuDriverGetVersion, looked
+// up in the loaded driver at each call (a program's NVTX may start before CUDA: no mark then, and
+// the step keeps its host times).
+int mark_call(int* version) {
+  using DriverGetVersion = int (*)(int*);
+  static std::atomic<DriverGetVersion> fn{nullptr};
+  DriverGetVersion f = fn.load(std::memory_order_acquire);
+  if (!f) {
+    if (void* libcuda = loaded_libcuda())
+      f = reinterpret_cast<DriverGetVersion>(real_dlsym()(libcuda, "cuDriverGetVersion"));
+    if (!f) return 0;
+    fn.store(f, std::memory_order_release);
+  }
+  return f(version);
+}
+
 // Why the timeline must not take CUPTI in this process, or "".
 std::string reason_to_step_aside(const PreloadConfig& c) {
   if (!c.cuda_injection.empty())
@@ -200,8 +220,8 @@ int start_locked(const PreloadConfig& c) {
   tandem_timeline_options options{};
   options.buffer_bytes = kBufferBytes;
   options.max_records = kMaxRecords;
-  options.record_ranges = c.step_range.empty() ? 0 : 1;
   options.correlate_copies = 1;
+  options.mark_call = c.step_range.empty() ? nullptr : &mark_call;
   char why[512] = "";
   if (g_recorder.start(&resolve_cupti, &options, why, sizeof why) != 0) {
     g_reason = std::string("CUPTI (") + cupti_file + ") refused: " + why;
@@ -234,7 +254,18 @@ RawTimeline copy_records() {
   RawTimeline raw;
   size_t n = 0;
   if (const tandem_timeline_activity* a = g_recorder.activities(&n)) raw.activities.assign(a, a + n);
-  if (const tandem_timeline_range* r = g_recorder.ranges(&n)) raw.ranges.assign(r, r + n);
+  std::unordered_map<uint64_t, uint32_t> correlation_of_mark;
+  if (const tandem_timeline_mark_record* m = g_recorder.marks(&n))
+    for (size_t i = 0; i < n; ++i) correlation_of_mark[m[i].id] = m[i].correlation;
+  const auto correlation = [&](uint64_t mark) {
+    const auto it = correlation_of_mark.find(mark);
+    return it == correlation_of_mark.end() ? 0u : it->second;
+  };
+  for (const NvtxStep& s : closed_nvtx_steps(&raw.open_steps)) {
+    // After a hand-over to the program's profiler nothing more was recorded: later steps are not ours.
+    if (g_recorded_until && s.start_ns > *g_recorded_until) continue;
+    raw.steps.push_back(RawStep{s.name, s.start_ns, s.end_ns, correlation(s.start_mark), correlation(s.end_mark)});
+  }
   const size_t names = g_recorder.name_count();
   raw.names.reserve(names);
   for (size_t i = 0; i < names; ++i) raw.names.emplace_back(g_recorder.name(static_cast<uint32_t>(i)));
@@ -366,11 +397,11 @@ int timeline_nvtx_injection(void* get_export_table) {
   int result = 0;
   try {
     timeline_note_activity();
-    using Init = int (*)(void*);
-    if (g_state.load(std::memory_order_acquire) == kRecording) {
-      if (const auto init = reinterpret_cast<Init>(resolve_cupti("InitializeInjectionNvtx2")))
-        result = init(get_export_table);
-    }
+    // Steps asked for and recording: tandem's callbacks take this NVTX instance's ranges. Else NVTX
+    // is told no tool is there, and its calls stay empty as without an injection.
+    const PreloadConfig& c = runtime().config;
+    if (g_state.load(std::memory_order_acquire) == kRecording && !c.step_range.empty())
+      result = install_nvtx_step_callbacks(get_export_table, c.step_range, g_recorder.mark) ? 1 : 0;
   } catch (...) {
     result = 0;
   }

@@ -2,7 +2,8 @@
 // The timeline in the program's process (`tandem run --timeline`, docs/RUN.md "The timeline"): when
 // the configuration asks for it, the first CUDA activity the interposer sees (a kernel launch, or
 // NVTX's initialisation) loads the recorder (timeline/tandem_timeline.h) bound to the one CUPTI of
-// the process, and starts it; at exit the records are flushed, turned into figures
+// the process, and starts it; the program's NVTX ranges give the steps (nvtx_steps.h); at exit the
+// records are flushed, turned into figures
 // (timeline_records.h), written to TANDEM_TIMELINE_DIR and handed to the exit report.
 //
 // Coexistence: CUPTI has one set of activity-buffer callbacks per process. A tool injected into
@@ -52,8 +53,8 @@ class CommunicationRegion {
 
 // NVTX's injection entry (InitializeInjectionNvtx2, exported by the interposer: `tandem run
 // --timeline` points NVTX_INJECTION64_PATH at it). Starts the timeline if it has not started, and
-// hands NVTX to CUPTI (whose MARKER records carry the ranges); 0, which leaves NVTX's calls empty as
-// without an injection, when the timeline does not record.
+// installs the step callbacks (nvtx_steps.h) when --step-range asks for steps; 0, which leaves NVTX's
+// calls empty as without an injection, otherwise.
 int timeline_nvtx_injection(void* get_export_table);
 
 // The process's timeline for the exit report: finished (flushed, figures computed, files written)

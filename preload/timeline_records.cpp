@@ -133,15 +133,19 @@ const char* to_string(TimelineState state) {
 
 uint64_t ProcessTimeline::records_lost() const { return counts.dropped + counts.incomplete + counts.over_limit; }
 
-std::vector<StepRange> steps_of(const RawTimeline& raw, const std::string& pattern) {
-  std::vector<StepRange> matching;
-  if (pattern.empty()) return matching;
-  const std::vector<std::string> patterns = {pattern};
-  for (const tandem_timeline_range& r : raw.ranges) {
-    const std::string& name = name_of(raw, r.name);
-    if (matches_any(patterns, name)) matching.push_back(StepRange{name, r.start_ns, r.end_ns});
+std::vector<HostStep> host_steps(const RawTimeline& raw) {
+  std::vector<StepRange> ranges;
+  for (const RawStep& s : raw.steps) ranges.push_back(StepRange{s.name, s.start_ns, s.end_ns});
+  // outermost_ranges keeps the ranges it keeps whole: find each one's marks again by its times.
+  std::vector<HostStep> out;
+  for (const StepRange& r : outermost_ranges(ranges)) {
+    for (const RawStep& s : raw.steps) {
+      if (s.start_ns != r.start_ns || s.end_ns != r.end_ns || s.name != r.name) continue;
+      out.push_back(HostStep{s.name, s.start_ns, s.end_ns, s.issued_after, s.issued_before});
+      break;
+    }
   }
-  return outermost_ranges(std::move(matching));
+  return out;
 }
 
 ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_range) {
@@ -149,14 +153,15 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
   t.state = TimelineState::Recorded;
   t.step_range = step_range;
   t.counts = raw.counts;
-  const std::vector<StepRange> steps = steps_of(raw, step_range);
+  const std::vector<HostStep> steps = host_steps(raw);
   t.steps_from_ranges = !steps.empty();
+  t.open_steps = raw.open_steps;
 
   std::map<uint32_t, std::pair<RankRecord, DeviceTimeline>> by_device;
   for (const tandem_timeline_activity& a : raw.activities) {
     auto& [record, device] = by_device[a.device];
     const ActivityClass cls = classify(a, name_of(raw, a.name), raw.communication_correlations);
-    record.activities.push_back(Activity{a.start_ns, a.end_ns, cls});
+    record.activities.push_back(Activity{a.start_ns, a.end_ns, cls, a.correlation});
     if (a.kind == TANDEM_TIMELINE_KERNEL)
       ++device.kernels;
     else if (a.kind == TANDEM_TIMELINE_MEMSET)
@@ -167,7 +172,7 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
   }
   for (auto& [id, entry] : by_device) {
     auto& [record, device] = entry;
-    record.steps = steps;
+    if (!steps.empty()) record.steps = gpu_windows(steps, record.activities);
     // The process's losses are not per device: each device reports them (they bound every figure).
     record.records_lost = t.records_lost();
     device.device = id;
@@ -221,12 +226,12 @@ std::string render_timeline_text(const ProcessTimeline& t) {
                          std::to_string(d.figures.outside_steps) + " outside the steps");
   }
   const uint64_t lost = t.records_lost();
-  if (lost || t.counts.open_ranges || t.counts.unmatched_ends)
+  if (lost)
     out += line(pid, "timeline: " + std::to_string(lost) + " records lost (" + std::to_string(t.counts.dropped) +
                          " dropped by CUPTI, " + std::to_string(t.counts.incomplete) + " unfinished at exit, " +
-                         std::to_string(t.counts.over_limit) + " over tandem's limit); " +
-                         std::to_string(t.counts.open_ranges) + " NVTX ranges still open, " +
-                         std::to_string(t.counts.unmatched_ends) + " ended but begun before recording");
+                         std::to_string(t.counts.over_limit) + " over tandem's limit)");
+  if (t.open_steps)
+    out += line(pid, "timeline: " + std::to_string(t.open_steps) + " steps still open at exit, not counted");
   return out;
 }
 
@@ -266,8 +271,7 @@ nlohmann::json timeline_json(const ProcessTimeline& t) {
             {"dropped", t.counts.dropped},
             {"incomplete", t.counts.incomplete},
             {"over_limit", t.counts.over_limit}}},
-          {"ranges",
-           {{"closed", t.counts.ranges}, {"open", t.counts.open_ranges}, {"unmatched_ends", t.counts.unmatched_ends}}}};
+          {"open_steps", t.open_steps}};
 }
 
 void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t) {

@@ -1,7 +1,8 @@
 #pragma once
 // What the timeline recorder handed back (timeline/tandem_timeline.h), turned into figures and
-// output: each record classified as computation or communication, the steps chosen among the NVTX
-// ranges, the overlap figures per device (tandem/overlap.h), and their renderings: the summary's
+// output: each record classified as computation or communication, the steps (the program's NVTX
+// ranges that matched the pattern) placed on each device's GPU time, the overlap figures per device
+// (tandem/overlap.h), and their renderings: the summary's
 // lines, the JSON of the stats file and of the per-process timeline file that `tandem run` and
 // `tandem tune` read back (docs/BENCH_JSON.md), and the process's events of the Chrome trace. Pure:
 // tested on CPU with synthetic records.
@@ -17,12 +18,22 @@
 
 namespace tandem::preload {
 
-// The recorder's output, copied out of it.
+// A step as NVTX showed it (nvtx_steps.h), with its marks' correlation ids (0: none came back).
+struct RawStep {
+  std::string name;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t issued_after = 0;
+  uint32_t issued_before = 0;
+};
+
+// The recorder's output, copied out of it, and the steps.
 struct RawTimeline {
   std::vector<tandem_timeline_activity> activities;
-  std::vector<tandem_timeline_range> ranges;
   std::vector<std::string> names;
   std::vector<uint32_t> communication_correlations;  // sorted
+  std::vector<RawStep> steps;                        // the ranges that matched the pattern, closed
+  uint64_t open_steps = 0;                           // matched ranges never closed
   tandem_timeline_counts counts{};
 };
 
@@ -59,16 +70,18 @@ struct ProcessTimeline {
   std::optional<int64_t> recorded_until_ns;  // SteppedAside after recording: when the profiler took over
   std::string step_range;                    // the glob, "" for none
   bool steps_from_ranges = false;            // false: the whole run is one step (no pattern, or nothing matched)
+  uint64_t open_steps = 0;                   // matched ranges never closed (not counted)
   std::vector<DeviceTimeline> devices;       // by device id
   tandem_timeline_counts counts{};
   uint64_t records_lost() const;  // dropped + incomplete + over the limit
 };
 
-// The NVTX ranges whose name matches `pattern` (fnmatch), outermost only (tandem/overlap.h).
-std::vector<StepRange> steps_of(const RawTimeline& raw, const std::string& pattern);
+// The steps in the order of their starts, outermost only (a step that ran inside another one, on
+// another thread, counts once), as tandem/overlap.h's HostStep.
+std::vector<HostStep> host_steps(const RawTimeline& raw);
 
-// Classifies, chooses the steps (the whole run when `step_range` is empty or matches no range) and
-// computes each device's figures. The identity fields are the caller's.
+// Classifies, places the steps on each device's GPU time (tandem/overlap.h's gpu_windows; the whole
+// run when there is none) and computes each device's figures. The identity fields are the caller's.
 ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_range);
 
 // The summary's lines ("tandem[pid]: timeline: ..."), for the exit report.

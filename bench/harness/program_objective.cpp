@@ -11,9 +11,9 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::pair<ObjectiveKind, const char*> kNames[] = {{ObjectiveKind::Wall, "wall"},
-                                                             {ObjectiveKind::Metric, "metric"},
-                                                             {ObjectiveKind::StepTime, "step-time"},
-                                                             {ObjectiveKind::ExposedCommunication, "exposed-comm"}};
+                                                            {ObjectiveKind::Metric, "metric"},
+                                                            {ObjectiveKind::StepTime, "step-time"},
+                                                            {ObjectiveKind::ExposedCommunication, "exposed-comm"}};
 
 }  // namespace
 
@@ -64,8 +64,8 @@ ObjectiveReading read_timeline_objective(ObjectiveKind kind, const std::string& 
     const JobTimeline job = job_timeline(read_timelines_from_stats(files));
     const auto summary = summarize_job(job);
     if (!summary) {
-      r.failure = job.units.empty() ? "no process recorded a timeline" + (job.missing.empty() ? std::string()
-                                                                                             : " (" + job.missing[0] + ")")
+      r.failure = job.units.empty() ? "no process recorded a timeline" +
+                                          (job.missing.empty() ? std::string() : " (" + job.missing[0] + ")")
                                     : "no step common to the ranks' timelines";
       return r;
     }

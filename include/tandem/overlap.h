@@ -29,6 +29,7 @@ struct Activity {
   int64_t start_ns = 0;
   int64_t end_ns = 0;  // an interval with end <= start covers nothing
   ActivityClass cls = ActivityClass::Computation;
+  uint32_t issued = 0;  // where the call that issued it falls in the process's order of calls; 0 unknown
 };
 
 // A step: a named time range (the program's NVTX range, or the whole run).
@@ -37,6 +38,25 @@ struct StepRange {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
 };
+
+// A step as the program marks it on the host (an NVTX range), and where its start and end fall in
+// the order in which the process issued its GPU work (0 when unknown).
+struct HostStep {
+  std::string name;
+  int64_t start_ns = 0;  // host clock, the activities' clock
+  int64_t end_ns = 0;
+  uint32_t issued_after = 0;   // the work issued inside the step comes after this
+  uint32_t issued_before = 0;  // ... and before this
+};
+
+// The steps' windows on the GPU. A program issues its GPU work ahead of the GPU (the host may be
+// steps ahead), so a step's host range says little about when its work ran; its issue order does:
+// step k's window runs from the start of the first activity issued inside it to the start of the
+// first activity of the next step that issued any (the last step: to the end of its last activity).
+// Work that runs past its step's window counts in the next window; a step that issued nothing has an
+// empty window where the next one begins. A step without issue marks keeps its host range (the
+// activities' clock is the host's). `steps` sorted by start.
+std::vector<StepRange> gpu_windows(const std::vector<HostStep>& steps, const std::vector<Activity>& activities);
 
 // What one rank (one device of one process) recorded.
 struct RankRecord {

@@ -27,10 +27,12 @@
 
 namespace {
 
-// The external correlation kind that marks tandem's communication work. Kineto uses CUSTOM0 and
-// CUSTOM1; tandem steps aside when Kineto takes CUPTI anyway, but need not share a kind with it.
-constexpr CUpti_ExternalCorrelationKind kCommunicationKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+// The external correlation kinds of tandem's communication work and of the marks
+// (tandem_timeline_mark). Kineto uses CUSTOM0 and CUSTOM1 while it profiles, when the timeline has
+// handed CUPTI over and pushes nothing any more.
+constexpr CUpti_ExternalCorrelationKind kCommunicationKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
 constexpr uint64_t kCommunicationId = 1;
+constexpr CUpti_ExternalCorrelationKind kMarkKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
 
 // The CUPTI functions used, resolved once at start.
 struct Cupti {
@@ -50,16 +52,12 @@ struct Cupti {
   decltype(&cuptiGetCallbackName) callback_name = nullptr;
 };
 
-struct OpenRange {
-  int64_t start_ns = 0;
-  uint32_t name = 0;
-};
-
 struct Recorder {
   Cupti cupti;
   tandem_timeline_options options{};
   std::atomic<bool> recording{false};
   std::atomic<bool> correlating{false};
+  std::atomic<bool> marking{false};
   bool stopped = false;
   std::vector<CUpti_ActivityKind> enabled_kinds;
   std::vector<CUpti_CallbackId> enabled_driver_apis;
@@ -67,8 +65,7 @@ struct Recorder {
 
   std::mutex mutex;  // guards everything below; taken in the buffer callbacks
   std::vector<tandem_timeline_activity> activities;
-  std::vector<tandem_timeline_range> ranges;
-  std::unordered_map<uint32_t, OpenRange> open_ranges;  // by CUPTI's marker id
+  std::vector<tandem_timeline_mark_record> marks;
   std::vector<uint32_t> communication_correlations;
   std::deque<std::string> name_storage;  // stable addresses
   std::vector<const char*> names;
@@ -112,18 +109,6 @@ uint32_t intern(Recorder& r, const char* name) {
     index = by_text->second;
   }
   r.name_by_address.emplace(name, index);
-  return index;
-}
-
-// Marker names are copied at once: CUPTI owns the string only for the record's lifetime.
-uint32_t intern_copy(Recorder& r, const char* name) {
-  const std::string text = name ? name : "";
-  const auto by_text = r.name_by_text.find(text);
-  if (by_text != r.name_by_text.end()) return by_text->second;
-  const auto index = static_cast<uint32_t>(r.names.size());
-  r.name_storage.push_back(text);
-  r.names.push_back(r.name_storage.back().c_str());
-  r.name_by_text.emplace(text, index);
   return index;
 }
 
@@ -191,27 +176,14 @@ void take(Recorder& r, const CUpti_Activity* record) {
       keep(r, a);
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MARKER: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMarker2*>(record);
-      if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
-        r.open_ranges[m->id] = OpenRange{static_cast<int64_t>(m->timestamp), intern_copy(r, m->name)};
-      } else if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
-        const auto it = r.open_ranges.find(m->id);
-        if (it == r.open_ranges.end()) {
-          ++r.counts.unmatched_ends;
-          break;
-        }
-        r.ranges.push_back({it->second.start_ns, static_cast<int64_t>(m->timestamp), it->second.name, 0});
-        ++r.counts.ranges;
-        r.open_ranges.erase(it);
-      }
-      break;
-    }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto* c = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       if (c->externalKind == kCommunicationKind) {
         r.communication_correlations.push_back(c->correlationId);
         ++r.counts.correlated;
+      } else if (c->externalKind == kMarkKind) {
+        r.marks.push_back({c->externalId, c->correlationId, 0});
+        ++r.counts.marks;
       }
       break;
     }
@@ -335,14 +307,15 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_start(tandem_timeline_resolve_fn reso
       delete r;
       return 1;
     }
-    bool correlate = options->correlate_copies != 0;
-    if (correlate) {
-      correlate = bind(resolve, c.push_correlation, "cuptiActivityPushExternalCorrelationId") &&
-                  bind(resolve, c.pop_correlation, "cuptiActivityPopExternalCorrelationId") &&
-                  bind(resolve, c.enable_driver_api, "cuptiActivityEnableDriverApi") &&
-                  bind(resolve, c.enable_runtime_api, "cuptiActivityEnableRuntimeApi") &&
-                  bind(resolve, c.callback_name, "cuptiGetCallbackName");
-    }
+    // Correlation (copies in communication, marks) needs the external correlation functions and the
+    // control of which APIs produce records.
+    const bool can_correlate = bind(resolve, c.push_correlation, "cuptiActivityPushExternalCorrelationId") &&
+                               bind(resolve, c.pop_correlation, "cuptiActivityPopExternalCorrelationId") &&
+                               bind(resolve, c.enable_driver_api, "cuptiActivityEnableDriverApi") &&
+                               bind(resolve, c.enable_runtime_api, "cuptiActivityEnableRuntimeApi") &&
+                               bind(resolve, c.callback_name, "cuptiGetCallbackName");
+    bool correlate = can_correlate && options->correlate_copies != 0;
+    bool mark = can_correlate && options->mark_call != nullptr;
     g_recorder = r;
     CUptiResult result = c.register_callbacks(&buffer_requested, &buffer_completed);
     if (result != CUPTI_SUCCESS) {
@@ -359,8 +332,7 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_start(tandem_timeline_resolve_fn reso
                                {CUPTI_ACTIVITY_KIND_MEMCPY, true},
                                {CUPTI_ACTIVITY_KIND_MEMSET, true},
                                {CUPTI_ACTIVITY_KIND_MEMCPY2, false}};
-    if (options->record_ranges) kinds.push_back({CUPTI_ACTIVITY_KIND_MARKER, false});
-    if (correlate) kinds.push_back({CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false});
+    if (correlate || mark) kinds.push_back({CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false});
     for (const Kind& k : kinds) {
       result = c.enable(k.kind);
       if (result == CUPTI_SUCCESS) {
@@ -371,11 +343,16 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_start(tandem_timeline_resolve_fn reso
         r->stopped = true;  // the registered callbacks stay; they only free what CUPTI hands back
         return 1;
       } else if (k.kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-        correlate = false;
+        correlate = mark = false;
       }
     }
     if (correlate) enable_copy_api_records(*r);
+    if (mark && c.enable_driver_api(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion, 1) == CUPTI_SUCCESS)
+      r->enabled_driver_apis.push_back(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion);
+    else
+      mark = false;
     r->correlating.store(correlate, std::memory_order_release);
+    r->marking.store(mark, std::memory_order_release);
     r->recording.store(true, std::memory_order_release);
     return 0;
   } catch (...) {
@@ -398,6 +375,17 @@ TANDEM_TIMELINE_EXPORT void tandem_timeline_pop_communication(void) {
   }
 }
 
+TANDEM_TIMELINE_EXPORT void tandem_timeline_mark(uint64_t id) {
+  Recorder* r = g_recorder;
+  if (!r || id == 0 || !r->marking.load(std::memory_order_acquire)) return;
+  // The call's API record follows the external correlation record that names `id`.
+  r->cupti.push_correlation(kMarkKind, id);
+  int version = 0;
+  r->options.mark_call(&version);
+  uint64_t popped = 0;
+  r->cupti.pop_correlation(kMarkKind, &popped);
+}
+
 TANDEM_TIMELINE_EXPORT int tandem_timeline_stop(char* why, size_t why_size) {
   Recorder* r = g_recorder;
   if (!r) {
@@ -408,6 +396,7 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_stop(char* why, size_t why_size) {
   r->stopped = true;
   // Pushes still to pop stay harmless: the kind is disabled and nothing is read any more.
   r->correlating.store(false, std::memory_order_release);
+  r->marking.store(false, std::memory_order_release);
   r->recording.store(false, std::memory_order_release);
   disable_all(*r);
   // Forced: also the buffers CUPTI is still filling. The callbacks run on this thread, take the
@@ -415,7 +404,6 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_stop(char* why, size_t why_size) {
   const CUptiResult result = r->cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   {
     const std::lock_guard<std::mutex> lock(r->mutex);
-    r->counts.open_ranges = r->open_ranges.size();
     auto& ids = r->communication_correlations;
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -433,10 +421,10 @@ TANDEM_TIMELINE_EXPORT const tandem_timeline_activity* tandem_timeline_activitie
   return r && !r->activities.empty() ? r->activities.data() : nullptr;
 }
 
-TANDEM_TIMELINE_EXPORT const tandem_timeline_range* tandem_timeline_ranges(size_t* count) {
+TANDEM_TIMELINE_EXPORT const tandem_timeline_mark_record* tandem_timeline_marks(size_t* count) {
   Recorder* r = g_recorder;
-  if (count) *count = r ? r->ranges.size() : 0;
-  return r && !r->ranges.empty() ? r->ranges.data() : nullptr;
+  if (count) *count = r ? r->marks.size() : 0;
+  return r && !r->marks.empty() ? r->marks.data() : nullptr;
 }
 
 TANDEM_TIMELINE_EXPORT size_t tandem_timeline_name_count(void) { return g_recorder ? g_recorder->names.size() : 0; }

@@ -24,11 +24,14 @@ typedef void* (*tandem_timeline_resolve_fn)(const char* symbol);
 typedef struct tandem_timeline_options {
   size_t buffer_bytes;   // each activity buffer handed to CUPTI
   uint64_t max_records;  // activity records kept at most; the others are counted as over_limit
-  int record_ranges;     // NVTX ranges (CUPTI's MARKER records): the steps
   // Memory copy and memset API records with external correlation: a copy enqueued between
   // tandem_timeline_push_communication and _pop on the same thread is reported in
   // tandem_timeline_communication_correlations.
   int correlate_copies;
+  // The driver's cuDriverGetVersion (the real one), or NULL for no marks: tandem_timeline_mark calls
+  // it with CUPTI tracing that one API, so that its correlation id says where the mark falls among
+  // the program's calls. Programs call it once at most, so its API records cost nothing.
+  int (*mark_call)(int* version);
 } tandem_timeline_options;
 
 enum tandem_timeline_kind {
@@ -51,25 +54,22 @@ typedef struct tandem_timeline_activity {
   uint8_t pad[2];
 } tandem_timeline_activity;
 
-// A closed NVTX range (push/pop or start/end), on CUPTI's clock.
-typedef struct tandem_timeline_range {
-  int64_t start_ns;
-  int64_t end_ns;
-  uint32_t name;  // index into the names
+// A mark (tandem_timeline_mark): its id and the correlation id CUPTI gave its call.
+typedef struct tandem_timeline_mark_record {
+  uint64_t id;
+  uint32_t correlation;
   uint32_t pad;
-} tandem_timeline_range;
+} tandem_timeline_mark_record;
 
 typedef struct tandem_timeline_counts {
-  uint64_t records;         // activity records kept
-  uint64_t dropped;         // records CUPTI says it dropped (cuptiActivityGetNumDroppedRecords)
-  uint64_t incomplete;      // activity records without a valid end (still running at the last flush)
-  uint64_t over_limit;      // activity records beyond max_records
-  uint64_t buffers;         // buffers CUPTI filled and returned
-  uint64_t ranges;          // closed NVTX ranges
-  uint64_t unmatched_ends;  // range ends whose start came before recording began
-  uint64_t open_ranges;     // ranges still open when recording stopped
-  uint64_t api_records;     // copy and memset API records (correlation only)
-  uint64_t correlated;      // calls made between push_communication and pop
+  uint64_t records;      // activity records kept
+  uint64_t dropped;      // records CUPTI says it dropped (cuptiActivityGetNumDroppedRecords)
+  uint64_t incomplete;   // activity records without a valid end (still running at the last flush)
+  uint64_t over_limit;   // activity records beyond max_records
+  uint64_t buffers;      // buffers CUPTI filled and returned
+  uint64_t api_records;  // API records of copies, memsets and marks (for their correlation only)
+  uint64_t correlated;   // calls made between push_communication and pop
+  uint64_t marks;        // marks whose correlation came back
 } tandem_timeline_counts;
 
 int tandem_timeline_abi_version(void);
@@ -89,13 +89,17 @@ int tandem_timeline_start(tandem_timeline_resolve_fn resolve, const tandem_timel
 void tandem_timeline_push_communication(void);
 void tandem_timeline_pop_communication(void);
 
+// A mark with this id (non-zero) in the order of the process's calls: see mark_call. Nothing when not
+// recording or without mark_call.
+void tandem_timeline_mark(uint64_t id);
+
 // Stops recording: disables every kind it enabled and flushes CUPTI's buffers (forced), so that
 // every record up to now is here. No CUPTI call is made after it. Idempotent. 0 on success.
 int tandem_timeline_stop(char* why, size_t why_size);
 
 // What was recorded, valid after tandem_timeline_stop and until the process ends (never freed).
 const tandem_timeline_activity* tandem_timeline_activities(size_t* count);
-const tandem_timeline_range* tandem_timeline_ranges(size_t* count);
+const tandem_timeline_mark_record* tandem_timeline_marks(size_t* count);
 size_t tandem_timeline_name_count(void);
 const char* tandem_timeline_name(uint32_t index);  // "" for an index out of range
 // The correlation ids of the calls made while communication was pushed, sorted, unique.

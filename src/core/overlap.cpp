@@ -141,6 +141,44 @@ RankFigures account(const RankRecord& record) {
   return figures;
 }
 
+std::vector<StepRange> gpu_windows(const std::vector<HostStep>& steps, const std::vector<Activity>& activities) {
+  std::vector<const Activity*> by_issue;
+  for (const Activity& a : activities)
+    if (a.issued != 0 && a.end_ns > a.start_ns) by_issue.push_back(&a);
+  std::sort(by_issue.begin(), by_issue.end(),
+            [](const Activity* a, const Activity* b) { return a->issued < b->issued; });
+
+  std::vector<StepRange> out(steps.size());
+  std::optional<int64_t> next_start;  // the window of the next step that issued work begins here
+  for (size_t k = steps.size(); k-- > 0;) {
+    const HostStep& s = steps[k];
+    StepRange& w = out[k];
+    w.name = s.name;
+    if (s.issued_after == 0 || s.issued_before <= s.issued_after) {
+      w.start_ns = s.start_ns;
+      w.end_ns = s.end_ns;
+      next_start = s.start_ns;
+      continue;
+    }
+    auto it = std::upper_bound(by_issue.begin(), by_issue.end(), s.issued_after,
+                               [](uint32_t id, const Activity* a) { return id < a->issued; });
+    std::optional<int64_t> first_start, last_end;
+    for (; it != by_issue.end() && (*it)->issued < s.issued_before; ++it) {
+      first_start = first_start ? std::min(*first_start, (*it)->start_ns) : (*it)->start_ns;
+      last_end = last_end ? std::max(*last_end, (*it)->end_ns) : (*it)->end_ns;
+    }
+    if (!first_start) {
+      w.start_ns = w.end_ns = next_start.value_or(s.end_ns);
+      continue;
+    }
+    w.start_ns = *first_start;
+    // A later step's work that started first (another stream) leaves this window empty, never reversed.
+    w.end_ns = next_start ? std::max(*first_start, *next_start) : *last_end;
+    next_start = *first_start;
+  }
+  return out;
+}
+
 std::vector<StepRange> outermost_ranges(std::vector<StepRange> ranges) {
   ranges.erase(std::remove_if(ranges.begin(), ranges.end(), [](const StepRange& r) { return r.end_ns < r.start_ns; }),
                ranges.end());

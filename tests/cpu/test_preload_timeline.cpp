@@ -62,19 +62,23 @@ TEST(preload_timeline, FiguresMatchTheConstructionStepByStep) {
   EXPECT_EQ(t["state"], "recorded") << t.dump();
   EXPECT_EQ(t["steps_from"], "nvtx");
   EXPECT_EQ(t["step_range"], "step");
-  // NVTX went to the interposer and on to CUPTI.
-  EXPECT_EQ(r.out["nvtx"], 1);
-  EXPECT_EQ(r.out["nvtx_inits"], 1);
+  // NVTX found the interposer through NVTX_INJECTION64_PATH, and tandem's own callbacks took the
+  // ranges (CUPTI's NVTX entry was never called); the marks' API records were enabled.
+  EXPECT_EQ(r.out["nvtx_injection"], 1);
+  EXPECT_EQ(r.out["nvtx_inits"], 0);
+  EXPECT_EQ(r.out["api_records_enabled"], 5) << "4 copy and memset calls, and cuDriverGetVersion for the marks";
   const json& d = only_device(t);
   const json& steps = d["steps"];
   ASSERT_EQ(steps.size(), 3u) << "the nested 'step' and the 'warmup' range are no steps: " << steps.dump();
-  // The construction (fake_cupti_client.cpp), in microseconds.
+  // The construction (fake_cupti_client.cpp), in microseconds: each step's window on the GPU runs from
+  // its first record to the next step's first (the last one: to its last record's end).
   const struct {
-    int64_t comp, comm, overlapped, exposed, idle;
-  } truth[] = {{400, 300, 0, 300, 300}, {600, 300, 300, 0, 400}, {500, 400, 100, 300, 200}};
+    int64_t step, comp, comm, overlapped, exposed, idle;
+  } truth[] = {{1000, 400, 300, 0, 300, 300}, {1000, 600, 300, 300, 0, 400}, {800, 500, 400, 100, 300, 0}};
   for (size_t k = 0; k < 3; ++k) {
     SCOPED_TRACE("step " + std::to_string(k));
-    EXPECT_EQ(steps[k]["step_ns"], 1000 * 1000);
+    EXPECT_EQ(steps[k]["start_ns"], 1000000000 + 1000 * 1000 * static_cast<int64_t>(k));
+    EXPECT_EQ(steps[k]["step_ns"], truth[k].step * 1000);
     EXPECT_EQ(steps[k]["computation_ns"], truth[k].comp * 1000);
     EXPECT_EQ(steps[k]["communication_ns"], truth[k].comm * 1000);
     EXPECT_EQ(steps[k]["overlapped_ns"], truth[k].overlapped * 1000);
@@ -108,8 +112,8 @@ TEST(preload_timeline, WithoutAPatternTheWholeRunIsOneStep) {
   EXPECT_EQ(steps[0]["step_ns"], 3700 * 1000);
   EXPECT_EQ(steps[0]["communication_ns"], 1000 * 1000);
   EXPECT_EQ(steps[0]["overlapped_ns"], 400 * 1000);
-  // No ranges were asked for: CUPTI's NVTX records were not enabled.
-  EXPECT_EQ(r.out["marker_enabled"], 0);
+  // No steps were asked for: no mark, so no API records of cuDriverGetVersion.
+  EXPECT_EQ(r.out["api_records_enabled"], 4);
   EXPECT_NE(r.err.find("the whole run as one step"), std::string::npos) << r.err;
 }
 
@@ -123,8 +127,7 @@ TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
   EXPECT_EQ(r.out["profiler_result"], 0);
   EXPECT_EQ(r.out["registrations"], 2);
   EXPECT_EQ(r.out["program_records"], 2);
-  // tandem's own kinds were disabled at the hand-over; the program's stayed.
-  EXPECT_EQ(r.out["marker_enabled"], 0);
+  // tandem's own API records were disabled at the hand-over; the program's kind stayed.
   EXPECT_EQ(r.out["api_records_enabled"], 0);
   EXPECT_EQ(r.out["kernel_enabled"], 1);
   const json& t = r.stats["timeline"];
@@ -133,6 +136,7 @@ TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
   // Its figures are those of the part before the hand-over: one step, one kernel of each class.
   const json& steps = only_device(t)["steps"];
   ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["step_ns"], 700 * 1000);
   EXPECT_EQ(steps[0]["computation_ns"], 400 * 1000);
   EXPECT_EQ(steps[0]["communication_ns"], 500 * 1000);
   EXPECT_EQ(steps[0]["overlapped_ns"], 200 * 1000);
@@ -149,8 +153,9 @@ TEST(preload_timeline, AProfilerThatTakesCuptiFirstKeepsIt) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out["registrations"], 1) << "tandem registered callbacks over the program's";
   EXPECT_EQ(r.out["program_records"], 2);
-  EXPECT_EQ(r.out["nvtx"], 0) << "NVTX handed to CUPTI while the timeline steps aside";
+  EXPECT_EQ(r.out["nvtx_injection"], 1);
   EXPECT_EQ(r.out["nvtx_inits"], 0);
+  EXPECT_EQ(r.out["api_records_enabled"], 0);
   const json& t = r.stats["timeline"];
   EXPECT_EQ(t["state"], "stepped-aside");
   EXPECT_TRUE(t["devices"].empty());
@@ -183,7 +188,7 @@ TEST(preload_timeline, WithoutTimelineNothingOfItHappens) {
   ScratchFolder dir;
   const TandemRun r = tandem_run(dir, "--stats " + dir.path("stats.json").string(), kClient + " overlap");
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out["nvtx"], -1) << "NVTX_INJECTION64_PATH set without --timeline";
+  EXPECT_EQ(r.out["nvtx_injection"], 0) << "NVTX_INJECTION64_PATH set without --timeline";
   EXPECT_EQ(r.out["registrations"], 0);
   EXPECT_FALSE(r.stats.contains("timeline")) << r.stats.dump();
   EXPECT_EQ(r.err.find("timeline"), std::string::npos) << r.err;
@@ -196,13 +201,14 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
       dir, "--timeline --step-range step --trace " + trace,
       "sh -c 'RANK=0 " + kClient + " overlap >/dev/null & RANK=1 " + kClient + " overlap slow >/dev/null; wait'");
   ASSERT_EQ(r.status, 0) << r.err;
-  // Rank 1's last step is the slower (1500 us, 700 of them idle): the job's step 2 is rank 1's; the
-  // first two tie and go to rank 0. The medians over the slowest steps: step 1000 us, idle 400 us.
+  // Rank 1's last step is the slower (1500 us against 800): the job's step 2 is rank 1's; the first
+  // two tie and go to rank 0. The medians over the slowest steps (1000, 1000, 1500 us): computation of
+  // 400, 600, 700 us; idle of 300, 400, 500 us.
   EXPECT_NE(r.err.find("tandem run: job timeline: 2 ranks, 3 steps 'step' (NVTX ranges); the slowest rank's step, "
                        "median 1.000 ms (rank 0 (pid"),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find("GPU 0 slowest in 2 of 3): computation 0.500 ms, communication 0.300 ms, overlapped "
+  EXPECT_NE(r.err.find("GPU 0 slowest in 2 of 3): computation 0.600 ms, communication 0.300 ms, overlapped "
                        "0.100 ms, exposed communication 0.300 ms, idle 0.400 ms"),
             std::string::npos)
       << r.err;

@@ -69,43 +69,50 @@ TEST(timeline_kernel_names, CopyEngineSumKernelsDemangledToo) {
   EXPECT_FALSE(is_copy_engine_kernel_name("sum_chunks_kernel"));
 }
 
-RawTimeline raw_with_ranges() {
+// Two steps, issued between marks 10-20 and 20-30; GPU 0 runs only step 0's work, GPU 1 only step 1's.
+RawTimeline raw_with_steps() {
   RawTimeline raw;
-  raw.names = {"ProfilerStep#0", "ProfilerStep#1", "forward", "_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
-  raw.ranges = {{0, 100, 0, 0}, {100, 200, 1, 0}, {10, 50, 2, 0}};
-  raw.activities = {activity(TANDEM_TIMELINE_KERNEL, 3, 0, 60, 0), activity(TANDEM_TIMELINE_KERNEL, 4, 50, 80, 0, 9),
-                    activity(TANDEM_TIMELINE_KERNEL, 3, 100, 150, 1),
-                    activity(TANDEM_TIMELINE_KERNEL, 4, 140, 200, 1, 9)};
+  raw.names = {"_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+  raw.steps = {{"ProfilerStep#0", 0, 100, 10, 20}, {"ProfilerStep#1", 100, 200, 20, 30}};
+  raw.activities = {
+      activity(TANDEM_TIMELINE_KERNEL, 0, 0, 60, 0, 7, 11), activity(TANDEM_TIMELINE_KERNEL, 1, 50, 80, 0, 9, 12),
+      activity(TANDEM_TIMELINE_KERNEL, 0, 100, 150, 1, 7, 21), activity(TANDEM_TIMELINE_KERNEL, 1, 140, 200, 1, 9, 22)};
   return raw;
 }
 
-TEST(timeline_steps, AGlobChoosesTheRanges) {
-  const RawTimeline raw = raw_with_ranges();
-  const auto steps = steps_of(raw, "ProfilerStep*");
+TEST(timeline_steps, AStepInsideAnotherCountsOnce) {
+  RawTimeline raw;
+  raw.steps = {{"step", 0, 100, 1, 5}, {"step", 10, 50, 2, 3}, {"step", 100, 200, 5, 9}};
+  const std::vector<HostStep> steps = host_steps(raw);
   ASSERT_EQ(steps.size(), 2u);
-  EXPECT_EQ(steps[1].name, "ProfilerStep#1");
-  EXPECT_TRUE(steps_of(raw, "").empty());
-  EXPECT_TRUE(steps_of(raw, "backward").empty());
+  EXPECT_EQ(steps[0].issued_after, 1u);
+  EXPECT_EQ(steps[0].issued_before, 5u);
+  EXPECT_EQ(steps[1].start_ns, 100);
 }
 
-TEST(timeline_build, EachDeviceGetsItsFigures) {
-  const ProcessTimeline t = build_timeline(raw_with_ranges(), "ProfilerStep*");
+TEST(timeline_build, EachDeviceGetsItsFiguresInItsWindows) {
+  const ProcessTimeline t = build_timeline(raw_with_steps(), "ProfilerStep*");
   EXPECT_TRUE(t.steps_from_ranges);
   ASSERT_EQ(t.devices.size(), 2u);
-  // GPU 0: step 0 holds computation [0,60) and communication [50,80): overlapped 10, exposed 20.
+  // GPU 0: step 0's window is its work, [0,80): computation [0,60), communication [50,80); step 1
+  // issued nothing there: an empty window.
   const StepFigures& s0 = t.devices[0].figures.steps.at(0);
+  EXPECT_EQ(s0.step_ns, 80);
   EXPECT_EQ(s0.overlapped_ns, 10);
   EXPECT_EQ(s0.exposed_communication_ns, 20);
-  EXPECT_EQ(t.devices[0].figures.steps.at(1).step_ns, 100);
-  EXPECT_EQ(t.devices[0].figures.steps.at(1).idle_ns, 100);
+  EXPECT_EQ(t.devices[0].figures.steps.at(1).step_ns, 0);
   // GPU 1: step 1 holds computation [100,150) and communication [140,200).
   EXPECT_EQ(t.devices[1].device, 1u);
+  EXPECT_EQ(t.devices[1].figures.steps.at(0).step_ns, 0);
+  EXPECT_EQ(t.devices[1].figures.steps.at(1).step_ns, 100);
   EXPECT_EQ(t.devices[1].figures.steps.at(1).overlapped_ns, 10);
   EXPECT_EQ(t.devices[1].communication, 1u);
 }
 
-TEST(timeline_build, APatternMatchingNothingLeavesTheWholeRun) {
-  const ProcessTimeline t = build_timeline(raw_with_ranges(), "train_step");
+TEST(timeline_build, WithoutStepsTheWholeRunIsOne) {
+  RawTimeline raw = raw_with_steps();
+  raw.steps.clear();
+  const ProcessTimeline t = build_timeline(raw, "train_step");
   EXPECT_FALSE(t.steps_from_ranges);
   ASSERT_EQ(t.devices.size(), 2u);
   EXPECT_EQ(t.devices[0].figures.steps.size(), 1u);
@@ -130,7 +137,7 @@ TEST(timeline_text, StatesWithoutFiguresSayWhy) {
 }
 
 TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
-  ProcessTimeline t = build_timeline(raw_with_ranges(), "ProfilerStep*");
+  ProcessTimeline t = build_timeline(raw_with_steps(), "ProfilerStep*");
   t.pid = 4711;
   t.rank = 3;
   t.host = "node1";
@@ -149,7 +156,7 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   EXPECT_EQ(s.overlapped_ns, 10);
   EXPECT_EQ(s.exposed_communication_ns, 20);
   EXPECT_EQ(s.start_ns, 0);
-  EXPECT_EQ(s.end_ns, 100);
+  EXPECT_EQ(s.end_ns, 80);
   // Two devices of one process are two ranks of the job; its losses count once.
   const bench::JobTimeline job = bench::job_timeline({back});
   EXPECT_EQ(job.units.size(), 2u);
@@ -187,8 +194,8 @@ TEST(timeline_job, ProcessesThatRecordedNothingAreNamed) {
 }
 
 TEST(timeline_trace, EventsCarryAbsoluteTimesAfterAHeader) {
-  RawTimeline raw = raw_with_ranges();
-  raw.names[3] = "_Z4gemmPfS_";
+  RawTimeline raw = raw_with_steps();
+  raw.names[0] = "_Z4gemmPfS_";
   ProcessTimeline t = build_timeline(raw, "ProfilerStep*");
   t.pid = 4711;
   t.rank = 0;

@@ -25,8 +25,8 @@ const std::string kClient = tandem_preload_test::fake_cupti_client_path();
 Result tune(const ScratchFolder& dir, const std::string& options) {
   return run_shell("cd " + sh_quoted(dir.str()) +
                    " && env -u LD_LIBRARY_PATH -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH " + kTandem +
-                   " tune -q --logs logs --rounds 2 --candidates shape:2,priority --json tune.json " + options + " -- " +
-                   kClient + " tuned");
+                   " tune -q --logs logs --rounds 2 --candidates shape:2,priority --json tune.json " + options +
+                   " -- " + kClient + " tuned");
 }
 
 TEST(preload_timeline_tune, ExposedCommunicationRanksTheCandidates) {

@@ -27,7 +27,6 @@ std::set<uint32_t> g_driver_apis, g_runtime_apis;
 std::vector<std::vector<uint8_t>> g_pending;
 std::deque<std::string> g_names;  // kernel and range names: stable for the process's life
 uint32_t g_next_correlation = 1000;
-uint32_t g_next_marker = 1;
 uint64_t g_dropped = 0;
 int g_nvtx_inits = 0;
 thread_local std::vector<std::pair<CUpti_ExternalCorrelationKind, uint64_t>> t_pushed;
@@ -47,6 +46,25 @@ const char* keep(const char* name) {
 }
 
 size_t padded(size_t n) { return (n + 7) & ~size_t(7); }
+
+// Under g_mutex: a call with this driver callback id issued now; its correlation id.
+constexpr uint32_t kMemcpyCbid = 1, kDriverGetVersionCbid = 2, kMemsetCbid = 3;
+uint32_t issue_call(uint32_t cbid) {
+  const uint32_t correlation = g_next_correlation++;
+  if (!g_driver_apis.count(cbid) || !enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return correlation;
+  // As CUPTI: one record per kind, with the id on top of that kind's stack.
+  std::set<int> kinds;
+  for (auto it = t_pushed.rbegin(); it != t_pushed.rend(); ++it) {
+    if (!kinds.insert(it->first).second) continue;
+    CUpti_ActivityExternalCorrelation c{};
+    c.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+    c.externalKind = it->first;
+    c.externalId = it->second;
+    c.correlationId = correlation;
+    queue(c);
+  }
+  return correlation;
+}
 
 }  // namespace
 
@@ -150,9 +168,11 @@ FAKE_EXPORT CUptiResult cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorr
 
 FAKE_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid, const char** name) {
   if (cbid == 0) return CUPTI_ERROR_INVALID_PARAMETER;
-  if (cbid == 1)
+  if (cbid == kMemcpyCbid)
     *name = domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cuMemcpyAsync" : "cudaMemcpyAsync_v3020";
-  else if (cbid == 2)
+  else if (cbid == kDriverGetVersionCbid)
+    *name = domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cuDriverGetVersion" : "cudaDriverGetVersion_v3020";
+  else if (cbid == kMemsetCbid)
     *name = domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cuMemsetD8Async" : "cudaMemsetAsync_v3020";
   else
     *name = domain == CUPTI_CB_DOMAIN_DRIVER_API ? "cuLaunchKernel" : "cudaLaunchKernel_v7000";
@@ -197,20 +217,14 @@ FAKE_EXPORT void fake_cupti_kernel(const char* name, uint64_t start, uint64_t en
   queue(k);
 }
 
+FAKE_EXPORT void fake_cupti_api_call(uint32_t driver_cbid) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  issue_call(driver_cbid);
+}
+
 FAKE_EXPORT void fake_cupti_memcpy(uint64_t start, uint64_t end, uint32_t device, uint32_t stream) {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  const uint32_t correlation = g_next_correlation++;
-  // The API call's records (CUPTI emits them only for the calls enabled for API records).
-  if (!g_driver_apis.empty() && enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) {
-    for (const auto& [kind, id] : t_pushed) {
-      CUpti_ActivityExternalCorrelation c{};
-      c.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
-      c.externalKind = kind;
-      c.externalId = id;
-      c.correlationId = correlation;
-      queue(c);
-    }
-  }
+  const uint32_t correlation = issue_call(kMemcpyCbid);
   if (!enabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
   CUpti_ActivityMemcpy6 m{};
   m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
@@ -220,23 +234,6 @@ FAKE_EXPORT void fake_cupti_memcpy(uint64_t start, uint64_t end, uint32_t device
   m.deviceId = device;
   m.streamId = stream;
   m.correlationId = correlation;
-  queue(m);
-}
-
-FAKE_EXPORT void fake_cupti_range(const char* name, uint64_t start, uint64_t end) {
-  const std::lock_guard<std::mutex> lock(g_mutex);
-  if (!enabled(CUPTI_ACTIVITY_KIND_MARKER)) return;
-  CUpti_ActivityMarker2 m{};
-  m.kind = CUPTI_ACTIVITY_KIND_MARKER;
-  m.id = g_next_marker++;
-  m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
-  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_START;
-  m.timestamp = start;
-  m.name = keep(name);
-  queue(m);
-  m.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
-  m.timestamp = end;
-  m.name = nullptr;
   queue(m);
 }
 

@@ -1,8 +1,9 @@
 // A stand-in for a CUDA program with NVTX steps and, in some modes, its own CUPTI profiler, run on
 // the fake driver (fake_cuda.h) and the fake CUPTI (fake_cupti.h) by tests/cpu/test_preload_timeline.cpp
 // under `tandem run --timeline`. It launches one kernel through the driver (the interposer's first
-// CUDA activity), initialises NVTX the way NVTX does (NVTX_INJECTION64_PATH), then plays the GPU:
-// the records it queues are the truth the test checks tandem's figures against.
+// CUDA activity), marks its steps with NVTX's own header-only library (which finds its injection
+// through NVTX_INJECTION64_PATH as in any program), and plays the GPU: each record it queues inside a
+// step is issued there, and its GPU times are the truth the test checks tandem's figures against.
 //
 //   fake_cupti_client overlap [slow]   three steps "step": serial, concurrent, partial (below)
 //   fake_cupti_client profiler         a step, then the program's own profiler takes CUPTI
@@ -13,6 +14,7 @@
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
+#include <nvtx3/nvToolsExt.h>
 #undef cuGetProcAddress
 
 #include <cstdio>
@@ -46,41 +48,44 @@ void launch_once() {
   if (result != CUDA_SUCCESS) fail("the launch failed");
 }
 
-// NVTX's own initialisation (nvtxInit.h): the library NVTX_INJECTION64_PATH names, its
-// InitializeInjectionNvtx2. -1 when the variable is unset.
-int initialise_nvtx() {
-  const char* path = std::getenv("NVTX_INJECTION64_PATH");
-  if (!path || !*path) return -1;
-  void* library = dlopen(path, RTLD_LAZY);
-  if (!library) fail(std::string("dlopen ") + path + ": " + dlerror());
-  const auto init = reinterpret_cast<int (*)(void*)>(dlsym(library, "InitializeInjectionNvtx2"));
-  if (!init) fail("no InitializeInjectionNvtx2 in the injection library");
-  return init(nullptr);
-}
-
 constexpr uint64_t kBase = 1000000000;  // the clock's origin, in ns
 constexpr uint64_t kUs = 1000;          // the times below are in microseconds
 constexpr const char* kCompute = "_Z4gemmPfS_";
 constexpr const char* kNccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 
-// (in microseconds)
+// (in microseconds; a step's window runs from its first record's start to the next step's first
+// record's start, the last one's to its last record's end)
 // Step 0, serial:     computation [0,400), communication [400,700)       -> exposed 300, idle 300
 // Step 1, concurrent: computation [1000,1600), communication [1100,1400) -> overlapped 300, idle 400
 // Step 2, partial:    computation [2000,2500), communication [2400,2800) -> overlapped 100, exposed 300
-// "slow": step 2 ends at 3500 instead of 3000 (700 more idle). A "step" range nested in step 0, a
-// "warmup" range, and a kernel outside every step, [3600,3700), count for nothing.
+// "slow": step 2 also computes [3300,3500) (window 1500 long, 500 idle). A "step" range nested in step
+// 0 and a "warmup" range count for nothing; so does a kernel issued after the last step, [3600,3700).
 void play_three_steps(bool slow) {
-  fake_cupti_range("warmup", kBase - 500 * kUs, kBase - 100 * kUs);
-  fake_cupti_range("step", kBase + 0 * kUs, kBase + 1000 * kUs);
-  fake_cupti_range("step", kBase + 100 * kUs, kBase + 200 * kUs);
-  fake_cupti_range("step", kBase + 1000 * kUs, kBase + 2000 * kUs);
-  fake_cupti_range("step", kBase + 2000 * kUs, kBase + (slow ? 3500 : 3000) * kUs);
+  nvtxRangePushA("warmup");
+  nvtxRangePop();
+  nvtxRangePushA("step");
+  nvtxRangePushA("step");
+  nvtxRangePop();
   fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7);
   fake_cupti_kernel(kNccl, kBase + 400 * kUs, kBase + 700 * kUs, 0, 13);
+  nvtxRangePop();
+  // A step in a domain of its own, with a registered name: the same as a plain push.
+  const nvtxDomainHandle_t domain = nvtxDomainCreateA("training");
+  nvtxEventAttributes_t step{};
+  step.version = NVTX_VERSION;
+  step.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  step.messageType = NVTX_MESSAGE_TYPE_REGISTERED;
+  step.message.registered = nvtxDomainRegisterStringA(domain, "step");
+  nvtxDomainRangePushEx(domain, &step);
   fake_cupti_kernel(kCompute, kBase + 1000 * kUs, kBase + 1600 * kUs, 0, 7);
   fake_cupti_kernel(kNccl, kBase + 1100 * kUs, kBase + 1400 * kUs, 0, 13);
+  nvtxDomainRangePop(domain);
+  // A start/end range, as another thread could end it.
+  const nvtxRangeId_t last = nvtxRangeStartA("step");
   fake_cupti_kernel(kCompute, kBase + 2000 * kUs, kBase + 2500 * kUs, 0, 7);
   fake_cupti_kernel(kNccl, kBase + 2400 * kUs, kBase + 2800 * kUs, 0, 13);
+  if (slow) fake_cupti_kernel(kCompute, kBase + 3300 * kUs, kBase + 3500 * kUs, 0, 7);
+  nvtxRangeEnd(last);
   fake_cupti_kernel(kCompute, kBase + 3600 * kUs, kBase + 3700 * kUs, 0, 7);
 }
 
@@ -121,18 +126,23 @@ int main(int argc, char** argv) {
   int profiler_result = -1;
   if (mode == "profiler-first") profiler_result = start_program_profiler();
   launch_once();
-  const int nvtx = initialise_nvtx();
+  const char* injection = std::getenv("NVTX_INJECTION64_PATH");
+  const int nvtx = injection && *injection ? 1 : 0;
   if (mode == "overlap") {
     fake_cupti_set_dropped(2);
     play_three_steps(argc > 2 && std::strcmp(argv[2], "slow") == 0);
   } else if (mode == "profiler") {
-    fake_cupti_range("step", kBase + 0 * kUs, kBase + 1000 * kUs);
+    nvtxRangePushA("step");
     fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7);
     fake_cupti_kernel(kNccl, kBase + 200 * kUs, kBase + 700 * kUs, 0, 13);
+    nvtxRangePop();
     profiler_result = start_program_profiler();
   } else if (mode == "tuned") {
     play_tuned_step();
-  } else if (mode != "profiler-first") {
+  } else if (mode == "profiler-first") {
+    nvtxRangePushA("step");  // NVTX's first call: the interposer's injection, the timeline stepped aside
+    nvtxRangePop();
+  } else {
     fail("unknown mode '" + mode + "'");
   }
   // What runs under the program's profiler, if any: two kernels, flushed to it.
@@ -143,7 +153,7 @@ int main(int argc, char** argv) {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   std::printf(
-      "{\"nvtx\": %d, \"profiler_result\": %d, \"program_records\": %d, \"registrations\": %d, "
+      "{\"nvtx_injection\": %d, \"profiler_result\": %d, \"program_records\": %d, \"registrations\": %d, "
       "\"marker_enabled\": %d, \"kernel_enabled\": %d, \"api_records_enabled\": %d, \"nvtx_inits\": %d}\n",
       nvtx, profiler_result, g_program_records, fake_cupti_registrations(),
       fake_cupti_enabled(CUPTI_ACTIVITY_KIND_MARKER), fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
