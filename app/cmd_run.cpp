@@ -102,6 +102,9 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "their overlap, exposed communication and idle time");
   cmd->add_option("--trace", options->trace_file,
                   "Also write the timeline as a Chrome/Perfetto trace to FILE (implies --timeline)");
+  cmd->add_option("--timeline-json", options->timeline_json,
+                  "Write the job's timeline (each step's slowest rank, the processes) as JSON to FILE (implies "
+                  "--timeline)");
   cmd->add_option("--step-range", options->step_range,
                   "Steps are the program's NVTX ranges whose name matches this glob, e.g. 'step' or 'ProfilerStep*' "
                   "(implies --timeline; default: the whole run is one step)");

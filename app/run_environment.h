@@ -23,6 +23,7 @@ struct RunOptions {
   bool timeline = false;             // --timeline (run_timeline.h)
   std::string trace_file;            // --trace FILE, "" for none
   std::string step_range;            // --step-range PATTERN, "" for none
+  std::string timeline_json;         // --timeline-json FILE, "" for none
   std::vector<std::string> command;  // CMD ARGS...
 };
 

@@ -72,6 +72,19 @@ void report(const RunTimeline& t) {
   const bench::JobTimeline job = bench::job_timeline(processes);
   // One process printed its own figures at exit; the job's lines add something with several.
   if (processes.size() > 1) std::fputs(bench::job_timeline_text(job).c_str(), stderr);
+  if (!t.json_file.empty()) {
+    nlohmann::json doc = {{"tool", "tandem run"}, {"job", bench::job_timeline_json(job)}};
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& p : processes)
+      list.push_back({{"pid", p.pid},
+                      {"rank", p.rank ? nlohmann::json(*p.rank) : nlohmann::json()},
+                      {"host", p.host},
+                      {"state", p.state},
+                      {"reason", p.reason.empty() ? nlohmann::json() : nlohmann::json(p.reason)}});
+    doc["processes"] = list;
+    const std::string why = try_write_file_atomically(t.json_file, doc.dump(1) + "\n");
+    if (!why.empty()) warn("timeline: " + why);
+  }
   if (!t.trace) return;
   const nlohmann::json about = {{"tool", "tandem run"},
                                 {"step_range", t.step_range},
@@ -87,13 +100,17 @@ void report(const RunTimeline& t) {
 RunTimeline prepare_timeline(const RunOptions& options) {
   RunTimeline t;
   t.trace = !options.trace_file.empty();
-  t.enabled = options.timeline || t.trace || !options.step_range.empty();
+  t.enabled = options.timeline || t.trace || !options.step_range.empty() || !options.timeline_json.empty();
   if (!t.enabled) return t;
   t.step_range = options.step_range;
   t.started_s = now_s();
   if (t.trace) {
     t.trace_file = absolute_path(options.trace_file);
     checking_input([&] { require_writable(t.trace_file, "--trace"); });
+  }
+  if (!options.timeline_json.empty()) {
+    t.json_file = absolute_path(options.timeline_json);
+    checking_input([&] { require_writable(t.json_file, "--timeline-json"); });
   }
   if (const auto launch = launcher_rank()) {
     // One folder per job and user, shared by this node's ranks (see run_timeline.h).

@@ -25,6 +25,7 @@ struct RunTimeline {
   bool enabled = false;
   bool trace = false;
   std::string trace_file;  // absolute
+  std::string json_file;   // --timeline-json, absolute
   std::string step_range;
   std::string folder;   // where the processes write timeline-<pid>.json and trace-<pid>.jsonl
   bool shared = false;  // the launcher's job folder (see above), else this run's own

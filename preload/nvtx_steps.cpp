@@ -6,12 +6,12 @@
 #include "nvtx_steps.h"
 
 #include <fnmatch.h>
+#include <nvtx3/nvToolsExt.h>
 #include <time.h>
 
 #include <atomic>
 #include <deque>
 #include <mutex>
-#include <nvtx3/nvToolsExt.h>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -60,9 +60,7 @@ std::string message_of(const nvtxEventAttributes_t* a) {
   }
 }
 
-bool is_step(const std::string& name) {
-  return g_steps && fnmatch(g_steps->pattern.c_str(), name.c_str(), 0) == 0;
-}
+bool is_step(const std::string& name) { return g_steps && fnmatch(g_steps->pattern.c_str(), name.c_str(), 0) == 0; }
 
 // A step opens: its first mark, then its host time, so that everything issued inside comes after
 // the mark. Returns its index.
@@ -175,7 +173,8 @@ nvtxStringHandle_t domain_register_string_w(nvtxDomainHandle_t, const wchar_t* t
 }
 // A domain is named by a handle of ours (its name, kept), so that each has its own push/pop nesting.
 nvtxDomainHandle_t domain_create_a(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<void*>(keep_string(std::string("domain:") + (name ? name : ""))));
+  return reinterpret_cast<nvtxDomainHandle_t>(
+      const_cast<void*>(keep_string(std::string("domain:") + (name ? name : ""))));
 }
 nvtxDomainHandle_t domain_create_w(const wchar_t* name) {
   return reinterpret_cast<nvtxDomainHandle_t>(const_cast<void*>(keep_string("domain:" + narrow(name))));

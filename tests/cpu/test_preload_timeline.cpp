@@ -197,8 +197,9 @@ TEST(preload_timeline, WithoutTimelineNothingOfItHappens) {
 TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
   ScratchFolder dir;
   const std::string trace = dir.path("trace.json").string();
+  const std::string job_json = dir.path("job.json").string();
   const TandemRun r = tandem_run(
-      dir, "--timeline --step-range step --trace " + trace,
+      dir, "--timeline --step-range step --trace " + trace + " --timeline-json " + job_json,
       "sh -c 'RANK=0 " + kClient + " overlap >/dev/null & RANK=1 " + kClient + " overlap slow >/dev/null; wait'");
   ASSERT_EQ(r.status, 0) << r.err;
   // Rank 1's last step is the slower (1500 us against 800): the job's step 2 is rank 1's; the first
@@ -235,6 +236,12 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
   EXPECT_DOUBLE_EQ(earliest, 0.0);  // microseconds from the job's first event
   EXPECT_EQ(doc["otherData"]["job"]["ranks"], 2);
   EXPECT_EQ(doc["displayTimeUnit"], "ms");
+
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["ranks"], 2);
+  EXPECT_EQ(job["processes"].size(), 2u);
+  EXPECT_DOUBLE_EQ(job["job"]["summary"]["computation_ms"].get<double>(), 0.6);
+  EXPECT_EQ(job["job"]["steps"][2]["slowest"].get<std::string>().rfind("rank 1 ", 0), 0u);
 }
 
 TEST(preload_timeline, TheTimelineFolderIsRemovedAfterTheRun) {
