@@ -156,6 +156,8 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
   const std::vector<HostStep> steps = host_steps(raw);
   t.steps_from_ranges = !steps.empty();
   t.open_steps = raw.open_steps;
+  for (const HostStep& s : steps)
+    if (s.issued_after == 0 || s.issued_before <= s.issued_after) ++t.unplaced_steps;
 
   std::map<uint32_t, std::pair<RankRecord, DeviceTimeline>> by_device;
   for (const tandem_timeline_activity& a : raw.activities) {
@@ -232,6 +234,10 @@ std::string render_timeline_text(const ProcessTimeline& t) {
                          std::to_string(t.counts.over_limit) + " over tandem's limit)");
   if (t.open_steps)
     out += line(pid, "timeline: " + std::to_string(t.open_steps) + " steps still open at exit, not counted");
+  if (t.unplaced_steps)
+    out += line(pid, "timeline: " + std::to_string(t.unplaced_steps) +
+                         " steps without issue marks (CUDA not loaded yet, or CUPTI gave no correlation): their "
+                         "windows are their host ranges");
   return out;
 }
 
@@ -271,7 +277,8 @@ nlohmann::json timeline_json(const ProcessTimeline& t) {
             {"dropped", t.counts.dropped},
             {"incomplete", t.counts.incomplete},
             {"over_limit", t.counts.over_limit}}},
-          {"open_steps", t.open_steps}};
+          {"open_steps", t.open_steps},
+          {"unplaced_steps", t.unplaced_steps}};
 }
 
 void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t) {

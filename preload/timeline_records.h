@@ -71,6 +71,7 @@ struct ProcessTimeline {
   std::string step_range;                    // the glob, "" for none
   bool steps_from_ranges = false;            // false: the whole run is one step (no pattern, or nothing matched)
   uint64_t open_steps = 0;                   // matched ranges never closed (not counted)
+  uint64_t unplaced_steps = 0;               // steps without issue marks: their windows are their host ranges
   std::vector<DeviceTimeline> devices;       // by device id
   tandem_timeline_counts counts{};
   uint64_t records_lost() const;  // dropped + incomplete + over the limit

@@ -62,6 +62,7 @@ TEST(preload_timeline, FiguresMatchTheConstructionStepByStep) {
   EXPECT_EQ(t["state"], "recorded") << t.dump();
   EXPECT_EQ(t["steps_from"], "nvtx");
   EXPECT_EQ(t["step_range"], "step");
+  EXPECT_EQ(t["unplaced_steps"], 0) << "every step's marks came back";
   // NVTX found the interposer through NVTX_INJECTION64_PATH, and tandem's own callbacks took the
   // ranges (CUPTI's NVTX entry was never called); the marks' API records were enabled.
   EXPECT_EQ(r.out["nvtx_injection"], 1);
