@@ -102,8 +102,8 @@ TEST(timeline_gpu, TheProgramRunsTheSameWithAndWithoutTheTimeline) {
   TANDEM_REQUIRE_GPUS(1);
   const auto plain = tandem_test::run_command(program_path() + " --repeat 1");
   ASSERT_EQ(plain.exit_code, 0) << plain.output;
-  const auto recorded = tandem_test::run_command(tandem_test::cli_path() + " run --timeline -- " + program_path() +
-                                                 " --repeat 1");
+  const auto recorded =
+      tandem_test::run_command(tandem_test::cli_path() + " run --timeline -- " + program_path() + " --repeat 1");
   ASSERT_EQ(recorded.exit_code, 0) << recorded.output;
   EXPECT_EQ(last_json_line(plain.output)["steps"].size(), last_json_line(recorded.output)["steps"].size());
   // Without --step-range the whole run is one step.

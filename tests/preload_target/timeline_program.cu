@@ -29,13 +29,13 @@
 
 namespace {
 
-#define CHECK(call)                                                                                    \
-  do {                                                                                                 \
-    const cudaError_t e = (call);                                                                      \
-    if (e != cudaSuccess) {                                                                            \
-      std::fprintf(stderr, "timeline_program: %s failed: %s\n", #call, cudaGetErrorString(e));         \
-      std::exit(1);                                                                                    \
-    }                                                                                                  \
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    const cudaError_t e = (call);                                                              \
+    if (e != cudaSuccess) {                                                                    \
+      std::fprintf(stderr, "timeline_program: %s failed: %s\n", #call, cudaGetErrorString(e)); \
+      std::exit(1);                                                                            \
+    }                                                                                          \
   } while (0)
 
 __device__ unsigned long long global_ns() {
@@ -95,7 +95,8 @@ double union_ms(std::vector<Interval> v) {
 double overlap_ms(const std::vector<Interval>& a, const Interval& b) {
   // A's intervals do not overlap each other (one stream).
   double total = 0;
-  for (const Interval& i : a) total += std::max(0.0, std::min<double>(i.end, b.end) - std::max<double>(i.start, b.start));
+  for (const Interval& i : a)
+    total += std::max(0.0, std::min<double>(i.end, b.end) - std::max<double>(i.start, b.start));
   return total;
 }
 
