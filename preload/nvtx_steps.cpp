@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <atomic>
+#include <cerrno>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -33,11 +34,11 @@ struct Steps {
 Steps* g_steps = nullptr;
 std::atomic<uint64_t> g_next_id{1};  // marks and nvtxRangeStart ids
 
-int64_t now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
+// NVTX calls us from the program's own calls: errno stays as the program left it.
+struct ErrnoKept {
+  int saved = errno;
+  ~ErrnoKept() { errno = saved; }
+};
 
 std::string narrow(const wchar_t* text) {
   std::string out;
@@ -69,7 +70,7 @@ size_t open_step(const std::string& name) {
   g_steps->mark(mark);
   NvtxStep step;
   step.name = name;
-  step.start_ns = now_ns();
+  step.start_ns = realtime_ns();
   step.start_mark = mark;
   const std::lock_guard<std::mutex> lock(g_steps->mutex);
   g_steps->steps.push_back(std::move(step));
@@ -78,7 +79,7 @@ size_t open_step(const std::string& name) {
 }
 
 void close_step(size_t index) {
-  const int64_t end = now_ns();
+  const int64_t end = realtime_ns();
   const uint64_t mark = g_next_id.fetch_add(1, std::memory_order_relaxed);
   g_steps->mark(mark);
   const std::lock_guard<std::mutex> lock(g_steps->mutex);
@@ -95,6 +96,7 @@ std::vector<long>& stack_of(const void* domain) {
 }
 
 int push(const void* domain, const std::string& name) {
+  const ErrnoKept kept;
   std::vector<long>& stack = stack_of(domain);
   bool inside_step = false;
   for (long entry : stack) inside_step = inside_step || entry >= 0;
@@ -108,6 +110,7 @@ int push(const void* domain, const std::string& name) {
 }
 
 int pop(const void* domain) {
+  const ErrnoKept kept;
   std::vector<long>& stack = stack_of(domain);
   if (stack.empty()) return -1;
   const long entry = stack.back();
@@ -117,6 +120,7 @@ int pop(const void* domain) {
 }
 
 nvtxRangeId_t start(const std::string& name) {
+  const ErrnoKept kept;
   const nvtxRangeId_t id = g_next_id.fetch_add(1, std::memory_order_relaxed);
   try {
     if (is_step(name)) {
@@ -130,6 +134,7 @@ nvtxRangeId_t start(const std::string& name) {
 }
 
 void end(nvtxRangeId_t id) {
+  const ErrnoKept kept;
   size_t index = 0;
   {
     const std::lock_guard<std::mutex> lock(g_steps->mutex);
@@ -188,6 +193,12 @@ void set(NvtxFunctionTable table, unsigned int slots, unsigned int id, Fn fn) {
 }
 
 }  // namespace
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
 
 bool install_nvtx_step_callbacks(void* get_export_table, const std::string& pattern, MarkFunction mark) {
   if (!get_export_table || !mark) return false;

@@ -29,6 +29,9 @@ using MarkFunction = void (*)(uint64_t id);
 // False when NVTX offers no callback table (the caller then answers NVTX with failure).
 bool install_nvtx_step_callbacks(void* get_export_table, const std::string& pattern, MarkFunction mark);
 
+// CUPTI's clock on Linux (CLOCK_REALTIME, as CUPTI documents), in nanoseconds: the steps' host times.
+int64_t realtime_ns();
+
 // The steps closed so far, in the order they opened; and how many are still open.
 std::vector<NvtxStep> closed_nvtx_steps(uint64_t* still_open = nullptr);
 

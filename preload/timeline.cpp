@@ -4,10 +4,10 @@
 #include <limits.h>
 #include <link.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -84,12 +84,6 @@ std::string folder_of(const std::string& file) {
 std::string real_path(const std::string& path) {
   char buf[PATH_MAX];
   return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
-}
-
-int64_t realtime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
 std::string host_name() {
@@ -237,7 +231,7 @@ int start_locked(const PreloadConfig& c) {
   log(LogLevel::Info, "timeline recording through %s", cupti_file.c_str());
   if (!c.step_range.empty() && c.nvtx_injection.empty())
     log(LogLevel::Warn,
-        "timeline: NVTX_INJECTION64_PATH is not set, so no NVTX range reaches CUPTI and "
+        "timeline: NVTX_INJECTION64_PATH is not set, so no NVTX range reaches tandem and "
         "--step-range '%s' matches nothing: `tandem run --timeline` sets it",
         c.step_range.c_str());
   return kRecording;
@@ -330,12 +324,15 @@ void finish_locked() {
   if (t->state != TimelineState::NotStarted) write_files(config, *t, raw);
 }
 
+// errno kept: the program's exit handlers that run after this one may read it.
 void at_exit() {
+  const int saved_errno = errno;
   try {
     const std::lock_guard<std::mutex> lock(g_mutex);
     finish_locked();
   } catch (...) {
   }
+  errno = saved_errno;
 }
 
 }  // namespace
@@ -422,6 +419,10 @@ const ProcessTimeline* timeline_result() {
 
 // NVTX looks this name up in the library NVTX_INJECTION64_PATH names (nvtxInit.h); exported by the
 // version script (version_script.in).
+// errno as the program left it: NVTX calls this from the program's first NVTX call.
 extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* get_export_table) {
-  return tandem::preload::timeline_nvtx_injection(get_export_table);
+  const int saved_errno = errno;
+  const int result = tandem::preload::timeline_nvtx_injection(get_export_table);
+  errno = saved_errno;
+  return result;
 }
