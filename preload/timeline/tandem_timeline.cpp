@@ -63,7 +63,8 @@ struct Recorder {
   std::vector<CUpti_CallbackId> enabled_driver_apis;
   std::vector<CUpti_CallbackId> enabled_runtime_apis;
 
-  std::mutex mutex;  // guards everything below; taken in the buffer callbacks
+  std::mutex mutex;     // guards everything below; taken in the buffer callbacks
+  bool closed = false;  // stopped and flushed: the records are read now, a late buffer is only freed
   std::vector<tandem_timeline_activity> activities;
   std::vector<tandem_timeline_mark_record> marks;
   std::vector<uint32_t> communication_correlations;
@@ -210,6 +211,10 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
   Recorder* r = g_recorder;
   if (r && buffer) {
     const std::lock_guard<std::mutex> lock(r->mutex);
+    if (r->closed) {
+      std::free(buffer);
+      return;
+    }
     ++r->counts.buffers;
     CUpti_Activity* record = nullptr;
     while (valid_size > 0 && r->cupti.next_record(buffer, valid_size, &record) == CUPTI_SUCCESS && record)
@@ -404,6 +409,7 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_stop(char* why, size_t why_size) {
   const CUptiResult result = r->cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   {
     const std::lock_guard<std::mutex> lock(r->mutex);
+    r->closed = true;
     auto& ids = r->communication_correlations;
     std::sort(ids.begin(), ids.end());
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
