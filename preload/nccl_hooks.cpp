@@ -52,6 +52,7 @@
 #include "tandem/collective.h"
 #include "tandem/dtype.h"
 #include "tandem/nccl_config.h"
+#include "timeline.h"
 
 namespace tandem::preload {
 namespace {
@@ -515,6 +516,7 @@ template <class Forward>
 ncclResult_t collective(int program_errno, Collective kind, Hook via, const void* send, void* recv, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
                         const Forward& forward) {
+  const CommunicationRegion region;  // the collective's copies count as communication (timeline.h)
   const Decision d = decide(kind, send, recv, count, type, op, comm, stream, via);
   if (d.outcome == RouteOutcome::CopyEngine) {
     ncclResult_t result = ncclSuccess;
@@ -579,6 +581,8 @@ ncclResult_t handle_ncclGroupEnd() {
   const auto real = real_ncclGroupEnd();
   if (!real) return missing("ncclGroupEnd");
   const bool outermost = group_ended();
+  // The group's collectives, NCCL's and the route's, are issued here (timeline.h).
+  const CommunicationRegion region;
   ncclResult_t forwarded = ncclSuccess;
   if (outermost) {
     for (const HeldCall& h : take_held_if_several_devices()) {

@@ -279,6 +279,7 @@ std::string render_json(const Snapshot& s) {
       {"top_kernels", top},
       {"kernels", kernels},
   };
+  if (!s.timeline.is_null()) j["timeline"] = s.timeline;
   return j.dump(2) + "\n";
 }
 

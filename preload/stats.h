@@ -5,6 +5,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,7 @@ struct Snapshot {
   uint64_t copy_engine_captured = 0;
   std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
   std::vector<KernelSummary> kernels;     // by launches, descending
+  nlohmann::json timeline;                // the timeline's figures (timeline_records.h), null when off
 };
 
 // Fills the counter part of a snapshot (the caller adds identity, kernels and footprint).

@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks pytorch reach
+#               scenario-clocks pytorch reach timeline
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -15,6 +15,8 @@
 #     pytorch (not in full: a call of its own) = stock PyTorch against tandem on DDP and FSDP2 steps
 #     reach (not in full: a call of its own, one GPU is enough) = how much of real programs' collective
 #     traffic the copy-engine route takes, results against stock (scripts/reach-check.py); its table last
+#     timeline (not in full: a call of its own) = `tandem run --timeline` on a program of known overlap,
+#     on DDP and FSDP2 (TANDEM_TIMELINE_PARTS, default figures,overhead; compile and hta as further calls)
 set -uo pipefail
 mode=${1:-quick}
 shift || true
@@ -527,6 +529,47 @@ else
   grep -E '^\[[0-9]+/[0-9]+\]|^# ' "$logs/reach.err" | tee -a "$logs/summary.log"
   tail -n 1 "$logs/reach.md" | tee -a "$logs/summary.log"
   cp "$logs/reach-$tag.json" "$logs/reach.md" "$out/" 2> /dev/null
+fi
+fi
+
+if want timeline; then
+section "timeline: tandem run --timeline on a program of known overlap, on DDP and FSDP2, its cost, HTA's figure"
+# tests/gpu/test_timeline_gpu.cpp: tandem's figures against CUDA events around each kernel of
+# build/bin/timeline_program (serial, concurrent, partial steps), within 2 %.
+gtest_section timeline "$root/build/tests/test_timeline_gpu"
+"$tandem" run --timeline --step-range 'step*' --trace "$logs/timeline-known-overlap-trace.json" \
+  -- "$root/build/bin/timeline_program" --repeat 2 > "$logs/timeline-known-overlap.log" 2>&1 || status=1
+grep -E 'timeline: GPU|records lost|steps without' "$logs/timeline-known-overlap.log" | tee -a "$logs/summary.log"
+# The PyTorch programs, two ranks (sharing GPU 0 when there is one: times distorted, say so):
+# TANDEM_TIMELINE_PARTS picks figures (DDP, FSDP2, stock and priority), compile (the same under
+# torch.compile), overhead (>= 3 interleaved rounds with and without --timeline), hta (HTA's figure on
+# a torch.profiler trace of the same steps; its wheels in .whl/, installed into a private folder).
+parts=${TANDEM_TIMELINE_PARTS:-figures,overhead}
+record_parts=$(printf '%s' "$parts" | tr ',' '\n' | grep -vx hta | paste -sd, -)
+if ! python3 -c "import torch" 2> /dev/null || ! command -v torchrun > /dev/null; then
+  echo "timeline: PyTorch parts skipped, no torch" | tee -a "$logs/summary.log"
+else
+  if [ -n "$record_parts" ]; then
+    timeout 560 python3 "$root/scripts/timeline-record.py" --tandem "$tandem" --nproc 2 --parts "$record_parts" \
+      --rounds "${TANDEM_TIMELINE_ROUNDS:-3}" --out "$logs/timeline-pytorch-$tag.json" -- --steps 20 --warmup 5 \
+      > "$logs/timeline-record.log" 2> "$logs/timeline-record.err" || status=1
+    tee -a "$logs/summary.log" < "$logs/timeline-record.log"
+    grep -A3 FAILED "$logs/timeline-record.err" | head -n 20
+    python3 "$root/scripts/timeline-record.py" --table "$logs/timeline-pytorch-$tag.json" > "$logs/timeline-table.md" 2>&1
+    cp "$logs/timeline-pytorch-$tag.json" "$logs/timeline-table.md" "$out/" 2> /dev/null
+  fi
+  if [[ ",$parts," == *",hta,"* ]]; then
+    pylib="$logs/pylib"
+    if ls "$root"/.whl/holistictraceanalysis-*.whl > /dev/null 2>&1; then
+      python3 -m pip install --quiet --no-deps --no-index --target "$pylib" "$root"/.whl/*.whl > "$logs/hta-install.log" 2>&1 \
+        || echo "timeline: HTA wheels did not install (see hta-install.log)" | tee -a "$logs/summary.log"
+    fi
+    PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" timeout 560 python3 "$root/scripts/hta-compare.py" \
+      --tandem "$tandem" --nproc 2 --rounds "${TANDEM_HTA_ROUNDS:-2}" --traces "$logs/hta-traces" \
+      --out "$logs/hta-compare-$tag.json" -- --steps 10 --warmup 3 > "$logs/hta-compare.log" 2>&1 || status=1
+    tee -a "$logs/summary.log" < "$logs/hta-compare.log"
+    cp "$logs/hta-compare-$tag.json" "$out/" 2> /dev/null
+  fi
 fi
 fi
 

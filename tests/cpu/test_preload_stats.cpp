@@ -21,8 +21,9 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  // 8 driver, 2 cuBLAS, 16 NCCL (ncclGroupStart/End and the pre-multiplied sums' for the copy-engine route)
-  EXPECT_EQ(kHookCount, 26);
+  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 16 NCCL (ncclGroupStart/End and the
+  // pre-multiplied sums' for the copy-engine route)
+  EXPECT_EQ(kHookCount, 27);
   EXPECT_EQ(kDriverHookCount, 8);
   EXPECT_EQ(kNcclHookCount, 16);
   EXPECT_TRUE(is_nccl_hook(Hook::ncclGroupStart));
@@ -31,6 +32,8 @@ TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   EXPECT_TRUE(is_nccl_hook(Hook::ncclCommInitRank));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclAlltoAll));
   EXPECT_FALSE(is_nccl_hook(Hook::cublasCreate_v2));
+  EXPECT_FALSE(is_nccl_hook(Hook::cuptiActivityRegisterCallbacks));
+  EXPECT_EQ(family_of(Hook::cuptiActivityRegisterCallbacks), HookFamily::Library);
   EXPECT_EQ(family_of(Hook::cuLaunchKernel), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cuGetProcAddress_v2), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cublasCreate_v2), HookFamily::Library);
