@@ -112,4 +112,11 @@
   X(ncclAlltoAll, ncclResult_t,                                                                                        \
     (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclComm_t comm,                     \
      cudaStream_t stream),                                                                                             \
-    (sendbuff, recvbuff, count, datatype, comm, stream))
+    (sendbuff, recvbuff, count, datatype, comm, stream))                                                               \
+  X(ncclBroadcast, ncclResult_t,                                                                                       \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,           \
+     cudaStream_t stream),                                                                                             \
+    (sendbuff, recvbuff, count, datatype, root, comm, stream))                                                         \
+  X(ncclBcast, ncclResult_t,                                                                                           \
+    (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream),               \
+    (buff, count, datatype, root, comm, stream))

@@ -566,6 +566,8 @@ ncclResult_t forward_held(const HeldCall& h) {
       return tandem_call(real_ncclAllGather(), "ncclAllGather", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
     case Collective::AllToAll:
       break;
+    case Collective::Broadcast:
+      return ncclInvalidUsage;  // never held: the route takes no broadcast
   }
   return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
 }
@@ -648,6 +650,36 @@ ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t co
   if (!real) return missing("ncclAlltoAll");
   return collective(program_errno, Collective::AllToAll, Hook::ncclAlltoAll, sendbuff, recvbuff, count, datatype,
                     ncclSum, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
+}
+
+// Broadcasts are counted (DDP broadcasts its parameters and buffers through them) and stay with
+// NCCL: the route has no copy-engine broadcast. ncclBcast is NCCL's older in-place form; should NCCL
+// reach its own ncclBroadcast through this library's hook from it, the call is not counted twice.
+ncclResult_t handle_ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
+                                  ncclComm_t comm, cudaStream_t stream) {
+  if (inside_tandem())
+    return tandem_call(real_ncclBroadcast(), "ncclBroadcast", sendbuff, recvbuff, count, datatype, root, comm, stream);
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclBroadcast)]);
+  const auto real = real_ncclBroadcast();
+  if (!real) return missing("ncclBroadcast");
+  return collective(program_errno, Collective::Broadcast, Hook::ncclBroadcast, sendbuff, recvbuff, count, datatype,
+                    ncclSum, comm, stream,
+                    [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
+}
+
+ncclResult_t handle_ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                              cudaStream_t stream) {
+  if (inside_tandem()) return tandem_call(real_ncclBcast(), "ncclBcast", buff, count, datatype, root, comm, stream);
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclBcast)]);
+  const auto real = real_ncclBcast();
+  if (!real) return missing("ncclBcast");
+  return collective(program_errno, Collective::Broadcast, Hook::ncclBcast, buff, buff, count, datatype, ncclSum, comm,
+                    stream, [&] {
+                      const InsideTandem nested;  // NCCL's own ncclBroadcast call, if it reaches the hook
+                      return real(buff, count, datatype, root, comm, stream);
+                    });
 }
 
 }  // namespace tandem::preload

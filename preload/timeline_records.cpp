@@ -105,7 +105,7 @@ ActivityClass classify(const tandem_timeline_activity& a, const std::string& nam
   switch (a.kind) {
     case TANDEM_TIMELINE_KERNEL:
       return is_nccl_kernel_name(name) || is_tandem_collective_kernel_name(name) ? ActivityClass::Communication
-                                                                           : ActivityClass::Computation;
+                                                                                 : ActivityClass::Computation;
     case TANDEM_TIMELINE_PEER_COPY:
       return ActivityClass::Communication;
     default:

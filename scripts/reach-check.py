@@ -158,11 +158,29 @@ def row_launches(row, cfg, stats_dir, port):
     return out
 
 
+_PORTS_GIVEN = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port():
-    """A TCP port free on localhost now (the coordinator's or NCCL's bootstrap)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port free on every interface now (the coordinator's or NCCL's bootstrap), never handed out
+    twice in one run, and below Linux's ephemeral range (32768-60999): an outgoing connection of a row
+    running beside (NCCL's sockets) takes ports from that range, and could take this one before its
+    server binds it (seen: JAX's coordinator failing with "Address already in use")."""
+    with _PORTS_LOCK:
+        start = 20000 + (os.getpid() * 7919) % 10000
+        for offset in range(12000):
+            port = 20000 + (start - 20000 + offset) % 12000
+            if port in _PORTS_GIVEN:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind(("", port))
+                except OSError:
+                    continue
+            _PORTS_GIVEN.add(port)
+            return port
+    raise UserError("no free TCP port between 20000 and 32000")
 
 
 # ---------------------------------------------------------------- running, never hanging

@@ -43,6 +43,7 @@ struct RouteFacts {
 enum class RouteOutcome : uint8_t {
   CopyEngine,           // tandem's copy-engine collective
   NotRequested,         // the policy has no `copy-engine`: NCCL's kernels, as without tandem
+  KindNotRouted,        // a broadcast: the route has no copy-engine broadcast
   UnknownCommunicator,  // its size is not known (created where the interposer did not see it, or not ready)
   OpNotSupported,       // min, max, product or another op the route does not compute
   NoSumKernel,          // a reduction of a type other than bf16, fp16, fp32 (integers, fp64, fp8)

@@ -11,9 +11,11 @@ const char* to_string(Collective c) {
     case Collective::AllGather:
       return "all-gather";
     case Collective::AllToAll:
+      return "all-to-all";
+    case Collective::Broadcast:
       break;
   }
-  return "all-to-all";
+  return "broadcast";
 }
 
 const char* nccl_function(Collective c) {
@@ -25,9 +27,11 @@ const char* nccl_function(Collective c) {
     case Collective::AllGather:
       return "ncclAllGather";
     case Collective::AllToAll:
+      return "ncclAlltoAll";
+    case Collective::Broadcast:
       break;
   }
-  return "ncclAlltoAll";
+  return "ncclBroadcast";
 }
 
 std::optional<Collective> parse_collective(std::string_view name) {
@@ -48,6 +52,7 @@ uint64_t send_elements(Collective c, uint64_t count, int nranks) {
   switch (c) {
     case Collective::AllReduce:
     case Collective::AllGather:
+    case Collective::Broadcast:
       return count;
     case Collective::ReduceScatter:
     case Collective::AllToAll:
@@ -61,6 +66,7 @@ uint64_t recv_elements(Collective c, uint64_t count, int nranks) {
   switch (c) {
     case Collective::AllReduce:
     case Collective::ReduceScatter:
+    case Collective::Broadcast:
       return count;
     case Collective::AllGather:
     case Collective::AllToAll:
@@ -77,6 +83,7 @@ uint64_t size_elements(Collective c, uint64_t count, int nranks) {
 double bus_bandwidth_factor(Collective c, int nranks) {
   if (nranks <= 0) return 0;
   const double share = double(nranks - 1) / nranks;
+  if (c == Collective::Broadcast) return 1;
   return c == Collective::AllReduce ? 2 * share : share;
 }
 
@@ -91,6 +98,7 @@ bool is_in_place(Collective c, const void* send, const void* recv, uint64_t coun
       return r == s + own_chunk;
     case Collective::AllReduce:
     case Collective::AllToAll:
+    case Collective::Broadcast:
       break;
   }
   return s == r;

@@ -24,6 +24,8 @@ const char* to_string(RouteOutcome outcome) {
       return "copy-engine";
     case RouteOutcome::NotRequested:
       return "not-requested";
+    case RouteOutcome::KindNotRouted:
+      return "kind-not-routed";
     case RouteOutcome::UnknownCommunicator:
       return "unknown-communicator";
     case RouteOutcome::OpNotSupported:
@@ -56,6 +58,8 @@ const char* explain(RouteOutcome outcome) {
       return "taken by tandem's copy-engine collective";
     case RouteOutcome::NotRequested:
       return "the policy has no copy-engine";
+    case RouteOutcome::KindNotRouted:
+      return "the route has no copy-engine broadcast";
     case RouteOutcome::UnknownCommunicator:
       return "the communicator's size is not known";
     case RouteOutcome::OpNotSupported:
@@ -84,6 +88,7 @@ const char* explain(RouteOutcome outcome) {
 
 RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   if (!facts.requested) return RouteOutcome::NotRequested;
+  if (r.kind == Collective::Broadcast) return RouteOutcome::KindNotRouted;
   if (r.nranks <= 0) return RouteOutcome::UnknownCommunicator;
   if (reduces(r.kind)) {
     if (r.reduction == Reduction::Unsupported) return RouteOutcome::OpNotSupported;

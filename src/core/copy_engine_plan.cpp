@@ -200,6 +200,7 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
                  "copy-engine plan: rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks));
   TANDEM_REQUIRE(r.count > 0 && r.element_bytes > 0, "copy-engine plan: an empty collective");
   TANDEM_REQUIRE(!(r.kind == Collective::AllToAll && r.in_place), "copy-engine plan: an in-place all-to-all");
+  TANDEM_REQUIRE(r.kind != Collective::Broadcast, "copy-engine plan: a broadcast");
   switch (r.kind) {
     case Collective::AllReduce:
       return plan_all_reduce(r);
@@ -208,6 +209,7 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
     case Collective::AllGather:
       return plan_all_gather(r);
     case Collective::AllToAll:
+    case Collective::Broadcast:
       break;
   }
   return plan_all_to_all(r);

@@ -194,6 +194,7 @@ size_t copy_engine_scratch_bytes(Collective kind, uint64_t count, DType dtype, i
       return size_t(count) * size_t(nranks) * dtype_size(dtype);
     case Collective::AllGather:
     case Collective::AllToAll:
+    case Collective::Broadcast:
       break;
   }
   return 0;

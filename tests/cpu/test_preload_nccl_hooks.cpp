@@ -415,7 +415,8 @@ TEST_F(preload_nccl_routing, GathersAndAllToAllMoveAnyType) {
 
 TEST_F(preload_nccl_routing, WhatTheRouteCannotTakeReachesNcclUntouched) {
   const json keeps = section(routed(), "nccl_keeps");
-  ASSERT_EQ(functions(keeps), (Functions{"ncclAllReduce", "ncclAllReduce", "ncclAllReduce", "ncclAllReduce"}))
+  ASSERT_EQ(functions(keeps), (Functions{"ncclAllReduce", "ncclAllReduce", "ncclAllReduce", "ncclBroadcast",
+                                         "ncclBcast", "ncclAllReduce"}))
       << keeps.dump(1);
   EXPECT_EQ(keeps, section(unrouted(), "nccl_keeps"));
 }
@@ -513,9 +514,11 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["bytes"], 32 + 60 + 16);
   EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 3);
   EXPECT_EQ(c["ncclAlltoAll"]["copy_engine"]["calls"], 1);
+  // Broadcasts, ncclBroadcast's and ncclBcast's, counted once each and left to NCCL.
+  EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"kind-not-routed", {{"calls", 2}, {"bytes", 2 * 16 * 4}}}}));
   const json& reach = routed().stats["copy_engine_reach"];
   EXPECT_EQ(reach["calls"], 8 + 3 + 3 + 1);
-  EXPECT_EQ(reach["total_calls"], 19 + 3 + 3 + 1);
+  EXPECT_EQ(reach["total_calls"], 19 + 3 + 3 + 1 + 2);
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
 }
 

@@ -21,11 +21,11 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 16 NCCL (ncclGroupStart/End and the
-  // pre-multiplied sums' for the copy-engine route)
-  EXPECT_EQ(kHookCount, 27);
+  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 18 NCCL (ncclGroupStart/End and the
+  // pre-multiplied sums' for the copy-engine route, the broadcasts counted)
+  EXPECT_EQ(kHookCount, 29);
   EXPECT_EQ(kDriverHookCount, 8);
-  EXPECT_EQ(kNcclHookCount, 16);
+  EXPECT_EQ(kNcclHookCount, 18);
   EXPECT_TRUE(is_nccl_hook(Hook::ncclGroupStart));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclRedOpCreatePreMulSum));
   EXPECT_EQ(family_of(Hook::ncclAllReduce), HookFamily::Library);

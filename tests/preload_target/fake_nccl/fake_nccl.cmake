@@ -63,7 +63,7 @@ cmake_language(DEFER DIRECTORY ${PROJECT_SOURCE_DIR} CALL tandem_wire_nccl_hook_
 # build tree keeps it.
 set(TANDEM_FAKE_ROUTE_DIR ${PROJECT_BINARY_DIR}/tests/fake_route)
 add_library(fake_route SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_route.cpp)
-target_include_directories(fake_route PRIVATE ${PROJECT_SOURCE_DIR} ${CMAKE_CURRENT_LIST_DIR}
+target_include_directories(fake_route PRIVATE ${PROJECT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/include ${CMAKE_CURRENT_LIST_DIR}
                                               $<TARGET_PROPERTY:NCCL::nccl,INTERFACE_INCLUDE_DIRECTORIES>
                                               ${CUDAToolkit_INCLUDE_DIRS})
 target_link_libraries(fake_route PRIVATE fake_libnccl nlohmann_json::nlohmann_json ${CMAKE_DL_LIBS})

@@ -192,6 +192,14 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
                            cudaStream_t) {
   return collective("ncclAllGather", send, recv, count, type, -1, comm);
 }
+// ncclBcast reaches the broadcast through the static helper, as NCCL's own does.
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int, ncclComm_t comm,
+                           cudaStream_t) {
+  return collective("ncclBroadcast", send, recv, count, type, -1, comm);
+}
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t type, int, ncclComm_t comm, cudaStream_t) {
+  return collective("ncclBcast", buff, buff, count, type, -1, comm);
+}
 ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
                           cudaStream_t) {
   return collective("ncclAlltoAll", send, recv, count, type, -1, comm);

@@ -14,6 +14,7 @@
 
 #include "fake_nccl.h"
 #include "preload/route/tandem_nccl_route.h"
+#include "tandem/copy_engine_eligibility.h"
 
 namespace {
 
@@ -67,8 +68,9 @@ __attribute__((visibility("default"))) tandem_nccl_route* tandem_nccl_route_crea
 
 __attribute__((visibility("default"))) int tandem_nccl_route_check(const tandem_nccl_route*,
                                                                    const tandem_nccl_route_call* call) {
-  constexpr int kCopyEngine = 0, kCaptureNotReady = 8;  // tandem::RouteOutcome
-  return call->stream == kFakeCapturingStream ? kCaptureNotReady : kCopyEngine;
+  using tandem::RouteOutcome;
+  return static_cast<int>(call->stream == kFakeCapturingStream ? RouteOutcome::CaptureNotReady
+                                                               : RouteOutcome::CopyEngine);
 }
 
 __attribute__((visibility("default"))) int tandem_nccl_route_run(tandem_nccl_route* route,

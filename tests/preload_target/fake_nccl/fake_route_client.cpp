@@ -88,6 +88,8 @@ int main() {
   step("max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, two, s1); });
   step("fp64_sum", [&] { return ncclAllReduce(send, recv, 8, ncclFloat64, ncclSum, two, s1); });
   step("empty", [&] { return ncclAllReduce(send, recv, 0, ncclFloat32, ncclSum, two, s1); });
+  step("broadcast", [&] { return ncclBroadcast(send, recv, 16, ncclFloat32, 0, two, s1); });
+  step("bcast", [&] { return ncclBcast(recv, 16, ncclFloat32, 0, two, s1); });
   step("captured_before_setup",
        [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, kFakeCapturingStream); });
 
