@@ -1,0 +1,43 @@
+#pragma once
+// The collectives tandem measures, routes and counts, and the facts every part of tandem needs about
+// them: the benchmark, the copy-engine route, the interposer and tandem.torch all use this one
+// record (pure C++: no NCCL or CUDA header).
+//
+// `count` always has NCCL's meaning for the kind: all-reduce, the elements of each buffer;
+// reduce-scatter, the elements each rank receives; all-gather, the elements each rank sends;
+// all-to-all, the elements sent to each peer.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace tandem {
+
+// The order is the route library's C ABI (preload/route/tandem_nccl_route.h): append only.
+enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
+inline constexpr Collective kCollectives[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
+                                              Collective::AllToAll};
+inline constexpr int kCollectiveCount = 4;
+
+// "all-reduce", "reduce-scatter", "all-gather", "all-to-all": tandem's names (CLI, JSON, summaries).
+const char* to_string(Collective);
+// NCCL's function: "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclAlltoAll".
+const char* nccl_function(Collective);
+// tandem's name, or the same with '_' for '-' (Python's spelling); nullopt otherwise.
+std::optional<Collective> parse_collective(std::string_view name);
+// All-reduce and reduce-scatter combine the ranks' data; the other two only move it.
+bool reduces(Collective);
+
+// Elements of each rank's send and receive buffer.
+uint64_t send_elements(Collective, uint64_t count, int nranks);
+uint64_t recv_elements(Collective, uint64_t count, int nranks);
+// nccl-tests' size of a collective: the larger buffer (the all-reduce buffer, the all-gather output,
+// the reduce-scatter input, the all-to-all buffer), in elements.
+uint64_t size_elements(Collective, uint64_t count, int nranks);
+// nccl-tests' bus-bandwidth factor: busbw = algbw x factor (all-reduce 2(n-1)/n, the others (n-1)/n).
+double bus_bandwidth_factor(Collective, int nranks);
+// NCCL's in-place rule: the same buffer for all-reduce and all-to-all; `send` is this rank's chunk
+// of `recv` for all-gather; `recv` is this rank's chunk of `send` for reduce-scatter.
+bool is_in_place(Collective, const void* send, const void* recv, uint64_t count, size_t element_bytes, int rank);
+
+}  // namespace tandem
