@@ -21,7 +21,6 @@ class DpBackward final : public ReplicatedScenario {
 
   std::string name() const override { return "dp-backward"; }
   std::string collective() const override { return "all-reduce"; }
-  double busbw_factor(int n) const override { return 2.0 * (n - 1) / n; }
   int count() const override { return config().options.layers; }
 
   std::string describe() const override {
@@ -87,8 +86,8 @@ class DpBackward final : public ReplicatedScenario {
         const Bucket& b = buckets_[next_bucket];
         if (ready_index == b.first + b.count - 1) {
           void* range = r.at(grads, b.offset);
-          r.collective("bucket " + std::to_string(next_bucket) + " all-reduce", CollectiveCall::Kind::AllReduce, range,
-                       range, b.elements);
+          r.collective("bucket " + std::to_string(next_bucket) + " all-reduce", Collective::AllReduce, range, range,
+                       b.elements);
           ++next_bucket;
         }
       });
