@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "collective_op.h"
 #include "collectives/checked_collective.h"
 #include "harness/program.h"
 #include "harness/registry.h"
@@ -25,17 +26,7 @@ const std::map<int, double> kOthers = {{1, 0.0}, {2, 0.5}, {4, 0.75}, {8, 0.875}
 // Addresses that are never dereferenced: a program only compares ranges.
 char arena[1 << 16];
 
-Op collective_op(Collective kind, const void* send, void* recv, int64_t count) {
-  Op op;
-  op.kind = Op::Kind::Collective;
-  op.name = to_string(kind);
-  op.call.kind = kind;
-  op.call.send = send;
-  op.call.recv = recv;
-  op.call.count = count;
-  op.call.dtype = DType::BF16;
-  return op;
-}
+using tandem_test::collective_op;
 
 // A program of one collective per kind named, in order, on separate buffers.
 Program program_of(const std::string& kinds, int nranks) {

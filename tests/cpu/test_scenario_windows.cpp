@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_op.h"
 #include "collectives/window_memory.h"
 #include "harness/program.h"
 #include "tandem/error.h"
@@ -15,7 +16,6 @@ namespace {
 
 using namespace tandem::bench;
 using tandem::Collective;
-using tandem::DType;
 
 // Addresses that are never dereferenced: only ranges are compared. Four "allocations" of 1 KiB.
 char arena[4 << 10];
@@ -25,15 +25,7 @@ std::vector<ByteRange> allocations() {
 }
 
 Op collective(Collective kind, const void* send, void* recv, int64_t count) {
-  Op op;
-  op.kind = Op::Kind::Collective;
-  op.name = "c";
-  op.call.kind = kind;
-  op.call.send = send;
-  op.call.recv = recv;
-  op.call.count = count;
-  op.call.dtype = DType::BF16;
-  return op;
+  return tandem_test::collective_op(kind, send, recv, count);
 }
 
 Op compute() {
