@@ -1,7 +1,6 @@
-#include "collectives/checked_collective.h"
-
 #include <string>
 
+#include "collectives/checked_collective.h"
 #include "harness/values.cuh"
 #include "tandem/cuda_check.h"
 

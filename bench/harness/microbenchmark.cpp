@@ -16,9 +16,7 @@ Microbenchmark::Microbenchmark(std::string workload_name, Workload& workload, Co
       seed_(seed),
       in_place_(in_place) {}
 
-std::string Microbenchmark::label() const {
-  return workload_name_ + " " + to_string(kind_) + " " + size_text(bytes_);
-}
+std::string Microbenchmark::label() const { return workload_name_ + " " + to_string(kind_) + " " + size_text(bytes_); }
 
 void Microbenchmark::setup(RankContext& ctx) {
   nranks_ = ctx.nranks;
