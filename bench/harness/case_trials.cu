@@ -192,7 +192,13 @@ std::string CaseTrials::apply(const OverlapPolicy& policy) {
   }
   if (policy.sm_target) {
     sm_target_set_ = true;
-    if (!case_.set_sm_count_target(*policy.sm_target))
+    std::optional<SmTarget> target;
+    try {
+      target = sm_target_on(policy, ctx_.limits.sm_count);
+    } catch (const Error& e) {
+      return e.message();
+    }
+    if (!case_.set_sm_count_target(target->gemm_sms))
       return "sm-target applies to cuBLASLt GEMMs; " + case_.label() + " has none";
   }
   active_.comm = policy.comm_priority ? ctx_.comm_high.get() : ctx_.comm_default.get();

@@ -278,6 +278,14 @@ OverlapPolicy load_policy_file(const std::string& path) {
   }
 }
 
+std::optional<SmTarget> sm_target_on(const OverlapPolicy& policy, int device_sms) {
+  if (!policy.sm_target) return std::nullopt;
+  TANDEM_REQUIRE(*policy.sm_target <= device_sms, "sm-target:" + std::to_string(*policy.sm_target) +
+                                                      " is more than the " + std::to_string(device_sms) +
+                                                      " SMs of this GPU");
+  return SmTarget{*policy.sm_target, device_sms - *policy.sm_target};
+}
+
 std::string to_string(const OverlapPolicy& policy) {
   // Canonical order (PolicyToken::canonical_position): launch order, then compute-side controls, then
   // communicator-side ones.
