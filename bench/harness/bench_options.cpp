@@ -13,6 +13,7 @@
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
@@ -37,12 +38,6 @@ std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double 
 }
 
 namespace {
-
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", v);
-  return buffer;
-}
 
 // Every name of a list once: a repeated one would measure the same case twice under one label.
 void require_distinct(const std::vector<std::string>& names, const std::string& flag) {

@@ -11,24 +11,11 @@
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
-namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", v);
-  return buffer;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks) {
   const ScenarioOptions& s = o.scenario;

@@ -9,16 +9,11 @@
 
 #include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
 namespace {
-
-std::string seconds_text(double s) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", s);
-  return buffer;
-}
 
 // Short waits (a barrier between steps: tens of microseconds) spin; longer ones sleep so a rank
 // waiting for a slow peer does not burn its core.
@@ -121,7 +116,7 @@ void ControlChannel::await_stream(const std::string& step, Deadline until) {
     }
     throw_if_async_error(step);
     if (std::chrono::steady_clock::now() > until)
-      fail(step, "not every rank arrived within " + seconds_text(timeout_s_) +
+      fail(step, "not every rank arrived within " + number(timeout_s_) +
                      " s (--timeout): another rank stopped or is stuck; its own error says why");
     pause(started);
   }

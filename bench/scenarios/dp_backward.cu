@@ -3,6 +3,7 @@
 // is enqueued as soon as its last gradient is written and overlaps the rest of the backward pass;
 // the step ends when every reduction is done.
 #include "scenarios/layers.h"
+#include "tandem/text.h"
 
 namespace tandem::bench::scenarios {
 namespace {
@@ -25,15 +26,12 @@ class DpBackward final : public ReplicatedScenario {
 
   std::string describe() const override {
     const auto& o = config().options;
-    char first[32], cap[32];
-    std::snprintf(first, sizeof(first), "%g", o.first_bucket_mb);
-    std::snprintf(cap, sizeof(cap), "%g", o.bucket_mb);
     return "dp-backward " + dtype_text() + " layers=" + std::to_string(o.layers) +
            " hidden=" + std::to_string(dims_.hidden) + " ffn=" + std::to_string(dims_.ffn) +
            " heads=" + std::to_string(dims_.heads) + "/" + std::to_string(dims_.kv_heads) +
            " tokens=" + std::to_string(o.seq) + ": backward pass (8 GEMMs a layer), " +
-           std::to_string(buckets_.size()) + " DDP buckets (first " + first + " MiB, then " + cap +
-           " MiB) all-reduced as they fill";
+           std::to_string(buckets_.size()) + " DDP buckets (first " + number(o.first_bucket_mb) + " MiB, then " +
+           number(o.bucket_mb) + " MiB) all-reduced as they fill";
   }
 
  private:

@@ -37,8 +37,8 @@ TEST(PolicyTokens, RunRefusesTokensThatNeedTheProgram) {
 // tandem.torch applies what PyTorch's own knobs carry (process-group options, the SM carveout, its
 // DDP hook and FSDP2 collectives) and refuses the rest, with the reason from the same rows.
 TEST(PolicyTokens, PyTorchRefusesWhatItLeavesNoWayToApply) {
-  for (const char* text : {"concurrent", "priority+sm-target:116+nccl-ctas:..8+nccl-cga:1+nccl-cta-policy:zero",
-                           "copy-engine"})
+  for (const char* text :
+       {"concurrent", "priority+sm-target:116+nccl-ctas:..8+nccl-cga:1+nccl-cta-policy:zero", "copy-engine"})
     EXPECT_EQ(pytorch_refusal(parse_policy(text)), "") << text;
   EXPECT_EQ(pytorch_refusal(parse_policy("green:66+priority")),
             "green:66 cannot be applied inside PyTorch: tandem cannot move PyTorch's kernels into a green context; "
