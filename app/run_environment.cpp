@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "../preload/environment.h"
 #include "preload_library_check.h"
 #include "tandem/error.h"
+#include "tandem/run_contract.h"
 #include "tandem/text.h"
 
 namespace tandem::cli {

@@ -4,9 +4,9 @@
 
 #include <cstdlib>
 
-#include "environment.h"
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
+#include "tandem/run_contract.h"
 #include "tandem/text.h"
 
 namespace tandem::preload {

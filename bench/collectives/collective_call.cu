@@ -1,5 +1,6 @@
 #include "collectives/collective_call.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nccl_check.h"
 
 namespace tandem::bench {
 

@@ -3,6 +3,7 @@
 #include "harness/rank_context.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/library_checks.h"
 #include "tandem/nccl_config.h"
 
 namespace tandem::bench {

@@ -9,6 +9,7 @@
 
 #include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nccl_check.h"
 #include "tandem/text.h"
 
 namespace tandem::bench {

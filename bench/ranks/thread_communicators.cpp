@@ -6,6 +6,7 @@
 
 #include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nccl_check.h"
 #include "tandem/nccl_wait.h"
 
 namespace tandem::bench {

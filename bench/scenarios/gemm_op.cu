@@ -3,6 +3,7 @@
 #include "harness/values.cuh"
 #include "scenarios/gemm_op.h"
 #include "tandem/cuda_check.h"
+#include "tandem/library_checks.h"
 #include "tandem/sm_target.h"
 
 namespace tandem::bench::scenarios {

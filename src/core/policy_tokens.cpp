@@ -1,4 +1,4 @@
-// The policy tokens, one row each (include/tandem/policy_tokens.h says who reads them).
+// The policy tokens, one row each (tandem/policy_tokens.h says who reads them).
 #include "tandem/policy_tokens.h"
 
 #include <algorithm>

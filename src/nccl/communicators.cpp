@@ -9,6 +9,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/deadline.h"
 #include "tandem/error.h"
+#include "tandem/nccl_check.h"
 #include "tandem/nccl_config.h"
 
 namespace tandem {

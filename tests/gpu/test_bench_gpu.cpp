@@ -17,6 +17,7 @@
 #include "ranks/thread_communicators.h"
 #include "tandem/cuda_check.h"
 #include "tandem/dtype.h"
+#include "tandem/nccl_check.h"
 
 namespace {
 
