@@ -63,10 +63,10 @@ void CaseTrials::capture_footprints() {
   compute_kernel_ = footprint_record(compute.front(), ctx_.limits);
 }
 
-void CaseTrials::choose_count(int fixed_count) {
+void CaseTrials::choose_count() {
   const NvtxRange range("baselines");
-  int count = fixed_count > 0 ? fixed_count : options_.count;
-  if (fixed_count <= 0 && options_.balance) {
+  int count = options_.count;
+  if (options_.balance) {
     if (!case_.set_compute_count(1)) return;  // the case's program is fixed
     rebuild();
     const double unit = measure(Schedule::ComputeOnly, nullptr).total.median;

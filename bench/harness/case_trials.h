@@ -36,9 +36,9 @@ class CaseTrials final : public PolicyTrials {
   // real values before anything is timed (compute-only steps read what collectives left there).
   // Then the first collective and the first compute operation are captured to read their kernels.
   void capture_footprints();
-  // A case that takes a compute count (a microbenchmark) gets one: `fixed_count` when positive, else
-  // the count whose compute time is closest to the collective's (--balance), else --count.
-  void choose_count(int fixed_count = 0);
+  // A case that takes a compute count (a microbenchmark) gets one: the count whose compute time is
+  // closest to the collective's (--balance), else --count.
+  void choose_count();
   // t_seq (first: it leaves real values in every buffer the compute-only steps then read), t_compute,
   // t_comm, t_chain, t_bound. `progress` (rank 0's, may be empty) hears when each starts: long
   // baselines are phases worth seeing, and scripts/clock_phases.py attributes power samples by them.
