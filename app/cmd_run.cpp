@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "run_child.h"
 #include "run_environment.h"
+#include "run_timeline.h"
 #include "tandem/error.h"
 #include "tandem/policy.h"
 #include "tandem/policy_tokens.h"
@@ -51,9 +52,14 @@ int run(RunOptions options) {
     // regular file, so only such a file is removed.
     if (options.stats_file.find("%p") == std::string::npos) ::unlink(options.stats_file.c_str());
   }
-  const auto environment = child_environment(options, policy, library, std::getenv("LD_PRELOAD"));
+  const RunTimeline timeline = checking_input([&] { return prepare_timeline(options); });
+  auto environment = child_environment(options, policy, library, std::getenv("LD_PRELOAD"));
+  for (auto& change : timeline_environment(timeline, library, std::getenv(env::kNvtxInjection)))
+    environment.push_back(std::move(change));
   if (options.log_level == "info" || options.log_level == "debug") print_environment(environment);
-  return run_child(options.command, environment);
+  const int status = run_child(options.command, environment);
+  finish_timeline(timeline);
+  return status;
 }
 
 // The tokens `tandem run` applies and how, from their rows (tandem/policy_tokens.h).
@@ -91,6 +97,17 @@ void add_run_command(CLI::App& app, int& exit_code) {
                   "Shape compute launches always, or only while a collective is in flight")
       ->check(CLI::IsMember(names(env::kShapeWhenNames)))
       ->capture_default_str();
+  cmd->add_flag("--timeline", options->timeline,
+                "Record the program's GPU activity (CUPTI) and report, per rank and step, computation, communication, "
+                "their overlap, exposed communication and idle time");
+  cmd->add_option("--trace", options->trace_file,
+                  "Also write the timeline as a Chrome/Perfetto trace to FILE (implies --timeline)");
+  cmd->add_option("--timeline-json", options->timeline_json,
+                  "Write the job's timeline (each step's slowest rank, the processes) as JSON to FILE (implies "
+                  "--timeline)");
+  cmd->add_option("--step-range", options->step_range,
+                  "Steps are the program's NVTX ranges whose name matches this glob, e.g. 'step' or 'ProfilerStep*' "
+                  "(implies --timeline; default: the whole run is one step)");
   cmd->add_option("command", options->command, "The command and its arguments (after --)")->required();
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }

@@ -35,8 +35,9 @@ const char* const kGroup = "Tuning a program (tandem tune [options] -- CMD ARGS.
 
 // Options both tunes read; any other option given with a command is the benchmark's.
 const std::set<std::string> kProgramOptions = {
-    "--out",    "--json",       "--quiet", "--timeout", "--metric", "--metric-higher-is-better",
-    "--rounds", "--candidates", "--logs",  "--help",    "command"};
+    "--out",       "--json",       "--quiet", "--timeout", "--metric", "--metric-higher-is-better",
+    "--rounds",    "--candidates", "--logs",  "--help",    "command",  "--objective",
+    "--step-range"};
 
 // The candidates: --candidates as given (each must be one `tandem run` applies), else the default
 // list less what `tandem run` refuses. Duplicates are measured once.
@@ -79,12 +80,17 @@ std::string value_text(double v) {
   return buf;
 }
 
+// How a run is measured, for the header and the policy file.
+std::string measure_text(const bench::ProgramTuneOptions& o) {
+  return bench::from_timeline(o.objective) ? bench::describe(o.objective, o.step_range) : o.metric.describe();
+}
+
 // The lines the policy file carries about the result, finished or not.
 std::vector<std::string> about_lines(const bench::ProgramTuneOptions& o, const bench::ProgramTuneResult& result,
                                      const std::vector<bench::PolicyStats>& stats,
                                      const bench::ProgramDecision& decision, bool finished) {
   std::vector<std::string> lines = {"program " + bench::shell_command(o.command),
-                                    "measured by " + o.metric.describe() +
+                                    "measured by " + measure_text(o) +
                                         "; baseline (the program without tandem) "
                                         "median " +
                                         value_text(stats[0].median) + " over " + std::to_string(result.rounds_done) +
@@ -118,6 +124,18 @@ void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCl
   cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
                 "The metric is a throughput: higher wins (default: lower wins)")
       ->group(kGroup);
+  cmd->add_option(
+         "--objective", cli->objective,
+         "What ranks the candidates: wall (each run's wall time), metric (--metric), step-time or exposed-comm "
+         "(the slowest rank's step time or exposed communication from tandem run --timeline, median over the "
+         "steps)")
+      ->check(CLI::IsMember({"wall", "metric", "step-time", "exposed-comm"}))
+      ->default_str("metric with --metric, else wall")
+      ->group(kGroup);
+  cmd->add_option("--step-range", cli->step_range,
+                  "With --objective step-time or exposed-comm: the steps are the program's NVTX ranges matching this "
+                  "glob (default: the whole run is one step)")
+      ->group(kGroup);
   cmd->add_option("--rounds", cli->rounds,
                   "Rounds, from 1 to " + std::to_string(kMaxRounds) +
                       "; each runs the baseline (the program without tandem), then every candidate in an order "
@@ -140,8 +158,8 @@ void refuse_benchmark_options(const CLI::App& cmd) {
     TANDEM_CHECK_INPUT(kProgramOptions.count(name) > 0,
                        name +
                            " is an option of the benchmark tune; tuning a program (after --) reads only -o/--out, "
-                           "--json, -q/--quiet, -T/--timeout, --metric, --metric-higher-is-better, --rounds, "
-                           "--candidates and --logs");
+                           "--json, -q/--quiet, -T/--timeout, --metric, --metric-higher-is-better, --objective, "
+                           "--step-range, --rounds, --candidates and --logs");
   }
 }
 
@@ -161,6 +179,18 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     if (!cli.metric.empty()) o.metric = bench::ProgramMetric(cli.metric, cli.higher_is_better);
     TANDEM_CHECK_INPUT(!cli.higher_is_better || !cli.metric.empty(),
                        "--metric-higher-is-better needs --metric (wall time is always lower-is-better)");
+    const auto objective =
+        bench::parse_objective(cli.objective.empty() ? (cli.metric.empty() ? "wall" : "metric") : cli.objective);
+    TANDEM_CHECK_INPUT(objective.has_value(), "--objective " + quoted_value(cli.objective) +
+                                                  " is not one of wall, metric, step-time, exposed-comm");
+    o.objective = *objective;
+    TANDEM_CHECK_INPUT(o.objective != bench::ObjectiveKind::Metric || !cli.metric.empty(),
+                       "--objective metric needs --metric");
+    TANDEM_CHECK_INPUT(cli.metric.empty() || o.objective == bench::ObjectiveKind::Metric,
+                       "--metric is read only with --objective metric, not " + std::string(to_string(o.objective)));
+    TANDEM_CHECK_INPUT(cli.step_range.empty() || bench::from_timeline(o.objective),
+                       "--step-range is read only with --objective step-time or exposed-comm");
+    o.step_range = cli.step_range;
     require_writable(shared.policy_file, "--out");
     if (!shared.json_path.empty()) require_writable(shared.json_path, "--json");
     // The candidates run under `tandem run`: its interposer must be there before the first run.
@@ -183,7 +213,7 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   const std::string program = bench::shell_command(o.command);
   std::printf("# tandem tune %s (%s), %s\n", info.tandem_version.c_str(), info.commit.c_str(), info.date.c_str());
   std::printf("# program    %s\n", printable(program, 1000).c_str());
-  std::printf("# metric     %s\n", printable(o.metric.describe(), 1000).c_str());
+  std::printf("# metric     %s\n", printable(measure_text(o), 1000).c_str());
   std::printf("# rounds     %d: the baseline (the program without tandem), then %zu candidates rotated per round\n",
               o.rounds, o.candidates.size());
   if (o.timeout_s > 0)

@@ -20,6 +20,10 @@ struct RunOptions {
   std::vector<std::string> exclude;
   std::string stats_file;  // "" for none
   std::string shape_when;
+  bool timeline = false;             // --timeline (run_timeline.h)
+  std::string trace_file;            // --trace FILE, "" for none
+  std::string step_range;            // --step-range PATTERN, "" for none
+  std::string timeline_json;         // --timeline-json FILE, "" for none
   std::vector<std::string> command;  // CMD ARGS...
 };
 

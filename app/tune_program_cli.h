@@ -14,6 +14,8 @@ struct ProgramTuneCli {
   std::vector<std::string> command;  // after --
   std::string metric;                // regex with one capture group; "" for wall time
   bool higher_is_better = false;
+  std::string objective;   // --objective: "" for metric with --metric, else wall (program_objective.h)
+  std::string step_range;  // --step-range, for the timeline objectives
   int rounds = 3;
   std::string candidates;  // comma-separated policies; "" for the default list
   std::string logs;        // "" for a private folder under the temporary directory

@@ -49,6 +49,35 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
     config.problems.push_back({LogLevel::Warn, "policy token '" + token.token + "' " + token.reason});
 }
 
+// A launcher's rank: the first of env::kRankVariables that holds a non-negative integer.
+std::optional<int> launcher_rank(const EnvironmentLookup& lookup) {
+  for (const char* name : env::kRankVariables) {
+    const auto value = lookup(name);
+    if (!value || value->empty()) continue;
+    char* end = nullptr;
+    const long rank = std::strtol(value->c_str(), &end, 10);
+    if (end && *end == '\0' && rank >= 0 && rank <= 1 << 24) return static_cast<int>(rank);
+  }
+  return std::nullopt;
+}
+
+void parse_timeline_variables(const EnvironmentLookup& lookup, long pid, PreloadConfig& config) {
+  if (const auto mode = lookup(env::kTimeline); mode && !trim(*mode).empty()) {
+    if (const auto parsed = parse_timeline_mode(*mode)) {
+      config.timeline = *parsed;
+    } else {
+      config.problems.push_back(
+          {LogLevel::Warn, std::string(env::kTimeline) + "='" + *mode + "' is not one of off|on|trace; no timeline"});
+    }
+  }
+  if (const auto dir = lookup(env::kTimelineDir); dir && !trim(*dir).empty())
+    config.timeline_dir = expand_pid(trim(*dir), pid);
+  if (const auto pattern = lookup(env::kStepRange)) config.step_range = std::string(trim(*pattern));
+  if (const auto tool = lookup(env::kCudaInjection)) config.cuda_injection = std::string(trim(*tool));
+  if (const auto nvtx = lookup(env::kNvtxInjection)) config.nvtx_injection = std::string(trim(*nvtx));
+  config.rank = launcher_rank(lookup);
+}
+
 }  // namespace
 
 std::optional<LogLevel> parse_log_level(std::string_view text) {
@@ -64,6 +93,15 @@ std::optional<ShapeWhen> parse_shape_when(std::string_view text) {
   if (t == env::kShapeWhenNames[1]) return ShapeWhen::InFlight;
   return std::nullopt;
 }
+
+std::optional<TimelineMode> parse_timeline_mode(std::string_view text) {
+  const std::string_view t = trim(text);
+  for (size_t i = 0; i < env::kTimelineModeNames.size(); ++i)
+    if (t == env::kTimelineModeNames[i]) return static_cast<TimelineMode>(i);
+  return std::nullopt;
+}
+
+const char* to_string(TimelineMode mode) { return env::kTimelineModeNames[static_cast<size_t>(mode)]; }
 
 const char* to_string(LogLevel level) { return env::kLogLevelNames[static_cast<size_t>(level)]; }
 const char* to_string(ShapeWhen when) { return env::kShapeWhenNames[when == ShapeWhen::Always ? 0 : 1]; }
@@ -139,6 +177,7 @@ PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
     const long value = std::strtol(root->c_str(), &end, 10);
     if (end && *end == '\0' && value > 0) config.root_pid = value;
   }
+  parse_timeline_variables(lookup, pid, config);
   return config;
 }
 

@@ -18,6 +18,7 @@ namespace tandem::preload {
 
 enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
 enum class ShapeWhen { Always, InFlight };
+enum class TimelineMode { Off, On, Trace };
 
 struct Problem {
   LogLevel level;  // Error: invalid policy; Warn: a bad value or a token without effect; Info: a note
@@ -34,6 +35,13 @@ struct PreloadConfig {
   std::string stats_file;  // "" for none; "%p" already replaced by the pid
   ShapeWhen shape_when = ShapeWhen::Always;
   std::optional<long> root_pid;  // the process `tandem run` started
+  // The timeline (preload/timeline.h).
+  TimelineMode timeline = TimelineMode::Off;
+  std::string timeline_dir;    // "" for none: the figures go to the summary and the stats file only
+  std::string step_range;      // glob over NVTX range names; "" for the whole run as one step
+  std::string cuda_injection;  // CUDA_INJECTION64_PATH: a tool that owns CUPTI ("" for none)
+  std::string nvtx_injection;  // NVTX_INJECTION64_PATH as found
+  std::optional<int> rank;     // from the launcher's variables, to label the timeline
   std::vector<Problem> problems;
 
   bool elevates_collectives() const { return policy.comm_priority; }
@@ -52,8 +60,10 @@ PreloadConfig config_from_environment();
 
 std::optional<LogLevel> parse_log_level(std::string_view);
 std::optional<ShapeWhen> parse_shape_when(std::string_view);
+std::optional<TimelineMode> parse_timeline_mode(std::string_view);
 const char* to_string(LogLevel);
 const char* to_string(ShapeWhen);
+const char* to_string(TimelineMode);
 // Comma-separated glob patterns; surrounding blanks trimmed, empty entries dropped.
 std::vector<std::string> split_patterns(std::string_view);
 // Every "%p" replaced by `pid`.

@@ -21,6 +21,7 @@
 #include "runtime.h"
 #include "tandem/nccl_config.h"
 #include "tandem/safe_file.h"
+#include "timeline.h"
 
 namespace tandem::preload {
 namespace {
@@ -60,6 +61,7 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   fill_counters(counters(), s);
   const OverlapPolicy settings = communicator_settings(config.policy);
   if (!uses_default_nccl_settings(settings)) s.communicator_settings = to_string(settings);
+  s.copy_engine_requested = config.policy.copy_engine;
   if (!rt) return s;
   s.last_collective_footprint = describe_footprint(rt->last_collective.load(std::memory_order_relaxed));
   rt->functions.for_each([&](FunctionRecord& r) {
@@ -96,8 +98,14 @@ void report() {
   // TANDEM_POLICY...) were not logged yet; say them before the summary that reflects them.
   if (!rt && print)
     for (const auto& problem : config.problems) log(problem.level, "%s", problem.message.c_str());
-  const Snapshot snapshot = take_snapshot(config, rt);
-  if (print) write_stderr(render_text(snapshot));
+  Snapshot snapshot = take_snapshot(config, rt);
+  // The timeline finished at exit (timeline.h): its lines follow the summary, its figures go to the stats.
+  const ProcessTimeline* timeline = timeline_result();
+  std::string timeline_text;
+  if (timeline && (timeline->state != TimelineState::NotStarted || config.log_level >= LogLevel::Info))
+    timeline_text = render_timeline_text(*timeline);
+  if (timeline) snapshot.timeline = timeline_json(*timeline);
+  if (print) write_stderr(render_text(snapshot) + timeline_text);
   if (write) write_stats_file(config.stats_file, render_json(snapshot));
 }
 

@@ -11,7 +11,8 @@ namespace tandem::preload {
 const char* to_string(KernelKind kind) { return kind == KernelKind::Collective ? "nccl" : "compute"; }
 
 KernelKind classify_kernel(std::string_view name) {
-  return is_nccl_kernel_name(name) ? KernelKind::Collective : KernelKind::Compute;
+  return is_nccl_kernel_name(name) || is_tandem_collective_kernel_name(name) ? KernelKind::Collective
+                                                                             : KernelKind::Compute;
 }
 
 std::string demangle(const std::string& name) {

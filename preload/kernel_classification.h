@@ -13,7 +13,7 @@ namespace tandem::preload {
 enum class KernelKind { Compute, Collective };
 const char* to_string(KernelKind);
 
-// Collective when tandem::is_nccl_kernel_name (tandem/kernel_names.h) says so.
+// Collective for NCCL's kernels and tandem's copy-engine collective kernels (tandem/kernel_names.h).
 KernelKind classify_kernel(std::string_view name);
 
 // The demangled form of an Itanium-mangled name, or the name itself.

@@ -10,6 +10,7 @@
 #include "hook_handlers.h"
 #include "launch_controls.h"
 #include "log.h"
+#include "timeline.h"
 
 namespace tandem::preload {
 namespace {
@@ -29,6 +30,7 @@ CUresult run_launch(Launch& l) {
   Counters::bump(count.launches);
   Counters::bump(count.calls_by_hook[index_of(l.entry)]);
   Runtime& rt = runtime();
+  timeline_note_activity();  // the first launch starts the timeline when asked for (timeline.h)
   const DriverApi* api = driver_api();
   // A cuLaunchKernelEx without a configuration is the driver's to reject, unchanged.
   if (!api || !api->complete ||

@@ -1,16 +1,18 @@
 #include "nccl_copy_engine.h"
 
 #include <dlfcn.h>
+#include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "log.h"
 #include "real_symbols.h"
-#include "route/tandem_nccl_route.h"
 #include "runtime.h"
 
 namespace tandem::preload {
@@ -18,6 +20,11 @@ namespace {
 
 thread_local int t_inside_tandem = 0;
 thread_local int t_group_depth = 0;
+
+// The program's group on this thread: the routed calls it holds and the communicators of the calls
+// it left to NCCL.
+thread_local std::vector<HeldCall> t_held;
+thread_local std::vector<ncclComm_t> t_nccl_comms;
 
 // How long a route waits for its peers (lane splits, window registrations, the last use of the
 // pool) before it fails rather than hang: NCCL's own collectives have no limit, so this is generous.
@@ -30,7 +37,9 @@ struct RouteLibrary {
   bool loaded = false;
   std::string why;  // when not loaded
   decltype(&tandem_nccl_route_create) create = nullptr;
-  decltype(&tandem_nccl_route_collective) collective = nullptr;
+  decltype(&tandem_nccl_route_check) check = nullptr;
+  decltype(&tandem_nccl_route_run) run = nullptr;
+  decltype(&tandem_nccl_route_run_group) run_group = nullptr;
   decltype(&tandem_nccl_route_get_stats) get_stats = nullptr;
   decltype(&tandem_nccl_route_destroy) destroy = nullptr;
 };
@@ -98,11 +107,13 @@ RouteLibrary load() {
   const auto abi = symbol<int (*)()>(handle, "tandem_nccl_route_abi_version");
   const auto nccl_file = symbol<const char* (*)()>(handle, "tandem_nccl_route_nccl_file");
   lib.create = symbol<decltype(lib.create)>(handle, "tandem_nccl_route_create");
-  lib.collective = symbol<decltype(lib.collective)>(handle, "tandem_nccl_route_collective");
+  lib.check = symbol<decltype(lib.check)>(handle, "tandem_nccl_route_check");
+  lib.run = symbol<decltype(lib.run)>(handle, "tandem_nccl_route_run");
+  lib.run_group = symbol<decltype(lib.run_group)>(handle, "tandem_nccl_route_run_group");
   lib.get_stats = symbol<decltype(lib.get_stats)>(handle, "tandem_nccl_route_get_stats");
   lib.destroy = symbol<decltype(lib.destroy)>(handle, "tandem_nccl_route_destroy");
-  if (!abi || abi() != TANDEM_NCCL_ROUTE_ABI_VERSION || !nccl_file || !lib.create || !lib.collective ||
-      !lib.get_stats || !lib.destroy) {
+  if (!abi || abi() != TANDEM_NCCL_ROUTE_ABI_VERSION || !nccl_file || !lib.create || !lib.check || !lib.run ||
+      !lib.run_group || !lib.get_stats || !lib.destroy) {
     lib.why = path + " is not the route library of this interposer (another version)";
     return lib;
   }
@@ -141,6 +152,13 @@ std::unordered_map<ncclComm_t, Slot>& slots() {
   return *s;
 }
 
+// One thread drives a communicator (NCCL's rule), so a slot's route is used by one thread at a time;
+// the lock only guards the map (whose nodes do not move).
+Slot& slot_of(ncclComm_t comm) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  return slots()[comm];
+}
+
 // Adds what the route did since the last look to the process's counters.
 void account(Slot& slot) {
   tandem_nccl_route_stats now{};
@@ -150,11 +168,67 @@ void account(Slot& slot) {
   c.copy_engine_pool_bytes.fetch_add(uint64_t(now.pool_bytes - slot.last.pool_bytes), std::memory_order_relaxed);
   c.copy_engine_registrations.fetch_add(uint64_t(now.registrations - slot.last.registrations),
                                         std::memory_order_relaxed);
+  c.copy_engine_captured.fetch_add(uint64_t(now.captured - slot.last.captured), std::memory_order_relaxed);
   slot.last = now;
 }
 
 void say_once(std::atomic<bool>& said, LogLevel level, const std::string& text) {
   if (!said.exchange(true, std::memory_order_relaxed)) log(level, "%s", text.c_str());
+}
+
+// The slot's route, made now if the library is there and the communicator has none yet; null (and
+// the slot marked unavailable) otherwise.
+tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
+  if (slot.route || slot.unavailable) return slot.route;
+  const RouteLibrary& lib = library();
+  if (!lib.loaded) {
+    slot.unavailable = true;
+    return nullptr;
+  }
+  char why[512] = "";
+  slot.route = lib.create(comm, kRouteTimeoutS, why, sizeof why);
+  if (!slot.route) {
+    slot.unavailable = true;
+    static std::atomic<bool> said{false};
+    say_once(said, LogLevel::Warn, std::string("copy-engine route unavailable: ") + why + "; collectives left to NCCL");
+  }
+  return slot.route;
+}
+
+// The ranks may be out of step after a failure partway: this cannot be hidden. The program gets
+// NCCL's error for an internal failure, as if NCCL had failed, and later calls on the communicators
+// go to NCCL.
+RouteAttempt failed(const char* what, const char* why) {
+  log(LogLevel::Error, "copy-engine %s failed: %s; returning ncclInternalError to the program", what, why);
+  RouteAttempt a;
+  a.outcome = RouteOutcome::RouteFailed;
+  a.error = ncclInternalError;
+  return a;
+}
+
+const char* kind_name(int kind) { return kind >= 0 && kind < kCollectiveCount ? nccl_function(Collective(kind)) : "?"; }
+
+double seconds_now() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
+
+// Waits until NCCL has issued its part of the group on each of `comms` (ncclCommGetAsyncError no
+// longer ncclInProgress), bounded: after the route's timeout the routed part runs anyway.
+void await_nccl_part(const std::vector<ncclComm_t>& comms) {
+  using AsyncError = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
+  const auto get_error =
+      reinterpret_cast<AsyncError>(symbol_beside(real_address(Hook::ncclGroupEnd), "ncclCommGetAsyncError"));
+  if (!get_error) return;
+  const double deadline = seconds_now() + kRouteTimeoutS;
+  for (ncclComm_t comm : comms) {
+    ncclResult_t state = ncclInProgress;
+    while (get_error(comm, &state) == ncclSuccess && state == ncclInProgress && seconds_now() < deadline) {
+      const timespec pause{0, 100000};  // 0.1 ms
+      nanosleep(&pause, nullptr);
+    }
+  }
 }
 
 }  // namespace
@@ -164,8 +238,9 @@ InsideTandem::InsideTandem() { ++t_inside_tandem; }
 InsideTandem::~InsideTandem() { --t_inside_tandem; }
 
 void group_started() { ++t_group_depth; }
-void group_ended() {
-  if (t_group_depth > 0) --t_group_depth;
+bool group_ended() {
+  if (t_group_depth == 0) return false;
+  return --t_group_depth == 0;
 }
 bool inside_group() { return t_group_depth > 0; }
 
@@ -183,59 +258,92 @@ RouteState route_state(ncclComm_t comm) {
   return s;
 }
 
-RouteAttempt run_copy_engine_route(CollectiveKind kind, const void* send, void* recv, size_t count, ncclDataType_t type,
-                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  RouteAttempt attempt;
+RouteOutcome check_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call) {
   const InsideTandem inside;
   try {
-    const RouteLibrary& lib = library();
-    // One thread drives a communicator (NCCL's rule), so the slot's route is used by one thread at a
-    // time; the lock only guards the map.
-    Slot* slot = nullptr;
-    {
-      const std::lock_guard<std::mutex> lock(g_mutex);
-      slot = &slots()[comm];
+    Slot& slot = slot_of(comm);
+    if (slot.failed) return RouteOutcome::RouteFailed;
+    tandem_nccl_route* route = route_for(slot, comm);
+    if (!route) return RouteOutcome::RouteUnavailable;
+    const int outcome = library().check(route, &call);
+    return outcome >= 0 && outcome < kRouteOutcomeCount ? RouteOutcome(outcome) : RouteOutcome::RouteUnavailable;
+  } catch (...) {
+    return RouteOutcome::RouteUnavailable;
+  }
+}
+
+RouteAttempt run_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call) {
+  const InsideTandem inside;
+  try {
+    Slot& slot = slot_of(comm);
+    char why[512] = "";
+    const int result = library().run(slot.route, &call, why, sizeof why);
+    account(slot);
+    if (result == TANDEM_ROUTE_DONE) return RouteAttempt{RouteOutcome::CopyEngine, ncclSuccess};
+    slot.failed = true;
+    return failed(kind_name(call.kind), why);
+  } catch (...) {
+    return failed(kind_name(call.kind), "an internal error of the interposer");
+  }
+}
+
+void defer_grouped(const HeldCall& held) { t_held.push_back(held); }
+
+std::vector<HeldCall> take_held_if_several_devices() {
+  std::vector<HeldCall> taken;
+  for (const HeldCall& h : t_held)
+    if (h.device != t_held.front().device) {
+      taken.swap(t_held);
+      break;
     }
-    if (!lib.loaded) {
-      slot->unavailable = true;
-      return attempt;
+  return taken;
+}
+
+void note_grouped_for_nccl(ncclComm_t comm) {
+  if (std::find(t_nccl_comms.begin(), t_nccl_comms.end(), comm) == t_nccl_comms.end()) t_nccl_comms.push_back(comm);
+}
+
+ncclResult_t finish_group(ncclResult_t nccl_result) {
+  std::vector<HeldCall> held;
+  std::vector<ncclComm_t> nccl_comms;
+  held.swap(t_held);
+  nccl_comms.swap(t_nccl_comms);
+  if (held.empty()) return nccl_result;
+  const auto count_all = [&](RouteOutcome outcome) {
+    for (const HeldCall& h : held) counters().count_collective(Collective(h.call.kind), outcome, h.bytes);
+  };
+  if (nccl_result != ncclSuccess && nccl_result != ncclInProgress) {
+    log(LogLevel::Warn, "ncclGroupEnd failed (%d): the group's %zu routed collectives were not run", int(nccl_result),
+        held.size());
+    count_all(RouteOutcome::RouteFailed);
+    return nccl_result;
+  }
+  const InsideTandem inside;
+  try {
+    if (nccl_result == ncclInProgress && !nccl_comms.empty()) await_nccl_part(nccl_comms);
+    std::vector<tandem_nccl_route*> routes;
+    std::vector<tandem_nccl_route_call> calls;
+    std::vector<Slot*> used;
+    for (const HeldCall& h : held) {
+      Slot& slot = slot_of(h.comm);
+      routes.push_back(slot.route);
+      calls.push_back(h.call);
+      if (std::find(used.begin(), used.end(), &slot) == used.end()) used.push_back(&slot);
     }
     char why[512] = "";
-    if (!slot->route) {
-      slot->route = lib.create(comm, kRouteTimeoutS, why, sizeof why);
-      if (!slot->route) {
-        slot->unavailable = true;
-        static std::atomic<bool> said{false};
-        say_once(said, LogLevel::Warn,
-                 std::string("copy-engine route unavailable: ") + why + "; collectives left to NCCL");
-        return attempt;
-      }
-    }
-    const int result =
-        lib.collective(slot->route, static_cast<int>(kind), send, recv, count, type, op, stream, why, sizeof why);
-    account(*slot);
+    const int result = library().run_group(routes.data(), calls.data(), calls.size(), why, sizeof why);
+    for (Slot* slot : used) account(*slot);
     if (result == TANDEM_ROUTE_DONE) {
-      attempt.outcome = RouteOutcome::CopyEngine;
-    } else if (result == TANDEM_ROUTE_DECLINED) {
-      attempt.outcome =
-          std::strcmp(why, "stream-capturing") == 0 ? RouteOutcome::StreamCapturing : RouteOutcome::RouteUnavailable;
-      if (attempt.outcome == RouteOutcome::RouteUnavailable) {
-        static std::atomic<bool> said{false};
-        say_once(said, LogLevel::Warn, std::string("copy-engine route declined a collective: ") + why);
-      }
-    } else {
-      // The ranks may be out of step: this cannot be hidden. The program gets NCCL's error for an
-      // internal failure, as if NCCL had failed, and later calls on this communicator go to NCCL.
-      slot->failed = true;
-      attempt.outcome = RouteOutcome::RouteFailed;
-      attempt.error = ncclInternalError;
-      log(LogLevel::Error, "copy-engine %s failed: %s; returning ncclInternalError to the program", to_string(kind),
-          why);
+      count_all(RouteOutcome::CopyEngine);
+      return nccl_result;
     }
+    for (Slot* slot : used) slot->failed = true;
+    count_all(RouteOutcome::RouteFailed);
+    return failed("group", why).error;
   } catch (...) {
-    attempt = RouteAttempt{};
+    count_all(RouteOutcome::RouteFailed);
+    return failed("group", "an internal error of the interposer").error;
   }
-  return attempt;
 }
 
 void drop_copy_engine_route(ncclComm_t comm, bool healthy) {

@@ -5,13 +5,21 @@
 //
 // The route library's own NCCL calls resolve to this library's exported hooks (it is first in the
 // global scope): while this thread is inside tandem's own NCCL work (InsideTandem), every NCCL hook
-// forwards straight to NCCL, uncounted. The program's ncclGroupStart/ncclGroupEnd depth is kept per
-// thread: a collective inside a group is left to NCCL (nccl_route.h, InsideGroup).
+// forwards straight to NCCL, uncounted.
+//
+// Groups: NCCL queues every call between the program's ncclGroupStart and ncclGroupEnd and issues
+// them all at the outermost ncclGroupEnd, so nothing of a group is known to be done (or even on its
+// stream) before that. A routed collective inside a group is held likewise (defer_grouped) and run
+// right after the program's ncclGroupEnd reached NCCL, with the group's other routed calls, as one
+// group (tandem::CopyEngineRoute::run_group): the program sees NCCL's semantics, and the route's
+// own NCCL calls, which it awaits one by one, run outside the program's group.
 #include <nccl.h>
 
-#include <string>
+#include <cstdint>
+#include <vector>
 
-#include "nccl_route.h"
+#include "route/tandem_nccl_route.h"
+#include "tandem/copy_engine_eligibility.h"
 
 namespace tandem::preload {
 
@@ -25,9 +33,11 @@ class InsideTandem {
   InsideTandem& operator=(const InsideTandem&) = delete;
 };
 
-// The program's ncclGroupStart / ncclGroupEnd on this thread (called after NCCL accepted them).
+// The program's ncclGroupStart / ncclGroupEnd on this thread (called once NCCL accepted the start;
+// every end closes a level, as NCCL's does whatever it returns). group_ended() is true when the
+// outermost group ended.
 void group_started();
-void group_ended();
+bool group_ended();
 bool inside_group();
 
 // What the route knows of `comm` before a call: whether its route (or the library) is missing, or
@@ -38,16 +48,46 @@ struct RouteState {
 };
 RouteState route_state(ncclComm_t comm);
 
-// The result of running one collective on the route. `outcome` is CopyEngine when it is on the
-// stream; StreamCapturing or RouteUnavailable when nothing was enqueued (the caller forwards the call
-// to NCCL); RouteFailed when it failed partway (`error` is what the program gets: the route is
-// aborted, and the failure was logged).
+// The route's own verdict on `call` (tandem::CopyEngineRoute::check), loading the library and making
+// the communicator's route first if needed: CopyEngine, CaptureNotReady, RouteUnavailable... Never
+// throws.
+RouteOutcome check_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call);
+
+// The result of running routed work. `outcome` is CopyEngine when it is on the stream, RouteFailed
+// when it failed partway (`error` is what the program gets: the route is aborted, and the failure
+// was logged).
 struct RouteAttempt {
-  RouteOutcome outcome = RouteOutcome::RouteUnavailable;
+  RouteOutcome outcome = RouteOutcome::RouteFailed;
   ncclResult_t error = ncclSuccess;
 };
-RouteAttempt run_copy_engine_route(CollectiveKind kind, const void* send, void* recv, size_t count, ncclDataType_t type,
-                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
+// A call check_copy_engine_route() accepted.
+RouteAttempt run_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call);
+
+// A routed collective the program issued inside its group, held until the group's end.
+struct HeldCall {
+  ncclComm_t comm = nullptr;
+  tandem_nccl_route_call call{};
+  uint64_t bytes = 0;        // its size, for the counters
+  int device = -1;           // the communicator's CUDA device
+  ncclRedOp_t op = ncclSum;  // the program's op, to hand the call to NCCL after all
+};
+// Inside the program's group: `held.call` (accepted by check_copy_engine_route) runs at the group's
+// end, and is counted then, as copy-engine or, if the group's routed part failed, as route-failed.
+void defer_grouped(const HeldCall& held);
+// At the outermost ncclGroupEnd, before NCCL's: when the held calls are on communicators of several
+// devices (one thread driving several ranks, as ncclCommInitAll users and XLA with several GPUs per
+// process do), they are returned, to go into NCCL's group after all: the route would run one rank's
+// collective after the other, each waiting for the others. Else nothing.
+std::vector<HeldCall> take_held_if_several_devices();
+// A collective the program's group hands to NCCL itself on `comm`.
+void note_grouped_for_nccl(ncclComm_t comm);
+// At the outermost ncclGroupEnd, after NCCL's: the group's routed calls, run as one group. NCCL's
+// part is issued first; for a non-blocking communicator NCCL issues it from a thread of its own after
+// ncclGroupEnd returned ncclInProgress, so the route waits (bounded) until NCCL reports that part
+// issued: on one stream the two parts would otherwise take different orders on different ranks.
+// `nccl_result`: what the program's ncclGroupEnd got from NCCL; an error drops the routed calls
+// (the group failed). Returns what the program gets.
+ncclResult_t finish_group(ncclResult_t nccl_result);
 
 // The program destroys (`healthy`) or aborts `comm`: its route goes first (collective like the
 // program's destroy: every rank destroys its communicator). Never throws.

@@ -1,9 +1,10 @@
 // The NCCL hooks (hook_list.h, TANDEM_NCCL_HOOKS): communicator creation applies the policy's
 // nccl-ctas / nccl-cga / nccl-cta-policy settings through ncclConfig_t; destruction forgets the
-// communicator (and drops its copy-engine route); ncclGroupStart/End are tracked per thread; each
-// collective is counted by the route it takes: under the `copy-engine` policy an eligible one runs on
-// tandem's copy-engine route (nccl_copy_engine.h), every other one is forwarded to NCCL with its
-// arguments untouched.
+// communicator (and drops its copy-engine route); pre-multiplied sums are remembered with their
+// scalar; ncclGroupStart/End are tracked per thread; each collective is counted, calls and bytes, by
+// the route it takes: under the `copy-engine` policy an eligible one runs on tandem's copy-engine
+// route (nccl_copy_engine.h; inside a group, at the group's end), every other one is forwarded to
+// NCCL with its arguments untouched.
 //
 // The route library's own NCCL calls come back through these hooks (our exported definitions are
 // first in the global scope): while this thread is inside tandem (InsideTandem), every hook forwards
@@ -34,16 +35,24 @@
 // Nothing of ours escapes a hook: an exception from our own work (allocation) makes the hook forward
 // the call unchanged. errno: NCCL is called with the program's errno and the program gets NCCL's
 // (errno_for_caller.h), whatever our own work did before and after.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 
 #include "errno_for_caller.h"
 #include "hook_handlers.h"
 #include "log.h"
 #include "nccl_copy_engine.h"
+#include "nccl_route.h"
 #include "nccl_settings.h"
 #include "runtime.h"
+#include "tandem/collective.h"
+#include "tandem/dtype.h"
 #include "tandem/nccl_config.h"
+#include "timeline.h"
 
 namespace tandem::preload {
 namespace {
@@ -119,15 +128,12 @@ void warn_once(std::atomic<bool>& said, const char* format, const char* what) {
 
 // What every creation hook does once NCCL answered: remember the communicators it made.
 // `applied` is the settings text when they were applied, "" otherwise.
-// `non_blocking`: made with config.blocking = 0.
-void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted,
-             bool non_blocking = false) {
+void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted) {
   if ((result != ncclSuccess && result != ncclInProgress) || !comms) return;
   for (int i = 0; i < n; ++i) {
     if (!comms[i]) continue;  // ncclCommSplit with NCCL_SPLIT_NOCOLOR makes none
     CommunicatorInfo info;    // size and rank: at the first collective (describe)
     info.settings = applied;
-    info.non_blocking = non_blocking;
     runtime().communicators.add(comms[i], std::move(info));
     Counters::bump(counters().communicators_created);
     if (!applied.empty())
@@ -145,7 +151,8 @@ ncclResult_t missing(const char* name) {
   return ncclInternalError;
 }
 
-// A call from tandem's own NCCL work (the copy-engine route): straight to NCCL, uncounted.
+// Straight to NCCL's real function, uncounted: tandem's own NCCL work (the copy-engine route), and a
+// held call handed back to NCCL.
 template <class Fn, class... Args>
 ncclResult_t tandem_call(Fn real, const char* name, Args... args) {
   return real ? real(args...) : missing(name);
@@ -194,10 +201,9 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
               name_of(via));
   }
   ncclConfig_t* used = config ? config->get() : program;
-  const bool non_blocking = used && used->blocking == 0;
   const ncclResult_t result = as_program(program_errno, [&] { return call(used); });
   try {
-    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty(), non_blocking);
+    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty());
   } catch (...) {
   }
   return result;
@@ -303,7 +309,7 @@ ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_
     const Settings s = settings();
     const auto parent = runtime().communicators.find(comm);
     const std::string inherited = parent ? parent->settings : std::string();
-    created(result, newcomm, 1, inherited, !s.text.empty(), parent && parent->non_blocking);
+    created(result, newcomm, 1, inherited, !s.text.empty());
   } catch (...) {
   }
   return result;
@@ -356,62 +362,109 @@ ncclResult_t handle_ncclCommAbort(ncclComm_t comm) {
   return as_program(program_errno, [&] { return real(comm); });
 }
 
+// ---- pre-multiplied sums --------------------------------------------------------------------------
+
+namespace {
+
+// A host scalar's value, read as NCCL reads it: an element of the op's type (the route adds bf16,
+// fp16 and fp32 only; another type's value is not needed).
+float scalar_value(const void* scalar, ncclDataType_t dtype) {
+  if (!scalar) return 1;
+  switch (dtype) {
+    case ncclFloat32: {
+      float v = 0;
+      std::memcpy(&v, scalar, sizeof v);
+      return v;
+    }
+    case ncclFloat16: {
+      __half v;
+      std::memcpy(&v, scalar, sizeof v);
+      return __half2float(v);
+    }
+    case ncclBfloat16: {
+      __nv_bfloat16 v;
+      std::memcpy(&v, scalar, sizeof v);
+      return __bfloat162float(v);
+    }
+    default:
+      return 1;
+  }
+}
+
+}  // namespace
+
+// NCCL makes the op (a value private to `comm`); the interposer remembers its scalar so that the
+// copy-engine route can compute it. A host scalar is read now, as NCCL reads it now
+// (ncclScalarHostImmediate); a device scalar stays where it is, read when the route's kernel runs.
+ncclResult_t handle_ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                             ncclScalarResidence_t residence, ncclComm_t comm) {
+  if (inside_tandem())
+    return tandem_call(real_ncclRedOpCreatePreMulSum(), "ncclRedOpCreatePreMulSum", op, scalar, datatype, residence,
+                       comm);
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclRedOpCreatePreMulSum)]);
+  const auto real = real_ncclRedOpCreatePreMulSum();
+  if (!real) return missing("ncclRedOpCreatePreMulSum");
+  const ncclResult_t result = as_program(program_errno, [&] { return real(op, scalar, datatype, residence, comm); });
+  try {
+    if (result == ncclSuccess && op) {
+      PreMulSumScalar s;
+      s.dtype = static_cast<int>(datatype);
+      if (residence == ncclScalarDevice)
+        s.device_value = scalar;
+      else
+        s.host_value = scalar_value(scalar, datatype);
+      runtime().communicators.add_pre_mul_sum(comm, static_cast<int>(*op), s);
+    }
+  } catch (...) {
+  }
+  return result;
+}
+
+ncclResult_t handle_ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  if (inside_tandem()) return tandem_call(real_ncclRedOpDestroy(), "ncclRedOpDestroy", op, comm);
+  const int program_errno = errno;
+  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclRedOpDestroy)]);
+  const auto real = real_ncclRedOpDestroy();
+  if (!real) return missing("ncclRedOpDestroy");
+  try {
+    // Forgotten first: NCCL may hand the same value to the next op made on this communicator.
+    if (Runtime* rt = runtime_if_initialized()) rt->communicators.remove_pre_mul_sum(comm, static_cast<int>(op));
+  } catch (...) {
+  }
+  return as_program(program_errno, [&] { return real(op, comm); });
+}
+
 // ---- collectives ---------------------------------------------------------------------------------
 
 namespace {
 
-ElementType element_type(ncclDataType_t type) {
-  switch (type) {
-    case ncclBfloat16:
-      return ElementType::Bf16;
-    case ncclFloat16:
-      return ElementType::Fp16;
-    case ncclFloat32:
-      return ElementType::Fp32;
-    default:
-      return ElementType::Other;
-  }
-}
-
-size_t element_bytes(ncclDataType_t type) {
-  switch (type) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    case ncclInt64:
-    case ncclUint64:
-    case ncclFloat64:
-      return 8;
-    default:
-      return 0;  // a type this header does not know: counted, its bytes not
-  }
-}
-
-// Decides the route of one collective. Never throws; a communicator's size is asked at the first
-// collective on it (describe).
+// One collective call as the route sees it, with what the decision found out about the communicator.
 struct Decision {
   RouteOutcome outcome = RouteOutcome::NotRequested;
   uint64_t bytes = 0;
+  int device = -1;  // the communicator's
+  tandem_nccl_route_call call{};
 };
 
-Decision route_of(CollectiveKind kind, const void* send, const void* recv, size_t count, ncclDataType_t type, bool sums,
-                  ncclComm_t comm, Hook via) {
-  CollectiveRequest request;
+// The library's rule (tandem/copy_engine_eligibility.h) on the call and what the interposer knows of
+// the communicator. Never throws; a communicator's size is asked at the first collective on it
+// (describe).
+Decision decide(Collective kind, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
+                ncclComm_t comm, cudaStream_t stream, Hook via) {
+  Decision d;
+  RouteRequest request;
   request.kind = kind;
   request.count = count;
-  request.type = element_type(type);
-  request.element_bytes = element_bytes(type);
-  request.op_is_sum = sums;
-  Decision d;
+  request.element_bytes = nccl_type_bytes(type);
+  request.has_sum_kernel = from_nccl(type).has_value();
+  d.call.kind = static_cast<int>(kind);
+  d.call.send = send;
+  d.call.recv = recv;
+  d.call.count = count;
+  d.call.dtype = type;
+  d.call.scalar = 1;
+  d.call.stream = stream;
   try {
     Runtime& rt = runtime();
     auto info = rt.communicators.find(comm);
@@ -421,60 +474,71 @@ Decision route_of(CollectiveKind kind, const void* send, const void* recv, size_
       info->nranks = now.nranks;
       info->rank = now.rank;
     }
-    if (info) request.nranks = info->nranks;
-    // NCCL's in-place rules: the same buffer for all-reduce and all-to-all; the rank's own slice of
-    // the output for all-gather; the rank's own slice of the input for reduce-scatter.
-    const size_t slice = count * request.element_bytes * static_cast<size_t>(info && info->rank > 0 ? info->rank : 0);
-    const auto* s = static_cast<const char*>(send);
-    const auto* r = static_cast<const char*>(recv);
-    if (kind == CollectiveKind::AllGather)
-      request.in_place = s == r + slice;
-    else if (kind == CollectiveKind::ReduceScatter)
-      request.in_place = r == s + slice;
-    else
-      request.in_place = s == r;
+    if (info) {
+      request.nranks = info->nranks;
+      d.device = info->cuda_device;
+    }
+    request.in_place = is_in_place(kind, send, recv, count, request.element_bytes, info ? info->rank : 0);
+    if (reduces(kind)) {
+      const PreMulSumScalar* premul = nullptr;
+      if (info) {
+        const auto it = info->pre_mul_sums.find(static_cast<int>(op));
+        if (it != info->pre_mul_sums.end()) premul = &it->second;
+      }
+      request.reduction = reduction_of(static_cast<int>(op), premul != nullptr);
+      if (premul) {
+        d.call.scalar = premul->host_value;
+        d.call.device_scalar = premul->device_value;
+      }
+    }
+    d.call.reduction = static_cast<int>(request.reduction);
     RouteFacts facts;
-    facts.copy_engine_requested = rt.config.policy.copy_engine;
-    if (facts.copy_engine_requested) {
-      facts.inside_group = inside_group();
-      facts.non_blocking_communicator = info && info->non_blocking;
+    facts.requested = rt.config.policy.copy_engine;
+    if (facts.requested) {
       const RouteState state = route_state(comm);
-      facts.route_unavailable = state.unavailable;
-      facts.route_failed = state.failed;
+      facts.unavailable = state.unavailable;
+      facts.failed = state.failed;
     }
     d.outcome = decide_route(request, facts);
+    // What only the route knows (a capture that finds it not set up): asked of it last.
+    if (d.outcome == RouteOutcome::CopyEngine) d.outcome = check_copy_engine_route(comm, d.call);
   } catch (...) {
     d.outcome = RouteOutcome::NotRequested;
   }
-  d.bytes = payload_bytes(request);
+  d.bytes = size_elements(kind, count, request.nranks) * request.element_bytes;
   return d;
 }
 
-// One collective hook: the route decision, the copy-engine route when it is chosen, else NCCL
-// (`forward`). The route's failure partway reaches the program as an NCCL error (logged by the
-// route); a route that declines before enqueuing anything leaves the call to NCCL.
+// One collective hook: the route decision, the copy-engine route when it is chosen (held until the
+// group's end inside a group), else NCCL (`forward`). The route's failure partway reaches the program
+// as an NCCL error (logged by the route).
 template <class Forward>
-ncclResult_t collective(int program_errno, CollectiveKind kind, Hook via, const void* send, void* recv, size_t count,
-                        ncclDataType_t type, ncclRedOp_t op, bool sums, ncclComm_t comm, cudaStream_t stream,
+ncclResult_t collective(int program_errno, Collective kind, Hook via, const void* send, void* recv, size_t count,
+                        ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
                         const Forward& forward) {
-  Decision d = route_of(kind, send, recv, count, type, sums, comm, via);
+  const CommunicationRegion region;  // the collective's copies count as communication (timeline.h)
+  const Decision d = decide(kind, send, recv, count, type, op, comm, stream, via);
   if (d.outcome == RouteOutcome::CopyEngine) {
-    const RouteAttempt attempt = run_copy_engine_route(kind, send, recv, count, type, op, comm, stream);
-    d.outcome = attempt.outcome;
-    if (attempt.outcome == RouteOutcome::CopyEngine || attempt.outcome == RouteOutcome::RouteFailed) {
-      counters().count_collective(kind, d.outcome, d.bytes);
-      errno = program_errno;  // NCCL was not called for the program: its errno stays
-      return attempt.outcome == RouteOutcome::CopyEngine ? ncclSuccess : attempt.error;
+    ncclResult_t result = ncclSuccess;
+    if (inside_group()) {
+      defer_grouped({comm, d.call, d.bytes, d.device, op});  // counted at the group's end
+    } else {
+      const RouteAttempt attempt = run_copy_engine_route(comm, d.call);
+      counters().count_collective(kind, attempt.outcome, d.bytes);
+      result = attempt.error;
     }
+    errno = program_errno;  // NCCL was not called for the program: its errno stays
+    return result;
   }
+  if (inside_group()) note_grouped_for_nccl(comm);
   counters().count_collective(kind, d.outcome, d.bytes);
   return as_program(program_errno, forward);
 }
 
 }  // namespace
 
-// The program's groups: a collective between ncclGroupStart and ncclGroupEnd is left to NCCL
-// (nccl_route.h, InsideGroup). Counted after NCCL accepted the call, so a failed start opens none.
+// The program's groups (nccl_copy_engine.h): counted after NCCL accepted the start, so a failed start
+// opens none; the routed calls of the group run at its outermost end, after NCCL's part.
 ncclResult_t handle_ncclGroupStart() {
   if (inside_tandem()) return tandem_call(real_ncclGroupStart(), "ncclGroupStart");
   const int program_errno = errno;
@@ -486,15 +550,54 @@ ncclResult_t handle_ncclGroupStart() {
   return result;
 }
 
-// NCCL closes the group whatever ncclGroupEnd returns (an error ends the group too).
+namespace {
+
+// A held call handed to NCCL inside the program's still open group, as the program issued it.
+ncclResult_t forward_held(const HeldCall& h) {
+  const tandem_nccl_route_call& c = h.call;
+  switch (static_cast<Collective>(c.kind)) {
+    case Collective::AllReduce:
+      return tandem_call(real_ncclAllReduce(), "ncclAllReduce", c.send, c.recv, c.count, c.dtype, h.op, h.comm,
+                         c.stream);
+    case Collective::ReduceScatter:
+      return tandem_call(real_ncclReduceScatter(), "ncclReduceScatter", c.send, c.recv, c.count, c.dtype, h.op, h.comm,
+                         c.stream);
+    case Collective::AllGather:
+      return tandem_call(real_ncclAllGather(), "ncclAllGather", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
+    case Collective::AllToAll:
+      break;
+  }
+  return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
+}
+
+}  // namespace
+
+// NCCL closes the group level whatever ncclGroupEnd returns (an error ends the group too). At the
+// outermost end, a group that drives ranks on several devices gets its held calls back first.
 ncclResult_t handle_ncclGroupEnd() {
   if (inside_tandem()) return tandem_call(real_ncclGroupEnd(), "ncclGroupEnd");
   const int program_errno = errno;
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclGroupEnd)]);
   const auto real = real_ncclGroupEnd();
   if (!real) return missing("ncclGroupEnd");
-  group_ended();
-  return as_program(program_errno, [&] { return real(); });
+  const bool outermost = group_ended();
+  // The group's collectives, NCCL's and the route's, are issued here (timeline.h).
+  const CommunicationRegion region;
+  ncclResult_t forwarded = ncclSuccess;
+  if (outermost) {
+    for (const HeldCall& h : take_held_if_several_devices()) {
+      const ncclResult_t r = forward_held(h);
+      if (forwarded == ncclSuccess) forwarded = r;
+      counters().count_collective(static_cast<Collective>(h.call.kind), RouteOutcome::SeveralDevicesGroup, h.bytes);
+    }
+  }
+  ncclResult_t result = as_program(program_errno, [&] { return real(); });
+  if (!outermost) return result;
+  const int nccl_errno = errno;
+  result = finish_group(result);
+  errno = nccl_errno;
+  // A forwarded call NCCL refused would have failed at the call in the program's eyes; it reports at the end.
+  return result == ncclSuccess || result == ncclInProgress ? (forwarded == ncclSuccess ? result : forwarded) : result;
 }
 
 ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -505,9 +608,8 @@ ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllReduce)]);
   const auto real = real_ncclAllReduce();
   if (!real) return missing("ncclAllReduce");
-  return collective(program_errno, CollectiveKind::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype,
-                    op, op == ncclSum, comm, stream,
-                    [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+  return collective(program_errno, Collective::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype, op,
+                    comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
@@ -519,8 +621,8 @@ ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclReduceScatter)]);
   const auto real = real_ncclReduceScatter();
   if (!real) return missing("ncclReduceScatter");
-  return collective(program_errno, CollectiveKind::ReduceScatter, Hook::ncclReduceScatter, sendbuff, recvbuff,
-                    recvcount, datatype, op, op == ncclSum, comm, stream,
+  return collective(program_errno, Collective::ReduceScatter, Hook::ncclReduceScatter, sendbuff, recvbuff, recvcount,
+                    datatype, op, comm, stream,
                     [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
@@ -532,9 +634,8 @@ ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t s
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllGather)]);
   const auto real = real_ncclAllGather();
   if (!real) return missing("ncclAllGather");
-  return collective(program_errno, CollectiveKind::AllGather, Hook::ncclAllGather, sendbuff, recvbuff, sendcount,
-                    datatype, ncclSum, true, comm, stream,
-                    [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+  return collective(program_errno, Collective::AllGather, Hook::ncclAllGather, sendbuff, recvbuff, sendcount, datatype,
+                    ncclSum, comm, stream, [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -545,9 +646,8 @@ ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t co
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAlltoAll)]);
   const auto real = real_ncclAlltoAll();
   if (!real) return missing("ncclAlltoAll");
-  return collective(program_errno, CollectiveKind::AllToAll, Hook::ncclAlltoAll, sendbuff, recvbuff, count, datatype,
-                    ncclSum, true, comm, stream,
-                    [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
+  return collective(program_errno, Collective::AllToAll, Hook::ncclAlltoAll, sendbuff, recvbuff, count, datatype,
+                    ncclSum, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
 }  // namespace tandem::preload

@@ -24,6 +24,18 @@ std::optional<CommunicatorInfo> CommunicatorRegistry::find(const void* comm) con
   return it->second;
 }
 
+void CommunicatorRegistry::add_pre_mul_sum(const void* comm, int op, const PreMulSumScalar& scalar) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = comms_.find(comm);
+  if (it != comms_.end()) it->second.pre_mul_sums[op] = scalar;
+}
+
+void CommunicatorRegistry::remove_pre_mul_sum(const void* comm, int op) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = comms_.find(comm);
+  if (it != comms_.end()) it->second.pre_mul_sums.erase(op);
+}
+
 void CommunicatorRegistry::remove(const void* comm) {
   const std::lock_guard<std::mutex> lock(mutex_);
   comms_.erase(comm);

@@ -3,6 +3,7 @@
 // about each (its size and rank, for the route decision) and what the interposer did to it. Keyed by
 // the opaque ncclComm_t, so no NCCL header is needed and it is tested on CPU. Thread-safe: ranks
 // driven from threads create, use and destroy communicators concurrently.
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -10,12 +11,20 @@
 
 namespace tandem::preload {
 
+// A pre-multiplied sum the program made on a communicator (ncclRedOpCreatePreMulSum): what the
+// copy-engine route needs to compute it itself.
+struct PreMulSumScalar {
+  int dtype = 0;                       // ncclDataType_t of the op
+  float host_value = 1;                // ncclScalarHostImmediate: the scalar, read when the op was made
+  const void* device_value = nullptr;  // ncclScalarDevice: where the scalar lies (read when a kernel runs)
+};
+
 struct CommunicatorInfo {
   int nranks = 0;  // 0 until known (a non-blocking communicator still initialising)
   int rank = -1;
   int cuda_device = -1;
-  std::string settings;       // the nccl-* settings applied at creation, as policy text; "" for none
-  bool non_blocking = false;  // created with config.blocking = 0 (or split without a config from one)
+  std::string settings;                         // the nccl-* settings applied at creation, as policy text; "" for none
+  std::map<int, PreMulSumScalar> pre_mul_sums;  // by ncclRedOp_t value, until ncclRedOpDestroy
 };
 
 class CommunicatorRegistry {
@@ -24,6 +33,9 @@ class CommunicatorRegistry {
   // Fills in what was not known at creation (nranks == 0 then).
   void update(const void* comm, const CommunicatorInfo& info);
   std::optional<CommunicatorInfo> find(const void* comm) const;
+  // ncclRedOpCreatePreMulSum / ncclRedOpDestroy on a known communicator (ignored otherwise).
+  void add_pre_mul_sum(const void* comm, int op, const PreMulSumScalar& scalar);
+  void remove_pre_mul_sum(const void* comm, int op);
   // Destroy or abort: the handle may be reused by NCCL for the next communicator.
   void remove(const void* comm);
   size_t size() const;

@@ -27,6 +27,41 @@ nlohmann::json reasons_json(const std::vector<std::pair<std::string, uint64_t>>&
   return j;
 }
 
+std::string join_routes(const std::vector<RouteCount>& routes) {
+  std::string out;
+  for (const auto& r : routes) {
+    if (!out.empty()) out += ", ";
+    out += r.route + " " + std::to_string(r.calls) + " / " + std::to_string(r.bytes) + " B";
+  }
+  return out;
+}
+
+nlohmann::json route_json(const RouteCount& r) { return {{"calls", r.calls}, {"bytes", r.bytes}}; }
+
+// What share of the program's collective traffic the copy-engine route took.
+struct Reach {
+  uint64_t calls = 0, bytes = 0, total_calls = 0, total_bytes = 0;
+};
+
+Reach reach_of(const Snapshot& s) {
+  Reach r;
+  for (const auto& c : s.collectives) {
+    r.calls += c.copy_engine.calls;
+    r.bytes += c.copy_engine.bytes;
+    r.total_calls += c.calls;
+    r.total_bytes += c.bytes;
+  }
+  return r;
+}
+
+double share(const Reach& r) { return r.total_bytes ? double(r.bytes) / double(r.total_bytes) : 0.0; }
+
+std::string percent(const Reach& r) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f %%", 100.0 * share(r));
+  return text;
+}
+
 nlohmann::json kernel_json(const KernelSummary& k) {
   return {{"name", k.name}, {"kind", k.kind}, {"launches", k.launches}, {"decision", k.decision}};
 }
@@ -63,10 +98,10 @@ void Counters::reset() {
   for (auto& c : shaping) c.store(0, std::memory_order_relaxed);
   for (auto& c : elevation) c.store(0, std::memory_order_relaxed);
   for (auto& c : collective_routes) c.store(0, std::memory_order_relaxed);
-  for (auto& c : collective_bytes) c.store(0, std::memory_order_relaxed);
+  for (auto& c : collective_route_bytes) c.store(0, std::memory_order_relaxed);
   for (auto* c :
        {&communicators_created, &communicators_configured, &communicators_unconfigured, &communicators_destroyed,
-        &copy_engine_staged_bytes, &copy_engine_pool_bytes, &copy_engine_registrations})
+        &copy_engine_staged_bytes, &copy_engine_pool_bytes, &copy_engine_registrations, &copy_engine_captured})
     c->store(0, std::memory_order_relaxed);
 }
 
@@ -99,17 +134,19 @@ void fill_counters(const Counters& c, Snapshot& s) {
   s.cublaslt_descriptors_capped = load(c.cublaslt_descriptors_capped);
   s.cublas_cap_failures = load(c.cublas_cap_failures);
   s.collectives.clear();
-  for (int k = 0; k < kCollectiveKindCount; ++k) {
+  for (int k = 0; k < kCollectiveCount; ++k) {
     CollectiveSummary summary;
-    summary.name = to_string(static_cast<CollectiveKind>(k));
-    summary.bytes = load(c.collective_bytes[k]);
+    summary.name = nccl_function(static_cast<Collective>(k));
     for (int o = 0; o < kRouteOutcomeCount; ++o) {
-      const uint64_t n = load(c.collective_routes[k * kRouteOutcomeCount + o]);
-      summary.calls += n;
-      if (static_cast<RouteOutcome>(o) == RouteOutcome::CopyEngine)
-        summary.copy_engine = n;
-      else if (n)
-        summary.nccl_routes.emplace_back(to_string(static_cast<RouteOutcome>(o)), n);
+      const auto outcome = static_cast<RouteOutcome>(o);
+      const RouteCount count{to_string(outcome), load(c.collective_routes[k * kRouteOutcomeCount + o]),
+                             load(c.collective_route_bytes[k * kRouteOutcomeCount + o])};
+      summary.calls += count.calls;
+      summary.bytes += count.bytes;
+      if (outcome == RouteOutcome::CopyEngine)
+        summary.copy_engine = count;
+      else if (count.calls)
+        summary.nccl_routes.push_back(count);
     }
     if (summary.calls) s.collectives.push_back(std::move(summary));
   }
@@ -120,6 +157,7 @@ void fill_counters(const Counters& c, Snapshot& s) {
   s.copy_engine_staged_bytes = load(c.copy_engine_staged_bytes);
   s.copy_engine_pool_bytes = load(c.copy_engine_pool_bytes);
   s.copy_engine_registrations = load(c.copy_engine_registrations);
+  s.copy_engine_captured = load(c.copy_engine_captured);
 }
 
 std::string render_text(const Snapshot& s, size_t top_n) {
@@ -147,15 +185,21 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            std::to_string(s.communicators_unconfigured) + " left unconfigured, " +
                            std::to_string(s.communicators_destroyed) + " destroyed");
   for (const auto& c : s.collectives) {
-    const uint64_t by_nccl = c.calls - c.copy_engine;
-    out += line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
-                           " B; copy-engine " + std::to_string(c.copy_engine) + ", nccl " + std::to_string(by_nccl) +
-                           (by_nccl ? " (" + join_reasons(c.nccl_routes) + ")" : ""));
+    const uint64_t by_nccl = c.calls - c.copy_engine.calls, nccl_bytes = c.bytes - c.copy_engine.bytes;
+    out +=
+        line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
+                        " B; copy-engine " + std::to_string(c.copy_engine.calls) + " (" +
+                        std::to_string(c.copy_engine.bytes) + " B), nccl " + std::to_string(by_nccl) + " (" +
+                        std::to_string(nccl_bytes) + " B" + (by_nccl ? ": " + join_routes(c.nccl_routes) : "") + ")");
   }
-  uint64_t routed = 0;
-  for (const auto& c : s.collectives) routed += c.copy_engine;
-  if (routed || s.copy_engine_pool_bytes)
-    out += line(s.pid, "copy-engine route: " + std::to_string(routed) + " calls, " +
+  const Reach reach = reach_of(s);
+  if (s.copy_engine_requested && reach.total_bytes)
+    out += line(s.pid, "copy-engine reach: " + percent(reach) + " of the collective bytes (" +
+                           std::to_string(reach.bytes) + " of " + std::to_string(reach.total_bytes) + " B, " +
+                           std::to_string(reach.calls) + " of " + std::to_string(reach.total_calls) + " calls)");
+  if (reach.calls || s.copy_engine_pool_bytes)
+    out += line(s.pid, "copy-engine route: " + std::to_string(reach.calls) + " calls (" +
+                           std::to_string(s.copy_engine_captured) + " captured into graphs), " +
                            std::to_string(s.copy_engine_staged_bytes) + " B staged, window pool " +
                            std::to_string(s.copy_engine_pool_bytes) + " B (" +
                            std::to_string(s.copy_engine_registrations) + " registrations)");
@@ -182,9 +226,13 @@ std::string render_json(const Snapshot& s) {
     if (i < 10) top.push_back(kernel_json(s.kernels[i]));
   }
   nlohmann::json collectives = nlohmann::json::object();
-  for (const auto& c : s.collectives)
+  for (const auto& c : s.collectives) {
+    nlohmann::json nccl = nlohmann::json::object();
+    for (const auto& r : c.nccl_routes) nccl[r.route] = route_json(r);
     collectives[c.name] = {
-        {"calls", c.calls}, {"bytes", c.bytes}, {"copy_engine", c.copy_engine}, {"nccl", reasons_json(c.nccl_routes)}};
+        {"calls", c.calls}, {"bytes", c.bytes}, {"copy_engine", route_json(c.copy_engine)}, {"nccl", nccl}};
+  }
+  const Reach reach = reach_of(s);
   nlohmann::json j = {
       {"pid", s.pid},
       {"policy", s.policy},
@@ -217,14 +265,23 @@ std::string render_json(const Snapshot& s) {
         {"destroyed", s.communicators_destroyed},
         {"settings", s.communicator_settings}}},
       {"nccl_collectives", collectives},
+      {"copy_engine_reach",
+       {{"requested", s.copy_engine_requested},
+        {"calls", reach.calls},
+        {"bytes", reach.bytes},
+        {"total_calls", reach.total_calls},
+        {"total_bytes", reach.total_bytes},
+        {"share_of_bytes", share(reach)}}},
       {"copy_engine_route",
-       {{"staged_bytes", s.copy_engine_staged_bytes},
+       {{"captured", s.copy_engine_captured},
+        {"staged_bytes", s.copy_engine_staged_bytes},
         {"pool_bytes", s.copy_engine_pool_bytes},
         {"registrations", s.copy_engine_registrations}}},
       {"last_nccl_footprint", s.last_collective_footprint},
       {"top_kernels", top},
       {"kernels", kernels},
   };
+  if (!s.timeline.is_null()) j["timeline"] = s.timeline;
   return j.dump(2) + "\n";
 }
 

@@ -5,12 +5,14 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "hooked_symbols.h"
-#include "nccl_route.h"
 #include "shaping_decision.h"
+#include "tandem/collective.h"
+#include "tandem/copy_engine_eligibility.h"
 
 namespace tandem::preload {
 
@@ -42,9 +44,9 @@ struct Counters {
   std::atomic<uint64_t> cublas_handles_capped{0};
   std::atomic<uint64_t> cublaslt_descriptors_capped{0};
   std::atomic<uint64_t> cublas_cap_failures{0};
-  // NCCL: calls per (collective, route), bytes per collective, communicators.
-  std::array<std::atomic<uint64_t>, kCollectiveKindCount * kRouteOutcomeCount> collective_routes{};
-  std::array<std::atomic<uint64_t>, kCollectiveKindCount> collective_bytes{};
+  // NCCL: calls and bytes (nccl-tests' size of each call) per (collective, route), communicators.
+  std::array<std::atomic<uint64_t>, kCollectiveCount * kRouteOutcomeCount> collective_routes{};
+  std::array<std::atomic<uint64_t>, kCollectiveCount * kRouteOutcomeCount> collective_route_bytes{};
   std::atomic<uint64_t> communicators_created{0};
   std::atomic<uint64_t> communicators_configured{0};    // the policy's nccl-* settings applied at creation
   std::atomic<uint64_t> communicators_unconfigured{0};  // settings asked for but not applicable (ncclCommInitAll...)
@@ -54,13 +56,22 @@ struct Counters {
   std::atomic<uint64_t> copy_engine_staged_bytes{0};
   std::atomic<uint64_t> copy_engine_pool_bytes{0};
   std::atomic<uint64_t> copy_engine_registrations{0};
+  std::atomic<uint64_t> copy_engine_captured{0};  // routed calls captured into CUDA graphs
 
   static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   void reset();  // after fork, in the child
-  void count_collective(CollectiveKind kind, RouteOutcome outcome, uint64_t bytes) {
-    bump(collective_routes[static_cast<int>(kind) * kRouteOutcomeCount + static_cast<int>(outcome)]);
-    collective_bytes[static_cast<int>(kind)].fetch_add(bytes, std::memory_order_relaxed);
+  void count_collective(Collective kind, RouteOutcome outcome, uint64_t bytes) {
+    const int slot = static_cast<int>(kind) * kRouteOutcomeCount + static_cast<int>(outcome);
+    bump(collective_routes[slot]);
+    collective_route_bytes[slot].fetch_add(bytes, std::memory_order_relaxed);
   }
+};
+
+// Calls and bytes of one route.
+struct RouteCount {
+  std::string route;  // "copy-engine" or the reason NCCL took them (tandem::RouteOutcome)
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
 };
 
 // One NCCL collective function's calls, as the summary lists them.
@@ -68,8 +79,8 @@ struct CollectiveSummary {
   std::string name;  // "ncclAllReduce"
   uint64_t calls = 0;
   uint64_t bytes = 0;
-  uint64_t copy_engine = 0;                                   // calls taken by the copy-engine route
-  std::vector<std::pair<std::string, uint64_t>> nccl_routes;  // calls left to NCCL, by reason, non-zero only
+  RouteCount copy_engine;               // taken by the copy-engine route
+  std::vector<RouteCount> nccl_routes;  // left to NCCL, by reason, non-zero only
 };
 
 struct KernelSummary {
@@ -101,7 +112,8 @@ struct Snapshot {
   uint64_t cublas_handles_capped = 0;
   uint64_t cublaslt_descriptors_capped = 0;
   uint64_t cublas_cap_failures = 0;
-  std::vector<CollectiveSummary> collectives;  // functions called at least once, in CollectiveKind order
+  std::vector<CollectiveSummary> collectives;  // functions called at least once, in tandem::Collective order
+  bool copy_engine_requested = false;          // the policy names copy-engine (the reach line)
   uint64_t communicators_created = 0;
   uint64_t communicators_configured = 0;
   uint64_t communicators_unconfigured = 0;
@@ -110,8 +122,10 @@ struct Snapshot {
   uint64_t copy_engine_staged_bytes = 0;
   uint64_t copy_engine_pool_bytes = 0;
   uint64_t copy_engine_registrations = 0;
+  uint64_t copy_engine_captured = 0;
   std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
   std::vector<KernelSummary> kernels;     // by launches, descending
+  nlohmann::json timeline;                // the timeline's figures (timeline_records.h), null when off
 };
 
 // Fills the counter part of a snapshot (the caller adds identity, kernels and footprint).

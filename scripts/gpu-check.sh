@@ -7,12 +7,16 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks pytorch ab
+#               scenario-clocks pytorch reach timeline ab
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
 #     multiprocess,mpi-suite), then `scenario-tune` as a second call;
-#     pytorch (not in full: a call of its own) = stock PyTorch against tandem on DDP and FSDP2 steps;
+#     pytorch (not in full: a call of its own) = stock PyTorch against tandem on DDP and FSDP2 steps
+#     reach (not in full: a call of its own, one GPU is enough) = how much of real programs' collective
+#     traffic the copy-engine route takes, results against stock (scripts/reach-check.py); its table last
+#     timeline (not in full: a call of its own) = `tandem run --timeline` on a program of known overlap,
+#     on DDP and FSDP2 (TANDEM_TIMELINE_PARTS, default figures,overhead; compile and hta as further calls)
 #     ab (not in full: a call of its own) = old and new binaries built here and run interleaved
 set -uo pipefail
 mode=${1:-quick}
@@ -487,6 +491,89 @@ else
 fi
 fi
 
+# tandem_torch_package PYTHON: tandem.torch with its extension modules, built on this machine for PYTHON
+# (its CPython, PyTorch's NCCL) with `pip install --no-build-isolation --no-deps --target` (python/README.md)
+# into build/tandem-py, which later calls reuse (build/ stays on the machine). Prints the folder.
+tandem_torch_package() {
+  local python=$1 target=${TANDEM_TORCH_TARGET:-$root/build/tandem-py}
+  if ! PYTHONPATH="$target" "$python" -c "import torch, tandem.torch as tt; tt.gpu_module()" > /dev/null 2>&1; then
+    rm -rf "$target"
+    (cd "$root" && "$python" -m pip install --no-build-isolation --no-deps --target "$target" .) \
+      > "$logs/tandem-py-install.log" 2>&1 || return 1
+  fi
+  echo "$target"
+}
+
+if want reach; then
+section "reach: real programs' collectives through the copy-engine route, 2, 3 and 4 ranks sharing one GPU"
+# scripts/reach-check.py (docs/PYTORCH.md): a Transformers Llama under DDP and FSDP2 (eager and
+# torch.compile), PyTorch's all_to_all_single, coalesced collectives and a CUDA-graph-captured step, JAX
+# over jax.distributed, examples/overlap; each stock, under `tandem run --policy copy-engine` and (DDP,
+# FSDP2) through tandem.torch. 54 rows, 3 at a time (TANDEM_REACH_JOBS), within 570 s; rows cut short
+# are missing from the JSON ("complete": false): run them with TANDEM_REACH_ONLY (patterns such as
+# 'llama-*-compile,jax/4') in another call. TANDEM_REACH_RANKS changes the rank counts.
+if ! python3 -c "import torch" 2> /dev/null; then
+  echo "reach: skipped, python3 cannot import torch" | tee -a "$logs/summary.log"
+else
+  started=$SECONDS
+  if pkg=$(tandem_torch_package python3); then
+    echo "reach: tandem.torch from $pkg (ready in $((SECONDS - started)) s)" | tee -a "$logs/summary.log"
+  else
+    pkg="$root/build/python"
+    echo "reach: tandem.torch could not be built (tandem-py-install.log); its rows use $pkg" | tee -a "$logs/summary.log"
+    tail -n 5 "$logs/tandem-py-install.log"
+  fi
+  timeout $((570 - (SECONDS - started))) python3 "$root/scripts/reach-check.py" --ranks "${TANDEM_REACH_RANKS:-2,3,4}" \
+    --only "${TANDEM_REACH_ONLY:-}" --jobs "${TANDEM_REACH_JOBS:-3}" --timeout 240 --pythonpath "$pkg" \
+    --tandem-bin "$tandem" --overlap-bin "$root/build/bin/overlap_allreduce" --work-dir "$logs/reach" \
+    --out "$logs/reach-$tag.json" > "$logs/reach.md" 2> "$logs/reach.err" || status=1
+  grep -E '^\[[0-9]+/[0-9]+\]|^# ' "$logs/reach.err" | tee -a "$logs/summary.log"
+  tail -n 1 "$logs/reach.md" | tee -a "$logs/summary.log"
+  cp "$logs/reach-$tag.json" "$logs/reach.md" "$out/" 2> /dev/null
+fi
+fi
+
+if want timeline; then
+section "timeline: tandem run --timeline on a program of known overlap, on DDP and FSDP2, its cost, HTA's figure"
+# tests/gpu/test_timeline_gpu.cpp: tandem's figures against CUDA events around each kernel of
+# build/bin/timeline_program (serial, concurrent, partial steps), within 2 %.
+gtest_section timeline "$root/build/tests/test_timeline_gpu"
+"$tandem" run --timeline --step-range 'step*' --trace "$logs/timeline-known-overlap-trace.json" \
+  -- "$root/build/bin/timeline_program" --repeat 2 > "$logs/timeline-known-overlap.log" 2>&1 || status=1
+grep -E 'timeline: GPU|records lost|steps without' "$logs/timeline-known-overlap.log" | tee -a "$logs/summary.log"
+# The PyTorch programs, two ranks (sharing GPU 0 when there is one: times distorted, say so):
+# TANDEM_TIMELINE_PARTS picks figures (DDP, FSDP2, stock and priority), compile (the same under
+# torch.compile), overhead (>= 3 interleaved rounds with and without --timeline), hta (HTA's figure on
+# a torch.profiler trace of the same steps; its wheels in .whl/, installed into a private folder).
+parts=${TANDEM_TIMELINE_PARTS:-figures,overhead}
+record_parts=$(printf '%s' "$parts" | tr ',' '\n' | grep -vx hta | paste -sd, -)
+if ! python3 -c "import torch" 2> /dev/null || ! command -v torchrun > /dev/null; then
+  echo "timeline: PyTorch parts skipped, no torch" | tee -a "$logs/summary.log"
+else
+  if [ -n "$record_parts" ]; then
+    timeout 560 python3 "$root/scripts/timeline-record.py" --tandem "$tandem" --nproc 2 --parts "$record_parts" \
+      --rounds "${TANDEM_TIMELINE_ROUNDS:-3}" --out "$logs/timeline-pytorch-$tag.json" -- --steps 20 --warmup 5 \
+      > "$logs/timeline-record.log" 2> "$logs/timeline-record.err" || status=1
+    tee -a "$logs/summary.log" < "$logs/timeline-record.log"
+    grep -A3 FAILED "$logs/timeline-record.err" | head -n 20
+    python3 "$root/scripts/timeline-record.py" --table "$logs/timeline-pytorch-$tag.json" > "$logs/timeline-table.md" 2>&1
+    cp "$logs/timeline-pytorch-$tag.json" "$logs/timeline-table.md" "$out/" 2> /dev/null
+  fi
+  if [[ ",$parts," == *",hta,"* ]]; then
+    pylib="$logs/pylib"
+    if ls "$root"/.whl/holistictraceanalysis-*.whl > /dev/null 2>&1; then
+      python3 -m pip install --quiet --no-deps --no-index --target "$pylib" "$root"/.whl/*.whl > "$logs/hta-install.log" 2>&1 \
+        || echo "timeline: HTA wheels did not install (see hta-install.log)" | tee -a "$logs/summary.log"
+    fi
+    PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" timeout 560 python3 "$root/scripts/hta-compare.py" \
+      --tandem "$tandem" --nproc 2 --rounds "${TANDEM_HTA_ROUNDS:-2}" --traces "$logs/hta-traces" \
+      --out "$logs/hta-compare-$tag.json" -- --steps 10 --warmup 3 > "$logs/hta-compare.log" 2>&1 || status=1
+    tee -a "$logs/summary.log" < "$logs/hta-compare.log"
+    cp "$logs/hta-compare-$tag.json" "$out/" 2> /dev/null
+  fi
+fi
+fi
+
 if want cli; then
 section "cli: a microbenchmark's --trace, tune's progress and --resume"
 # --trace of a microbenchmark: per policy, compute and the collective on their own tracks (one
@@ -617,4 +704,9 @@ for f in summary.log suite-$tag.json collectives-$tag.json tune-$tag.json reliab
   [ -f "$logs/$f" ] && cp "$logs/$f" "$out/"
 done
 tar czf "$out/logs.tgz" -C "$logs" .
+# The reach table last, where the device tool's output tail shows it.
+if want reach && [ -s "$logs/reach.md" ]; then
+  section "reach table (reach-$tag.json)"
+  cat "$logs/reach.md"
+fi
 exit $status

@@ -13,20 +13,6 @@ double CollectiveCall::hbm_bytes(int n) const {
   return send_bytes + (gathers_in_place ? recv_bytes - send_bytes : recv_bytes);
 }
 
-CopyEngineCollective copy_engine_kind(Collective kind) {
-  switch (kind) {
-    case Collective::AllReduce:
-      return CopyEngineCollective::AllReduce;
-    case Collective::ReduceScatter:
-      return CopyEngineCollective::ReduceScatter;
-    case Collective::AllGather:
-      return CopyEngineCollective::AllGather;
-    case Collective::AllToAll:
-      break;
-  }
-  return CopyEngineCollective::AllToAll;
-}
-
 namespace {
 
 // `call` on copy engines over `lanes` (CollectiveRoute::lanes); each function awaits its own NCCL

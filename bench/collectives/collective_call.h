@@ -32,9 +32,6 @@ struct CollectiveCall {
   const char* name() const { return to_string(kind); }
 };
 
-// The copy-engine route's name for a kind (tandem/copy_engine.h).
-CopyEngineCollective copy_engine_kind(Collective kind);
-
 // How a collective is issued.
 struct CollectiveRoute {
   // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take (and the collective

@@ -24,8 +24,8 @@ std::string copy_engine_refusal(const Program& program) {
   for (const auto& op : program.ops()) {
     if (op.kind != Op::Kind::Collective) continue;
     // The benchmark's collectives sum: CollectiveCall has no other reduction.
-    const std::string why = tandem::copy_engine_refusal(copy_engine_kind(op.call.kind), uint64_t(op.call.count),
-                                                        program.nranks(), to_nccl(op.call.dtype), ncclSum);
+    const std::string why = tandem::copy_engine_refusal(op.call.kind, uint64_t(op.call.count), program.nranks(),
+                                                        to_nccl(op.call.dtype), ncclSum);
     if (!why.empty()) return op.name + ": " + why;
   }
   return "";
@@ -35,9 +35,8 @@ int64_t copy_engine_scratch_bytes(const Program& program) {
   int64_t bytes = 0;
   for (const auto& op : program.ops())
     if (op.kind == Op::Kind::Collective)
-      bytes = std::max(
-          bytes, int64_t(tandem::copy_engine_scratch_bytes(copy_engine_kind(op.call.kind), uint64_t(op.call.count),
-                                                           op.call.dtype, program.nranks())));
+      bytes = std::max(bytes, int64_t(tandem::copy_engine_scratch_bytes(op.call.kind, uint64_t(op.call.count),
+                                                                        op.call.dtype, program.nranks())));
   return bytes;
 }
 

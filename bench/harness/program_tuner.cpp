@@ -165,14 +165,22 @@ class ProgramTuner {
     run.position = position;
     run.candidate = candidate;
     std::vector<std::string> argv;
-    if (candidate > 0) {
-      run.policy = to_string(o_.candidates[static_cast<size_t>(candidate - 1)]);
+    if (candidate > 0) run.policy = to_string(o_.candidates[static_cast<size_t>(candidate - 1)]);
+    run.log = (std::filesystem::path(o_.logs_dir) / program_run_log_name(round, candidate ? run.policy : "baseline"))
+                  .string();
+    if (from_timeline(o_.objective)) {
+      // Every run through `tandem run --timeline`, the baseline under `concurrent` (no control), so
+      // that all are measured alike.
+      argv = o_.tandem_run;
+      argv.insert(argv.end(), {"--policy", candidate > 0 ? run.policy : "concurrent"});
+      const auto recording = timeline_run_options(stats_prefix(run.log), o_.step_range);
+      argv.insert(argv.end(), recording.begin(), recording.end());
+      argv.push_back("--");
+    } else if (candidate > 0) {
       argv = o_.tandem_run;
       argv.insert(argv.end(), {"--policy", run.policy, "--"});
     }
     argv.insert(argv.end(), o_.command.begin(), o_.command.end());
-    run.log = (std::filesystem::path(o_.logs_dir) / program_run_log_name(round, candidate ? run.policy : "baseline"))
-                  .string();
     double timeout = o_.timeout_s;
     if (timeout <= 0 && candidate > 0) timeout = kAutoTimeoutFactor * slowest_baseline_s_ + kSlackSeconds;
     run.process = run_process(signals, argv, run.log, timeout);
@@ -207,6 +215,14 @@ class ProgramTuner {
         failure =
             "exit status " + std::to_string(p.exit_status) + ", the baseline's " + std::to_string(reference_status_);
     }
+    if (failure.empty() && from_timeline(o_.objective)) {
+      const ObjectiveReading reading = read_timeline_objective(o_.objective, stats_prefix(run.log));
+      if (reading.value) {
+        run.value = reading.value;
+        return;
+      }
+      failure = "its timeline: " + reading.failure;
+    }
     if (failure.empty() && !o_.metric.is_wall_time() && run.metric_values.empty())
       failure = not_numbers.empty() ? "--metric " + quoted_value(o_.metric.pattern()) + " matched nothing in its output"
                                     : "--metric captured " + quoted_value(not_numbers.front()) + ", not a number";
@@ -215,6 +231,11 @@ class ProgramTuner {
       return;
     }
     run.value = o_.metric.is_wall_time() ? p.wall_s : summarize(run.metric_values).median;
+  }
+
+  // A run's stats files ("<log without .log>.stats-<pid>.json"): the timeline objectives read them.
+  static std::string stats_prefix(const std::string& log) {
+    return log.substr(0, log.size() - std::string(".log").size()) + ".stats-";
   }
 
   const ProgramTuneOptions& o_;
@@ -356,6 +377,11 @@ nlohmann::json program_tune_json(const ProgramTuneOptions& options, const Progra
            {{"regex", options.metric.is_wall_time() ? nlohmann::json() : nlohmann::json(options.metric.pattern())},
             {"value", options.metric.is_wall_time() ? "wall_s" : "median of the matches"},
             {"higher_is_better", options.metric.higher_is_better()}}},
+          {"objective",
+           {{"kind", to_string(options.objective == ObjectiveKind::Wall && !options.metric.is_wall_time()
+                                   ? ObjectiveKind::Metric
+                                   : options.objective)},
+            {"step_range", options.step_range.empty() ? nlohmann::json() : nlohmann::json(options.step_range)}}},
           {"rounds", options.rounds},
           {"rounds_done", result.rounds_done},
           {"interrupted", result.interrupted},

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/program_objective.h"
 #include "harness/program_process.h"
 #include "tandem/policy.h"
 
@@ -58,6 +59,11 @@ struct ProgramTuneOptions {
   // run so far + 60 s (a policy that hangs the program must not hang the tune), the baseline to none.
   double timeout_s = 0;
   ProgramMetric metric;
+  // StepTime or ExposedCommunication: every run, the baseline included (under `concurrent`), goes
+  // through `tandem run --timeline` and is valued by its timeline (program_objective.h); Wall and
+  // Metric: `metric` decides.
+  ObjectiveKind objective = ObjectiveKind::Wall;
+  std::string step_range;  // the timeline's steps (--step-range), "" for the whole run
   std::string logs_dir;
   // How a candidate runs: tandem_run + {"--policy", P, "--", CMD...}, e.g. {"/proc/self/exe", "run"}.
   std::vector<std::string> tandem_run;

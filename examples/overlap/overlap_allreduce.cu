@@ -4,8 +4,13 @@
 //
 //   overlap_allreduce [--workload stream|gemm] [--kernels N] [--bytes BYTES] [--iters N]
 //   tandem run --policy shape:3+priority -- overlap_allreduce --workload stream
+//   NCCL_COMM_ID=127.0.0.1:29600 mpirun -np 2 -x NCCL_COMM_ID overlap_allreduce   # one rank per process
 //
-// One process drives every visible GPU. Prints the median step time (slowest GPU) as JSON.
+// One process drives every visible GPU; or, started as one process per rank (RANK and WORLD_SIZE, or
+// Open MPI's OMPI_COMM_WORLD_RANK and _SIZE, with NCCL_COMM_ID naming where rank 0's NCCL bootstrap
+// listens), each process drives one GPU (LOCAL_RANK modulo the visible GPUs; several ranks may share
+// one when each has its own NCCL_HOSTID). Prints the median step time (slowest GPU) and the
+// all-reduce's result as JSON, one line per process.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -63,6 +68,45 @@ __global__ void fill_bf16(__nv_bfloat16* p, size_t n, float value) {
     p[i] = __float2bfloat16(value);
 }
 
+// The rank and world size a launcher gave this process (RANK/WORLD_SIZE, Open MPI's), world 1 if none.
+struct Launch {
+  int rank = 0, world = 1, local_rank = 0;
+};
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+Launch launch_from_env() {
+  Launch l;
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
+    l.world = env_int("OMPI_COMM_WORLD_SIZE", 1);
+    l.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
+    l.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
+  } else {
+    l.world = env_int("WORLD_SIZE", 1);
+    l.rank = env_int("RANK", 0);
+    l.local_rank = env_int("LOCAL_RANK", 0);
+  }
+  return l;
+}
+
+// The value every element holds after `reductions` in-place sums over `n` ranks, rank (or GPU) r
+// starting from r + 1: the first sum gives n(n+1)/2, each later one n times the value, rounded to
+// bf16. NCCL's ring adds the equal values one at a time, rounding each partial sum to bf16; a sum
+// accumulated in fp32 rounds once. Either is a correct all-reduce: both values are accepted (for
+// n <= 4 and these values they coincide).
+void expected_values(int n, int reductions, float* ring, float* once) {
+  float r = __bfloat162float(__float2bfloat16(float(n) * float(n + 1) / 2.f)), o = r;
+  for (int k = 1; k < reductions; ++k) {
+    float partial = r;
+    for (int j = 1; j < n; ++j) partial = __bfloat162float(__float2bfloat16(partial + r));
+    r = partial;
+    o = __bfloat162float(__float2bfloat16(float(n) * o));
+  }
+  *ring = r;
+  *once = o;
+}
+
 struct Gpu {
   cudaStream_t compute, comm;
   cudaEvent_t start, comm_done, end;
@@ -103,21 +147,44 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "unknown workload %s\n", workload.c_str());
     return 2;
   }
-  int ngpus = 0;
-  CHECK_CUDA(cudaGetDeviceCount(&ngpus));
-  std::vector<ncclComm_t> comms(ngpus);
-  CHECK_NCCL(ncclCommInitAll(comms.data(), ngpus, nullptr));
+  int visible = 0;
+  CHECK_CUDA(cudaGetDeviceCount(&visible));
+  const Launch launch = launch_from_env();
+  // devices[i]: the GPU of this process's i-th communicator; ranks: the communicators' size.
+  std::vector<int> devices;
+  int ranks = visible;
+  std::vector<ncclComm_t> comms;
+  if (launch.world > 1) {
+    if (!std::getenv("NCCL_COMM_ID")) {
+      std::fprintf(stderr, "one process per rank (world size %d) needs NCCL_COMM_ID=HOST:PORT for NCCL's bootstrap\n",
+                   launch.world);
+      return 2;
+    }
+    devices = {launch.local_rank % visible};
+    ranks = launch.world;
+    CHECK_CUDA(cudaSetDevice(devices[0]));
+    ncclUniqueId id;  // with NCCL_COMM_ID set every rank gets the same id, naming rank 0's listener
+    CHECK_NCCL(ncclGetUniqueId(&id));
+    comms.resize(1);
+    CHECK_NCCL(ncclCommInitRank(&comms[0], launch.world, id, launch.rank));
+  } else {
+    for (int d = 0; d < visible; ++d) devices.push_back(d);
+    comms.resize(visible);
+    CHECK_NCCL(ncclCommInitAll(comms.data(), visible, nullptr));
+  }
+  const int ngpus = int(devices.size());
   std::vector<Gpu> gpus(ngpus);
   const size_t vec = stream_bytes / 16, floats = stream_bytes / 4, count = bytes / 2;
   const size_t gemm_elems = size_t(gemm_n) * gemm_n;
   for (int d = 0; d < ngpus; ++d) {
     Gpu& g = gpus[d];
-    CHECK_CUDA(cudaSetDevice(d));
+    CHECK_CUDA(cudaSetDevice(devices[d]));
     CHECK_CUDA(cudaStreamCreateWithFlags(&g.compute, cudaStreamNonBlocking));
     CHECK_CUDA(cudaStreamCreateWithFlags(&g.comm, cudaStreamNonBlocking));
     for (cudaEvent_t* e : {&g.start, &g.comm_done, &g.end}) CHECK_CUDA(cudaEventCreate(e));
     CHECK_CUDA(cudaMalloc(&g.grad, count * 2));
-    fill_bf16<<<1024, 256>>>(g.grad, count, float(d + 1));
+    // Rank r (GPU d in the one-process mode) starts from r + 1.
+    fill_bf16<<<1024, 256>>>(g.grad, count, float((launch.world > 1 ? launch.rank : d) + 1));
     if (workload == "stream") {
       for (float** p : {&g.a, &g.b, &g.c}) CHECK_CUDA(cudaMalloc(p, stream_bytes));
       fill<<<1024, 256>>>(g.b, floats, 1.f);
@@ -137,7 +204,7 @@ int main(int argc, char** argv) {
   for (int it = 0; it < warmup + iters; ++it) {
     for (int d = 0; d < ngpus; ++d) {
       Gpu& g = gpus[d];
-      CHECK_CUDA(cudaSetDevice(d));
+      CHECK_CUDA(cudaSetDevice(devices[d]));
       CHECK_CUDA(cudaEventRecord(g.start, g.compute));
       CHECK_CUDA(cudaStreamWaitEvent(g.comm, g.start, 0));
       for (int k = 0; k < kernels; ++k) {
@@ -162,7 +229,7 @@ int main(int argc, char** argv) {
     double slowest = 0;
     for (int d = 0; d < ngpus; ++d) {
       Gpu& g = gpus[d];
-      CHECK_CUDA(cudaSetDevice(d));
+      CHECK_CUDA(cudaSetDevice(devices[d]));
       CHECK_CUDA(cudaEventRecord(g.comm_done, g.comm));
       CHECK_CUDA(cudaStreamWaitEvent(g.compute, g.comm_done, 0));
       CHECK_CUDA(cudaEventRecord(g.end, g.compute));
@@ -176,20 +243,33 @@ int main(int argc, char** argv) {
     if (it >= warmup) steps.push_back(slowest);
   }
   std::sort(steps.begin(), steps.end());
-  // In-place all-reduce of d+1 repeated warmup+iters times on a bf16 buffer: check the first element
-  // is finite and positive rather than an exact value (bf16 saturates after many sums).
-  __nv_bfloat16 first;
-  CHECK_CUDA(cudaSetDevice(0));
-  CHECK_CUDA(cudaMemcpy(&first, gpus[0].grad, 2, cudaMemcpyDeviceToHost));
-  const float v = __bfloat162float(first);
-  if (!(v > 0)) {
-    std::fprintf(stderr, "all-reduce result %f is wrong\n", v);
+  // Every element of every buffer must hold the expected sum after the warmup + iters in-place
+  // all-reduces (expected_values).
+  float ring = 0, once = 0;
+  expected_values(ranks, warmup + iters, &ring, &once);
+  size_t wrong = 0;
+  std::vector<__nv_bfloat16> host(count);
+  for (int d = 0; d < ngpus; ++d) {
+    CHECK_CUDA(cudaSetDevice(devices[d]));
+    CHECK_CUDA(cudaMemcpy(host.data(), gpus[d].grad, count * 2, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < count; ++i) {
+      const float v = __bfloat162float(host[i]);
+      wrong += v != ring && v != once;
+    }
+  }
+  const float value = __bfloat162float(host[0]);
+  std::printf(
+      "{\"workload\": \"%s\", \"gpus\": %d, \"rank\": %d, \"world_size\": %d, \"kernels\": %d, "
+      "\"bytes\": %zu, \"iters\": %d, \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, "
+      "\"value\": %.9g, \"expected\": %.9g, \"wrong\": %zu, \"ok\": %s}\n",
+      workload.c_str(), ngpus, launch.world > 1 ? launch.rank : 0, ranks, kernels, bytes, iters,
+      steps[steps.size() / 2], steps.front(), steps.back(), value, ring, wrong, wrong ? "false" : "true");
+  std::fflush(stdout);
+  if (wrong) {
+    std::fprintf(stderr, "all-reduce result: %zu wrong elements (element 0 is %g, expected %g)\n", wrong, value, ring);
+    for (auto c : comms) ncclCommDestroy(c);
     return 1;
   }
-  std::printf(
-      "{\"workload\": \"%s\", \"gpus\": %d, \"kernels\": %d, \"bytes\": %zu, \"iters\": %d, "
-      "\"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f}\n",
-      workload.c_str(), ngpus, kernels, bytes, iters, steps[steps.size() / 2], steps.front(), steps.back());
   for (auto c : comms) ncclCommDestroy(c);
   return 0;
 }

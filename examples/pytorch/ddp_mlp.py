@@ -37,11 +37,12 @@ def main():
         ddp.register_comm_hook(buckets, recording_hook)
     elif tt is not None:
         tt.register_ddp_hook(ddp, args.tandem)
+    forward = common.maybe_compile(args, ddp)
     optimizer = common.make_optimizer(args, ddp.parameters())
     x, target = common.make_batch(args, device, dist.get_rank())
 
     def train_step():
-        loss = common.loss_of(ddp, x, target, device)
+        loss = common.loss_of(forward, x, target, device)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
@@ -63,16 +64,19 @@ def main():
 
     # comm-only's warm-up is real training, which teaches the hook DDP's buckets (rebuilt after step 1).
     for _ in range(args.warmup):
-        no_comm_step() if args.mode == "no-comm" else train_step()
+        with common.nvtx_range(device, "warmup"):
+            no_comm_step() if args.mode == "no-comm" else train_step()
     if args.mode == "comm-only":
         replay = [torch.zeros(numel, dtype=dtype, device=device) for _, (numel, dtype) in sorted(buckets.items())]
     step = {"train": train_step, "no-comm": no_comm_step, "comm-only": comm_only_step}[args.mode]
 
     timer = common.StepTimer(device)
-    timer.mark()
-    for _ in range(args.steps):
-        step()
+    with common.profiled(args, device):
         timer.mark()
+        for _ in range(args.steps):
+            with common.nvtx_range(device, "step"):
+                step()
+            timer.mark()
     step_ms = common.slowest_rank(timer.step_ms(), device)
     loss = None if args.mode == "comm-only" else common.final_loss(ddp, x, target, device)
     params = sum(p.numel() for p in model.parameters())

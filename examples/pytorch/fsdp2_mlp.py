@@ -76,6 +76,7 @@ def main():
             block.set_symm_mem_for_comm()
     if tt is not None and args.mode != "comm-only":
         tt.install_fsdp_collectives(model, args.tandem)
+    forward = common.maybe_compile(args, model)
     optimizer = common.make_optimizer(args, model.parameters())
     x, target = common.make_batch(args, device, dist.get_rank())
 
@@ -86,7 +87,7 @@ def main():
             p.grad = torch.zeros_like(p)  # sharded gradients FSDP2 will not write: the optimizer still runs
 
     def train_step():
-        loss = common.loss_of(model, x, target, device)
+        loss = common.loss_of(forward, x, target, device)
         loss.backward()
         optimizer.step()
         # no-comm keeps its zero sharded gradients (set_to_none would make the optimizer skip them).
@@ -111,7 +112,8 @@ def main():
             work.wait()
 
     for _ in range(args.warmup):
-        train_step()
+        with common.nvtx_range(device, "warmup"):
+            train_step()
     if args.mode == "comm-only":
         buffers = comm_only_buffers(blocks, world, device)
         step = comm_only_step
@@ -119,10 +121,12 @@ def main():
         step = train_step
 
     timer = common.StepTimer(device)
-    timer.mark()
-    for _ in range(args.steps):
-        step()
+    with common.profiled(args, device):
         timer.mark()
+        for _ in range(args.steps):
+            with common.nvtx_range(device, "step"):
+                step()
+            timer.mark()
     step_ms = common.slowest_rank(timer.step_ms(), device)
     loss = None if args.mode == "comm-only" else common.final_loss(model, x, target, device)
     unsharded = sum(padded_numel(p, world) for p in model.parameters())

@@ -3,12 +3,18 @@ transformer-style MLP blocks), seeded data, process-group setup (stock or throug
 per-step timing, and the one TANDEM_RESULT line that scripts/pytorch-compare.py and
 `tandem tune --metric '"step_ms_median": ([0-9.]+)'` read.
 
+Each warm-up step runs in an NVTX range named "warmup" and each timed step in one named "step", so
+that `tandem run --timeline --step-range step` reports the timed steps (NVTX calls cost nothing
+without a tool). --compile runs the model through torch.compile; --profile DIR records the timed
+steps with torch.profiler and writes each rank's trace there (scripts/hta-compare.py).
+
 Precision: bf16 autocast over fp32 parameters (torch.autocast), as PyTorch's AMP recipe and most
 training code do: the matmuls run in bf16 on tensor cores while parameters, gradients and the
 optimizer stay in fp32. So DDP all-reduces fp32 gradients (its default, no compression hook), and
 FSDP2 uses the matching MixedPrecisionPolicy (bf16 all-gathers, fp32 reduce-scatters).
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -43,6 +49,9 @@ def parse_args(description, argv=None, add_arguments=None):
                         help="apply a tandem policy (text or @FILE) through the tandem.torch package")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="nccl",
                         help="nccl on GPUs (default); gloo runs on the CPU, for smoke tests only")
+    parser.add_argument("--compile", action="store_true", help="run the model through torch.compile")
+    parser.add_argument("--profile", metavar="DIR", default=None,
+                        help="record the timed steps with torch.profiler; each rank writes DIR/rank<R>.json")
     args = parser.parse_args(argv)
     for name in ("hidden", "tokens", "layers", "steps"):
         if getattr(args, name) < 1:
@@ -118,6 +127,33 @@ def init(args):
         device = torch.device("cpu")
         dist.init_process_group(backend="gloo")
     return tt, device
+
+
+def maybe_compile(args, module):
+    """The module to run forward through: torch.compile's with --compile, else the module itself."""
+    return torch.compile(module) if args.compile else module
+
+
+def nvtx_range(device, name):
+    """An NVTX range around a step (a no-op on the CPU)."""
+    return torch.cuda.nvtx.range(name) if device.type == "cuda" else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def profiled(args, device):
+    """torch.profiler around the timed steps with --profile DIR; rank r's trace goes to DIR/rank<r>.json."""
+    if args.profile is None:
+        yield
+        return
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profiler:
+        yield
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    os.makedirs(args.profile, exist_ok=True)
+    profiler.export_chrome_trace(os.path.join(args.profile, f"rank{dist.get_rank()}.json"))
 
 
 class StepTimer:

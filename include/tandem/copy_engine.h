@@ -5,7 +5,7 @@
 // Worse, a copy within one GPU is always an SM kernel, and NCCL's copy-engine all-to-all and
 // out-of-place all-gather put this rank's own chunk's local copy first in the batch that holds the
 // copies to the peers: beside a kernel that holds every SM, the whole collective waits for it
-// (tests/tools/copy_path_probe.cu). So:
+// (tests/tools/copy_path_probe.cu). So (the steps of each are tandem/copy_engine_plan.h's):
 //
 //   exchange       = one ncclGather per root, each on a communicator of its own (a lane,
 //                    CopyEngineLanes) and a side stream, all at once; at the root its own chunk
@@ -23,7 +23,7 @@
 // tandem/symmetric_windows.h) registered on every lane's communicator, lane 0 included; buffers
 // from ncclMemAlloc can be. Every step ends up ordered on `stream` (the side streams are forked
 // from it and joined back), so the scratch can be reused by the next call on the same stream. Sums
-// accumulate in fp32 and round once.
+// accumulate in fp32 and round once (SumScale below says how they compare with NCCL's).
 //
 // The lanes are non-blocking communicators: an NCCL call may return before its work is on the
 // stream, so each is awaited (tandem/nccl_wait.h, with the lanes' WaitRules) before the join, the
@@ -41,6 +41,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/collective.h"
+#include "tandem/copy_engine_plan.h"
 #include "tandem/dtype.h"
 #include "tandem/nccl_wait.h"
 #include "tandem/streams.h"
@@ -74,7 +76,7 @@ class CopyEngineLanes {
   void close(bool healthy) noexcept;
 
  private:
-  friend void copy_engine_exchange(const CopyEngineLanes&, const void*, size_t, void*, size_t, DType, bool,
+  friend void copy_engine_exchange(const CopyEngineLanes&, const void*, size_t, void*, size_t, ncclDataType_t, bool,
                                    cudaStream_t);
   void release_events() noexcept;
   std::vector<ncclComm_t> comms_;
@@ -87,20 +89,52 @@ class CopyEngineLanes {
   std::vector<cudaEvent_t> joins_;  // lanes 1..
 };
 
-// The collectives, with NCCL's meaning of `count`.
-enum class CopyEngineCollective { AllReduce, ReduceScatter, AllGather, AllToAll };
-const char* to_string(CopyEngineCollective);
+// How the sum of a reduction scales each term: by the scalar of an average (1/nranks rounded to the
+// element type, as NCCL stores it) or of a pre-multiplied sum, or by a divisor (PyTorch DDP's
+// division by the world size). Numerics: each element converted to fp32, multiplied (divided) by the
+// scalar and rounded to fp32, the terms added in rank order in fp32, the sum rounded once to the
+// element type. NCCL computes a term in fp32 too, but rounds every partial sum of its ring, and a
+// term it sends to a peer, to the element type, which rank's term that is depending on where the
+// element lies: the two agree bitwise for sums and averages of 2 ranks, and wherever the products
+// are exact (power-of-two scalars, fp32 sums of 2); elsewhere tandem's result is within NCCL's own
+// rounding of it (one rounding to the element type per rank). The scalar is the receiving rank's:
+// ranks must hold the same one (as PyTorch and NCCL's average make it).
+struct SumScale {
+  enum class Kind : uint8_t { None, Multiply, Divide };
+  Kind kind = Kind::None;
+  float value = 1;                     // already a value of the element type (rounded to it)
+  const void* device_value = nullptr;  // Multiply: the scalar in device memory, of the element type,
+                                       // read when the sum runs (NCCL's ncclScalarDevice)
+};
 
-// Why a collective of `count` elements (all-reduce: the buffer; reduce-scatter: the output;
-// all-gather: the input; all-to-all: the chunk per peer) cannot take the copy-engine route on
-// `nranks` ranks, or "" when it can: a dtype other than bf16, fp16, fp32; a reduction other than a
-// sum (`op` is ignored for all-gather and all-to-all); an all-reduce that does not split into
-// `nranks` equal chunks.
-std::string copy_engine_refusal(CopyEngineCollective kind, uint64_t count, int nranks, ncclDataType_t dtype,
+// The buffers a plan's PlanBuffer names: the caller's send and receive buffers and the pool parts
+// (null where the plan uses none). Every buffer an Exchange or an AllGather step touches must lie in
+// symmetric windows registered on every lane's communicator.
+struct PlanBuffers {
+  const void* send = nullptr;
+  void* recv = nullptr;
+  void* pool_input = nullptr;
+  void* pool_output = nullptr;
+  void* pool_scratch = nullptr;
+};
+
+// Enqueues the plan's steps on `stream` (the Exchange's gathers on the lanes' side streams, forked
+// from `stream` and joined back). `type`: the NCCL data type of the call (the sum kernel and the
+// scale need bf16, fp16 or fp32; the other steps move any type). Returns once everything is on
+// `stream`.
+void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan& plan, const PlanBuffers& buffers,
+                              ncclDataType_t type, const SumScale& scale, cudaStream_t stream);
+
+// The collectives on buffers that already lie in symmetric windows (the benchmark, a program that
+// registers its own buffers): no staging, no pool. Why a call of `count` elements (NCCL's count) on
+// `nranks` ranks cannot run that way, or "": a dtype other than bf16, fp16, fp32, a reduction other
+// than a sum (`op` is ignored for all-gather and all-to-all), an all-reduce that does not split into
+// `nranks` equal chunks (only the staged route pads), an in-place all-to-all.
+std::string copy_engine_refusal(Collective kind, uint64_t count, int nranks, ncclDataType_t dtype,
                                 ncclRedOp_t op = ncclSum);
-// Bytes of the scratch buffer the collective needs (count as above): all-reduce `count` elements,
-// reduce-scatter `nranks x count`, all-gather and all-to-all none.
-size_t copy_engine_scratch_bytes(CopyEngineCollective kind, uint64_t count, DType dtype, int nranks);
+// Bytes of the scratch buffer such a call needs: all-reduce `count` elements, reduce-scatter
+// `nranks x count`, all-gather and all-to-all none.
+size_t copy_engine_scratch_bytes(Collective kind, uint64_t count, DType dtype, int nranks);
 
 // Every rank sends chunk r of its input to rank r, which receives rank j's into chunk j of `recv`:
 // one ncclGather per root r on lane r (lane 0 on `stream`, the others on side streams of the same
@@ -110,7 +144,7 @@ size_t copy_engine_scratch_bytes(CopyEngineCollective kind, uint64_t count, DTyp
 // local copy, an SM kernel in the root's own gather, which no peer's copy waits for); otherwise the
 // root's gather is in place and that chunk of `recv` is left as it was.
 void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t send_stride, void* recv, size_t count,
-                          DType dtype, bool own_chunk_copied, cudaStream_t stream);
+                          ncclDataType_t type, bool own_chunk_copied, cudaStream_t stream);
 
 // `recv_count` elements per rank; `send` holds nranks x recv_count; `scratch` as many. The exchange,
 // then the sum.

@@ -5,12 +5,11 @@
 // Its two clients are the interposer behind `tandem run` (the program's ncclAllReduce & co.) and
 // tandem.torch (a DDP communication hook, FSDP2's custom collectives).
 //
-// What one call does, all enqueued on the caller's `stream`:
-//   1. unless `send` already lies in memory from window_buffer(): copy it into the staging input
-//      (cudaMemcpyAsync, device to device);
-//   2. the copy-engine collective between the staging buffers (and the scratch of a reduction),
-//      on lanes split from the caller's communicator;
-//   3. unless `recv` lies in memory from window_buffer(): copy the staging output to `recv`.
+// What one call does, all enqueued on the caller's `stream`: the steps of its copy-engine plan
+// (tandem/copy_engine_plan.h): the input staged into window memory unless it already lies in memory
+// from window_buffer(), the exchange on copy engines on lanes split from the caller's communicator,
+// the sum of a reduction (scaled for an average or a pre-multiplied sum), and the output copied out
+// unless `recv` lies in window memory.
 // The staging buffers and the scratch are one pool of ncclMemAlloc memory registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
 // registered again) only when a call needs more, by half again at least: registration is expensive
@@ -23,6 +22,21 @@
 // Ordering: calls on one route are ordered as they are enqueued even across streams: a call on a
 // stream other than the previous call's first waits (cudaStreamWaitEvent) for the previous call's
 // end, because they share the staging buffers.
+//
+// CUDA graphs: a call on a stream being captured is captured with everything it enqueues, and the
+// graph replays it. Nothing that cannot happen during a capture happens then (splitting the lanes,
+// allocating or registering window memory): a captured call needs the lanes and a pool large enough
+// already (an eager call of the same size before the capture, as frameworks' warm-up steps make),
+// else check() says CaptureNotReady and the caller hands it to NCCL. A graph's first route call
+// waits, at every replay, for the route's last use before the replay (an external event wait node),
+// and its last call records the route's end event (an external record node), so eager calls and
+// replays stay ordered as they are issued. A pool that a graph uses is never freed or moved while
+// the route lives: a larger pool is allocated beside it.
+//
+// Groups (run_group): the calls a program made between ncclGroupStart and ncclGroupEnd run as NCCL
+// runs a group: each communicator's calls in order; the calls of different communicators on a
+// stream of their route each, forked from the streams their calls name and joined back into them,
+// so ranks whose groups name the communicators in different orders never wait on each other.
 //
 // Collective: every call (window_buffer() and destruction included) is collective over the parent
 // communicator: every rank makes the same calls (same kind, count, dtype, op) in the same order, as
@@ -43,18 +57,43 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "tandem/collective.h"
 #include "tandem/copy_engine.h"
+#include "tandem/copy_engine_eligibility.h"
 #include "tandem/nccl_wait.h"
 
 namespace tandem {
 
 // What a route has done, for the summary of `tandem run` and tandem.torch.
 struct CopyEngineRouteStats {
-  int64_t calls = 0;          // calls that took the route
+  int64_t calls = 0;          // calls that took the route (a captured call once, at capture)
+  int64_t captured = 0;       // of which were captured into a CUDA graph
   int64_t staged_bytes = 0;   // bytes copied into and out of window memory
-  int64_t pool_bytes = 0;     // window memory held now (the pool and the window buffers)
-  int64_t registrations = 0;  // times the pool was (re)registered, plus one per window buffer
+  int64_t pool_bytes = 0;     // window memory held now (the pools and the window buffers)
+  int64_t registrations = 0;  // times a pool was registered, plus one per window buffer
+};
+
+// One collective call, with NCCL's meaning of `count` for its kind.
+struct CopyEngineCall {
+  Collective kind = Collective::AllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  ncclDataType_t dtype = ncclBfloat16;
+  Reduction reduction = Reduction::Sum;  // all-reduce and reduce-scatter
+  // PreMulSum: the scalar (a value of the element type; the same on every rank); PreDivSum: the divisor.
+  float scalar = 1;
+  // PreMulSum with NCCL's ncclScalarDevice: the scalar in device memory, of the element type.
+  const void* device_scalar = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+class CopyEngineRoute;
+struct GroupedCall {
+  CopyEngineRoute* route = nullptr;
+  CopyEngineCall call;
 };
 
 class CopyEngineRoute {
@@ -62,7 +101,7 @@ class CopyEngineRoute {
   // `parent`: the caller's communicator (not owned; it must outlive the route). `base_config`: the
   // configuration the lanes start from (its CTA policy is forced to zero, blocking to 0).
   CopyEngineRoute(ncclComm_t parent, WaitRules rules, const ncclConfig_t& base_config = NCCL_CONFIG_INITIALIZER);
-  // Releases the windows, frees the pool and closes the lanes; after a failure (abort()) it only
+  // Releases the windows, frees the pools and closes the lanes; after a failure (abort()) it only
   // aborts.
   ~CopyEngineRoute();
   CopyEngineRoute(const CopyEngineRoute&) = delete;
@@ -71,20 +110,18 @@ class CopyEngineRoute {
   int rank() const;
   int nranks() const;
 
-  // "" when a call with these arguments takes the route, else why not - the reasons of
-  // copy_engine_refusal (op, dtype, uneven chunks) plus this route's own (an empty collective, which
-  // NCCL handles at no cost). An in-place all-to-all takes the route: both sides are staged.
-  // Counts: elements of `send` for all-reduce and all-to-all (per peer for all-to-all, as NCCL),
-  // of `recv` for reduce-scatter, of `send` for all-gather.
-  std::string refusal(CopyEngineCollective kind, size_t count, ncclDataType_t dtype, ncclRedOp_t op = ncclSum) const;
+  // Whether `call` takes the route: tandem/copy_engine_eligibility.h's rule with this route's facts
+  // (its rank count, whether it failed, whether a capture finds it set up). Never throws.
+  RouteOutcome check(const CopyEngineCall& call) const;
 
-  // Each throws tandem::Error when refusal() is not "" (callers check first and fall back to NCCL),
-  // and when a CUDA or NCCL step fails or a wait passes its WaitRules: the route is then failed (every
-  // later call throws) and the caller should abort() it. Each returns once its work is on `stream`.
-  void all_reduce(const void* send, void* recv, size_t count, ncclDataType_t dtype, cudaStream_t stream);
-  void reduce_scatter(const void* send, void* recv, size_t recv_count, ncclDataType_t dtype, cudaStream_t stream);
-  void all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t dtype, cudaStream_t stream);
-  void all_to_all(const void* send, void* recv, size_t count, ncclDataType_t dtype, cudaStream_t stream);
+  // Runs `call` (collective: every rank runs the same calls in the same order); returns once its
+  // work is on `call.stream`. Throws tandem::Error when check() is not CopyEngine (callers check
+  // first and fall back to NCCL), and when a CUDA or NCCL step fails or a wait passes its WaitRules:
+  // the route is then failed (every later call throws) and the caller should abort() it.
+  void run(const CopyEngineCall& call);
+
+  // The calls of one NCCL group, each already check()ed, on one or several routes (see above).
+  static void run_group(const std::vector<GroupedCall>& calls);
 
   // `bytes` of window memory owned by the route (collective, like a call): data placed there by the
   // caller is not staged. Valid until the route is destroyed.

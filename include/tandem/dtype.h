@@ -24,6 +24,8 @@ ncclDataType_t to_nccl(DType);
 // fp64).
 std::optional<DType> from_nccl(ncclDataType_t);
 cudaDataType_t to_cuda(DType);
+// The size of one element of any NCCL data type, or 0 for a value this header does not name.
+size_t nccl_type_bytes(ncclDataType_t);
 
 // Calls f(T{}) with T the C++ type of `dtype`, so kernels are instantiated once per type.
 template <class F>

@@ -7,6 +7,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tandem/copy_engine_route.h"
 
@@ -23,6 +24,25 @@ void say(char* why, size_t size, const std::string& text) {
 }
 
 std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
+
+tandem::CopyEngineCall call_of(const tandem_nccl_route_call& c) {
+  tandem::CopyEngineCall call;
+  call.kind = static_cast<tandem::Collective>(c.kind);
+  call.send = c.send;
+  call.recv = c.recv;
+  call.count = c.count;
+  call.dtype = c.dtype;
+  call.reduction = static_cast<tandem::Reduction>(c.reduction);
+  call.scalar = c.scalar;
+  call.device_scalar = c.device_scalar;
+  call.stream = c.stream;
+  return call;
+}
+
+bool valid(const tandem_nccl_route_call* c) {
+  return c && c->kind >= 0 && c->kind < tandem::kCollectiveCount && c->reduction >= 0 &&
+         c->reduction <= static_cast<int>(tandem::Reduction::Unsupported);
+}
 
 }  // namespace
 
@@ -70,43 +90,19 @@ TANDEM_ROUTE_EXPORT tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm,
   return nullptr;
 }
 
-TANDEM_ROUTE_EXPORT int tandem_nccl_route_collective(tandem_nccl_route* r, int kind, const void* send, void* recv,
-                                                     size_t count, ncclDataType_t dtype, ncclRedOp_t op,
-                                                     cudaStream_t stream, char* why, size_t why_size) {
-  using tandem::CopyEngineCollective;
-  if (!r || !r->route || kind < 0 || kind > 3) {
+TANDEM_ROUTE_EXPORT int tandem_nccl_route_check(const tandem_nccl_route* r, const tandem_nccl_route_call* c) {
+  if (!r || !r->route || !valid(c)) return static_cast<int>(tandem::RouteOutcome::RouteUnavailable);
+  return static_cast<int>(r->route->check(call_of(*c)));
+}
+
+TANDEM_ROUTE_EXPORT int tandem_nccl_route_run(tandem_nccl_route* r, const tandem_nccl_route_call* c, char* why,
+                                              size_t why_size) {
+  if (!r || !r->route || !valid(c)) {
     say(why, why_size, "no route");
-    return TANDEM_ROUTE_DECLINED;
+    return TANDEM_ROUTE_FAILED;
   }
-  const auto k = static_cast<CopyEngineCollective>(kind);
   try {
-    const std::string refused = r->route->refusal(k, count, dtype, op);
-    if (!refused.empty()) {
-      say(why, why_size, refused);
-      return TANDEM_ROUTE_DECLINED;
-    }
-    // A stream being captured into a CUDA graph: the route's waits on its lanes cannot run inside a
-    // capture, so the call goes to NCCL (which captures). Every rank captures alike.
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    const cudaError_t asked = cudaStreamIsCapturing(stream, &capture);
-    if (asked != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-      say(why, why_size, "stream-capturing");
-      return TANDEM_ROUTE_DECLINED;
-    }
-    switch (k) {
-      case CopyEngineCollective::AllReduce:
-        r->route->all_reduce(send, recv, count, dtype, stream);
-        break;
-      case CopyEngineCollective::ReduceScatter:
-        r->route->reduce_scatter(send, recv, count, dtype, stream);
-        break;
-      case CopyEngineCollective::AllGather:
-        r->route->all_gather(send, recv, count, dtype, stream);
-        break;
-      case CopyEngineCollective::AllToAll:
-        r->route->all_to_all(send, recv, count, dtype, stream);
-        break;
-    }
+    r->route->run(call_of(*c));
     return TANDEM_ROUTE_DONE;
   } catch (const std::exception& e) {
     say(why, why_size, e.what());
@@ -119,12 +115,36 @@ TANDEM_ROUTE_EXPORT int tandem_nccl_route_collective(tandem_nccl_route* r, int k
   return TANDEM_ROUTE_FAILED;
 }
 
+TANDEM_ROUTE_EXPORT int tandem_nccl_route_run_group(tandem_nccl_route* const* routes,
+                                                    const tandem_nccl_route_call* calls, size_t n, char* why,
+                                                    size_t why_size) {
+  std::vector<tandem::GroupedCall> grouped;
+  try {
+    for (size_t i = 0; i < n; ++i) {
+      if (!routes || !routes[i] || !routes[i]->route || !valid(calls + i)) {
+        say(why, why_size, "no route");
+        return TANDEM_ROUTE_FAILED;
+      }
+      grouped.push_back({routes[i]->route.get(), call_of(calls[i])});
+    }
+    tandem::CopyEngineRoute::run_group(grouped);
+    return TANDEM_ROUTE_DONE;
+  } catch (const std::exception& e) {
+    say(why, why_size, e.what());
+  } catch (...) {
+    say(why, why_size, "unknown error");
+  }
+  for (const tandem::GroupedCall& g : grouped) g.route->abort();
+  return TANDEM_ROUTE_FAILED;
+}
+
 TANDEM_ROUTE_EXPORT void tandem_nccl_route_get_stats(const tandem_nccl_route* r, tandem_nccl_route_stats* out) {
   if (!out) return;
   *out = {};
   if (!r || !r->route) return;
   const tandem::CopyEngineRouteStats s = r->route->stats();
   out->calls = s.calls;
+  out->captured = s.captured;
   out->staged_bytes = s.staged_bytes;
   out->pool_bytes = s.pool_bytes;
   out->registrations = s.registrations;

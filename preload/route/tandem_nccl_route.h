@@ -7,7 +7,7 @@
 //
 // Plain C types only, so the two sides share no C++ object. No function throws. Every function
 // that runs NCCL work must be called with the interposer's "inside tandem" flag set, so that this
-// library's own NCCL calls (ncclCommSplit, ncclAllGather, ...), which resolve to the interposer's
+// library's own NCCL calls (ncclCommSplit, ncclGather, ...), which resolve to the interposer's
 // exported hooks, go straight to NCCL and are not counted as the program's.
 #include <cuda_runtime.h>
 #include <nccl.h>
@@ -17,20 +17,34 @@
 
 extern "C" {
 
-// Raised whenever a signature below changes: the interposer refuses a library of another version.
-#define TANDEM_NCCL_ROUTE_ABI_VERSION 1
+// Raised whenever a type or signature below changes: the interposer refuses a library of another
+// version.
+#define TANDEM_NCCL_ROUTE_ABI_VERSION 2
 
 typedef struct tandem_nccl_route tandem_nccl_route;
 
-// What a collective call answered.
+// What a run answered.
 enum tandem_nccl_route_result {
-  TANDEM_ROUTE_DONE = 0,      // the collective is on the stream
-  TANDEM_ROUTE_DECLINED = 1,  // nothing was enqueued: the caller hands the call to NCCL (`why` says why)
-  TANDEM_ROUTE_FAILED = 2,    // failed partway: the route is aborted; the caller reports an NCCL error
+  TANDEM_ROUTE_DONE = 0,    // the collective is on the stream
+  TANDEM_ROUTE_FAILED = 2,  // failed partway: the route is aborted; the caller reports an NCCL error
 };
+
+// One collective (tandem::CopyEngineCall).
+typedef struct tandem_nccl_route_call {
+  int kind;  // tandem::Collective: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all
+  const void* send;
+  void* recv;
+  size_t count;  // NCCL's count for the kind
+  ncclDataType_t dtype;
+  int reduction;              // tandem::Reduction (all-reduce, reduce-scatter)
+  float scalar;               // PreMulSum: the scalar; PreDivSum: the divisor
+  const void* device_scalar;  // PreMulSum: the scalar in device memory, or NULL
+  cudaStream_t stream;
+} tandem_nccl_route_call;
 
 typedef struct tandem_nccl_route_stats {
   int64_t calls;
+  int64_t captured;
   int64_t staged_bytes;
   int64_t pool_bytes;
   int64_t registrations;
@@ -46,10 +60,16 @@ const char* tandem_nccl_route_nccl_file(void);
 // here (the lanes are split at the first collective), so a refusal never leaves peers waiting.
 tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double timeout_s, char* why, size_t why_size);
 
-// `kind`: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all (tandem::CopyEngineCollective);
-// `count` with NCCL's meaning for that kind; `op` ignored for the last two.
-int tandem_nccl_route_collective(tandem_nccl_route* route, int kind, const void* send, void* recv, size_t count,
-                                 ncclDataType_t dtype, ncclRedOp_t op, cudaStream_t stream, char* why, size_t why_size);
+// Whether `call` takes the route: a tandem::RouteOutcome value (0: the copy-engine route).
+int tandem_nccl_route_check(const tandem_nccl_route* route, const tandem_nccl_route_call* call);
+
+// Runs a call that check() accepted.
+int tandem_nccl_route_run(tandem_nccl_route* route, const tandem_nccl_route_call* call, char* why, size_t why_size);
+
+// Runs the calls of one NCCL group, each check()ed before, `routes[i]` being the route of `calls[i]`
+// (tandem::CopyEngineRoute::run_group). On failure every route named is aborted.
+int tandem_nccl_route_run_group(tandem_nccl_route* const* routes, const tandem_nccl_route_call* calls, size_t n,
+                                char* why, size_t why_size);
 
 void tandem_nccl_route_get_stats(const tandem_nccl_route* route, tandem_nccl_route_stats* out);
 

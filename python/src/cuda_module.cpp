@@ -15,7 +15,7 @@
 #include <string>
 #include <type_traits>
 
-#include "tandem/copy_engine.h"
+#include "tandem/collective.h"
 #include "tandem/copy_engine_route.h"
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
@@ -25,16 +25,21 @@ namespace nb = nanobind;
 
 namespace {
 
-using tandem::CopyEngineCollective;
 using tandem::CopyEngineRoute;
 
-CopyEngineCollective collective_named(const std::string& name) {
-  if (name == "all_reduce") return CopyEngineCollective::AllReduce;
-  if (name == "reduce_scatter") return CopyEngineCollective::ReduceScatter;
-  if (name == "all_gather") return CopyEngineCollective::AllGather;
-  if (name == "all_to_all") return CopyEngineCollective::AllToAll;
+tandem::Collective collective_named(const std::string& name) {
+  if (const auto kind = tandem::parse_collective(name)) return *kind;
   throw nb::value_error(
       ("unknown collective '" + name + "' (accepted: all_reduce, reduce_scatter, all_gather, all_to_all)").c_str());
+}
+
+// tandem.torch's names for the reductions the route computes (tandem/copy_engine_eligibility.h).
+tandem::Reduction reduction_named(const std::string& name) {
+  if (name == "sum") return tandem::Reduction::Sum;
+  if (name == "average") return tandem::Reduction::Average;
+  if (name == "premul_sum") return tandem::Reduction::PreMulSum;
+  if (name == "prediv_sum") return tandem::Reduction::PreDivSum;
+  throw nb::value_error(("unknown reduction '" + name + "' (accepted: sum, average, premul_sum, prediv_sum)").c_str());
 }
 
 template <typename T>
@@ -105,7 +110,7 @@ NB_MODULE(_cuda, m) {
       nb::arg("address"), nb::arg("nbytes"), nb::arg("device"), nb::arg("owner"),
       "a uint8 CUDA tensor of `nbytes` at `address` on `device`, keeping `owner` alive as long as its storage");
 
-  // Every call but refusal() and stats() enqueues GPU work or waits on NCCL's host-side progress (a split,
+  // Every call but stats() may enqueue GPU work or waits on NCCL's host-side progress (a split,
   // a window registration): the GIL is released so that PyTorch's other threads (its NCCL watchdog,
   // autograd's) run meanwhile. Each call is collective, as NCCL's own (copy_engine_route.h).
   using release_gil = nb::call_guard<nb::gil_scoped_release>;
@@ -118,41 +123,31 @@ NB_MODULE(_cuda, m) {
       .def_prop_ro("rank", [](Route& r) { return r.get().rank(); })
       .def_prop_ro("nranks", [](Route& r) { return r.get().nranks(); })
       .def(
-          "refusal",
-          [](Route& r, const std::string& kind, size_t count, int dtype, int op) {
-            return r.get().refusal(collective_named(kind), count, nccl_dtype(dtype), static_cast<ncclRedOp_t>(op));
+          "run",
+          [](Route& r, const std::string& kind, uintptr_t send, uintptr_t recv, size_t count, int dtype,
+             uintptr_t stream, const std::string& reduction, float scalar, uintptr_t device_scalar) {
+            tandem::CopyEngineCall call;
+            call.kind = collective_named(kind);
+            call.send = as_pointer<const void>(send);
+            call.recv = as_pointer<void>(recv);
+            call.count = count;
+            call.dtype = nccl_dtype(dtype);
+            call.reduction = reduction_named(reduction);
+            call.scalar = scalar;
+            call.device_scalar = as_pointer<const void>(device_scalar);
+            call.stream = stream_of(stream);
+            const tandem::RouteOutcome outcome = r.get().check(call);
+            if (outcome != tandem::RouteOutcome::CopyEngine) return std::string(tandem::to_string(outcome));
+            r.get().run(call);
+            return std::string(tandem::to_string(outcome));
           },
-          nb::arg("kind"), nb::arg("count"), nb::arg("dtype"), nb::arg("op") = static_cast<int>(ncclSum),
-          "'' when the call takes the route, else why not (kind: all_reduce, reduce_scatter, all_gather, "
-          "all_to_all; counts and dtypes as NCCL's)")
-      .def(
-          "all_reduce",
-          [](Route& r, uintptr_t send, uintptr_t recv, size_t count, int dtype, uintptr_t stream) {
-            r.get().all_reduce(as_pointer<const void>(send), as_pointer<void>(recv), count, nccl_dtype(dtype),
-                               stream_of(stream));
-          },
-          nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
-      .def(
-          "reduce_scatter",
-          [](Route& r, uintptr_t send, uintptr_t recv, size_t recv_count, int dtype, uintptr_t stream) {
-            r.get().reduce_scatter(as_pointer<const void>(send), as_pointer<void>(recv), recv_count, nccl_dtype(dtype),
-                                   stream_of(stream));
-          },
-          nb::arg("send"), nb::arg("recv"), nb::arg("recv_count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
-      .def(
-          "all_gather",
-          [](Route& r, uintptr_t send, uintptr_t recv, size_t send_count, int dtype, uintptr_t stream) {
-            r.get().all_gather(as_pointer<const void>(send), as_pointer<void>(recv), send_count, nccl_dtype(dtype),
-                               stream_of(stream));
-          },
-          nb::arg("send"), nb::arg("recv"), nb::arg("send_count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
-      .def(
-          "all_to_all",
-          [](Route& r, uintptr_t send, uintptr_t recv, size_t count, int dtype, uintptr_t stream) {
-            r.get().all_to_all(as_pointer<const void>(send), as_pointer<void>(recv), count, nccl_dtype(dtype),
-                               stream_of(stream));
-          },
-          nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"), release_gil())
+          nb::arg("kind"), nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"),
+          nb::arg("reduction") = "sum", nb::arg("scalar") = 1.0f, nb::arg("device_scalar") = 0, release_gil(),
+          "runs the collective on the route and returns 'copy-engine', or returns why the route does not take it "
+          "(tandem::RouteOutcome's token: nothing is enqueued then; the caller hands the call to NCCL). kind: "
+          "all_reduce, reduce_scatter, all_gather, all_to_all; count and dtype as NCCL's; reduction: sum, "
+          "average, premul_sum (scalar: the factor as a value of the dtype, or device_scalar: its address), "
+          "prediv_sum (scalar: the divisor)")
       .def(
           "window_buffer",
           [](Route& r, size_t bytes) { return reinterpret_cast<uintptr_t>(r.get().window_buffer(bytes)); },
@@ -165,12 +160,13 @@ NB_MODULE(_cuda, m) {
             const tandem::CopyEngineRouteStats s = r.get().stats();
             nb::dict d;
             d["calls"] = s.calls;
+            d["captured"] = s.captured;
             d["staged_bytes"] = s.staged_bytes;
             d["pool_bytes"] = s.pool_bytes;
             d["registrations"] = s.registrations;
             return d;
           },
-          "{'calls', 'staged_bytes', 'pool_bytes', 'registrations'}")
+          "{'calls', 'captured', 'staged_bytes', 'pool_bytes', 'registrations'}")
       .def("close", &Route::close, release_gil(),
            "releases the windows and closes the lanes (collective); later calls raise RuntimeError")
       .def_prop_ro("closed", &Route::closed);

@@ -16,11 +16,12 @@ nccl-ctas / nccl-cga /      ``Options.config`` fields (min_ctas, max_ctas, cga_c
 nccl-cta-policy             cta_policy), as tandem's library writes them into an ncclConfig_t
 sm-target:N                 ``torch._C._set_sm_carveout_experimental(SMs - N)``: PyTorch's
                             cuBLASLt GEMMs target N SMs (process-wide)
-copy-engine                 CTA policy zero on the process group (above), and tandem's
-                            copy-engine route (tandem._cuda.CopyEngineRoute, one per process
-                            group) as the DDP hook's all-reduce (on a comm stream of its own)
-                            and as FSDP2's all-gather (in window memory, unstaged) and
-                            reduce-scatter; what the route refuses takes NCCL (``stats()``)
+copy-engine                 tandem's copy-engine route (tandem._cuda.CopyEngineRoute, one per
+                            process group) as the DDP hook's all-reduce (the division by the
+                            world size fused into it, on a comm stream of its own) and as
+                            FSDP2's all-gather (in window memory, unstaged) and reduce-scatter
+                            (sum, average, pre-multiplied sum); what the route refuses takes
+                            NCCL (``stats()``)
 shape:*                     refused: only the interposer pads PyTorch's launches (tandem run)
 green:N, sequential,        refused: PyTorch decides where and in which order its kernels run
 comm-first, nccl-symmetric  (the reasons are in the error messages)
@@ -225,11 +226,6 @@ NCCL_DTYPES = {
     torch.float64: 8,    # ncclFloat64
     torch.bfloat16: 9,   # ncclBfloat16
 }
-_NCCL_SUM = 0  # ncclSum
-
-# An all-gather only moves bytes: data of any dtype travels as the widest type the route moves whose size
-# divides each rank's share (the route has kernels for bf16, fp16 and fp32 only).
-_BYTE_CARRIERS = (torch.float32, torch.bfloat16)
 
 # Process group's name -> its copy-engine route (tandem._cuda.CopyEngineRoute, or an object with its
 # methods). By name: FSDP2 hands its collectives the group its device mesh resolved, which may be another
@@ -237,9 +233,20 @@ _BYTE_CARRIERS = (torch.float32, torch.bfloat16)
 _ROUTES = {}
 # (device index, at the greatest priority) -> the comm stream of the DDP hook.
 _COMM_STREAMS = {}
-# Collective -> Counter of "copy-engine" (routed) and, for each call NCCL took, why the route did not.
+# Collective -> Counter of "copy-engine" (routed) and, for each call NCCL took, why the route did not;
+# _BYTES the same in bytes (the larger of the call's buffers, as `tandem run --stats` counts a collective).
 _STATS = defaultdict(Counter)
+_BYTES = defaultdict(Counter)
 ROUTED = "copy-engine"
+
+
+def _count(stat, route, nbytes):
+    _STATS[stat][route] += 1
+    _BYTES[stat][route] += nbytes
+
+
+def _nbytes(*tensors):
+    return max(t.numel() * t.element_size() for t in tensors)
 
 
 def nccl_dtype(dtype):
@@ -283,10 +290,12 @@ def close_routes():
 def stats():
     """What the copy-engine collectives did: ``{collective: {"copy-engine": calls routed, reason: calls
     that took NCCL for that reason}}`` for "ddp_all_reduce", "fsdp_all_gather" and "fsdp_reduce_scatter",
-    ``"window_pool"``: ``{"buffers": window buffers made, "lent": tensors lent from them}`` (FSDP2's
-    all-gather outputs), and ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by
-    group name."""
+    ``"bytes"``: the same in bytes (``{collective: {"copy-engine" or reason: bytes}}``, each call counted
+    with the larger of its buffers, as ``tandem run --stats`` counts a collective), ``"window_pool"``:
+    ``{"buffers": window buffers made, "lent": tensors lent from them}`` (FSDP2's all-gather outputs), and
+    ``"routes"``: each open route's own counters (tandem::CopyEngineRouteStats) by group name."""
     result = {name: dict(counts) for name, counts in _STATS.items()}
+    result["bytes"] = {name: dict(counts) for name, counts in _BYTES.items()}
     result["routes"] = {name: route.stats() for name, route in _ROUTES.items()}
     return result
 
@@ -294,31 +303,35 @@ def stats():
 def reset_stats():
     """Clears the counts of ``stats()`` (not the routes' own)."""
     _STATS.clear()
+    _BYTES.clear()
 
 
-def _route_or_refusal(kind, group, tensor, count, dtype=None, op=_NCCL_SUM, others=()):
-    """(the group's route, "") when the call takes the copy-engine route, else (None, why not).
-
-    The route's own refusal (the same on every rank: it depends on the arguments and the rank count) comes
-    before Python's checks of where the tensors are, so a route made elsewhere decides for CPU tensors too;
-    a route is made only for CUDA tensors. ``others``: further tensors that must be contiguous CUDA ones."""
-    dtype = tensor.dtype if dtype is None else dtype
-    if nccl_dtype(dtype) is None:
-        return None, f"{dtype} has no NCCL type"
-    route = _ROUTES.get(group.group_name)
-    if route is None:
-        if not tensor.is_cuda:
-            return None, f"a {tensor.device.type} tensor"
-        route = copy_engine_route(group)
-    reason = route.refusal(kind, count, nccl_dtype(dtype), op)
-    for t in (tensor, *others):
-        if reason:
-            break
+def _route_for(group, tensors):
+    """(the group's route, "") when every tensor is a contiguous CUDA one, else (None, why not). A route is made
+    only for CUDA tensors (collective: every rank of the group reaches this point for the same call)."""
+    for t in tensors:
         if not t.is_cuda:
-            reason = f"a {t.device.type} tensor"
-        elif not t.is_contiguous():
-            reason = "a non-contiguous tensor"
-    return (None, reason) if reason else (route, "")
+            return None, f"a {t.device.type} tensor"
+        if not t.is_contiguous():
+            return None, "a non-contiguous tensor"
+    return copy_engine_route(group), ""
+
+
+def _run_on_route(stat, kind, group, send, recv, count, dtype, reduction="sum", scalar=1.0, device_scalar=0):
+    """Runs one collective on the group's copy-engine route, on the current stream, and counts it under ``stat``
+    in ``stats()``: "" when it ran, else why not (nothing was enqueued: the caller hands it to NCCL). Whether
+    the route takes a call depends only on the call's arguments and the group, so every rank decides alike."""
+    if nccl_dtype(dtype) is None:
+        reason = f"{dtype} has no NCCL type"
+    else:
+        route, reason = _route_for(group, (send, recv))
+        if not reason:
+            stream = torch.cuda.current_stream(send.device)
+            outcome = route.run(kind, send.data_ptr(), recv.data_ptr(), count, nccl_dtype(dtype), stream.cuda_stream,
+                                reduction, scalar, device_scalar)
+            reason = "" if outcome == ROUTED else outcome
+    _count(stat, reason or ROUTED, _nbytes(send, recv))
+    return reason
 
 
 def _comm_stream(device, high_priority):
@@ -342,29 +355,30 @@ class CopyEngineHookState:
 
 def all_reduce_average(state, tensor):
     """The DDP hook's work on one bucket: ``tensor`` divided by the group's size, then summed over the group
-    (the order of ``default_hooks.allreduce_hook``) - through the copy-engine route, both steps on the comm
-    stream, or where the route refuses through NCCL's all-reduce, the division on the current stream as
-    ``allreduce_hook`` does it. Returns a ``torch.futures.Future`` whose value is ``tensor``."""
+    (the order of ``default_hooks.allreduce_hook``) - through the copy-engine route, the division fused into the
+    route's staging copy (no pass of its own), on the comm stream; or, where the route refuses, through NCCL's
+    all-reduce, the division on the current stream as ``allreduce_hook`` does it. Returns a
+    ``torch.futures.Future`` whose value is ``tensor``."""
     group = _group(state.process_group)
-    route, reason = _route_or_refusal("all_reduce", group, tensor, tensor.numel())
-    _STATS["ddp_all_reduce"][reason or ROUTED] += 1
-    if reason:
-        tensor.div_(group.size())
-        return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
     device = tensor.device
-    comm = _comm_stream(device, state.high_priority)
-    # The bucket is complete on the compute stream; the division and the all-reduce run beside it, never on
-    # it, so the backward pass goes on meanwhile.
-    comm.wait_stream(torch.cuda.current_stream(device))
-    future = torch.futures.Future(devices=[device])
-    with torch.cuda.stream(comm):
-        tensor.div_(group.size())
-        route.all_reduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_dtype(tensor.dtype),
-                         comm.cuda_stream)
-        # A CUDA-aware future records an event on the current stream (comm) and the bucket's storage on it:
-        # DDP's wait makes its stream wait on that event, and the caching allocator keeps the bucket.
-        future.set_result(tensor)
-    return future
+    if tensor.is_cuda:
+        comm = _comm_stream(device, state.high_priority)
+        # The bucket is complete on the compute stream; the all-reduce runs beside it, never on it, so the
+        # backward pass goes on meanwhile.
+        comm.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(comm):
+            reason = _run_on_route("ddp_all_reduce", "all_reduce", group, tensor, tensor, tensor.numel(),
+                                   tensor.dtype, "prediv_sum", float(group.size()))
+            if not reason:
+                # A CUDA-aware future records an event on the current stream (comm) and the bucket's storage on
+                # it: DDP's wait makes its stream wait on that event, and the caching allocator keeps the bucket.
+                future = torch.futures.Future(devices=[device])
+                future.set_result(tensor)
+                return future
+    else:
+        _count("ddp_all_reduce", f"a {device.type} tensor", _nbytes(tensor))
+    tensor.div_(group.size())
+    return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
 
 
 def _copy_engine_hook(state, bucket):
@@ -380,17 +394,16 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     its multiplying by 1/world_size (world sizes that are powers of two). The policy's other settings
     act through the process group (``init_process_group``).
 
-    With ``copy-engine``: each bucket is divided by the group's size, then summed by the group's
-    copy-engine route (``copy_engine_route``, made on the first bucket), both on a comm stream of the
-    hook's own - at the greatest priority when the policy has ``priority`` - that waits for the compute
-    stream, so nothing is enqueued on the compute stream and the all-reduce overlaps the backward pass;
-    the returned future completes on that stream (a CUDA-aware future: DDP's wait orders its stream
-    after it). The route stages the bucket through its window pool.
-    A bucket the route refuses (its dtype, a count that does not split into equal chunks per rank)
-    takes NCCL's all-reduce on the group; ``stats()["ddp_all_reduce"]`` counts both, by reason. With
-    fp32 gradients on 2 ranks both sums are a+b rounded once to fp32, so the losses equal stock DDP's bitwise; on more
-    ranks, and in bf16/fp16, the route's sum (accumulated in fp32, rounded once) may differ from NCCL's
-    in the last bits.
+    With ``copy-engine``: each bucket is summed by the group's copy-engine route (``copy_engine_route``,
+    made on the first bucket), each rank's gradients divided by the group's size as the route stages them
+    (the division ``allreduce_hook`` does, fused: no pass of its own), on a comm stream of the hook's own -
+    at the greatest priority when the policy has ``priority`` - that waits for the compute stream, so
+    nothing is enqueued on the compute stream and the all-reduce overlaps the backward pass; the returned
+    future completes on that stream (a CUDA-aware future: DDP's wait orders its stream after it).
+    A bucket the route refuses (a dtype without a sum kernel) takes NCCL's all-reduce on the group;
+    ``stats()["ddp_all_reduce"]`` counts both, by reason. On 2 ranks both sums are a+b rounded once, so
+    the losses equal stock DDP's bitwise; on more ranks the route's sum (accumulated in fp32, rounded
+    once) may differ from NCCL's (rounded at each step of its ring) in the last bits.
     """
     from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 
@@ -456,15 +469,21 @@ class WindowPool:
         self._free[lease.nbytes].append((lease.address, event))
 
 
-def _byte_carrier(tensor):
-    """The dtype an all-gather of ``tensor`` travels as, and its count per rank: a pure copy, so the
-    widest dtype the route moves whose size divides the bytes."""
-    nbytes = tensor.numel() * tensor.element_size()
-    for carrier in _BYTE_CARRIERS:
-        size = carrier.itemsize
-        if nbytes % size == 0:
-            return carrier, nbytes // size
-    return tensor.dtype, tensor.numel()
+def _route_reduction(op, dtype):
+    """(reduction, scalar) of the route for a ``torch.distributed`` reduction on ``dtype``, or None for one the
+    route does not compute. A pre-multiplied sum (``ReduceOp.PREMUL_SUM(factor)``, FSDP2's gradient divide
+    factor) carries its factor in the ReduceOp's pickled state; NCCL gets it rounded to the tensor's dtype
+    (PyTorch makes the op with a scalar of that dtype), and so does the route."""
+    if op == dist.ReduceOp.SUM:
+        return "sum", 1.0
+    if op == dist.ReduceOp.AVG:
+        return "average", 1.0
+    state = op.__getstate__() if hasattr(op, "__getstate__") and not isinstance(op, dist.ReduceOp.RedOpType) \
+        else None
+    if isinstance(state, tuple) and len(state) == 2 and state[0] == dist.ReduceOp.RedOpType.PREMUL_SUM \
+            and isinstance(state[1], (int, float)):
+        return "premul_sum", torch.tensor(float(state[1]), dtype=dtype).item()
+    return None
 
 
 try:  # FSDP2's protocols (torch >= 2.7); plain classes otherwise, FSDP2 only calls them
@@ -480,7 +499,8 @@ class CopyEngineAllGather(_AllGather):
     ``allocate()`` lends window memory of the route of ``process_group`` (``WindowPool``), so FSDP2's
     in-place all-gather (its input is this rank's chunk of the output) runs without staging. Calls run on
     FSDP2's all-gather stream (the current stream) and return None: FSDP2 then orders its copy-out by the
-    event it records on that stream. A call the route refuses takes ``dist.all_gather_into_tensor``."""
+    event it records on that stream. An all-gather only moves bytes: it travels as uint8. A call the route
+    refuses takes ``dist.all_gather_into_tensor``."""
 
     def __init__(self, process_group=None):
         self.process_group = process_group
@@ -494,15 +514,9 @@ class CopyEngineAllGather(_AllGather):
         return self._pool.tensor(size, dtype, device)
 
     def __call__(self, output_tensor, input_tensor, group, async_op=False):
-        carrier, count = _byte_carrier(input_tensor)
-        route, reason = _route_or_refusal("all_gather", group, input_tensor, count, carrier,
-                                          others=(output_tensor,))
-        _STATS["fsdp_all_gather"][reason or ROUTED] += 1
-        if reason:
+        nbytes = input_tensor.numel() * input_tensor.element_size()
+        if _run_on_route("fsdp_all_gather", "all_gather", group, input_tensor, output_tensor, nbytes, torch.uint8):
             return dist.all_gather_into_tensor(output_tensor, input_tensor, group=group, async_op=async_op)
-        stream = torch.cuda.current_stream(input_tensor.device)
-        route.all_gather(input_tensor.data_ptr(), output_tensor.data_ptr(), count,
-                                            nccl_dtype(carrier), stream.cuda_stream)
         return None
 
 
@@ -511,9 +525,9 @@ class CopyEngineReduceScatter(_ReduceScatter):
 
     ``allocate()`` hands out PyTorch's ordinary memory: FSDP2 keeps the reduce-scatter's output as the
     sharded gradient, so a window lent to it would never come back; the route stages input and output.
-    ``ReduceOp.SUM`` is the route's sum; ``ReduceOp.AVG`` that sum divided by the group's size afterwards
-    (NCCL's average may round differently in bf16/fp16); any other reduction, and whatever the route
-    refuses, takes ``dist.reduce_scatter_tensor``."""
+    ``ReduceOp.SUM``, ``ReduceOp.AVG`` and ``ReduceOp.PREMUL_SUM(factor)`` run on the route with NCCL's
+    numerics (the average and the pre-multiplied sum scale each rank's input in its dtype as the route
+    stages it); any other reduction, and whatever the route refuses, takes ``dist.reduce_scatter_tensor``."""
 
     def __init__(self, process_group=None):
         self.process_group = process_group
@@ -522,24 +536,18 @@ class CopyEngineReduceScatter(_ReduceScatter):
         return torch.empty(*size, dtype=dtype, device=device)
 
     def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
-        average = op == dist.ReduceOp.AVG
-        route = None
-        if not (average or op == dist.ReduceOp.SUM):
+        reduction = _route_reduction(op, input_tensor.dtype)
+        if reduction is None:
             reason = f"reduction {op}"
+            _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
         elif output_tensor.dtype != input_tensor.dtype:
             reason = "input and output of different dtypes"
+            _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
         else:
-            route, reason = _route_or_refusal("reduce_scatter", group, input_tensor, output_tensor.numel(),
-                                              others=(output_tensor,))
-        _STATS["fsdp_reduce_scatter"][reason or ROUTED] += 1
+            reason = _run_on_route("fsdp_reduce_scatter", "reduce_scatter", group, input_tensor, output_tensor,
+                                   output_tensor.numel(), input_tensor.dtype, *reduction)
         if reason:
             return dist.reduce_scatter_tensor(output_tensor, input_tensor, op=op, group=group, async_op=async_op)
-        stream = torch.cuda.current_stream(input_tensor.device)
-        route.reduce_scatter(input_tensor.data_ptr(), output_tensor.data_ptr(),
-                                                output_tensor.numel(), nccl_dtype(input_tensor.dtype),
-                                                stream.cuda_stream)
-        if average:
-            output_tensor.div_(group.size())
         return None
 
 

@@ -6,9 +6,11 @@ namespace tandem {
 namespace {
 
 constexpr std::string_view kNcclPrefixes[] = {"ncclDevKernel_", "ncclSymkDevKernel_"};
+constexpr std::string_view kTandemPrefixes[] = {"tandemCollective_"};
 
-bool starts_with_nccl_prefix(std::string_view s) {
-  for (const auto prefix : kNcclPrefixes)
+template <size_t N>
+bool starts_with_any(std::string_view s, const std::string_view (&prefixes)[N]) {
+  for (const auto prefix : prefixes)
     if (s.substr(0, prefix.size()) == prefix) return true;
   return false;
 }
@@ -32,7 +34,11 @@ std::string_view first_mangled_identifier(std::string_view name) {
 }  // namespace
 
 bool is_nccl_kernel_name(std::string_view name) {
-  return starts_with_nccl_prefix(name) || starts_with_nccl_prefix(first_mangled_identifier(name));
+  return starts_with_any(name, kNcclPrefixes) || starts_with_any(first_mangled_identifier(name), kNcclPrefixes);
+}
+
+bool is_tandem_collective_kernel_name(std::string_view name) {
+  return starts_with_any(name, kTandemPrefixes) || starts_with_any(first_mangled_identifier(name), kTandemPrefixes);
 }
 
 }  // namespace tandem

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -54,7 +55,7 @@ mode_t new_file_mode() {
 
 }  // namespace
 
-std::string try_write_file_atomically(const std::string& path, std::string_view content) noexcept {
+std::string try_write_file_atomically(const std::string& path, const ContentProducer& produce) noexcept {
   try {
     if (path.empty()) return "no file name given";
     if (std::string refusal = refusal_for_existing(path); !refusal.empty()) return "cannot write " + refusal;
@@ -64,30 +65,45 @@ std::string try_write_file_atomically(const std::string& path, std::string_view 
     std::string temporary = folder_of(path) + "/." + base_of(path) + ".tmp.XXXXXX";
     const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
     if (fd < 0) return "cannot create a file in " + quoted(folder_of(path)) + ": " + std::strerror(errno);
-    size_t written = 0;
     int write_error = 0;
-    while (written < content.size()) {
-      const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        write_error = n < 0 ? errno : EIO;
-        break;
+    const auto sink = [&](std::string_view content) {
+      size_t written = 0;
+      while (!write_error && written < content.size()) {
+        const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+          write_error = n < 0 ? errno : EIO;
+          break;
+        }
+        written += static_cast<size_t>(n);
       }
-      written += static_cast<size_t>(n);
+      return write_error == 0;
+    };
+    std::string produce_error;
+    try {
+      produce(sink);
+    } catch (const std::exception& e) {
+      produce_error = e.what();
+    } catch (...) {
+      produce_error = "unknown error";
     }
     if (!write_error && ::fchmod(fd, new_file_mode()) != 0) write_error = errno;
     if (::close(fd) != 0 && !write_error) write_error = errno;
     // rename() replaces the destination's directory entry: a link put there since the check above is
     // replaced, not followed; another user's file in a sticky folder is refused (EPERM).
-    if (!write_error && ::rename(temporary.c_str(), path.c_str()) != 0) write_error = errno;
-    if (write_error) {
+    if (!write_error && produce_error.empty() && ::rename(temporary.c_str(), path.c_str()) != 0) write_error = errno;
+    if (write_error || !produce_error.empty()) {
       ::unlink(temporary.c_str());
-      return "cannot write " + quoted(path) + ": " + std::strerror(write_error);
+      return "cannot write " + quoted(path) + ": " + (write_error ? std::strerror(write_error) : produce_error);
     }
     return "";
   } catch (...) {  // std::bad_alloc building a path or a message
     return "cannot write " + quoted(path) + ": out of memory";
   }
+}
+
+std::string try_write_file_atomically(const std::string& path, std::string_view content) noexcept {
+  return try_write_file_atomically(path, [content](const ContentSink& sink) { sink(content); });
 }
 
 void write_file_atomically(const std::string& path, std::string_view content) {
@@ -130,9 +146,13 @@ std::string read_small_regular_file(const std::string& path, size_t max_bytes) {
     ::close(fd);
     TANDEM_THROW(quoted(path) + " is larger than " + std::to_string(max_bytes) + " bytes");
   }
-  std::string text(max_bytes + 1, '\0');
+  // Sized by the file, grown as it reads (a file may grow, /proc files report size 0), never past
+  // max_bytes + 1: a limit far above the usual size costs nothing.
+  const size_t limit = max_bytes + 1;
+  std::string text(std::min(limit, static_cast<size_t>(st.st_size) + 4096), '\0');
   size_t got = 0;
-  while (got < text.size()) {
+  while (got < limit) {
+    if (got == text.size()) text.resize(std::min(limit, text.size() * 2));
     const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n < 0) {

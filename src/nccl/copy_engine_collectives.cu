@@ -1,4 +1,6 @@
-// The copy-engine collectives (tandem/copy_engine.h) and the sum kernel of their reductions.
+// The copy-engine collectives (tandem/copy_engine.h): the executor of copy-engine plans
+// (tandem/copy_engine_plan.h), its kernel (the scaled sum of a reduction), and the collectives on
+// buffers already in symmetric windows.
 #include <cstdint>
 
 #include "tandem/copy_engine.h"
@@ -6,45 +8,70 @@
 #include "tandem/error.h"
 #include "tandem/float_conversion.h"
 
-namespace tandem {
-namespace {
+// The kernels are named tandemCollective_*, at global scope: the interposer and the timeline class
+// such kernels as communication (tandem/kernel_names.h), as NCCL's own. `static`: each library that
+// compiles this file keeps its own copy.
 
-// out[i] = sum over j < nranks of chunk j's element i, accumulated in fp32, where chunk j is at
-// chunks + j * count, except chunk `own_index` (>= 0), which is `own`. The sum runs on the SMs while
-// the GEMMs beside it want them, so it moves 16 bytes a load: a memory-bound kernel that issues 8x
-// fewer instructions per byte than scalar bf16 loads holds its SMs for less time.
+// out[i] = sum over j < nranks of chunk j's element i, each term scaled (tandem::SumScale),
+// accumulated in fp32 and rounded once, where chunk j is at chunks + j * count, except chunk
+// `own_index` (>= 0), which is `own`. The sum runs on the SMs while the GEMMs beside it want them,
+// so it moves 16 bytes a load: a memory-bound kernel that issues 8x fewer instructions per byte than
+// scalar bf16 loads holds its SMs for less time. The scaling costs nothing beside the loads.
 template <class T>
-__device__ const T* chunk_of(const T* chunks, const T* own, int own_index, int j, size_t count) {
+__device__ const T* tandem_chunk_of(const T* chunks, const T* own, int own_index, int j, size_t count) {
   return j == own_index ? own : chunks + size_t(j) * count;
 }
 
+// One term: converted to fp32, multiplied or divided by the scalar and rounded to fp32 (x * 1 is
+// exact: a plain sum). The _rn intrinsics are never contracted into a fused multiply-add with the
+// sum, so the numerics are the documented ones (tandem::SumScale), whatever the compiler does.
+__device__ inline float tandem_term(float x, float scalar, bool divide) {
+  return divide ? __fdiv_rn(x, scalar) : __fmul_rn(x, scalar);
+}
+
+// The scalar: in device memory (an element of type T) when `device_scalar` is set, else `scalar`.
 template <class T>
-__global__ void sum_chunks_vector_kernel(const T* chunks, const T* own, int own_index, T* out, size_t count,
-                                         size_t vectors, int nranks) {
+__device__ float tandem_scalar(float scalar, const void* device_scalar) {
+  return device_scalar ? tandem::to_float(*static_cast<const T*>(device_scalar)) : scalar;
+}
+
+template <class T>
+static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* own, int own_index, T* out, size_t count,
+                                                    size_t vectors, int nranks, float scalar, const void* device_scalar,
+                                                    bool divide) {
   constexpr int kPerVector = sizeof(uint4) / sizeof(T);
+  const float s = tandem_scalar<T>(scalar, device_scalar);
   for (size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x; v < vectors; v += size_t(gridDim.x) * blockDim.x) {
     float sum[kPerVector] = {};
     for (int j = 0; j < nranks; ++j) {
-      const uint4 loaded = reinterpret_cast<const uint4*>(chunk_of(chunks, own, own_index, j, count))[v];
+      const uint4 loaded = reinterpret_cast<const uint4*>(tandem_chunk_of(chunks, own, own_index, j, count))[v];
       const T* elements = reinterpret_cast<const T*>(&loaded);
-      for (int k = 0; k < kPerVector; ++k) sum[k] += to_float(elements[k]);
+      for (int k = 0; k < kPerVector; ++k)
+        sum[k] = __fadd_rn(sum[k], tandem_term(tandem::to_float(elements[k]), s, divide));
     }
     uint4 stored;
     T* elements = reinterpret_cast<T*>(&stored);
-    for (int k = 0; k < kPerVector; ++k) elements[k] = from_float<T>(sum[k]);
+    for (int k = 0; k < kPerVector; ++k) elements[k] = tandem::from_float<T>(sum[k]);
     reinterpret_cast<uint4*>(out)[v] = stored;
   }
 }
 
-// The same, an element at a time: for counts whose chunks are not 16-byte aligned.
+// The same, an element at a time: for chunks that are not 16-byte aligned.
 template <class T>
-__global__ void sum_chunks_kernel(const T* chunks, const T* own, int own_index, T* out, size_t count, int nranks) {
+static __global__ void tandemCollective_sum(const T* chunks, const T* own, int own_index, T* out, size_t count,
+                                            int nranks, float scalar, const void* device_scalar, bool divide) {
+  const float s = tandem_scalar<T>(scalar, device_scalar);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     float sum = 0;
-    for (int j = 0; j < nranks; ++j) sum += to_float(chunk_of(chunks, own, own_index, j, count)[i]);
-    out[i] = from_float<T>(sum);
+    for (int j = 0; j < nranks; ++j)
+      sum = __fadd_rn(sum,
+                      tandem_term(tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, count)[i]), s, divide));
+    out[i] = tandem::from_float<T>(sum);
   }
 }
+
+namespace tandem {
+namespace {
 
 constexpr unsigned kThreads = 256;
 
@@ -56,12 +83,22 @@ unsigned blocks_for(size_t n) {
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % sizeof(uint4) == 0; }
 
+DType summable(ncclDataType_t type) {
+  const std::optional<DType> t = from_nccl(type);
+  TANDEM_REQUIRE(t.has_value(), "copy-engine sum: NCCL data type " + std::to_string(int(type)) +
+                                    " has no sum kernel (bf16, fp16, fp32 only)");
+  return *t;
+}
+
 // `own_index` < 0: every chunk from `chunks`.
 void sum_chunks(const void* chunks, const void* own, int own_index, void* out, size_t count, DType dtype, int nranks,
-                cudaStream_t stream) {
+                const SumScale& scale, cudaStream_t stream) {
   const size_t bytes = count * dtype_size(dtype);
   const bool vector =
       bytes % sizeof(uint4) == 0 && aligned16(chunks) && aligned16(out) && (own_index < 0 || aligned16(own));
+  const bool divide = scale.kind == SumScale::Kind::Divide;
+  const float scalar = scale.kind == SumScale::Kind::None ? 1.0f : scale.value;
+  const void* device_scalar = scale.kind == SumScale::Kind::Multiply ? scale.device_value : nullptr;
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
     const auto* in = static_cast<const T*>(chunks);
@@ -69,70 +106,105 @@ void sum_chunks(const void* chunks, const void* own, int own_index, void* out, s
     auto* sum = static_cast<T*>(out);
     if (vector) {
       const size_t vectors = bytes / sizeof(uint4);
-      sum_chunks_vector_kernel<T>
-          <<<blocks_for(vectors), kThreads, 0, stream>>>(in, mine, own_index, sum, count, vectors, nranks);
+      tandemCollective_sum_vectors<T><<<blocks_for(vectors), kThreads, 0, stream>>>(
+          in, mine, own_index, sum, count, vectors, nranks, scalar, device_scalar, divide);
     } else {
-      sum_chunks_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(in, mine, own_index, sum, count, nranks);
+      tandemCollective_sum<T><<<blocks_for(count), kThreads, 0, stream>>>(in, mine, own_index, sum, count, nranks,
+                                                                          scalar, device_scalar, divide);
     }
   });
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 
-const char* at(const void* base, size_t elements, DType dtype) {
-  return static_cast<const char*>(base) + elements * dtype_size(dtype);
+char* byte_at(const void* base, uint64_t elements, size_t element_bytes) {
+  return static_cast<char*>(const_cast<void*>(base)) + elements * element_bytes;
 }
 
-void require_usable(const CopyEngineLanes& lanes, CopyEngineCollective kind, size_t count, DType dtype) {
+// The address of a plan's place, given the call's buffers.
+char* address_of(const PlanBuffers& b, PlanAt a, size_t element_bytes) {
+  const void* base = nullptr;
+  switch (a.buffer) {
+    case PlanBuffer::Send:
+      base = b.send;
+      break;
+    case PlanBuffer::Recv:
+      base = b.recv;
+      break;
+    case PlanBuffer::PoolInput:
+      base = b.pool_input;
+      break;
+    case PlanBuffer::PoolOutput:
+      base = b.pool_output;
+      break;
+    case PlanBuffer::PoolScratch:
+      base = b.pool_scratch;
+      break;
+  }
+  TANDEM_REQUIRE(base != nullptr, std::string("copy-engine plan: no ") + to_string(a.buffer) + " buffer was given");
+  return byte_at(base, a.offset, element_bytes);
+}
+
+// The plan of a call on buffers already in symmetric windows: nothing staged, no pool.
+CopyEnginePlan windowed_plan(const CopyEngineLanes& lanes, Collective kind, const void* send, const void* recv,
+                             size_t count, DType dtype) {
   const std::string why = copy_engine_refusal(kind, count, lanes.nranks(), to_nccl(dtype));
   TANDEM_REQUIRE(why.empty(), why);
+  PlanRequest r;
+  r.kind = kind;
+  r.count = count;
+  r.nranks = lanes.nranks();
+  r.rank = lanes.rank();
+  r.element_bytes = dtype_size(dtype);
+  r.send_in_window = r.recv_in_window = true;
+  r.in_place = is_in_place(kind, send, recv, count, r.element_bytes, lanes.rank());
+  const CopyEnginePlan plan = plan_copy_engine_collective(r);
+  TANDEM_REQUIRE(plan.input_elements == 0 && plan.output_elements == 0,
+                 std::string("copy-engine ") + to_string(kind) + ": this call would need a staging buffer");
+  return plan;
+}
+
+void run_windowed(const CopyEngineLanes& lanes, Collective kind, const void* send, void* recv, void* scratch,
+                  size_t count, DType dtype, cudaStream_t stream) {
+  const CopyEnginePlan plan = windowed_plan(lanes, kind, send, recv, count, dtype);
+  PlanBuffers buffers;
+  buffers.send = send;
+  buffers.recv = recv;
+  buffers.pool_scratch = scratch;
+  execute_copy_engine_plan(lanes, plan, buffers, to_nccl(dtype), SumScale{}, stream);
 }
 
 }  // namespace
 
-const char* to_string(CopyEngineCollective kind) {
-  switch (kind) {
-    case CopyEngineCollective::AllReduce:
-      return "all-reduce";
-    case CopyEngineCollective::ReduceScatter:
-      return "reduce-scatter";
-    case CopyEngineCollective::AllGather:
-      return "all-gather";
-    case CopyEngineCollective::AllToAll:
-      break;
-  }
-  return "all-to-all";
-}
-
-std::string copy_engine_refusal(CopyEngineCollective kind, uint64_t count, int nranks, ncclDataType_t dtype,
-                                ncclRedOp_t op) {
+std::string copy_engine_refusal(Collective kind, uint64_t count, int nranks, ncclDataType_t dtype, ncclRedOp_t op) {
   const std::string what = std::string("a copy-engine ") + to_string(kind);
   if (nranks < 1) return what + " needs at least one rank, not " + std::to_string(nranks);
   if (!from_nccl(dtype))
     return what + " moves bf16, fp16 or fp32 elements, not NCCL data type " + std::to_string(int(dtype));
-  const bool reduces = kind == CopyEngineCollective::AllReduce || kind == CopyEngineCollective::ReduceScatter;
-  if (reduces && op != ncclSum) return what + " only sums (NCCL reduction op " + std::to_string(int(op)) + ")";
-  if (kind == CopyEngineCollective::AllReduce && count % uint64_t(nranks) != 0)
+  if (reduces(kind) && op != ncclSum) return what + " only sums (NCCL reduction op " + std::to_string(int(op)) + ")";
+  if (kind == Collective::AllReduce && count % uint64_t(nranks) != 0)
     return what + " splits its " + std::to_string(count) + " elements into " + std::to_string(nranks) + " equal chunks";
   return "";
 }
 
-size_t copy_engine_scratch_bytes(CopyEngineCollective kind, uint64_t count, DType dtype, int nranks) {
+size_t copy_engine_scratch_bytes(Collective kind, uint64_t count, DType dtype, int nranks) {
   switch (kind) {
-    case CopyEngineCollective::AllReduce:
+    case Collective::AllReduce:
       return size_t(count) * dtype_size(dtype);
-    case CopyEngineCollective::ReduceScatter:
+    case Collective::ReduceScatter:
       return size_t(count) * size_t(nranks) * dtype_size(dtype);
-    case CopyEngineCollective::AllGather:
-    case CopyEngineCollective::AllToAll:
+    case Collective::AllGather:
+    case Collective::AllToAll:
       break;
   }
   return 0;
 }
 
 void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t send_stride, void* recv, size_t count,
-                          DType dtype, bool own_chunk_copied, cudaStream_t stream) {
+                          ncclDataType_t type, bool own_chunk_copied, cudaStream_t stream) {
   TANDEM_REQUIRE(lanes.usable_ && int(lanes.comms_.size()) == lanes.nranks_,
                  "copy-engine exchange: the lanes were closed or aborted");
+  const size_t element_bytes = nccl_type_bytes(type);
+  TANDEM_REQUIRE(element_bytes > 0, "copy-engine exchange: NCCL data type " + std::to_string(int(type)));
   int priority = 0;
   TANDEM_CUDA_CHECK(cudaStreamGetPriority(stream, &priority));
   const auto& side = !lanes.high_.empty() && priority == lanes.high_.front().priority() ? lanes.high_ : lanes.low_;
@@ -147,8 +219,9 @@ void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t
     if (root > 0) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, lanes.fork_, 0));
     // At the root, its own chunk of `recv` as input makes the gather in place (nothing copied).
     const bool in_place = root == lanes.rank_ && !own_chunk_copied;
-    const void* input = in_place ? at(recv, size_t(root) * count, dtype) : at(send, size_t(root) * send_stride, dtype);
-    TANDEM_NCCL_CHECK(comm, ncclGather(input, recv, count, to_nccl(dtype), root, comm, s));
+    const void* input = in_place ? byte_at(recv, size_t(root) * count, element_bytes)
+                                 : byte_at(send, size_t(root) * send_stride, element_bytes);
+    TANDEM_NCCL_CHECK(comm, ncclGather(input, recv, count, type, root, comm, s));
     await_communicator(comm, lanes.rules_, "copy-engine gather to rank " + std::to_string(root));
     if (root > 0) {
       TANDEM_CUDA_CHECK(cudaEventRecord(lanes.joins_[size_t(root) - 1], s));
@@ -157,51 +230,57 @@ void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t
   }
 }
 
+void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan& plan, const PlanBuffers& buffers,
+                              ncclDataType_t type, const SumScale& scale, cudaStream_t stream) {
+  const size_t element_bytes = nccl_type_bytes(type);
+  TANDEM_REQUIRE(element_bytes > 0, "copy-engine collective: NCCL data type " + std::to_string(int(type)));
+  for (const PlanStep& step : plan.steps) {
+    char* to = address_of(buffers, step.to, element_bytes);
+    switch (step.op) {
+      case PlanStep::Op::Stage: {
+        const char* from = address_of(buffers, step.from, element_bytes);
+        if (from != to)
+          TANDEM_CUDA_CHECK(cudaMemcpyAsync(to, from, step.elements * element_bytes, cudaMemcpyDeviceToDevice, stream));
+        break;
+      }
+      case PlanStep::Op::Exchange:
+        copy_engine_exchange(lanes, address_of(buffers, step.from, element_bytes), step.stride, to, step.elements, type,
+                             step.own_chunk_copied, stream);
+        break;
+      case PlanStep::Op::Sum:
+        sum_chunks(address_of(buffers, step.from, element_bytes), address_of(buffers, step.own, element_bytes),
+                   step.own_index, to, step.elements, summable(type), lanes.nranks(), scale, stream);
+        break;
+      case PlanStep::Op::AllGather: {
+        // In place on lane 0: NCCL's copy-engine all-gather copies nothing locally.
+        ncclComm_t comm = lanes.comms().front();
+        const char* own = to + size_t(lanes.rank()) * step.elements * element_bytes;
+        TANDEM_NCCL_CHECK(comm, ncclAllGather(own, to, step.elements, type, comm, stream));
+        await_communicator(comm, lanes.rules(), "copy-engine all-gather");
+        break;
+      }
+    }
+  }
+}
+
 void copy_engine_reduce_scatter(const CopyEngineLanes& lanes, const void* send, void* recv, void* scratch,
                                 size_t recv_count, DType dtype, cudaStream_t stream) {
-  require_usable(lanes, CopyEngineCollective::ReduceScatter, recv_count, dtype);
-  // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the sum
-  // reads that chunk from `send` itself.
-  copy_engine_exchange(lanes, send, recv_count, scratch, recv_count, dtype, false, stream);
-  sum_chunks(scratch, at(send, size_t(lanes.rank()) * recv_count, dtype), lanes.rank(), recv, recv_count, dtype,
-             lanes.nranks(), stream);
+  run_windowed(lanes, Collective::ReduceScatter, send, recv, scratch, recv_count, dtype, stream);
 }
 
 void copy_engine_all_reduce(const CopyEngineLanes& lanes, const void* send, void* recv, void* scratch, size_t count,
                             DType dtype, cudaStream_t stream) {
-  require_usable(lanes, CopyEngineCollective::AllReduce, count, dtype);
-  const size_t chunk = count / size_t(lanes.nranks());
-  void* own = static_cast<char*>(recv) + size_t(lanes.rank()) * chunk * dtype_size(dtype);
-  // With send == recv, the exchange has read every chunk of `send` (its gathers are joined back into
-  // `stream`) before the sum overwrites this rank's chunk, which it reads element by element itself.
-  copy_engine_reduce_scatter(lanes, send, own, scratch, chunk, dtype, stream);
-  // In place on lane 0: NCCL's copy-engine all-gather copies nothing locally.
-  ncclComm_t comm = lanes.comms().front();
-  TANDEM_NCCL_CHECK(comm, ncclAllGather(own, recv, chunk, to_nccl(dtype), comm, stream));
-  await_communicator(comm, lanes.rules(), "copy-engine all-gather of the all-reduce");
+  run_windowed(lanes, Collective::AllReduce, send, recv, scratch, count, dtype, stream);
 }
 
 void copy_engine_all_gather(const CopyEngineLanes& lanes, const void* send, void* recv, size_t send_count, DType dtype,
                             cudaStream_t stream) {
-  require_usable(lanes, CopyEngineCollective::AllGather, send_count, dtype);
-  if (send == at(recv, size_t(lanes.rank()) * send_count, dtype)) {
-    // In place: NCCL's copy-engine all-gather only copies to the peers.
-    ncclComm_t comm = lanes.comms().front();
-    TANDEM_NCCL_CHECK(comm, ncclAllGather(send, recv, send_count, to_nccl(dtype), comm, stream));
-    await_communicator(comm, lanes.rules(), "copy-engine all-gather");
-    return;
-  }
-  // Out of place, NCCL would copy this rank's own chunk first, on the SMs, in one batch with the
-  // peers' copies: the exchange leaves that copy to this rank's own gather instead.
-  copy_engine_exchange(lanes, send, 0, recv, send_count, dtype, true, stream);
+  run_windowed(lanes, Collective::AllGather, send, recv, nullptr, send_count, dtype, stream);
 }
 
 void copy_engine_all_to_all(const CopyEngineLanes& lanes, const void* send, void* recv, size_t count, DType dtype,
                             cudaStream_t stream) {
-  require_usable(lanes, CopyEngineCollective::AllToAll, count, dtype);
-  // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch with
-  // the peers' copies; the exchange leaves that copy to this rank's own gather.
-  copy_engine_exchange(lanes, send, count, recv, count, dtype, true, stream);
+  run_windowed(lanes, Collective::AllToAll, send, recv, nullptr, count, dtype, stream);
 }
 
 }  // namespace tandem

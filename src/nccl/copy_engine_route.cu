@@ -1,6 +1,6 @@
-// The copy-engine route (tandem/copy_engine_route.h): lazy lanes, one growable staging pool in
-// symmetric windows, the program's buffers copied in and out around tandem's copy-engine
-// collectives.
+// The copy-engine route (tandem/copy_engine_route.h): lazy lanes, a growable staging pool in
+// symmetric windows, calls planned (tandem/copy_engine_plan.h) and executed on the caller's stream,
+// eagerly or into a CUDA graph, alone or as one NCCL group.
 #include <algorithm>
 #include <exception>
 #include <utility>
@@ -10,22 +10,18 @@
 #include "tandem/copy_engine_route.h"
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
+#include "tandem/float_conversion.h"
 #include "tandem/streams.h"
 #include "tandem/symmetric_windows.h"
 
 namespace tandem {
 namespace {
 
-// Every part of the pool starts on this boundary: the vector sum kernel wants 16-byte alignment,
-// and NCCL's symmetric kernels are fastest on aligned buffers.
-constexpr size_t kAlignment = 4096;
 // The pool grows in steps of this much at least, so a program whose sizes creep up a little at a
 // time does not re-register on every call.
 constexpr size_t kGrowthGranularity = size_t(2) << 20;
 
 size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
-
-char* at(void* base, size_t bytes) { return static_cast<char*>(base) + bytes; }
 
 // The communicator's device is current for the scope: a program that drives several GPUs from one
 // thread may have another one current, and ncclMemAlloc and the staging copies use the current one.
@@ -45,21 +41,51 @@ class DeviceScope {
   int previous_ = -1;
 };
 
-// Where one call's staging input, staging output and scratch lie in the pool. Computed from the
-// call's arguments alone, so every rank lays the pool out alike: NCCL_WIN_COLL_SYMMETRIC wants a
-// buffer at the same offset of its window on every rank.
-struct Layout {
-  size_t input = 0, output = 0, scratch = 0;  // offsets
-  size_t bytes = 0;                           // the pool size the call needs
+// The capture a stream is part of: 0 when it is not being captured.
+struct Capture {
+  bool known = false;  // the query answered
+  unsigned long long id = 0;
 };
 
-Layout layout_for(size_t input_bytes, size_t output_bytes, size_t scratch_bytes) {
-  Layout l;
-  l.input = 0;
-  l.output = align_up(input_bytes, kAlignment);
-  l.scratch = l.output + align_up(output_bytes, kAlignment);
-  l.bytes = l.scratch + align_up(scratch_bytes, kAlignment);
-  return l;
+Capture capture_of(cudaStream_t stream) {
+  Capture c;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamGetCaptureInfo(stream, &status, &id) != cudaSuccess) {
+    (void)cudaGetLastError();  // the query's own failure is not the program's error
+    return c;
+  }
+  c.known = status != cudaStreamCaptureStatusInvalidated;
+  c.id = status == cudaStreamCaptureStatusActive ? id : 0;
+  return c;
+}
+
+// How the call's reduction scales the terms of its sum (tandem/copy_engine.h): an average multiplies
+// by 1/nranks rounded to the element type, as NCCL stores its scalar.
+SumScale scale_of(const CopyEngineCall& c, int nranks) {
+  SumScale s;
+  if (!reduces(c.kind)) return s;
+  switch (c.reduction) {
+    case Reduction::Average: {
+      s.kind = SumScale::Kind::Multiply;
+      const float reciprocal = float(1.0 / nranks);
+      dispatch_dtype(*from_nccl(c.dtype), [&](auto t) { s.value = to_float(from_float<decltype(t)>(reciprocal)); });
+      break;
+    }
+    case Reduction::PreMulSum:
+      s.kind = SumScale::Kind::Multiply;
+      s.value = c.scalar;
+      s.device_value = c.device_scalar;
+      break;
+    case Reduction::PreDivSum:
+      s.kind = SumScale::Kind::Divide;
+      s.value = c.scalar;
+      break;
+    case Reduction::Sum:
+    case Reduction::Unsupported:
+      break;
+  }
+  return s;
 }
 
 }  // namespace
@@ -79,20 +105,28 @@ struct CopyEngineRoute::State {
   std::unique_ptr<CopyEngineLanes> lanes;
 
   // The staging pool and its windows; the caller's window_buffer() allocations and theirs apart,
-  // because growing the pool releases every window of its SymmetricWindows and those buffers must
-  // stay valid.
+  // because growing the pool releases the windows of the pool and those buffers must stay valid.
   std::unique_ptr<SymmetricWindows> pool_windows, buffer_windows;
   void* pool = nullptr;
   size_t pool_bytes = 0;
-  std::vector<ByteRange> buffers;  // from window_buffer()
+  // Pools a CUDA graph may still use: kept, with their windows, until the route goes.
+  std::vector<void*> retired_pools;
+  bool pool_in_graph = false;
+  std::vector<AddressRange> buffers;  // from window_buffer()
 
-  // Calls share the staging buffers: `done` marks the end of the last call, on `last_stream`;
-  // `fence` is a private stream that waits for it, so a wait for the last use (before the pool is
-  // freed) waits for nothing of the program's.
-  cudaEvent_t done = nullptr;
+  // Calls share the staging buffers: `done` marks the end of the last call, on `last_stream`, in
+  // the capture `last_capture` (0: eager); `captured_done` the same inside a capture. `fence` is a
+  // private stream that waits for `done`, so a wait for the last use (before the pool is freed)
+  // waits for nothing of the program's.
+  cudaEvent_t done = nullptr, captured_done = nullptr;
   cudaStream_t last_stream = nullptr;
+  unsigned long long last_capture = 0;
   bool used = false;
   std::unique_ptr<PriorityStream> fence;
+  // run_group: a stream at the greatest and at the least priority for this route's share of a
+  // group, and the events that fork it from the program's streams and join it back.
+  std::unique_ptr<PriorityStream> group_high, group_low;
+  std::vector<cudaEvent_t> group_events;
 
   bool failed = false;
   CopyEngineRouteStats stats;
@@ -105,8 +139,12 @@ struct CopyEngineRoute::State {
     lanes = std::make_unique<CopyEngineLanes>(lane0, config, rules);
     pool_windows = std::make_unique<SymmetricWindows>(rules);
     buffer_windows = std::make_unique<SymmetricWindows>(rules);
-    fence = std::make_unique<PriorityStream>(stream_priority_range().least);
+    const StreamPriorityRange range = stream_priority_range();
+    fence = std::make_unique<PriorityStream>(range.least);
+    group_high = std::make_unique<PriorityStream>(range.greatest);
+    group_low = std::make_unique<PriorityStream>(range.least);
     TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&captured_done, cudaEventDisableTiming));
   }
 
   // Waits (bounded, under `rules`) until the last call's work on the staging buffers is over.
@@ -116,11 +154,17 @@ struct CopyEngineRoute::State {
     await_stream(fence->get(), lanes->comms(), rules, step);
   }
 
-  // Collective: every rank asks for the same size at the same call.
+  // Collective: every rank asks for the same size at the same call. Never during a capture.
   void ensure_pool(size_t bytes) {
     if (bytes <= pool_bytes) return;
     const size_t grown = align_up(std::max(bytes, pool_bytes + pool_bytes / 2), kGrowthGranularity);
-    if (pool) {
+    if (pool && pool_in_graph) {
+      // A graph holds this pool's addresses: it stays, windows and all, beside the new one.
+      retired_pools.push_back(pool);
+      pool = nullptr;
+      pool_bytes = 0;
+      pool_in_graph = false;
+    } else if (pool) {
       // The staging copies and the collectives of the last call may still read or write the pool.
       await_last_use("copy-engine route: the last use of the staging pool");
       pool_windows->release("copy-engine staging pool");
@@ -137,35 +181,70 @@ struct CopyEngineRoute::State {
   }
 
   bool in_window(const void* p, size_t bytes) const {
-    const auto* begin = static_cast<const char*>(p);
-    for (const auto& b : buffers) {
-      const auto* base = static_cast<const char*>(b.ptr);
-      if (begin >= base && begin + bytes <= base + b.bytes) return true;
+    return lies_within(buffers, reinterpret_cast<uintptr_t>(p), bytes);
+  }
+
+  CopyEnginePlan plan_for(const CopyEngineCall& c) const {
+    PlanRequest r;
+    r.kind = c.kind;
+    r.count = c.count;
+    r.nranks = nranks;
+    r.rank = rank;
+    r.element_bytes = nccl_type_bytes(c.dtype);
+    r.send_in_window = in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * r.element_bytes);
+    r.recv_in_window = in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * r.element_bytes);
+    r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
+    return plan_copy_engine_collective(r);
+  }
+
+  RouteRequest request_for(const CopyEngineCall& c) const {
+    RouteRequest r;
+    r.kind = c.kind;
+    r.count = c.count;
+    r.element_bytes = nccl_type_bytes(c.dtype);
+    r.has_sum_kernel = from_nccl(c.dtype).has_value();
+    r.reduction = c.reduction;
+    r.nranks = nranks;
+    r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
+    return r;
+  }
+
+  // Orders `stream` after the route's last use (see the header's Ordering and CUDA graphs).
+  void begin(cudaStream_t stream, unsigned long long capture) {
+    if (!used) return;
+    if (capture == 0) {
+      if (last_capture != 0 || stream != last_stream) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
+    } else if (capture != last_capture) {
+      // The graph's first route call: at each replay it waits for the route's last use before it.
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, done, cudaEventWaitExternal));
+    } else if (stream != last_stream) {
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, captured_done, 0));
     }
-    return false;
   }
 
-  // Before a call's first enqueue: the lanes and a pool of `bytes`, and `stream` ordered after the
-  // previous call.
-  void begin(size_t bytes, cudaStream_t stream) {
-    TANDEM_REQUIRE(!failed, "the copy-engine route failed earlier and was aborted");
-    ensure_lanes();
-    ensure_pool(bytes);
-    // The previous call may have been on another stream and still be using the staging buffers.
-    if (used && stream != last_stream) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, done, 0));
-  }
-
-  void end(cudaStream_t stream) {
-    TANDEM_CUDA_CHECK(cudaEventRecord(done, stream));
+  void end(cudaStream_t stream, unsigned long long capture) {
+    if (capture == 0) {
+      TANDEM_CUDA_CHECK(cudaEventRecord(done, stream));
+    } else {
+      TANDEM_CUDA_CHECK(cudaEventRecord(captured_done, stream));
+      // At each replay, the graph marks the route's end for the eager calls and graphs after it.
+      TANDEM_CUDA_CHECK(cudaEventRecordWithFlags(done, stream, cudaEventRecordExternal));
+      pool_in_graph = true;
+      ++stats.captured;
+    }
     last_stream = stream;
+    last_capture = capture;
     used = true;
     ++stats.calls;
   }
 
-  void copy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
-    if (bytes == 0) return;
-    TANDEM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
-    stats.staged_bytes += int64_t(bytes);
+  cudaEvent_t group_event(size_t index) {
+    while (group_events.size() <= index) {
+      cudaEvent_t e = nullptr;
+      TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      group_events.push_back(e);
+    }
+    return group_events[index];
   }
 
   // Runs `body` on the communicator's device and marks the route failed when it throws: a call that
@@ -218,11 +297,14 @@ CopyEngineRoute::~CopyEngineRoute() {
     abort();
   } else {
     if (s.pool) ncclMemFree(s.pool);
-    for (const auto& b : s.buffers) ncclMemFree(const_cast<void*>(b.ptr));
+    for (void* p : s.retired_pools) ncclMemFree(p);
+    for (const auto& b : s.buffers) ncclMemFree(reinterpret_cast<void*>(b.begin));
     if (s.lanes) s.lanes->close(true);
     s.lanes.reset();
     if (s.lane0) close_communicator(s.lane0, true, s.rules.timeout_s);
-    if (s.done) cudaEventDestroy(s.done);
+    for (cudaEvent_t e : {s.done, s.captured_done})
+      if (e) cudaEventDestroy(e);
+    for (cudaEvent_t e : s.group_events) cudaEventDestroy(e);
   }
   if (previous >= 0 && previous != s.device) cudaSetDevice(previous);
 }
@@ -230,98 +312,101 @@ CopyEngineRoute::~CopyEngineRoute() {
 int CopyEngineRoute::rank() const { return state_->rank; }
 int CopyEngineRoute::nranks() const { return state_->nranks; }
 
-std::string CopyEngineRoute::refusal(CopyEngineCollective kind, size_t count, ncclDataType_t dtype,
-                                     ncclRedOp_t op) const {
-  if (count == 0) return std::string("an empty ") + to_string(kind) + " has nothing to move";
-  return copy_engine_refusal(kind, count, state_->nranks, dtype, op);
+RouteOutcome CopyEngineRoute::check(const CopyEngineCall& call) const {
+  const State& s = *state_;
+  RouteFacts facts;
+  facts.failed = s.failed;
+  const RouteOutcome outcome = decide_route(s.request_for(call), facts);
+  if (outcome != RouteOutcome::CopyEngine) return outcome;
+  const Capture capture = capture_of(call.stream);
+  if (!capture.known) return RouteOutcome::CaptureNotReady;
+  if (capture.id == 0) return outcome;
+  // Captured: the lanes and a pool of this call's size must exist already.
+  try {
+    if (!s.lanes) return RouteOutcome::CaptureNotReady;
+    const CopyEnginePlan plan = s.plan_for(call);
+    if (pool_layout(plan, nccl_type_bytes(call.dtype)).bytes > s.pool_bytes) return RouteOutcome::CaptureNotReady;
+  } catch (...) {
+    return RouteOutcome::CaptureNotReady;
+  }
+  return outcome;
 }
 
-void CopyEngineRoute::all_reduce(const void* send, void* recv, size_t count, ncclDataType_t dtype,
-                                 cudaStream_t stream) {
-  const std::string why = refusal(CopyEngineCollective::AllReduce, count, dtype);
-  TANDEM_REQUIRE(why.empty(), why);
+void CopyEngineRoute::run(const CopyEngineCall& c) {
+  const RouteOutcome outcome = check(c);
+  TANDEM_REQUIRE(outcome == RouteOutcome::CopyEngine, std::string("copy-engine ") + to_string(c.kind) + ": " +
+                                                          to_string(outcome) + " (" + explain(outcome) + ")");
   State& s = *state_;
-  const DType t = *from_nccl(dtype);
-  const size_t bytes = count * dtype_size(t);
-  // One staging buffer serves as input and output: the collective runs in place on it.
-  const Layout l = layout_for(bytes, 0, copy_engine_scratch_bytes(CopyEngineCollective::AllReduce, count, t, s.nranks));
   s.guarded([&] {
-    s.begin(l.bytes, stream);
-    const bool send_in = s.in_window(send, bytes), recv_in = s.in_window(recv, bytes);
-    void* out = recv_in ? recv : at(s.pool, l.input);
-    const void* in = send_in ? send : out;
-    if (!send_in) s.copy(out, send, bytes, stream);
-    copy_engine_all_reduce(*s.lanes, in, out, at(s.pool, l.scratch), count, t, stream);
-    if (!recv_in) s.copy(recv, out, bytes, stream);
-    s.end(stream);
+    TANDEM_REQUIRE(!s.failed, "the copy-engine route failed earlier and was aborted");
+    const Capture capture = capture_of(c.stream);
+    const size_t element_bytes = nccl_type_bytes(c.dtype);
+    if (capture.id == 0) s.ensure_lanes();
+    const CopyEnginePlan plan = s.plan_for(c);
+    const PoolLayout layout = pool_layout(plan, element_bytes);
+    if (capture.id == 0) s.ensure_pool(layout.bytes);
+    // The previous call may have been on another stream, or in a graph, and still use the pool.
+    s.begin(c.stream, capture.id);
+    char* pool = static_cast<char*>(s.pool);
+    PlanBuffers buffers;
+    buffers.send = c.send;
+    buffers.recv = c.recv;
+    if (pool) {
+      buffers.pool_input = pool + layout.input;
+      buffers.pool_output = pool + layout.output;
+      buffers.pool_scratch = pool + layout.scratch;
+    }
+    execute_copy_engine_plan(*s.lanes, plan, buffers, c.dtype, scale_of(c, s.nranks), c.stream);
+    for (const PlanStep& step : plan.steps)
+      if (step.op == PlanStep::Op::Stage) s.stats.staged_bytes += int64_t(step.elements * element_bytes);
+    s.end(c.stream, capture.id);
   });
 }
 
-void CopyEngineRoute::reduce_scatter(const void* send, void* recv, size_t recv_count, ncclDataType_t dtype,
-                                     cudaStream_t stream) {
-  const std::string why = refusal(CopyEngineCollective::ReduceScatter, recv_count, dtype);
-  TANDEM_REQUIRE(why.empty(), why);
-  State& s = *state_;
-  const DType t = *from_nccl(dtype);
-  const size_t out_bytes = recv_count * dtype_size(t), in_bytes = out_bytes * size_t(s.nranks);
-  const Layout l = layout_for(in_bytes, out_bytes,
-                              copy_engine_scratch_bytes(CopyEngineCollective::ReduceScatter, recv_count, t, s.nranks));
-  s.guarded([&] {
-    s.begin(l.bytes, stream);
-    const bool send_in = s.in_window(send, in_bytes), recv_in = s.in_window(recv, out_bytes);
-    const void* in = send_in ? send : at(s.pool, l.input);
-    void* out = recv_in ? recv : at(s.pool, l.output);
-    if (!send_in) s.copy(at(s.pool, l.input), send, in_bytes, stream);
-    copy_engine_reduce_scatter(*s.lanes, in, out, at(s.pool, l.scratch), recv_count, t, stream);
-    if (!recv_in) s.copy(recv, out, out_bytes, stream);
-    s.end(stream);
-  });
-}
-
-void CopyEngineRoute::all_gather(const void* send, void* recv, size_t send_count, ncclDataType_t dtype,
-                                 cudaStream_t stream) {
-  const std::string why = refusal(CopyEngineCollective::AllGather, send_count, dtype);
-  TANDEM_REQUIRE(why.empty(), why);
-  State& s = *state_;
-  const DType t = *from_nccl(dtype);
-  const size_t in_bytes = send_count * dtype_size(t), out_bytes = in_bytes * size_t(s.nranks);
-  const Layout l = layout_for(0, out_bytes, 0);
-  s.guarded([&] {
-    s.begin(l.bytes, stream);
-    const bool send_in = s.in_window(send, in_bytes), recv_in = s.in_window(recv, out_bytes);
-    void* out = recv_in ? recv : at(s.pool, l.output);
-    void* own = at(out, size_t(s.rank) * in_bytes);
-    // A staged input goes straight into this rank's chunk of the output: the all-gather is then in
-    // place, and NCCL's in-place copy-engine all-gather copies nothing locally.
-    const void* in = send_in ? send : own;
-    if (!send_in) s.copy(own, send, in_bytes, stream);
-    copy_engine_all_gather(*s.lanes, in, out, send_count, t, stream);
-    if (!recv_in) s.copy(recv, out, out_bytes, stream);
-    s.end(stream);
-  });
-}
-
-void CopyEngineRoute::all_to_all(const void* send, void* recv, size_t count, ncclDataType_t dtype,
-                                 cudaStream_t stream) {
-  const std::string why = refusal(CopyEngineCollective::AllToAll, count, dtype);
-  TANDEM_REQUIRE(why.empty(), why);
-  State& s = *state_;
-  const DType t = *from_nccl(dtype);
-  const size_t bytes = count * dtype_size(t) * size_t(s.nranks);
-  const Layout l = layout_for(bytes, bytes, 0);
-  s.guarded([&] {
-    s.begin(l.bytes, stream);
-    // In place (send == recv), the exchange would overwrite chunks it has still to send: both sides
-    // are staged then.
-    const bool in_place = send == recv;
-    const bool send_in = !in_place && s.in_window(send, bytes), recv_in = !in_place && s.in_window(recv, bytes);
-    const void* in = send_in ? send : at(s.pool, l.input);
-    void* out = recv_in ? recv : at(s.pool, l.output);
-    if (!send_in) s.copy(at(s.pool, l.input), send, bytes, stream);
-    copy_engine_all_to_all(*s.lanes, in, out, count, t, stream);
-    if (!recv_in) s.copy(recv, out, bytes, stream);
-    s.end(stream);
-  });
+void CopyEngineRoute::run_group(const std::vector<GroupedCall>& calls) {
+  if (calls.empty()) return;
+  std::vector<CopyEngineRoute*> routes;  // in the order of their first call
+  bool one_stream = true;
+  for (const GroupedCall& g : calls) {
+    TANDEM_REQUIRE(g.route != nullptr, "a grouped copy-engine call without a route");
+    if (std::find(routes.begin(), routes.end(), g.route) == routes.end()) routes.push_back(g.route);
+    one_stream = one_stream && g.call.stream == calls.front().call.stream;
+  }
+  if (routes.size() == 1 && one_stream) {
+    for (const GroupedCall& g : calls) g.route->run(g.call);
+    return;
+  }
+  for (CopyEngineRoute* route : routes) {
+    State& s = *route->state_;
+    std::vector<cudaStream_t> streams;
+    for (const GroupedCall& g : calls)
+      if (g.route == route && std::find(streams.begin(), streams.end(), g.call.stream) == streams.end())
+        streams.push_back(g.call.stream);
+    cudaStream_t own = nullptr;
+    s.guarded([&] {
+      s.ensure_lanes();
+      int priority = 0;
+      TANDEM_CUDA_CHECK(cudaStreamGetPriority(streams.front(), &priority));
+      own = priority == s.group_high->priority() ? s.group_high->get() : s.group_low->get();
+      // The route's share starts once everything before the group on each of its streams is done.
+      for (size_t i = 0; i < streams.size(); ++i) {
+        TANDEM_CUDA_CHECK(cudaEventRecord(s.group_event(i), streams[i]));
+        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(own, s.group_event(i), 0));
+      }
+    });
+    for (const GroupedCall& g : calls) {
+      if (g.route != route) continue;
+      CopyEngineCall on_own = g.call;
+      on_own.stream = own;
+      route->run(on_own);
+    }
+    s.guarded([&] {
+      // Every stream the group named waits for the route's share, as after NCCL's group.
+      cudaEvent_t joined = s.group_event(streams.size());
+      TANDEM_CUDA_CHECK(cudaEventRecord(joined, own));
+      for (cudaStream_t stream : streams) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, joined, 0));
+    });
+  }
 }
 
 void* CopyEngineRoute::window_buffer(size_t bytes) {
@@ -332,7 +417,7 @@ void* CopyEngineRoute::window_buffer(size_t bytes) {
     TANDEM_REQUIRE(!s.failed, "the copy-engine route failed earlier and was aborted");
     s.ensure_lanes();
     TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&p, bytes));
-    s.buffers.push_back({p, int64_t(bytes)});
+    s.buffers.push_back({reinterpret_cast<uintptr_t>(p), bytes});
     s.stats.pool_bytes += int64_t(bytes);
     for (ncclComm_t c : s.lanes->comms()) s.buffer_windows->add(c, {{p, int64_t(bytes)}}, "copy-engine window buffer");
     ++s.stats.registrations;

@@ -11,7 +11,7 @@
 namespace tandem {
 namespace {
 
-using Kind = CopyEngineCollective;
+using Kind = Collective;
 
 TEST(CopyEngineRefusal, SumsOfTheThreeFloatTypesThatSplitEvenly) {
   for (ncclDataType_t t : {ncclBfloat16, ncclFloat16, ncclFloat32}) {

@@ -27,11 +27,25 @@ TEST(preload_classification, NcclKernelsMangledAndDemangled) {
   EXPECT_TRUE(is_nccl_kernel_name("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"));
 }
 
+TEST(preload_classification, TandemsCopyEngineKernelsAreCollectives) {
+  // A static kernel template at global scope, as nvcc names it: _ZL<length><name>I<type>Ev...
+  const std::string sum = "_ZL" + mangled("tandemCollective_sum_vectors", "I6__halfEvPKT_S3_iPS1_mmi").substr(2);
+  EXPECT_TRUE(is_tandem_collective_kernel_name(sum));
+  EXPECT_FALSE(is_nccl_kernel_name(sum));
+  EXPECT_EQ(classify_kernel(sum), KernelKind::Collective);
+  EXPECT_EQ(
+      classify_kernel("tandemCollective_scale<float>(float const*, float*, unsigned long, float, void const*, bool)"),
+      KernelKind::Collective);
+  EXPECT_FALSE(is_tandem_collective_kernel_name("tandemcollective_sum"));
+  EXPECT_FALSE(is_tandem_collective_kernel_name("_ZN6tandem16tandemCollective_Ev"));  // inside a namespace
+}
+
 TEST(preload_classification, EverythingElseIsCompute) {
   for (const std::string name :
        {"my_gemm_kernel", "_Z6kernelPf", "ampere_sgemm_128x64_nn", "ncclDevKernelX", "xncclDevKernel_Generic", "", "_Z",
         "_Z99short", "nccl", "ncclKernel_AllReduce", "_ZN6tandem14ncclDevKernel_xEv"}) {
     EXPECT_FALSE(is_nccl_kernel_name(name)) << name;
+    EXPECT_FALSE(is_tandem_collective_kernel_name(name)) << name;
     EXPECT_EQ(classify_kernel(name), KernelKind::Compute) << name;
   }
   EXPECT_STREQ(to_string(KernelKind::Compute), "compute");

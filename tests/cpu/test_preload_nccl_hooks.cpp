@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "preload/hooked_symbols.h"
 #include "test_preload_paths.h"
@@ -37,6 +38,7 @@ std::string beside_or(const char* name, const char* built) {
   return built;
 }
 const std::string kFakeClient = beside_or("fake_nccl_client", TANDEM_FAKE_NCCL_CLIENT_PATH);
+const std::string kRouteClient = beside_or("fake_route_client", TANDEM_FAKE_ROUTE_CLIENT_PATH);
 const std::string kVersionClient = beside_or("nccl_version_client", TANDEM_NCCL_VERSION_CLIENT_PATH);
 
 constexpr int kInProgress = 7;       // ncclInProgress
@@ -58,12 +60,14 @@ std::string read_file(const fs::path& p) {
 }
 
 // `environment` is VAR=value ...; without `policy` the client runs without the interposer.
-ClientRun run_client(const std::string& client, const char* policy, const std::string& environment = "") {
+// `library`: the interposer to preload (the one beside the fake route library, for routed runs).
+ClientRun run_client(const std::string& client, const char* policy, const std::string& environment = "",
+                     const std::string& library = kLibrary) {
   const fs::path stats = fs::temp_directory_path() / ("tandem_nccl_hooks_" + std::to_string(getpid()) + ".json");
   fs::remove(stats);
   std::string command = "env -u LD_LIBRARY_PATH -u TANDEM_POLICY " + environment;
   if (policy)
-    command += " LD_PRELOAD=" + sh_quoted(kLibrary) + " TANDEM_POLICY=" + sh_quoted(policy) +
+    command += " LD_PRELOAD=" + sh_quoted(library) + " TANDEM_POLICY=" + sh_quoted(policy) +
                " TANDEM_STATS_FILE=" + sh_quoted(stats.string());
   // The root process always reports (exit_report.cpp), so the stats file exists even with no launch.
   command += " sh -c " + sh_quoted("TANDEM_ROOT_PID=$$ exec " + sh_quoted(client));
@@ -231,34 +235,43 @@ TEST_F(preload_nccl_hooks, CollectivesAreCountedWithBytesAndRoutes) {
   // bf16 8x2 (unseen), bf16 8x2 (non-blocking), bf16 8x2 (in a group) = 16+32+14+32+64+3996+32+16+16+16.
   EXPECT_EQ(c["ncclAllReduce"]["calls"], 10);
   EXPECT_EQ(c["ncclAllReduce"]["bytes"], 4234);
-  EXPECT_EQ(c["ncclAllReduce"]["nccl"]["not-requested"], 10);
-  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"], 0);
+  EXPECT_EQ(c["ncclAllReduce"]["nccl"]["not-requested"], json({{"calls", 10}, {"bytes", 4234}}));
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"], json({{"calls", 0}, {"bytes", 0}}));
   EXPECT_EQ(c["ncclReduceScatter"]["bytes"], 4 * 2 * 2);  // 4 bf16 per rank, 2 ranks
   EXPECT_EQ(c["ncclAllGather"]["bytes"], 4 * 2 * 2);
   EXPECT_EQ(c["ncclAlltoAll"]["calls"], 2);
   EXPECT_EQ(c["ncclAlltoAll"]["bytes"], 2 * 4 * 4 * 2);
-  EXPECT_NE(settings().raw.err.find("ncclAllReduce: 10 calls, 4234 B; copy-engine 0, nccl 10 (not-requested 10)"),
+  EXPECT_NE(settings().raw.err.find("ncclAllReduce: 10 calls, 4234 B; copy-engine 0 (0 B), nccl 10 (4234 B: "
+                                    "not-requested 10 / 4234 B)"),
             std::string::npos)
       << settings().raw.err;
+  // No reach line where the policy does not ask for the route.
+  EXPECT_EQ(settings().raw.err.find("copy-engine reach"), std::string::npos);
+  EXPECT_EQ(settings().stats["copy_engine_reach"]["requested"], false);
 }
 
 TEST_F(preload_nccl_hooks, CopyEnginePolicyCountsEachFallbackReason) {
   const json& c = copy_engine().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << copy_engine().raw.err;
   // The eligible calls find no route (no CUDA device); the others say what keeps them from it.
-  const json all_reduce = {{"route-unavailable", 3},    // bf16, fp32 in place, errno_kept
-                           {"count-not-divisible", 2},  // 7 and 999 over 2 ranks
-                           {"op-not-sum", 1},
-                           {"no-sum-kernel", 1},         // fp64
-                           {"unknown-communicator", 1},  // made without the hooks
-                           {"non-blocking-communicator", 1},
-                           {"inside-group", 1}};
-  EXPECT_EQ(c["ncclAllReduce"]["nccl"], all_reduce);
-  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"], 0);
-  EXPECT_EQ(c["ncclReduceScatter"]["nccl"], json({{"route-unavailable", 1}}));
-  EXPECT_EQ(c["ncclAllGather"]["nccl"], json({{"route-unavailable", 1}}));
-  EXPECT_EQ(c["ncclAlltoAll"]["nccl"], json({{"in-place-all-to-all", 1}, {"route-unavailable", 1}}));
+  const auto calls = [](const json& routes) {
+    json out = json::object();
+    for (const auto& [route, count] : routes.items()) out[route] = count["calls"];
+    return out;
+  };
+  const json all_reduce = {{"route-unavailable", 7},      // bf16, fp32 in place, 7 and 999 elements, errno_kept,
+                                                          // non-blocking, in a group
+                           {"op-not-supported", 1},       // max
+                           {"no-sum-kernel", 1},          // fp64
+                           {"unknown-communicator", 1}};  // made without the hooks
+  EXPECT_EQ(calls(c["ncclAllReduce"]["nccl"]), all_reduce);
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 0);
+  EXPECT_EQ(calls(c["ncclReduceScatter"]["nccl"]), json({{"route-unavailable", 1}}));
+  EXPECT_EQ(calls(c["ncclAllGather"]["nccl"]), json({{"route-unavailable", 1}}));
+  EXPECT_EQ(calls(c["ncclAlltoAll"]["nccl"]), json({{"in-place-all-to-all", 1}, {"route-unavailable", 1}}));
   EXPECT_EQ(copy_engine().stats["nccl_communicators"]["settings"], "");
+  EXPECT_EQ(copy_engine().stats["copy_engine_reach"]["bytes"], 0);
+  EXPECT_EQ(copy_engine().stats["copy_engine_reach"]["requested"], true);
   // Said once, with the reason; no route work reached the fake NCCL (no split, no window, no memory).
   const std::string said = "copy-engine route unavailable: no usable CUDA device for the copy-engine route";
   const size_t at = copy_engine().raw.err.find(said);
@@ -288,6 +301,224 @@ TEST_F(preload_nccl_hooks, TheRouteLibraryBindsToTheProgramsNcclNeverASecondOne)
   EXPECT_TRUE(settings().out["route_objects"].empty());
 }
 
+// ---- the routing paths, with a fake route library ----------------------------------------------
+//
+// tests/preload_target/fake_nccl/fake_route_client.cpp under `copy-engine`, with the interposer
+// beside a fake route library that records each run into the fake NCCL's log: one sequence of what
+// NCCL received and what the route ran. Constants are nccl.h's and tandem's enum values.
+
+constexpr int kBf16 = 9, kFp16 = 6, kFp32 = 7, kInt64 = 4, kUint8 = 1;
+constexpr int kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAllToAll = 3;
+constexpr int kSum = 0, kAverage = 1, kPreMulSum = 2;
+constexpr int kInternalError = 3;  // ncclInternalError
+
+class preload_nccl_routing : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    routed_ =
+        new ClientRun(run_client(kRouteClient, "copy-engine", "TANDEM_LOG_LEVEL=info",
+                                 beside_or("../fake_route/libtandem_preload.so", TANDEM_FAKE_ROUTE_PRELOAD_PATH)));
+    unrouted_ = new ClientRun(run_client(kRouteClient, nullptr));
+  }
+  static void TearDownTestSuite() {
+    delete routed_;
+    delete unrouted_;
+  }
+  static const ClientRun& routed() { return *routed_; }
+  static const ClientRun& unrouted() { return *unrouted_; }
+
+  // The log from mark `from` to the next mark, marks left out.
+  static json section(const ClientRun& r, const std::string& from) {
+    json out = json::array();
+    bool in = false;
+    for (const auto& call : r.out["calls"]) {
+      if (call["fn"] == "mark") {
+        if (in) break;
+        in = call["step"] == from;
+        continue;
+      }
+      if (in) out.push_back(call);
+    }
+    return out;
+  }
+  static std::vector<std::string> functions(const json& calls) {
+    std::vector<std::string> out;
+    for (const auto& c : calls) out.push_back(c["fn"]);
+    return out;
+  }
+
+ private:
+  static inline ClientRun* routed_ = nullptr;
+  static inline ClientRun* unrouted_ = nullptr;
+};
+
+using Functions = std::vector<std::string>;
+
+TEST_F(preload_nccl_routing, TheProgramSeesNcclsResultsExceptWhereTheRouteFailed) {
+  ASSERT_EQ(routed().raw.status, 0) << routed().raw.err;
+  ASSERT_EQ(unrouted().raw.status, 0) << unrouted().raw.err;
+  json expected = unrouted().out["steps"];
+  expected["device_scalar_address"] = routed().out["steps"]["device_scalar_address"];  // a stack address
+  // What the route changes: a routed call that fails partway, alone or in a group, is NCCL's internal
+  // error; the program's errno stays as it was (NCCL was not called for it).
+  expected["failing"] = {{"result", kInternalError}, {"errno", 1234}};
+  expected["group_failing_end"]["result"] = kInternalError;
+  EXPECT_EQ(routed().out["steps"], expected) << routed().out["steps"].dump(1);
+}
+
+TEST_F(preload_nccl_routing, SumsAveragesAndUnevenCountsRunOnTheRoute) {
+  const json sum = section(routed(), "sum");
+  ASSERT_EQ(functions(sum), (Functions{"route.create", "route.run"})) << sum.dump(1);
+  EXPECT_EQ(sum[0]["rank"], 1);
+  EXPECT_EQ(sum[1]["kind"], kAllReduce);
+  EXPECT_EQ(sum[1]["count"], 8);
+  EXPECT_EQ(sum[1]["dtype"], kBf16);
+  EXPECT_EQ(sum[1]["reduction"], kSum);
+  EXPECT_EQ(sum[1]["stream"], 1);
+  // 7 fp16 over 3 ranks: the route pads; NCCL's average is the route's too.
+  const json avg = section(routed(), "avg_uneven");
+  ASSERT_EQ(functions(avg), (Functions{"route.create", "route.run"})) << avg.dump(1);
+  EXPECT_EQ(avg[1]["count"], 7);
+  EXPECT_EQ(avg[1]["dtype"], kFp16);
+  EXPECT_EQ(avg[1]["reduction"], kAverage);
+  const json rs = section(routed(), "reduce_scatter_avg");
+  ASSERT_EQ(functions(rs), (Functions{"route.run"})) << rs.dump(1);
+  EXPECT_EQ(rs[0]["kind"], kReduceScatter);
+  EXPECT_EQ(rs[0]["reduction"], kAverage);
+  EXPECT_EQ(rs[0]["route"], avg[0]["route"]);  // the 3-rank communicator's route, made once
+}
+
+TEST_F(preload_nccl_routing, PreMultipliedSumsCarryTheirScalarToTheRoute) {
+  const json host = section(routed(), "premul_host");
+  ASSERT_EQ(functions(host), (Functions{"ncclRedOpCreatePreMulSum", "route.run"})) << host.dump(1);
+  EXPECT_EQ(host[1]["reduction"], kPreMulSum);
+  EXPECT_EQ(host[1]["scalar"], 0.5);  // read when the op was made, as NCCL reads a host scalar
+  EXPECT_FALSE(host[1].contains("device_scalar"));
+  const json device = section(routed(), "premul_device");
+  ASSERT_EQ(functions(device), (Functions{"ncclRedOpCreatePreMulSum", "route.run"})) << device.dump(1);
+  EXPECT_EQ(device[1]["kind"], kReduceScatter);
+  EXPECT_EQ(device[1]["reduction"], kPreMulSum);
+  EXPECT_EQ(device[1]["device_scalar"], routed().out["steps"]["device_scalar_address"]);
+  // Destroyed: the same op value is no longer one the interposer knows; NCCL gets the call.
+  const json destroyed = section(routed(), "premul_destroyed");
+  ASSERT_EQ(functions(destroyed), (Functions{"ncclRedOpDestroy", "ncclAllReduce"})) << destroyed.dump(1);
+}
+
+TEST_F(preload_nccl_routing, GathersAndAllToAllMoveAnyType) {
+  const json moves = section(routed(), "moves");
+  ASSERT_EQ(functions(moves), (Functions{"route.run", "route.run"})) << moves.dump(1);
+  EXPECT_EQ(moves[0]["kind"], kAllGather);
+  EXPECT_EQ(moves[0]["dtype"], kInt64);
+  EXPECT_EQ(moves[1]["kind"], kAllToAll);
+  EXPECT_EQ(moves[1]["dtype"], kUint8);
+}
+
+TEST_F(preload_nccl_routing, WhatTheRouteCannotTakeReachesNcclUntouched) {
+  const json keeps = section(routed(), "nccl_keeps");
+  ASSERT_EQ(functions(keeps), (Functions{"ncclAllReduce", "ncclAllReduce", "ncclAllReduce", "ncclAllReduce"}))
+      << keeps.dump(1);
+  EXPECT_EQ(keeps, section(unrouted(), "nccl_keeps"));
+}
+
+TEST_F(preload_nccl_routing, AGroupsRoutedCallsRunAfterNcclsGroupEnd) {
+  // Nothing of the group runs before its end; then NCCL's (empty) group, then the route's.
+  EXPECT_EQ(functions(section(routed(), "group_of_one")), (Functions{"ncclGroupStart"}));
+  const json end = section(routed(), "group_of_one_before_end");
+  ASSERT_EQ(functions(end), (Functions{"ncclGroupEnd", "route.run_group"})) << end.dump(1);
+  ASSERT_EQ(end[1]["calls"].size(), 1u);
+  EXPECT_EQ(end[1]["calls"][0]["count"], 8);
+  // A call NCCL keeps stays in NCCL's group; the routed ones run after it, in the program's order.
+  const json mixed = section(routed(), "group_mixed");
+  ASSERT_EQ(functions(mixed), (Functions{"ncclGroupStart", "ncclAllReduce", "ncclGroupEnd", "route.run_group"}))
+      << mixed.dump(1);
+  EXPECT_EQ(mixed[1]["op"], 2);  // ncclMax
+  ASSERT_EQ(mixed[3]["calls"].size(), 2u);
+  EXPECT_EQ(mixed[3]["calls"][0]["kind"], kAllReduce);
+  EXPECT_EQ(mixed[3]["calls"][1]["kind"], kAllGather);
+}
+
+TEST_F(preload_nccl_routing, NestedGroupsRunAtTheOutermostEnd) {
+  EXPECT_EQ(functions(section(routed(), "group_nested")),
+            (Functions{"ncclGroupStart", "ncclGroupStart", "ncclGroupEnd"}));
+  const json outer = section(routed(), "group_nested_after_inner_end");
+  ASSERT_EQ(functions(outer), (Functions{"ncclGroupEnd", "route.run_group"})) << outer.dump(1);
+  ASSERT_EQ(outer[1]["calls"].size(), 2u);
+  EXPECT_EQ(outer[1]["calls"][0]["kind"], kAllReduce);
+  EXPECT_EQ(outer[1]["calls"][0]["stream"], 1);
+  EXPECT_EQ(outer[1]["calls"][1]["kind"], kReduceScatter);
+  EXPECT_EQ(outer[1]["calls"][1]["stream"], 2);
+}
+
+TEST_F(preload_nccl_routing, OneGroupOverTwoCommunicatorsIsOneRouteGroup) {
+  const json two = section(routed(), "group_two_communicators");
+  ASSERT_EQ(functions(two), (Functions{"ncclGroupStart", "ncclGroupEnd", "route.run_group"})) << two.dump(1);
+  ASSERT_EQ(two[2]["calls"].size(), 2u);
+  EXPECT_NE(two[2]["calls"][0]["route"], two[2]["calls"][1]["route"]);
+  EXPECT_EQ(two[2]["calls"][0]["count"], 9);  // 9 fp32 over 3 ranks
+}
+
+TEST_F(preload_nccl_routing, AThreadDrivingSeveralDevicesKeepsItsGroupInNccl) {
+  // The route would run rank 0's collective before rank 1's, each waiting for the other: the held
+  // calls go into NCCL's group, as the program issued them, before its end.
+  const json group = section(routed(), "group_several_devices");
+  ASSERT_EQ(functions(group),
+            (Functions{"ncclGroupStart", "route.create", "ncclAllReduce", "ncclAllReduce", "ncclGroupEnd"}))
+      << group.dump(1);
+  EXPECT_EQ(group[2]["op"], 4);  // ncclAvg, as the program gave it
+  EXPECT_EQ(group[3]["count"], 8);
+}
+
+TEST_F(preload_nccl_routing, NonBlockingCommunicatorsTakeTheRoute) {
+  const json nb = section(routed(), "non_blocking");
+  ASSERT_EQ(functions(nb), (Functions{"route.create", "route.run"})) << nb.dump(1);
+  EXPECT_EQ(nb[0]["rank"], 0);
+}
+
+TEST_F(preload_nccl_routing, AFailedRouteReportsAnErrorAndLeavesLaterCallsToNccl) {
+  const json group = section(routed(), "group_failing");
+  EXPECT_EQ(functions(group), (Functions{"ncclGroupStart", "ncclGroupEnd", "route.run_group"})) << group.dump(1);
+  const json failing = section(routed(), "failing");
+  ASSERT_EQ(functions(failing), (Functions{"route.run", "ncclAllReduce"})) << failing.dump(1);
+  EXPECT_EQ(failing[1]["count"], 9);  // after_failure: NCCL's
+  EXPECT_NE(routed().raw.err.find("copy-engine ncclAllReduce failed: the fake route fails on 777 elements; "
+                                  "returning ncclInternalError to the program"),
+            std::string::npos)
+      << routed().raw.err;
+  // Destroyed healthy where the route never failed, aborted where it did.
+  const json teardown = section(routed(), "teardown");
+  ASSERT_EQ(functions(teardown), (Functions{"route.destroy", "ncclCommDestroy", "route.destroy", "ncclCommDestroy",
+                                            "route.destroy", "ncclCommAbort", "route.destroy", "ncclCommDestroy"}))
+      << teardown.dump(1);
+  EXPECT_EQ(teardown[0]["healthy"], true);
+  EXPECT_EQ(teardown[2]["healthy"], false);
+  EXPECT_EQ(teardown[4]["healthy"], false);
+}
+
+TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
+  const json& c = routed().stats["nccl_collectives"];
+  ASSERT_TRUE(c.is_object()) << routed().raw.err;
+  // 19 all-reduces: 8 routed; a failed group's call and the two on the failed route: route-failed; a
+  // group over two devices: NCCL's.
+  EXPECT_EQ(c["ncclAllReduce"]["calls"], 19);
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 8);
+  const json expected_nccl = {{"op-not-supported", {{"calls", 3}, {"bytes", 16 * 2 + 8 * 4 + 8 * 4}}},
+                              {"no-sum-kernel", {{"calls", 1}, {"bytes", 8 * 8}}},
+                              {"empty", {{"calls", 1}, {"bytes", 0}}},
+                              {"capture-not-ready", {{"calls", 1}, {"bytes", 8 * 2}}},
+                              {"route-failed", {{"calls", 3}, {"bytes", 777 * 4 * 2 + 9 * 4}}},
+                              {"several-devices-group", {{"calls", 2}, {"bytes", 2 * 8 * 2}}}};
+  EXPECT_EQ(c["ncclAllReduce"]["nccl"], expected_nccl) << c["ncclAllReduce"].dump(1);
+  EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["calls"], 3);
+  // reduce-scatter bytes are the input's: 4 fp32 x 2 ranks, 5 fp32 x 3 ranks, 4 bf16 x 2 ranks.
+  EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["bytes"], 32 + 60 + 16);
+  EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 3);
+  EXPECT_EQ(c["ncclAlltoAll"]["copy_engine"]["calls"], 1);
+  const json& reach = routed().stats["copy_engine_reach"];
+  EXPECT_EQ(reach["calls"], 8 + 3 + 3 + 1);
+  EXPECT_EQ(reach["total_calls"], 19 + 3 + 3 + 1);
+  EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
+}
+
 TEST(preload_nccl_hooks_versions, ARouteOnAnNcclOlderThan228IsRefusedWithItsVersion) {
   const ClientRun r = run_client(kFakeClient, "copy-engine", "FAKE_NCCL_VERSION=22703");
   ASSERT_EQ(r.raw.status, 0) << r.raw.err;
@@ -296,7 +527,7 @@ TEST(preload_nccl_hooks_versions, ARouteOnAnNcclOlderThan228IsRefusedWithItsVers
             std::string::npos)
       << r.raw.err;
   ASSERT_TRUE(r.stats.is_object());
-  EXPECT_EQ(r.stats["nccl_collectives"]["ncclAllGather"]["nccl"], json({{"route-unavailable", 1}}));
+  EXPECT_EQ(r.stats["nccl_collectives"]["ncclAllGather"]["nccl"]["route-unavailable"]["calls"], 1);
 }
 
 TEST(preload_nccl_hooks_versions, AnNcclTooOldForASettingIsSaidOnce) {

@@ -1,6 +1,7 @@
-// The pure parts of the interposer's NCCL hooks: the route decision, the payload size, the
-// communicator settings written over a program's ncclConfig_t, the communicator registry and the
-// summary's NCCL lines. Expectations are worked out by hand from NCCL's rules, not from the code.
+// The pure parts of the interposer's NCCL hooks: the reduction an NCCL op is, the communicator
+// settings written over a program's ncclConfig_t, the communicator registry (with its pre-multiplied
+// sums) and the summary's NCCL lines (calls and bytes by route, the copy-engine reach). Expectations are worked out by
+// hand from NCCL's rules, not from the code.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -20,144 +21,46 @@ using namespace tandem::preload;
 using tandem::OverlapPolicy;
 using tandem::parse_policy;
 
-CollectiveRequest all_reduce(size_t count, ElementType type, bool sum, int nranks) {
-  CollectiveRequest r;
-  r.kind = CollectiveKind::AllReduce;
-  r.count = count;
-  r.type = type;
-  r.element_bytes = type == ElementType::Fp32 ? 4 : 2;
-  r.op_is_sum = sum;
-  r.nranks = nranks;
-  return r;
-}
+using tandem::Collective;
+using tandem::Reduction;
+using tandem::RouteOutcome;
 
-RouteFacts facts(bool requested) {
-  RouteFacts f;
-  f.copy_engine_requested = requested;
-  return f;
-}
-const RouteFacts kAvailable = facts(true);   // policy asks, route there
-const RouteFacts kNotWanted = facts(false);  // no copy-engine in the policy
-const RouteFacts kWanted = [] {              // policy asks, the route library could not be loaded
-  RouteFacts f = facts(true);
-  f.route_unavailable = true;
-  return f;
-}();
-
-TEST(preload_nccl_route, WithoutCopyEngineInThePolicyEverythingStaysWithNccl) {
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Bf16, true, 2), kNotWanted), RouteOutcome::NotRequested);
-  // Even what the route could never take reads "not requested": the policy's wish comes first.
-  EXPECT_EQ(decide_route(all_reduce(7, ElementType::Other, false, 0), kNotWanted), RouteOutcome::NotRequested);
-}
-
-TEST(preload_nccl_route, EligibleReductionsTakeTheCopyEngineOnceAvailable) {
-  for (ElementType t : {ElementType::Bf16, ElementType::Fp16, ElementType::Fp32}) {
-    EXPECT_EQ(decide_route(all_reduce(8, t, true, 2), kAvailable), RouteOutcome::CopyEngine);
-    EXPECT_EQ(decide_route(all_reduce(8, t, true, 2), kWanted), RouteOutcome::RouteUnavailable);
-  }
-}
-
-TEST(preload_nccl_route, IneligibleReductionsSayWhy) {
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, false, 2), kAvailable), RouteOutcome::OpNotSum);
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Other, true, 2), kAvailable), RouteOutcome::NoSumKernel);
-  // 12 elements over 8 ranks: chunks of 1.5 elements.
-  EXPECT_EQ(decide_route(all_reduce(12, ElementType::Bf16, true, 8), kAvailable), RouteOutcome::CountNotDivisible);
-  EXPECT_EQ(decide_route(all_reduce(16, ElementType::Bf16, true, 8), kAvailable), RouteOutcome::CopyEngine);
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Bf16, true, 0), kAvailable), RouteOutcome::UnknownCommunicator);
-  // The reasons that hold whatever the route's state are given before "unavailable".
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, false, 2), kWanted), RouteOutcome::OpNotSum);
-}
-
-TEST(preload_nccl_route, ReduceScatterCountIsPerRankSoAlwaysDivides) {
-  CollectiveRequest r = all_reduce(7, ElementType::Fp16, true, 4);
-  r.kind = CollectiveKind::ReduceScatter;
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
-  r.op_is_sum = false;
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::OpNotSum);
-}
-
-TEST(preload_nccl_route, GatherAndAllToAllIgnoreTheOpButMoveOnlyTheThreeTypes) {
-  CollectiveRequest r = all_reduce(7, ElementType::Fp16, false, 4);
-  r.kind = CollectiveKind::AllGather;
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
-  r.kind = CollectiveKind::AllToAll;
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
-  r.type = ElementType::Other;  // int8, fp64...: the route's copy-engine collectives move bf16, fp16, fp32
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::UnsupportedType);
-  r.kind = CollectiveKind::AllGather;
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::UnsupportedType);
-  r.type = ElementType::Fp16;
-  r.kind = CollectiveKind::AllToAll;
-  r.in_place = true;
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::InPlaceAllToAll);
-  r.kind = CollectiveKind::AllGather;  // in-place all-gather is NCCL's common case
-  EXPECT_EQ(decide_route(r, kAvailable), RouteOutcome::CopyEngine);
-}
-
-TEST(preload_nccl_route, EmptyCallsStayWithNccl) {
-  EXPECT_EQ(decide_route(all_reduce(0, ElementType::Bf16, true, 2), kAvailable), RouteOutcome::Empty);
-}
-
-TEST(preload_nccl_route, TheProgramsStateComesAfterTheCallsOwnReasons) {
-  RouteFacts grouped = kAvailable;
-  grouped.inside_group = true;
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Bf16, true, 2), grouped), RouteOutcome::InsideGroup);
-  // A call the route could never take says so, group or not.
-  EXPECT_EQ(decide_route(all_reduce(7, ElementType::Bf16, true, 2), grouped), RouteOutcome::CountNotDivisible);
-  RouteFacts non_blocking = kAvailable;
-  non_blocking.non_blocking_communicator = true;
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, true, 2), non_blocking),
-            RouteOutcome::NonBlockingCommunicator);
-  RouteFacts failed = kAvailable;
-  failed.route_failed = true;
-  failed.route_unavailable = true;
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, true, 2), failed), RouteOutcome::RouteFailed);
-  // Inside a group, a failed route is not even looked at.
-  failed.inside_group = true;
-  EXPECT_EQ(decide_route(all_reduce(8, ElementType::Fp32, true, 2), failed), RouteOutcome::InsideGroup);
+TEST(preload_nccl_route, NcclsOpsAreTheLibrarysReductions) {
+  EXPECT_EQ(reduction_of(0, false), Reduction::Sum);                                          // ncclSum
+  EXPECT_EQ(reduction_of(4, false), Reduction::Average);                                      // ncclAvg
+  for (int op : {1, 2, 3}) EXPECT_EQ(reduction_of(op, false), Reduction::Unsupported) << op;  // prod, max, min
+  // ncclNumOps (5) and on: the program's own ops, pre-multiplied sums when the interposer saw them made.
+  EXPECT_EQ(reduction_of(5, true), Reduction::PreMulSum);
+  EXPECT_EQ(reduction_of(5, false), Reduction::Unsupported);
+  EXPECT_EQ(reduction_of(77, true), Reduction::PreMulSum);
+  EXPECT_EQ(reduction_of(0, true), Reduction::Sum);  // a built-in op is what it is
+  EXPECT_EQ(reduction_of(-1, true), Reduction::Unsupported);
 }
 
 TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
   Counters c;
-  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::CopyEngine, 2048);
-  c.count_collective(CollectiveKind::AllGather, RouteOutcome::CopyEngine, 64);
+  c.count_collective(Collective::AllReduce, RouteOutcome::CopyEngine, 2048);
+  c.count_collective(Collective::AllGather, RouteOutcome::CopyEngine, 64);
   c.copy_engine_staged_bytes = 4096 + 96;
   c.copy_engine_pool_bytes = 2u << 20;
   c.copy_engine_registrations = 2;
+  c.copy_engine_captured = 1;
   Snapshot s;
   s.pid = 9;
   fill_counters(c, s);
   const std::string text = render_text(s);
-  EXPECT_NE(text.find("tandem[9]: copy-engine route: 2 calls, 4192 B staged, window pool 2097152 B (2 "
-                      "registrations)\n"),
+  EXPECT_NE(text.find("tandem[9]: copy-engine route: 2 calls (1 captured into graphs), 4192 B staged, window pool "
+                      "2097152 B (2 registrations)\n"),
             std::string::npos)
       << text;
   const auto j = nlohmann::json::parse(render_json(s));
+  EXPECT_EQ(j["copy_engine_route"]["captured"], 1);
   EXPECT_EQ(j["copy_engine_route"]["staged_bytes"], 4192);
   EXPECT_EQ(j["copy_engine_route"]["pool_bytes"], 2 * 1024 * 1024);
   EXPECT_EQ(j["copy_engine_route"]["registrations"], 2);
   Snapshot none;
   fill_counters(Counters{}, none);
   EXPECT_EQ(render_text(none).find("copy-engine route"), std::string::npos);
-}
-
-TEST(preload_nccl_route, PayloadIsNcclTestsSize) {
-  // all-reduce of 1024 bf16: 2048 B whatever the ranks.
-  EXPECT_EQ(payload_bytes(all_reduce(1024, ElementType::Bf16, true, 4)), 2048u);
-  CollectiveRequest r = all_reduce(1024, ElementType::Fp32, true, 4);
-  r.kind = CollectiveKind::AllGather;  // 1024 fp32 from each of 4 ranks: 16 KiB of output
-  EXPECT_EQ(payload_bytes(r), 16384u);
-  r.kind = CollectiveKind::ReduceScatter;
-  EXPECT_EQ(payload_bytes(r), 16384u);
-  r.nranks = 0;  // unknown communicator: one rank's share
-  EXPECT_EQ(payload_bytes(r), 4096u);
-}
-
-TEST(preload_nccl_route, NamesAreNcclFunctionsAndStableReasonTokens) {
-  EXPECT_STREQ(to_string(CollectiveKind::AllToAll), "ncclAlltoAll");
-  EXPECT_STREQ(to_string(RouteOutcome::RouteUnavailable), "route-unavailable");
-  EXPECT_STREQ(to_string(RouteOutcome::InsideGroup), "inside-group");
-  EXPECT_STREQ(to_string(RouteOutcome::CountNotDivisible), "count-not-divisible");
 }
 
 // ---- configuration overlay ------------------------------------------------------------------------
@@ -267,6 +170,26 @@ TEST(preload_nccl_registry, AddFindUpdateRemove) {
   EXPECT_EQ(registry.find(&b)->nranks, 4);
 }
 
+TEST(preload_nccl_registry, PreMultipliedSumsLiveWithTheirCommunicator) {
+  CommunicatorRegistry registry;
+  int a = 0, b = 0, device_scalar = 0;
+  registry.add(&a, {2, 0, 0, ""});
+  registry.add_pre_mul_sum(&a, 5, {9, 0.25f, nullptr});
+  registry.add_pre_mul_sum(&a, 6, {7, 1, &device_scalar});
+  registry.add_pre_mul_sum(&b, 5, {9, 0.5f, nullptr});  // an unknown communicator: ignored
+  ASSERT_EQ(registry.find(&a)->pre_mul_sums.size(), 2u);
+  EXPECT_EQ(registry.find(&a)->pre_mul_sums.at(5).host_value, 0.25f);
+  EXPECT_EQ(registry.find(&a)->pre_mul_sums.at(6).device_value, &device_scalar);
+  EXPECT_FALSE(registry.find(&b));
+  registry.remove_pre_mul_sum(&a, 5);
+  EXPECT_EQ(registry.find(&a)->pre_mul_sums.count(5), 0u);
+  registry.update(&a, {2, 1, 0, ""});  // filling in the size keeps the ops
+  EXPECT_EQ(registry.find(&a)->pre_mul_sums.count(6), 1u);
+  registry.remove(&a);  // NCCL may reuse the handle: nothing of the old one survives
+  registry.add(&a, {2, 0, 0, ""});
+  EXPECT_TRUE(registry.find(&a)->pre_mul_sums.empty());
+}
+
 TEST(preload_nccl_registry, ConcurrentRanksDoNotLoseEntries) {
   CommunicatorRegistry registry;
   std::vector<int> handles(8 * 500);
@@ -287,10 +210,10 @@ TEST(preload_nccl_registry, ConcurrentRanksDoNotLoseEntries) {
 
 TEST(preload_nccl_stats, CountsBecomeOneLinePerCollectiveCalled) {
   Counters c;
-  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::RouteUnavailable, 2048);
-  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::RouteUnavailable, 2048);
-  c.count_collective(CollectiveKind::AllReduce, RouteOutcome::OpNotSum, 100);
-  c.count_collective(CollectiveKind::AllGather, RouteOutcome::CopyEngine, 64);
+  c.count_collective(Collective::AllReduce, RouteOutcome::RouteUnavailable, 2048);
+  c.count_collective(Collective::AllReduce, RouteOutcome::RouteUnavailable, 2048);
+  c.count_collective(Collective::AllReduce, RouteOutcome::OpNotSupported, 100);
+  c.count_collective(Collective::AllGather, RouteOutcome::CopyEngine, 64);
   c.communicators_created = 3;
   c.communicators_configured = 2;
   c.communicators_unconfigured = 1;
@@ -305,17 +228,35 @@ TEST(preload_nccl_stats, CountsBecomeOneLinePerCollectiveCalled) {
                       "unconfigured, 3 destroyed\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("tandem[7]: ncclAllReduce: 3 calls, 4196 B; copy-engine 0, nccl 3 (op-not-sum 1, "
-                      "route-unavailable 2)\n"),
+  EXPECT_NE(text.find("tandem[7]: ncclAllReduce: 3 calls, 4196 B; copy-engine 0 (0 B), nccl 3 (4196 B: "
+                      "op-not-supported 1 / 100 B, route-unavailable 2 / 4096 B)\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("tandem[7]: ncclAllGather: 1 calls, 64 B; copy-engine 1, nccl 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("tandem[7]: ncclAllGather: 1 calls, 64 B; copy-engine 1 (64 B), nccl 0 (0 B)\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("ncclReduceScatter"), std::string::npos);
+  // The reach line only where the policy asks for the route.
+  EXPECT_EQ(text.find("copy-engine reach"), std::string::npos);
+  s.copy_engine_requested = true;
+  EXPECT_NE(render_text(s).find("tandem[7]: copy-engine reach: 1.50 % of the collective bytes (64 of 4260 B, 1 of 4 "
+                                "calls)\n"),
+            std::string::npos)
+      << render_text(s);
   const auto j = nlohmann::json::parse(render_json(s));
   EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["calls"], 3);
   EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["bytes"], 4196);
-  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["nccl"]["route-unavailable"], 2);
-  EXPECT_EQ(j["nccl_collectives"]["ncclAllGather"]["copy_engine"], 1);
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["nccl"]["route-unavailable"]["calls"], 2);
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["nccl"]["route-unavailable"]["bytes"], 4096);
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["nccl"]["op-not-supported"]["bytes"], 100);
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllGather"]["copy_engine"]["calls"], 1);
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllGather"]["copy_engine"]["bytes"], 64);
+  EXPECT_EQ(j["copy_engine_reach"]["bytes"], 64);
+  EXPECT_EQ(j["copy_engine_reach"]["total_bytes"], 4260);
+  EXPECT_EQ(j["copy_engine_reach"]["calls"], 1);
+  EXPECT_EQ(j["copy_engine_reach"]["total_calls"], 4);
+  EXPECT_DOUBLE_EQ(j["copy_engine_reach"]["share_of_bytes"].get<double>(), 64.0 / 4260.0);
+  EXPECT_EQ(j["copy_engine_reach"]["requested"], true);
   EXPECT_EQ(j["nccl_communicators"]["configured"], 2);
   EXPECT_EQ(j["nccl_communicators"]["settings"], "nccl-ctas:16");
 }
@@ -331,7 +272,7 @@ TEST(preload_nccl_stats, NoNcclNoNcclLines) {
 
 TEST(preload_nccl_stats, ResetAfterForkClearsNcclCounts) {
   Counters c;
-  c.count_collective(CollectiveKind::AllToAll, RouteOutcome::NotRequested, 10);
+  c.count_collective(Collective::AllToAll, RouteOutcome::NotRequested, 10);
   c.communicators_created = 1;
   c.reset();
   Snapshot s;

@@ -21,14 +21,19 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  EXPECT_EQ(kHookCount, 24);  // 8 driver, 2 cuBLAS, 14 NCCL (ncclGroupStart/End for the copy-engine route)
+  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 16 NCCL (ncclGroupStart/End and the
+  // pre-multiplied sums' for the copy-engine route)
+  EXPECT_EQ(kHookCount, 27);
   EXPECT_EQ(kDriverHookCount, 8);
-  EXPECT_EQ(kNcclHookCount, 14);
+  EXPECT_EQ(kNcclHookCount, 16);
   EXPECT_TRUE(is_nccl_hook(Hook::ncclGroupStart));
+  EXPECT_TRUE(is_nccl_hook(Hook::ncclRedOpCreatePreMulSum));
   EXPECT_EQ(family_of(Hook::ncclAllReduce), HookFamily::Library);
   EXPECT_TRUE(is_nccl_hook(Hook::ncclCommInitRank));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclAlltoAll));
   EXPECT_FALSE(is_nccl_hook(Hook::cublasCreate_v2));
+  EXPECT_FALSE(is_nccl_hook(Hook::cuptiActivityRegisterCallbacks));
+  EXPECT_EQ(family_of(Hook::cuptiActivityRegisterCallbacks), HookFamily::Library);
   EXPECT_EQ(family_of(Hook::cuLaunchKernel), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cuGetProcAddress_v2), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cublasCreate_v2), HookFamily::Library);

@@ -1,10 +1,9 @@
 // The copy-engine route behind `tandem run --policy copy-engine` on real NCCL (2 GPUs):
 // tests/preload_target/nccl_route_program runs two ranks as threads, each calling ncclAllReduce,
 // ncclReduceScatter, ncclAllGather and ncclAlltoAll on cudaMalloc buffers in bf16, fp16 and fp32, at
-// even and uneven sizes, with exact expected results. Under the policy the results must stay exact,
-// the even calls must take the route and the uneven all-reduce must stay with NCCL, its reason
-// counted. tests/preload_target/nccl_program (every collective inside an NCCL group) must stay with
-// NCCL, counted as inside-group.
+// even and uneven sizes, with exact expected results. Under the policy the results must stay exact
+// and every call must take the route (the uneven all-reduce padded). tests/preload_target/nccl_program
+// (every collective inside an NCCL group) takes the route too, at each group's end.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -66,7 +65,7 @@ TEST(preload_nccl_route_gpu, ProgramAloneIsExact) {
   EXPECT_EQ(last_json_line(r.output)["ok"], true) << r.output;
 }
 
-TEST(preload_nccl_route_gpu, EvenCallsTakeTheRouteAndEveryResultStaysExact) {
+TEST(preload_nccl_route_gpu, EveryCallTakesTheRouteAndEveryResultStaysExact) {
   TANDEM_REQUIRE_GPUS(2);
   const RouteRun r = under_copy_engine(kRouteProgram);
   ASSERT_EQ(r.result.exit_code, 0) << r.result.output;
@@ -76,14 +75,13 @@ TEST(preload_nccl_route_gpu, EvenCallsTakeTheRouteAndEveryResultStaysExact) {
   // Per rank and repeat (2 x 2) and type (3): all-reduce 3 even + 1 odd, 2 of each other kind.
   const json& c = r.stats["nccl_collectives"];
   EXPECT_EQ(c["ncclAllReduce"]["calls"], 48);
-  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"], 36) << c.dump(1);
-  EXPECT_EQ(c["ncclAllReduce"]["nccl"], json({{"count-not-divisible", 12}}));
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 48) << c.dump(1);
+  EXPECT_EQ(c["ncclAllReduce"]["nccl"], json::object());
   for (const char* name : {"ncclReduceScatter", "ncclAllGather", "ncclAlltoAll"}) {
     EXPECT_EQ(c[name]["calls"], 24) << name;
-    EXPECT_EQ(c[name]["copy_engine"], 24) << name << " " << c.dump(1);
+    EXPECT_EQ(c[name]["copy_engine"]["calls"], 24) << name << " " << c.dump(1);
   }
-  EXPECT_NE(r.result.output.find("copy-engine 36, nccl 12 (count-not-divisible 12)"), std::string::npos)
-      << r.result.output;
+  EXPECT_EQ(r.stats["copy_engine_reach"]["share_of_bytes"], 1.0);
   // Staged in and out of window memory; a pool per rank, registered once per size, not per call.
   const json& route = r.stats["copy_engine_route"];
   EXPECT_GT(route["staged_bytes"].get<int64_t>(), 0);
@@ -94,15 +92,15 @@ TEST(preload_nccl_route_gpu, EvenCallsTakeTheRouteAndEveryResultStaysExact) {
   EXPECT_EQ(r.result.output.find("copy-engine route unavailable"), std::string::npos) << r.result.output;
 }
 
-TEST(preload_nccl_route_gpu, CollectivesInsideAGroupStayWithNccl) {
+TEST(preload_nccl_route_gpu, CollectivesInsideAGroupTakeTheRouteAtItsEnd) {
   TANDEM_REQUIRE_GPUS(2);
   const RouteRun r = under_copy_engine(kGroupProgram + " 65536 2");
   ASSERT_EQ(r.result.exit_code, 0) << r.result.output;
   EXPECT_EQ(r.out["ok"], true) << r.result.output;
   ASSERT_TRUE(r.stats.is_object()) << r.result.output;
   for (const char* name : {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter"}) {
-    EXPECT_EQ(r.stats["nccl_collectives"][name]["copy_engine"], 0) << name;
-    EXPECT_EQ(r.stats["nccl_collectives"][name]["nccl"], json({{"inside-group", 4}})) << name;
+    EXPECT_EQ(r.stats["nccl_collectives"][name]["copy_engine"]["calls"], 4) << name;
+    EXPECT_EQ(r.stats["nccl_collectives"][name]["nccl"], json::object()) << name;
   }
 }
 

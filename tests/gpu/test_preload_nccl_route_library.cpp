@@ -1,7 +1,7 @@
 // tandem::CopyEngineRoute (tandem/copy_engine_route.h), the library under the interposer's
 // copy-engine route and tandem.torch, on 2 GPUs with one thread per rank: calls on two streams
 // back to back without a host sync (the route orders them by its event), the pool grown once and
-// reused, data placed in window_buffer() not staged, an in-place all-to-all staged on both sides.
+// reused, data placed in window_buffer() not staged, an all-to-all staged on both sides.
 // Expected values and pool sizes are worked out here from the inputs and the layout rules of the
 // header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least).
 #include <cuda_runtime.h>
@@ -43,6 +43,18 @@ size_t count_wrong(const std::vector<float>& got, const std::function<float(size
   return wrong;
 }
 
+void run(tandem::CopyEngineRoute& route, tandem::Collective kind, const void* send, void* recv, size_t count,
+         cudaStream_t stream) {
+  tandem::CopyEngineCall call;
+  call.kind = kind;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.dtype = ncclFloat32;
+  call.stream = stream;
+  route.run(call);
+}
+
 struct RankResult {
   size_t wrong_small = 0, wrong_all_reduce = 0, wrong_all_gather = 0, wrong_windowed = 0, wrong_all_to_all = 0;
   tandem::CopyEngineRouteStats after_growth{}, after_window{}, at_end{};
@@ -72,15 +84,15 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
 
       // 4096 fp32: input 16 KiB + scratch 16 KiB -> a 2 MiB pool.
       upload(send, r, n, a);
-      route.all_reduce(send, recv, 4096, ncclFloat32, a);
+      run(route, tandem::Collective::AllReduce, send, recv, 4096, a);
       ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
       out.wrong_small = count_wrong(download(recv, 4096), [](size_t i) { return input(0, i) + input(1, i); });
       EXPECT_EQ(route.stats().pool_bytes, int64_t(2 * kMiB));
 
       // 1 Mi fp32 all-reduce on `a` (input 4 MiB + scratch 4 MiB: the pool grows to 8 MiB), then at
       // once an all-gather of its result on `b`: the route makes `b` wait for `a`'s call.
-      route.all_reduce(send, recv, n, ncclFloat32, a);
-      route.all_gather(recv, gathered, n, ncclFloat32, b);
+      run(route, tandem::Collective::AllReduce, send, recv, n, a);
+      run(route, tandem::Collective::AllGather, recv, gathered, n, b);
       ASSERT_EQ(cudaStreamSynchronize(b), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
       out.wrong_all_reduce = count_wrong(download(recv, n), [](size_t i) { return input(0, i) + input(1, i); });
@@ -91,17 +103,17 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
       // Data in window memory is used where it is: nothing staged.
       auto* window = static_cast<float*>(route.window_buffer(n * 4));
       upload(window, r, n, a);
-      route.all_reduce(window, window, n, ncclFloat32, a);
+      run(route, tandem::Collective::AllReduce, window, window, n, a);
       ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
       out.wrong_windowed = count_wrong(download(window, n), [](size_t i) { return input(0, i) + input(1, i); });
       out.after_window = route.stats();
 
-      // In place: both sides staged. 64 Ki fp32 to and from each peer.
+      // Both sides staged. 64 Ki fp32 to and from each peer.
       const size_t per_peer = 65536;
       upload(gathered, r, kRanks * per_peer, a);
-      route.all_to_all(gathered, gathered, per_peer, ncclFloat32, a);
+      run(route, tandem::Collective::AllToAll, gathered, recv, per_peer, a);
       ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
-      out.wrong_all_to_all = count_wrong(download(gathered, kRanks * per_peer), [&](size_t i) {
+      out.wrong_all_to_all = count_wrong(download(recv, kRanks * per_peer), [&](size_t i) {
         return input(int(i / per_peer), size_t(r) * per_peer + i % per_peer);
       });
       out.at_end = route.stats();
@@ -144,7 +156,7 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     EXPECT_EQ(res.after_window.registrations, 3);
     EXPECT_EQ(res.after_window.pool_bytes, int64_t(12 * kMiB));
     EXPECT_EQ(res.after_window.staged_bytes, res.after_growth.staged_bytes);
-    // The in-place all-to-all: 512 KiB in, 512 KiB out, in the pool as it is.
+    // The all-to-all: 512 KiB in, 512 KiB out, in the pool as it is.
     EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + int64_t(2 * 512 * 1024));
     EXPECT_EQ(res.at_end.registrations, 3);
   }

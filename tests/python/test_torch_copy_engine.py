@@ -2,8 +2,9 @@
 FSDP2 collectives - every call the route refuses (or that is on CPU tensors) takes the process group's own
 collective, counted with its reason. On a one-rank gloo group, so the fallback really runs.
 
-The route is a stand-in with tandem._cuda.CopyEngineRoute's interface (a fixed refusal); tandem._cuda itself
-needs a GPU (tests/python/test_torch_gpu.py). Needs PyTorch with torch.distributed; skipped otherwise.
+The route is a stand-in with tandem._cuda.CopyEngineRoute's interface (a fixed answer to run()); tandem._cuda
+itself needs a GPU (tests/python/test_torch_gpu.py), and CPU tensors never reach a route. Needs PyTorch with
+torch.distributed; skipped otherwise.
 """
 import pytest
 
@@ -20,16 +21,16 @@ import tandem.torch as tt  # noqa: E402
 
 
 class FixedRoute:
-    """tandem._cuda.CopyEngineRoute's interface with a fixed answer to refusal(); records the questions.
-    Any collective on it is a failure: on CPU tensors nothing may reach the copy engines."""
+    """tandem._cuda.CopyEngineRoute's interface with a fixed answer to run(); records the calls. On CPU tensors
+    nothing may reach it."""
 
     def __init__(self, answer):
         self.answer = answer
         self.asked = []
         self.closed = False
 
-    def refusal(self, kind, count, dtype, op=0):
-        self.asked.append((kind, count, dtype, op))
+    def run(self, kind, send, recv, count, dtype, stream, reduction="sum", scalar=1.0, device_scalar=0):
+        self.asked.append((kind, count, dtype, reduction, scalar))
         return self.answer
 
     def stats(self):
@@ -38,10 +39,8 @@ class FixedRoute:
     def close(self):
         self.closed = True
 
-    def _never(self, *args):
-        raise AssertionError("a collective reached the copy-engine route")
-
-    all_reduce = reduce_scatter = all_gather = all_to_all = window_buffer = _never
+    def window_buffer(self, nbytes):
+        raise AssertionError("window memory asked for CPU tensors")
 
 
 @pytest.fixture
@@ -87,19 +86,6 @@ def train_one_step(hook_policy):
     return [p.grad.clone() for p in model.parameters()]
 
 
-def test_ddp_bucket_refused_by_the_route_takes_the_groups_all_reduce(world):
-    route = seed_route(world, "uneven chunks (test)")
-    grads = train_one_step("copy-engine")
-    # One rank: the average is the gradient itself.
-    assert all(torch.equal(a, b) for a, b in zip(grads, train_one_step(None)))
-    numel = sum(g.numel() for g in grads)
-    assert {kind for kind, _, _, _ in route.asked} == {"all_reduce"}
-    assert sum(count for _, count, _, _ in route.asked) == numel  # the buckets hold every gradient once
-    assert {dtype for _, _, dtype, _ in route.asked} == {7}       # ncclFloat32
-    assert tt.stats()["ddp_all_reduce"] == {"uneven chunks (test)": len(route.asked)}
-    assert tt.stats()["routes"] == {world.group_name: {"calls": 0}}
-
-
 def test_priority_and_copy_engine_is_registered(world):
     seed_route(world, "refused (test)")
     assert tt.register_ddp_hook(DDP(torch.nn.Linear(2, 2)), "priority+copy-engine") == \
@@ -111,7 +97,10 @@ def test_cpu_bucket_never_reaches_the_route(world):
     grads = train_one_step("copy-engine")
     assert all(torch.equal(a, b) for a, b in zip(grads, train_one_step(None)))
     counts = tt.stats()["ddp_all_reduce"]
-    assert list(counts) == ["a cpu tensor"] and counts["a cpu tensor"] == len(route.asked) > 0
+    assert list(counts) == ["a cpu tensor"] and counts["a cpu tensor"] > 0
+    # Bytes as `tandem run` counts them: the buckets, one step's fp32 gradients (16x8 + 8 + 8x4 + 4 values).
+    assert tt.stats()["bytes"]["ddp_all_reduce"] == {"a cpu tensor": 4 * (16 * 8 + 8 + 8 * 4 + 4)}
+    assert route.asked == []
 
 
 def test_hook_divides_before_the_sum_and_returns_the_bucket(world):
@@ -123,41 +112,55 @@ def test_hook_divides_before_the_sum_and_returns_the_bucket(world):
 
 def test_dtype_without_nccl_type_is_not_asked(world):
     route = seed_route(world, "")
-    bucket = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
-    tt.all_reduce_average(tt.CopyEngineHookState(), bucket).wait()
+    reduce_scatter = tt.CopyEngineReduceScatter()
+    source = torch.tensor([1 + 2j, 3 - 1j], dtype=torch.complex64)
+    output = reduce_scatter.allocate((2,), dtype=torch.complex64, device=torch.device("cpu"))
+    reduce_scatter(output, source, world, dist.ReduceOp.SUM)
     assert route.asked == []
-    assert tt.stats()["ddp_all_reduce"] == {"torch.complex64 has no NCCL type": 1}
+    assert tt.stats()["fsdp_reduce_scatter"] == {"torch.complex64 has no NCCL type": 1}
+    assert tt.stats()["bytes"]["fsdp_reduce_scatter"] == {"torch.complex64 has no NCCL type": 2 * 8}
 
 
-def test_fsdp_all_gather_asks_for_the_bytes_and_falls_back(world):
-    route = seed_route(world, "refused (test)")
+def test_fsdp_all_gather_on_cpu_falls_back(world):
+    route = seed_route(world, "")
     all_gather = tt.CopyEngineAllGather()
     output = all_gather.allocate((6,), dtype=torch.bfloat16, device=torch.device("cpu"))
     assert output.shape == (6,) and output.dtype == torch.bfloat16
     source = torch.arange(6, dtype=torch.bfloat16)
     assert all_gather(output, source, world) is None
     assert torch.equal(output, source)
-    # 6 bf16 = 12 bytes travel as 3 fp32 (ncclFloat32 = 7): an all-gather moves bytes only.
-    assert route.asked == [("all_gather", 3, 7, 0)]
-    odd = torch.arange(3, dtype=torch.bfloat16)  # 6 bytes: as 3 bf16 (ncclBfloat16 = 9)
-    all_gather(torch.empty(3, dtype=torch.bfloat16), odd, world)
-    assert route.asked[-1] == ("all_gather", 3, 9, 0)
-    assert tt.stats()["fsdp_all_gather"] == {"refused (test)": 2}
+    assert route.asked == []
+    assert tt.stats()["fsdp_all_gather"] == {"a cpu tensor": 1}
+    assert tt.stats()["bytes"]["fsdp_all_gather"] == {"a cpu tensor": 6 * 2}
 
 
 def test_fsdp_reduce_scatter_decisions(world):
-    route = seed_route(world, "refused (test)")
+    route = seed_route(world, "")
     reduce_scatter = tt.CopyEngineReduceScatter()
     source = torch.tensor([1.0, 2.0, 3.0, 4.0])
     output = reduce_scatter.allocate((4,), dtype=torch.float32, device=torch.device("cpu"))
     assert reduce_scatter(output, source, world, dist.ReduceOp.AVG) is None
     assert torch.equal(output, source)
-    assert route.asked == [("reduce_scatter", 4, 7, 0)]  # an average is the route's sum, then a division
     reduce_scatter(output, source, world, dist.ReduceOp.MAX)
-    assert len(route.asked) == 1  # a maximum is never asked: the route only sums
+    assert route.asked == []
     counts = tt.stats()["fsdp_reduce_scatter"]
-    assert counts["refused (test)"] == 1
+    assert counts["a cpu tensor"] == 1
     assert [reason for reason in counts if reason.startswith("reduction")] != []
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_reductions_the_route_computes(dtype):
+    assert tt._route_reduction(dist.ReduceOp.SUM, dtype) == ("sum", 1.0)
+    assert tt._route_reduction(dist.ReduceOp.AVG, dtype) == ("average", 1.0)
+    for op in (dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
+        assert tt._route_reduction(op, dtype) is None
+    # FSDP2's gradient divide factor: a pre-multiplied sum, its factor rounded to the dtype as NCCL gets it.
+    premul = dist._make_nccl_premul_sum(1 / 3)
+    name, scalar = tt._route_reduction(premul, dtype)
+    assert name == "premul_sum"
+    assert scalar == torch.tensor(1 / 3, dtype=dtype).item()
+    if dtype != torch.float32:
+        assert scalar != 1 / 3
 
 
 def test_close_routes_closes_and_forgets(world):

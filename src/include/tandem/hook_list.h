@@ -1,6 +1,6 @@
 #pragma once
-// THE list of symbols the interposer hooks, as two X-macros (driver; libraries: cuBLAS, then NCCL). Everything that
-// must agree on it is generated from them: the exported wrappers (exports.cpp), the linker's export list
+// THE list of symbols the interposer hooks, as two X-macros (driver; libraries: cuBLAS, CUPTI, then NCCL). Everything
+// that must agree on it is generated from them: the exported wrappers (exports.cpp), the linker's export list
 // (version_script.in -> tandem_preload.map), the table of real pointers (real_symbols.cpp), the
 // name matching of the dlsym and cuGetProcAddress hooks, the handler declarations
 // (hook_handlers.h) and the per-hook call counters of the summary (stats.h).
@@ -51,7 +51,7 @@
 // Library entry points (cuBLAS, cuBLASLt, NCCL). Unlike the driver, a process may load two different
 // copies of a library (a framework's bundled one and the system one), so a real pointer is only
 // adopted for a slot that is empty or already holds that same pointer.
-#define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_NCCL_HOOKS(X)
+#define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_CUPTI_HOOKS(X) TANDEM_NCCL_HOOKS(X)
 
 // cuBLAS and cuBLASLt, for the SM-count cap (cublas_hooks.cpp).
 #define TANDEM_CUBLAS_HOOKS(X)                                                                         \
@@ -60,9 +60,18 @@
     (matmul_desc, compute_type, scale_type))                                                           \
   X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))
 
+// CUPTI (cupti_hooks.cpp): a program's profiler (torch.profiler's Kineto) taking CUPTI's activity
+// buffers, so that the timeline hands CUPTI over first (timeline.h). The parameters are CUPTI's
+// CUpti_BuffersCallbackRequestFunc and CUpti_BuffersCallbackCompleteFunc and the result its
+// CUptiResult, spelled as void* and int (the same ABI), so that the interposer needs no CUPTI header.
+#define TANDEM_CUPTI_HOOKS(X) \
+  X(cuptiActivityRegisterCallbacks, int, (void* request, void* complete), (request, complete))
+
 // NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
-// forgets the communicator (and drops its copy-engine route), the group calls are tracked per
-// thread, collectives are counted by route and take the copy-engine route where the policy asks. The interposer never
+// forgets the communicator (and drops its copy-engine route), pre-multiplied sums are remembered
+// (their scalar, for the route), the group calls are tracked per thread (routed collectives inside a
+// group run at its end), collectives are counted by route and take the copy-engine route where the
+// policy asks. The interposer never
 // links or loads NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls bind
 // to these definitions, and the real ones are then found next to it (real_symbols.cpp). Every one of these exists in
 // NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since 2.28); a program built against an older NCCL
@@ -82,6 +91,10 @@
   X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm))                                                         \
   X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                                          \
   X(ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                            \
+  X(ncclRedOpCreatePreMulSum, ncclResult_t,                                                                            \
+    (ncclRedOp_t * op, void* scalar, ncclDataType_t datatype, ncclScalarResidence_t residence, ncclComm_t comm),       \
+    (op, scalar, datatype, residence, comm))                                                                           \
+  X(ncclRedOpDestroy, ncclResult_t, (ncclRedOp_t op, ncclComm_t comm), (op, comm))                                     \
   X(ncclGroupStart, ncclResult_t, (), ())                                                                              \
   X(ncclGroupEnd, ncclResult_t, (), ())                                                                                \
   X(ncclAllReduce, ncclResult_t,                                                                                       \

@@ -12,4 +12,9 @@ namespace tandem {
 // one ("ncclDevKernel_...(args)").
 bool is_nccl_kernel_name(std::string_view name);
 
+// The kernels of tandem's copy-engine collectives (tandemCollective_*: the sum of a reduction, the
+// scaling copy), which do the route's communication work on the SMs: classed with NCCL's (elevated
+// by `priority`, never shaped, counted as communication). Same forms as above.
+bool is_tandem_collective_kernel_name(std::string_view name);
+
 }  // namespace tandem

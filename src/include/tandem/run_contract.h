@@ -28,6 +28,24 @@ inline constexpr const char* kInclude = "TANDEM_INCLUDE";
 inline constexpr const char* kExclude = "TANDEM_EXCLUDE";
 inline constexpr const char* kStatsFile = "TANDEM_STATS_FILE";
 inline constexpr const char* kShapeWhen = "TANDEM_SHAPE_WHEN";
+// The timeline (`tandem run --timeline`, `--trace`, `--step-range`; preload/timeline.h): off, on
+// (figures), trace (figures and the trace's events); the folder each recording process writes its
+// figures (and trace events) to; the glob NVTX range names of steps match.
+inline constexpr const char* kTimeline = "TANDEM_TIMELINE";
+inline constexpr const char* kTimelineDir = "TANDEM_TIMELINE_DIR";
+inline constexpr const char* kStepRange = "TANDEM_STEP_RANGE";
+// Other software's variables the interposer reads for the timeline: a tool injected into the CUDA
+// driver (Nsight Systems, Nsight Compute) or into NVTX owns CUPTI, and the timeline steps aside. NVTX
+// reads NVTX_INJECTION64_PATH at the program's first NVTX call; `tandem run --timeline` points it at
+// the interposer, which hands NVTX to CUPTI (the ranges that give the steps).
+inline constexpr const char* kCudaInjection = "CUDA_INJECTION64_PATH";
+inline constexpr const char* kNvtxInjection = "NVTX_INJECTION64_PATH";
+// The launchers' rank variables, read by the interposer only to label its timeline (the benchmark
+// reads them in bench/ranks/launch_env.cpp), in this order.
+inline constexpr std::array<const char*, 4> kRankVariables = {"OMPI_COMM_WORLD_RANK", "RANK", "PMI_RANK",
+                                                              "SLURM_PROCID"};
+inline constexpr std::array<const char*, 3> kTimelineModeNames = {"off", "on", "trace"};
+
 // Set by `tandem run` in its child: that process always reports a summary, even with no launch.
 inline constexpr const char* kRootPid = "TANDEM_ROOT_PID";
 // Read by `tandem run` only: the interposer library to preload instead of the one found next to it.

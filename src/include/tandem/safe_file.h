@@ -9,6 +9,7 @@
 // the sticky bit (/tmp) another user's file of that name cannot be replaced. A destination that
 // exists and is not a regular file (a folder, a FIFO, a device) is refused, never replaced.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -19,7 +20,14 @@ namespace tandem {
 // blocks on a FIFO or a device, allocates only for the message: safe inside the interposer.
 std::string try_write_file_atomically(const std::string& path, std::string_view content) noexcept;
 
-// The same, throwing tandem::Error with that line.
+// The same for content too large to hold at once (a trace): `produce` hands it to the sink piece by
+// piece (the sink returns false once a write failed; producing may stop then). An exception from
+// `produce` leaves the destination untouched and its message in the returned line.
+using ContentSink = std::function<bool(std::string_view)>;
+using ContentProducer = std::function<void(const ContentSink&)>;
+std::string try_write_file_atomically(const std::string& path, const ContentProducer& produce) noexcept;
+
+// The string version, throwing tandem::Error with that line.
 void write_file_atomically(const std::string& path, std::string_view content);
 
 // Checks before any work that `path` can later be written by write_file_atomically: "" for a path

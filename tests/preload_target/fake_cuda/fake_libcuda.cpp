@@ -1,6 +1,7 @@
 // The fake libcuda.so.1 (see fake_cuda.h). Implements exactly the driver API the interposer and the
 // test client use; every other symbol is absent, as from a driver that lacks it.
 #include <cuda.h>
+#include <dlfcn.h>
 #undef cuGetProcAddress
 
 #include <cstdlib>
@@ -212,6 +213,15 @@ int fake_cuda_capture_mode() { return static_cast<int>(t_mode); }
 
 CUresult cuCtxGetDevice(CUdevice* device) {
   *device = 0;
+  return CUDA_SUCCESS;
+}
+// The timeline's marks call this (preload/timeline.cpp): a driver call the fake CUPTI, when the
+// process has one, traces as CUPTI traces the real one (fake_cupti.h).
+CUresult cuDriverGetVersion(int* version) {
+  *version = 13000;
+  using ApiCall = void (*)(uint32_t);
+  if (const auto traced = reinterpret_cast<ApiCall>(dlsym(RTLD_DEFAULT, "fake_cupti_api_call")))
+    traced(2);  // CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion
   return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attribute, CUdevice) {

@@ -101,6 +101,10 @@ ncclComm_t fake_nccl_unseen_comm(int nranks, int rank) { return make(nranks, ran
 
 void fake_nccl_finish_init(ncclComm_t comm) { fake(comm)->initialising = false; }
 
+void fake_nccl_set_device(ncclComm_t comm, int device) { fake(comm)->device = device; }
+
+void fake_nccl_record(const char* json_object) { record(json::parse(json_object)); }
+
 ncclResult_t ncclGetVersion(int* version) {
   if (!version) return ncclInvalidArgument;
   // FAKE_NCCL_VERSION: an older NCCL, for the interposer's version check.
@@ -191,6 +195,23 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
 ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
                           cudaStream_t) {
   return collective("ncclAlltoAll", send, recv, count, type, -1, comm);
+}
+
+// Pre-multiplied sums: ops from ncclNumOps on, as NCCL numbers them per communicator.
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
+                                      ncclScalarResidence_t residence, ncclComm_t comm) {
+  static int next = ncclNumOps;
+  record({{"fn", "ncclRedOpCreatePreMulSum"},
+          {"type", static_cast<int>(type)},
+          {"device", residence == ncclScalarDevice},
+          {"scalar_known", scalar != nullptr}});
+  if (!op || !comm) return ncclInvalidArgument;
+  *op = static_cast<ncclRedOp_t>(next++);
+  return ncclSuccess;
+}
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t) {
+  record({{"fn", "ncclRedOpDestroy"}, {"op", static_cast<int>(op)}});
+  return ncclSuccess;
 }
 
 ncclResult_t ncclGroupStart() {

@@ -15,9 +15,19 @@ ncclComm_t fake_nccl_unseen_comm(int nranks, int rank);
 // A non-blocking communicator (config.blocking = 0) stays in progress until this is called, as a
 // real one does until its initialisation thread is done; no other call changes that.
 void fake_nccl_finish_init(ncclComm_t comm);
+// The CUDA device a communicator says it is on (ncclCommCuDevice); each is made on a device of its own.
+void fake_nccl_set_device(ncclComm_t comm, int device);
+// Appends a JSON object (text) to the call log: how the fake route library (fake_route.cpp) records
+// what it ran, in one sequence with what NCCL received.
+void fake_nccl_record(const char* json_object);
 }
 
 // A collective with this count fails with ncclInvalidArgument and sets errno to this value, so the
 // tests see NCCL's return code and errno reach the program.
 inline constexpr size_t kFakeNcclFailingCount = 999;
 inline constexpr int kFakeNcclErrno = 61;  // ENODATA
+
+// The fake route library (fake_route.cpp): a call on this stream finds the route not set up for a
+// capture (CaptureNotReady); a routed call of this many elements fails partway.
+inline const cudaStream_t kFakeCapturingStream = reinterpret_cast<cudaStream_t>(0xcafe);
+inline constexpr size_t kFakeRouteFailingCount = 777;

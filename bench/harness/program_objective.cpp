@@ -1,0 +1,79 @@
+#include "harness/program_objective.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "harness/program_timeline.h"
+
+namespace tandem::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::pair<ObjectiveKind, const char*> kNames[] = {{ObjectiveKind::Wall, "wall"},
+                                                            {ObjectiveKind::Metric, "metric"},
+                                                            {ObjectiveKind::StepTime, "step-time"},
+                                                            {ObjectiveKind::ExposedCommunication, "exposed-comm"}};
+
+}  // namespace
+
+std::optional<ObjectiveKind> parse_objective(std::string_view text) {
+  for (const auto& [kind, name] : kNames)
+    if (text == name) return kind;
+  return std::nullopt;
+}
+
+const char* to_string(ObjectiveKind kind) {
+  for (const auto& [k, name] : kNames)
+    if (k == kind) return name;
+  return "wall";
+}
+
+std::string describe(ObjectiveKind kind, const std::string& step_range) {
+  const std::string steps = step_range.empty() ? "the whole run as one step" : "steps '" + step_range + "'";
+  switch (kind) {
+    case ObjectiveKind::StepTime:
+      return "the slowest rank's step time (ms, median over " + steps + "; tandem run --timeline), lower is better";
+    case ObjectiveKind::ExposedCommunication:
+      return "the slowest rank's exposed communication (ms, median over " + steps +
+             "; tandem run --timeline), lower is better";
+    default:
+      return to_string(kind);
+  }
+}
+
+std::vector<std::string> timeline_run_options(const std::string& stats_prefix, const std::string& step_range) {
+  std::vector<std::string> args = {"--timeline", "--stats", stats_prefix + "%p.json"};
+  if (!step_range.empty()) args.insert(args.end(), {"--step-range", step_range});
+  return args;
+}
+
+ObjectiveReading read_timeline_objective(ObjectiveKind kind, const std::string& stats_prefix) {
+  ObjectiveReading r;
+  const fs::path prefix(stats_prefix);
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string wanted = prefix.filename().string();
+    if (name.rfind(wanted, 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
+      files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  try {
+    const JobTimeline job = job_timeline(read_timelines_from_stats(files));
+    const auto summary = summarize_job(job);
+    if (!summary) {
+      r.failure = job.units.empty() ? "no process recorded a timeline" +
+                                          (job.missing.empty() ? std::string() : " (" + job.missing[0] + ")")
+                                    : "no step common to the ranks' timelines";
+      return r;
+    }
+    r.value = kind == ObjectiveKind::StepTime ? summary->step_ms : summary->exposed_communication_ms;
+  } catch (const std::exception& e) {
+    r.failure = e.what();
+  }
+  return r;
+}
+
+}  // namespace tandem::bench

@@ -1,0 +1,68 @@
+#pragma once
+// A program's timeline read back after it ran: the figures each of its processes wrote at exit
+// (`tandem run --timeline`: one file per process in the run's timeline folder, and the "timeline"
+// member of each --stats file; docs/BENCH_JSON.md), put together for the job: each step's slowest
+// rank (tandem/overlap.h, job_figures), the job's line, the figure `tandem tune --objective` ranks
+// by, and the Chrome trace assembled from every process's events.
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tandem/overlap.h"
+
+namespace tandem::bench {
+
+// One process's timeline as written by the interposer (preload/timeline_records.h, timeline_json).
+struct ProcessTimelineFile {
+  long pid = 0;
+  std::optional<int> rank;
+  std::string host;
+  std::string state;   // recorded, stepped-aside, failed, not-started, off
+  std::string reason;  // why it was not recorded, or stopped early
+  std::string step_range;
+  bool steps_from_nvtx = false;
+  std::vector<std::pair<uint32_t, RankFigures>> devices;  // device id, its figures
+  uint64_t lost = 0;
+};
+
+// Throws tandem::Error naming what is missing in a malformed document.
+ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc);
+// Every timeline-<pid>.json in `folder`, by rank then pid. A file that does not parse throws
+// tandem::Error naming it.
+std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder);
+// The "timeline" member of each stats file (`tandem run --stats`); files without one are skipped.
+std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std::string>& stats_files);
+
+struct JobTimeline {
+  JobFigures figures;                // over every recorded (process, device), in the files' order
+  std::vector<std::string> units;    // "rank 0 (pid 4711) GPU 0", one per figures' rank index
+  std::vector<std::string> missing;  // processes that recorded nothing, with why
+  std::string step_range;
+  bool steps_from_nvtx = false;
+};
+JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes);
+
+// The job's figures over its steps: the median of each figure of the slowest rank's step, and the
+// share hidden over all of them (Σ overlapped / Σ communication). None without steps.
+struct JobSummary {
+  size_t steps = 0;
+  double step_ms = 0, computation_ms = 0, communication_ms = 0, overlapped_ms = 0, exposed_communication_ms = 0,
+         idle_ms = 0;
+  std::optional<double> hidden_share;
+  size_t slowest_unit = 0;        // the unit most often slowest
+  size_t slowest_unit_steps = 0;  // in how many steps
+};
+std::optional<JobSummary> summarize_job(const JobTimeline& job);
+
+// "tandem run: ..." lines for the job: its summary, the processes that recorded nothing, losses.
+std::string job_timeline_text(const JobTimeline& job);
+nlohmann::json job_timeline_json(const JobTimeline& job);
+
+// The Chrome trace (chrome://tracing, ui.perfetto.dev) of every trace-<pid>.jsonl in `folder`:
+// their events, times put on the job's clock (microseconds from the earliest event of any process),
+// `about` as "otherData". Written atomically; throws tandem::Error naming `path` or a bad part.
+// Returns the number of events written.
+size_t assemble_trace(const std::string& folder, const std::string& path, const nlohmann::json& about);
+
+}  // namespace tandem::bench

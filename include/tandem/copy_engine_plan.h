@@ -1,0 +1,89 @@
+#pragma once
+// The steps of one copy-engine collective, as data: which buffer each step reads and writes, with
+// what counts and offsets. Pure (no NCCL or CUDA), so the layout of every case (uneven counts,
+// scaled reductions, in place or not, buffers inside the route's windows or not) is checked on CPU
+// by simulating the ranks (tests/cpu/test_copy_engine_plan.cpp); the GPU executes the same steps
+// (src/nccl/copy_engine_collectives.cu, execute_plan).
+//
+// The steps, each enqueued on the caller's stream in order:
+//   Stage        copy `elements` from `from` to `to` (an SM copy within the GPU)
+//   Exchange     for every root r, every rank's chunk r (`from` + r x `stride`, `elements` long)
+//                lands in chunk j (the sender's rank) of the root's `to`, by one ncclGather per root
+//                on copy engines; the root's own chunk is copied when `own_chunk_copied`, else left
+//                as it was
+//   Sum          `to`[i] = the sum over ranks j of chunk j of `from` (`from` + j x `elements`), chunk
+//                `own_index` read from `own` instead; each term scaled by the reduction's scalar
+//                (average, pre-multiplied sum) in fp32, accumulated in fp32, rounded once: the
+//                scaling costs no pass of its own
+//   AllGather    NCCL's in-place all-gather of chunk `rank` (`elements` long) of `to` on copy engines
+//
+// Reductions: reduce-scatter = Exchange into the scratch + Sum; all-reduce = that over chunks of
+// ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is never copied
+// out) + AllGather. An all-reduce whose input is staged anyway pads its chunks to 16 bytes, so the
+// sum kernel moves 16 bytes a load.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tandem/collective.h"
+
+namespace tandem {
+
+enum class PlanBuffer : uint8_t { Send, Recv, PoolInput, PoolOutput, PoolScratch };
+const char* to_string(PlanBuffer);
+
+// A place in a buffer, in elements.
+struct PlanAt {
+  PlanBuffer buffer = PlanBuffer::Send;
+  uint64_t offset = 0;
+};
+
+struct PlanStep {
+  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather };
+  Op op = Op::Stage;
+  PlanAt from, to, own;
+  uint64_t elements = 0;
+  uint64_t stride = 0;            // Exchange: elements between the chunks for consecutive roots
+  int own_index = -1;             // Sum
+  bool own_chunk_copied = false;  // Exchange
+};
+const char* to_string(PlanStep::Op);
+
+struct PlanRequest {
+  Collective kind = Collective::AllReduce;
+  uint64_t count = 0;  // NCCL's count for the kind
+  int nranks = 1;
+  int rank = 0;
+  size_t element_bytes = 2;
+  bool send_in_window = false;  // the send buffer lies wholly in the route's window memory
+  bool recv_in_window = false;
+  bool in_place = false;  // NCCL's in-place rule for the kind
+};
+
+struct CopyEnginePlan {
+  uint64_t chunk = 0;  // reductions: elements per rank summed (padded for an all-reduce)
+  // The pool parts the steps use, in elements (0: unused).
+  uint64_t input_elements = 0, output_elements = 0, scratch_elements = 0;
+  std::vector<PlanStep> steps;
+};
+
+CopyEnginePlan plan_copy_engine_collective(const PlanRequest&);
+
+// Where the pool parts lie, in bytes: each part starts on a 4 KiB boundary (the vector kernels want
+// 16 bytes, NCCL's symmetric kernels are fastest on aligned buffers). A function of the call's
+// arguments alone, so every rank lays its pool out alike, as NCCL_WIN_COLL_SYMMETRIC requires.
+struct PoolLayout {
+  size_t input = 0, output = 0, scratch = 0;  // offsets
+  size_t bytes = 0;                           // the pool size the call needs
+};
+PoolLayout pool_layout(const CopyEnginePlan&, size_t element_bytes);
+
+// An address range of window memory, and whether [address, address + bytes) lies wholly in one of
+// them (a buffer partly inside a window is staged like one outside).
+struct AddressRange {
+  uintptr_t begin = 0;
+  size_t bytes = 0;
+};
+bool lies_within(const std::vector<AddressRange>& windows, uintptr_t address, size_t bytes);
+
+}  // namespace tandem

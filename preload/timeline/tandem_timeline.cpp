@@ -1,0 +1,456 @@
+// libtandem_timeline.so (tandem_timeline.h): CUPTI activity records of the program, kept in memory.
+//
+// Cost on the program: CUPTI's own (it timestamps each kernel, copy and memset on the GPU); this
+// library does nothing on the launch path. Its work runs when CUPTI hands back a full buffer, on
+// CUPTI's thread: a pass over the buffer that copies 40 bytes per record. Buffers are large (the
+// interposer asks for 8 MiB) so that hand-backs are rare.
+//
+// CUPTI is reached only through the resolver the interposer passes, which looks every function up in
+// the one CUPTI of the process: this library neither links nor loads CUPTI.
+#include "tandem_timeline.h"
+
+#include <cupti.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#define TANDEM_TIMELINE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+// The external correlation kinds of tandem's communication work and of the marks
+// (tandem_timeline_mark). Kineto uses CUSTOM0 and CUSTOM1 while it profiles, when the timeline has
+// handed CUPTI over and pushes nothing any more.
+constexpr CUpti_ExternalCorrelationKind kCommunicationKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM1;
+constexpr uint64_t kCommunicationId = 1;
+constexpr CUpti_ExternalCorrelationKind kMarkKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM2;
+
+// The CUPTI functions used, resolved once at start.
+struct Cupti {
+  decltype(&cuptiGetVersion) get_version = nullptr;
+  decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiActivityRegisterCallbacks) register_callbacks = nullptr;
+  decltype(&cuptiActivityEnable) enable = nullptr;
+  decltype(&cuptiActivityDisable) disable = nullptr;
+  decltype(&cuptiActivityFlushAll) flush_all = nullptr;
+  decltype(&cuptiActivityGetNextRecord) next_record = nullptr;
+  decltype(&cuptiActivityGetNumDroppedRecords) dropped_records = nullptr;
+  // For correlating copies only (optional).
+  decltype(&cuptiActivityPushExternalCorrelationId) push_correlation = nullptr;
+  decltype(&cuptiActivityPopExternalCorrelationId) pop_correlation = nullptr;
+  decltype(&cuptiActivityEnableDriverApi) enable_driver_api = nullptr;
+  decltype(&cuptiActivityEnableRuntimeApi) enable_runtime_api = nullptr;
+  decltype(&cuptiGetCallbackName) callback_name = nullptr;
+};
+
+struct Recorder {
+  Cupti cupti;
+  tandem_timeline_options options{};
+  std::atomic<bool> recording{false};
+  std::atomic<bool> correlating{false};
+  std::atomic<bool> marking{false};
+  bool stopped = false;
+  std::vector<CUpti_ActivityKind> enabled_kinds;
+  std::vector<CUpti_CallbackId> enabled_driver_apis;
+  std::vector<CUpti_CallbackId> enabled_runtime_apis;
+
+  std::mutex mutex;     // guards everything below; taken in the buffer callbacks
+  bool closed = false;  // stopped and flushed: the records are read now, a late buffer is only freed
+  std::vector<tandem_timeline_activity> activities;
+  std::vector<tandem_timeline_mark_record> marks;
+  std::vector<uint32_t> communication_correlations;
+  std::deque<std::string> name_storage;  // stable addresses
+  std::vector<const char*> names;
+  std::unordered_map<const void*, uint32_t> name_by_address;  // CUPTI's kernel names are shared pointers
+  std::unordered_map<std::string, uint32_t> name_by_text;
+  tandem_timeline_counts counts{};
+};
+
+// Never destroyed: the interposer reads the records during exit, after this library's destructors
+// may have run.
+Recorder* g_recorder = nullptr;
+
+void say(char* why, size_t size, const char* format, ...) {
+  if (!why || size == 0) return;
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(why, size, format, args);
+  va_end(args);
+}
+
+std::string result_text(const Cupti& c, CUptiResult result) {
+  const char* text = nullptr;
+  if (c.result_string && c.result_string(result, &text) == CUPTI_SUCCESS && text) return text;
+  return "CUPTI error " + std::to_string(static_cast<int>(result));
+}
+
+// Under the recorder's mutex.
+uint32_t intern(Recorder& r, const char* name) {
+  if (!name) name = "";
+  const auto by_address = r.name_by_address.find(name);
+  if (by_address != r.name_by_address.end()) return by_address->second;
+  std::string text(name);
+  auto by_text = r.name_by_text.find(text);
+  uint32_t index = 0;
+  if (by_text == r.name_by_text.end()) {
+    index = static_cast<uint32_t>(r.names.size());
+    r.name_storage.push_back(text);
+    r.names.push_back(r.name_storage.back().c_str());
+    r.name_by_text.emplace(std::move(text), index);
+  } else {
+    index = by_text->second;
+  }
+  r.name_by_address.emplace(name, index);
+  return index;
+}
+
+void keep(Recorder& r, tandem_timeline_activity a) {
+  if (a.end_ns <= 0 || a.end_ns < a.start_ns) {
+    ++r.counts.incomplete;
+    return;
+  }
+  if (r.activities.size() >= r.options.max_records) {
+    ++r.counts.over_limit;
+    return;
+  }
+  r.activities.push_back(a);
+  ++r.counts.records;
+}
+
+tandem_timeline_activity activity(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation,
+                                  uint8_t kind) {
+  tandem_timeline_activity a{};
+  a.start_ns = static_cast<int64_t>(start);
+  a.end_ns = static_cast<int64_t>(end);
+  a.device = device;
+  a.stream = stream;
+  a.correlation = correlation;
+  a.kind = kind;
+  return a;
+}
+
+// One record; under the recorder's mutex.
+void take(Recorder& r, const CUpti_Activity* record) {
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+      tandem_timeline_activity a =
+          activity(k->start, k->end, k->deviceId, k->streamId, k->correlationId, TANDEM_TIMELINE_KERNEL);
+      a.name = intern(r, k->name);
+      keep(r, a);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+      tandem_timeline_activity a =
+          activity(m->start, m->end, m->deviceId, m->streamId, m->correlationId, TANDEM_TIMELINE_MEMCPY);
+      a.runtime_correlation = m->runtimeCorrelationId;
+      a.copy_kind = m->copyKind;
+      a.name = intern(r, "memcpy");
+      keep(r, a);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
+      tandem_timeline_activity a =
+          activity(m->start, m->end, m->deviceId, m->streamId, m->correlationId, TANDEM_TIMELINE_PEER_COPY);
+      a.copy_kind = m->copyKind;
+      a.name = intern(r, "memcpy peer");
+      keep(r, a);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+      tandem_timeline_activity a =
+          activity(m->start, m->end, m->deviceId, m->streamId, m->correlationId, TANDEM_TIMELINE_MEMSET);
+      a.name = intern(r, "memset");
+      keep(r, a);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* c = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      if (c->externalKind == kCommunicationKind) {
+        r.communication_correlations.push_back(c->correlationId);
+        ++r.counts.correlated;
+      } else if (c->externalKind == kMarkKind) {
+        r.marks.push_back({c->externalId, c->correlationId, 0});
+        ++r.counts.marks;
+      }
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+      ++r.counts.api_records;
+      break;
+    default:
+      break;
+  }
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  Recorder* r = g_recorder;
+  const size_t bytes = r ? r->options.buffer_bytes : size_t(1) << 20;
+  // CUPTI asks for ACTIVITY_RECORD_ALIGNMENT (8); malloc gives 16.
+  *buffer = static_cast<uint8_t*>(std::malloc(bytes));
+  *size = *buffer ? bytes : 0;
+  *max_records = 0;  // as many as fit
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t /*size*/,
+                               size_t valid_size) {
+  Recorder* r = g_recorder;
+  if (r && buffer) {
+    const std::lock_guard<std::mutex> lock(r->mutex);
+    if (r->closed) {
+      std::free(buffer);
+      return;
+    }
+    ++r->counts.buffers;
+    CUpti_Activity* record = nullptr;
+    while (valid_size > 0 && r->cupti.next_record(buffer, valid_size, &record) == CUPTI_SUCCESS && record)
+      take(*r, record);
+    size_t dropped = 0;
+    if (r->cupti.dropped_records(context, stream, &dropped) == CUPTI_SUCCESS) r->counts.dropped += dropped;
+  }
+  std::free(buffer);
+}
+
+template <class Fn>
+bool bind(tandem_timeline_resolve_fn resolve, Fn& fn, const char* name) {
+  fn = reinterpret_cast<Fn>(resolve(name));
+  return fn != nullptr;
+}
+
+// The API records of every memory copy and memset call (driver and runtime): with them CUPTI emits
+// the external correlation records that tie a copy to tandem's communication work. Program copies
+// are rare next to kernel launches, so this costs little; kernel launches are never traced this way.
+void enable_copy_api_records(Recorder& r) {
+  const Cupti& c = r.cupti;
+  const auto wanted = [](const char* name) {
+    return name && (std::strstr(name, "Memcpy") || std::strstr(name, "memcpy") || std::strstr(name, "Memset") ||
+                    std::strstr(name, "memset"));
+  };
+  for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+    const char* name = nullptr;
+    if (c.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !wanted(name)) continue;
+    if (c.enable_driver_api(id, 1) == CUPTI_SUCCESS) r.enabled_driver_apis.push_back(id);
+  }
+  for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
+    const char* name = nullptr;
+    if (c.callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) != CUPTI_SUCCESS || !wanted(name)) continue;
+    if (c.enable_runtime_api(id, 1) == CUPTI_SUCCESS) r.enabled_runtime_apis.push_back(id);
+  }
+}
+
+// Everything start enabled, disabled again (at stop, or after a failed start).
+void disable_all(Recorder& r) {
+  const Cupti& c = r.cupti;
+  for (CUpti_CallbackId id : r.enabled_driver_apis) c.enable_driver_api(id, 0);
+  for (CUpti_CallbackId id : r.enabled_runtime_apis) c.enable_runtime_api(id, 0);
+  for (CUpti_ActivityKind kind : r.enabled_kinds) c.disable(kind);
+  r.enabled_driver_apis.clear();
+  r.enabled_runtime_apis.clear();
+  r.enabled_kinds.clear();
+}
+
+}  // namespace
+
+TANDEM_TIMELINE_EXPORT int tandem_timeline_abi_version(void) { return TANDEM_TIMELINE_ABI_VERSION; }
+
+TANDEM_TIMELINE_EXPORT const char* tandem_timeline_cupti_soname(void) {
+  static const std::string soname = "libcupti.so." + std::to_string(CUPTI_API_VERSION / 10000);
+  return soname.c_str();
+}
+
+TANDEM_TIMELINE_EXPORT int tandem_timeline_start(tandem_timeline_resolve_fn resolve,
+                                                 const tandem_timeline_options* options, char* why, size_t why_size) {
+  if (g_recorder) {
+    say(why, why_size, "the recorder was already started");
+    return 1;
+  }
+  if (!resolve || !options) {
+    say(why, why_size, "no CUPTI resolver or options");
+    return 1;
+  }
+  try {
+    auto* r = new Recorder;  // never deleted: see g_recorder
+    r->options = *options;
+    if (r->options.buffer_bytes < 4096) r->options.buffer_bytes = size_t(8) << 20;
+    Cupti& c = r->cupti;
+    const char* missing = nullptr;
+    if (!bind(resolve, c.get_version, "cuptiGetVersion")) missing = "cuptiGetVersion";
+    if (!missing && !bind(resolve, c.result_string, "cuptiGetResultString")) missing = "cuptiGetResultString";
+    if (!missing && !bind(resolve, c.register_callbacks, "cuptiActivityRegisterCallbacks"))
+      missing = "cuptiActivityRegisterCallbacks";
+    if (!missing && !bind(resolve, c.enable, "cuptiActivityEnable")) missing = "cuptiActivityEnable";
+    if (!missing && !bind(resolve, c.disable, "cuptiActivityDisable")) missing = "cuptiActivityDisable";
+    if (!missing && !bind(resolve, c.flush_all, "cuptiActivityFlushAll")) missing = "cuptiActivityFlushAll";
+    if (!missing && !bind(resolve, c.next_record, "cuptiActivityGetNextRecord")) missing = "cuptiActivityGetNextRecord";
+    if (!missing && !bind(resolve, c.dropped_records, "cuptiActivityGetNumDroppedRecords"))
+      missing = "cuptiActivityGetNumDroppedRecords";
+    if (missing) {
+      say(why, why_size, "CUPTI has no %s", missing);
+      delete r;
+      return 1;
+    }
+    // The records are read with this CUPTI's structures (CUpti_ActivityKernel10, ...): the CUPTI of
+    // the process must be of the same major version.
+    uint32_t version = 0;
+    if (c.get_version(&version) != CUPTI_SUCCESS || version / 10000 != CUPTI_API_VERSION / 10000) {
+      say(why, why_size, "the process's CUPTI has API version %u, tandem reads version %u's records", version,
+          static_cast<unsigned>(CUPTI_API_VERSION));
+      delete r;
+      return 1;
+    }
+    // Correlation (copies in communication, marks) needs the external correlation functions and the
+    // control of which APIs produce records.
+    const bool can_correlate = bind(resolve, c.push_correlation, "cuptiActivityPushExternalCorrelationId") &&
+                               bind(resolve, c.pop_correlation, "cuptiActivityPopExternalCorrelationId") &&
+                               bind(resolve, c.enable_driver_api, "cuptiActivityEnableDriverApi") &&
+                               bind(resolve, c.enable_runtime_api, "cuptiActivityEnableRuntimeApi") &&
+                               bind(resolve, c.callback_name, "cuptiGetCallbackName");
+    bool correlate = can_correlate && options->correlate_copies != 0;
+    bool mark = can_correlate && options->mark_call != nullptr;
+    g_recorder = r;
+    CUptiResult result = c.register_callbacks(&buffer_requested, &buffer_completed);
+    if (result != CUPTI_SUCCESS) {
+      say(why, why_size, "cuptiActivityRegisterCallbacks: %s", result_text(c, result).c_str());
+      g_recorder = nullptr;
+      delete r;
+      return 1;
+    }
+    struct Kind {
+      CUpti_ActivityKind kind;
+      bool required;
+    };
+    std::vector<Kind> kinds = {{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, true},
+                               {CUPTI_ACTIVITY_KIND_MEMCPY, true},
+                               {CUPTI_ACTIVITY_KIND_MEMSET, true},
+                               {CUPTI_ACTIVITY_KIND_MEMCPY2, false}};
+    if (correlate || mark) kinds.push_back({CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, false});
+    for (const Kind& k : kinds) {
+      result = c.enable(k.kind);
+      if (result == CUPTI_SUCCESS) {
+        r->enabled_kinds.push_back(k.kind);
+      } else if (k.required) {
+        say(why, why_size, "cuptiActivityEnable(%d): %s", static_cast<int>(k.kind), result_text(c, result).c_str());
+        disable_all(*r);
+        r->stopped = true;  // the registered callbacks stay; they only free what CUPTI hands back
+        return 1;
+      } else if (k.kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+        correlate = mark = false;
+      }
+    }
+    if (correlate) enable_copy_api_records(*r);
+    if (mark && c.enable_driver_api(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion, 1) == CUPTI_SUCCESS)
+      r->enabled_driver_apis.push_back(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion);
+    else
+      mark = false;
+    r->correlating.store(correlate, std::memory_order_release);
+    r->marking.store(mark, std::memory_order_release);
+    r->recording.store(true, std::memory_order_release);
+    return 0;
+  } catch (...) {
+    say(why, why_size, "out of memory");
+    return 1;
+  }
+}
+
+TANDEM_TIMELINE_EXPORT void tandem_timeline_push_communication(void) {
+  Recorder* r = g_recorder;
+  if (r && r->correlating.load(std::memory_order_acquire))
+    r->cupti.push_correlation(kCommunicationKind, kCommunicationId);
+}
+
+TANDEM_TIMELINE_EXPORT void tandem_timeline_pop_communication(void) {
+  Recorder* r = g_recorder;
+  if (r && r->correlating.load(std::memory_order_acquire)) {
+    uint64_t id = 0;
+    r->cupti.pop_correlation(kCommunicationKind, &id);
+  }
+}
+
+TANDEM_TIMELINE_EXPORT void tandem_timeline_mark(uint64_t id) {
+  Recorder* r = g_recorder;
+  if (!r || id == 0 || !r->marking.load(std::memory_order_acquire)) return;
+  // The call's API record follows the external correlation record that names `id`.
+  r->cupti.push_correlation(kMarkKind, id);
+  int version = 0;
+  r->options.mark_call(&version);
+  uint64_t popped = 0;
+  r->cupti.pop_correlation(kMarkKind, &popped);
+}
+
+TANDEM_TIMELINE_EXPORT int tandem_timeline_stop(char* why, size_t why_size) {
+  Recorder* r = g_recorder;
+  if (!r) {
+    say(why, why_size, "not recording");
+    return 1;
+  }
+  if (r->stopped) return 0;
+  r->stopped = true;
+  // Pushes still to pop stay harmless: the kind is disabled and nothing is read any more.
+  r->correlating.store(false, std::memory_order_release);
+  r->marking.store(false, std::memory_order_release);
+  r->recording.store(false, std::memory_order_release);
+  disable_all(*r);
+  // Forced: also the buffers CUPTI is still filling. The callbacks run on this thread, take the
+  // mutex, and so must not find it held here.
+  const CUptiResult result = r->cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  {
+    const std::lock_guard<std::mutex> lock(r->mutex);
+    r->closed = true;
+    auto& ids = r->communication_correlations;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  }
+  if (result != CUPTI_SUCCESS) {
+    say(why, why_size, "cuptiActivityFlushAll: %s", result_text(r->cupti, result).c_str());
+    return 1;
+  }
+  return 0;
+}
+
+TANDEM_TIMELINE_EXPORT const tandem_timeline_activity* tandem_timeline_activities(size_t* count) {
+  Recorder* r = g_recorder;
+  if (count) *count = r ? r->activities.size() : 0;
+  return r && !r->activities.empty() ? r->activities.data() : nullptr;
+}
+
+TANDEM_TIMELINE_EXPORT const tandem_timeline_mark_record* tandem_timeline_marks(size_t* count) {
+  Recorder* r = g_recorder;
+  if (count) *count = r ? r->marks.size() : 0;
+  return r && !r->marks.empty() ? r->marks.data() : nullptr;
+}
+
+TANDEM_TIMELINE_EXPORT size_t tandem_timeline_name_count(void) { return g_recorder ? g_recorder->names.size() : 0; }
+
+TANDEM_TIMELINE_EXPORT const char* tandem_timeline_name(uint32_t index) {
+  Recorder* r = g_recorder;
+  return r && index < r->names.size() ? r->names[index] : "";
+}
+
+TANDEM_TIMELINE_EXPORT const uint32_t* tandem_timeline_communication_correlations(size_t* count) {
+  Recorder* r = g_recorder;
+  if (count) *count = r ? r->communication_correlations.size() : 0;
+  return r && !r->communication_correlations.empty() ? r->communication_correlations.data() : nullptr;
+}
+
+TANDEM_TIMELINE_EXPORT void tandem_timeline_get_counts(tandem_timeline_counts* out) {
+  if (!out) return;
+  *out = tandem_timeline_counts{};
+  Recorder* r = g_recorder;
+  if (!r) return;
+  const std::lock_guard<std::mutex> lock(r->mutex);
+  *out = r->counts;
+}

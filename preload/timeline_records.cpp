@@ -1,0 +1,374 @@
+#include "timeline_records.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "kernel_classification.h"
+#include "tandem/kernel_names.h"
+
+namespace tandem::preload {
+namespace {
+
+const std::string& name_of(const RawTimeline& raw, uint32_t index) {
+  static const std::string none;
+  return index < raw.names.size() ? raw.names[index] : none;
+}
+
+bool correlated(uint32_t id, const std::vector<uint32_t>& sorted) {
+  return id != 0 && std::binary_search(sorted.begin(), sorted.end(), id);
+}
+
+std::string ms(int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f ms", static_cast<double>(ns) / 1e6);
+  return buf;
+}
+
+std::string percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * share);
+  return buf;
+}
+
+std::string line(long pid, const std::string& text) { return "tandem[" + std::to_string(pid) + "]: " + text + "\n"; }
+
+// The median of one figure over the steps.
+int64_t median_ns(const std::vector<StepFigures>& steps, int64_t StepFigures::*field) {
+  std::vector<double> values;
+  for (const StepFigures& s : steps) values.push_back(static_cast<double>(s.*field));
+  return static_cast<int64_t>(median_of(values));
+}
+
+// Σ overlapped / Σ communication over the steps.
+std::optional<double> hidden_share_of(const std::vector<StepFigures>& steps) {
+  StepFigures sum;
+  for (const StepFigures& s : steps) {
+    sum.communication_ns += s.communication_ns;
+    sum.overlapped_ns += s.overlapped_ns;
+  }
+  return sum.hidden_share();
+}
+
+nlohmann::json share_json(const std::optional<double>& share) {
+  return share ? nlohmann::json(*share) : nlohmann::json();
+}
+
+nlohmann::json figures_json(const StepFigures& s) {
+  return {{"name", s.name},
+          {"start_ns", s.start_ns},
+          {"end_ns", s.end_ns},
+          {"step_ns", s.step_ns},
+          {"computation_ns", s.computation_ns},
+          {"communication_ns", s.communication_ns},
+          {"overlapped_ns", s.overlapped_ns},
+          {"exposed_communication_ns", s.exposed_communication_ns},
+          {"idle_ns", s.idle_ns},
+          {"hidden_share", share_json(s.hidden_share())},
+          {"activities", s.activities}};
+}
+
+nlohmann::json median_json(const std::vector<StepFigures>& steps) {
+  return {{"step_ns", median_ns(steps, &StepFigures::step_ns)},
+          {"computation_ns", median_ns(steps, &StepFigures::computation_ns)},
+          {"communication_ns", median_ns(steps, &StepFigures::communication_ns)},
+          {"overlapped_ns", median_ns(steps, &StepFigures::overlapped_ns)},
+          {"exposed_communication_ns", median_ns(steps, &StepFigures::exposed_communication_ns)},
+          {"idle_ns", median_ns(steps, &StepFigures::idle_ns)}};
+}
+
+const char* kind_name(uint8_t kind) {
+  switch (kind) {
+    case TANDEM_TIMELINE_KERNEL:
+      return "kernel";
+    case TANDEM_TIMELINE_MEMCPY:
+      return "memcpy";
+    case TANDEM_TIMELINE_MEMSET:
+      return "memset";
+    case TANDEM_TIMELINE_PEER_COPY:
+      return "peer copy";
+    default:
+      return "other";
+  }
+}
+
+// Chrome's reserved colour names (trace viewer's colour scheme); Perfetto shows the categories.
+const char* colour_of(ActivityClass cls) {
+  return cls == ActivityClass::Communication ? "rail_response" : "thread_state_running";
+}
+
+}  // namespace
+
+ActivityClass classify(const tandem_timeline_activity& a, const std::string& name,
+                       const std::vector<uint32_t>& communication) {
+  switch (a.kind) {
+    case TANDEM_TIMELINE_KERNEL:
+      return is_nccl_kernel_name(name) || is_tandem_collective_kernel_name(name) ? ActivityClass::Communication
+                                                                                 : ActivityClass::Computation;
+    case TANDEM_TIMELINE_PEER_COPY:
+      return ActivityClass::Communication;
+    default:
+      return correlated(a.correlation, communication) || correlated(a.runtime_correlation, communication)
+                 ? ActivityClass::Communication
+                 : ActivityClass::Computation;
+  }
+}
+
+const char* to_string(TimelineState state) {
+  switch (state) {
+    case TimelineState::Off:
+      return "off";
+    case TimelineState::NotStarted:
+      return "not-started";
+    case TimelineState::Recorded:
+      return "recorded";
+    case TimelineState::SteppedAside:
+      return "stepped-aside";
+    case TimelineState::Failed:
+      break;
+  }
+  return "failed";
+}
+
+uint64_t ProcessTimeline::records_lost() const { return counts.dropped + counts.incomplete + counts.over_limit; }
+
+std::vector<HostStep> host_steps(const RawTimeline& raw) {
+  std::vector<StepRange> ranges;
+  for (const RawStep& s : raw.steps) ranges.push_back(StepRange{s.name, s.start_ns, s.end_ns});
+  // outermost_ranges keeps the ranges it keeps whole: find each one's marks again by its times.
+  std::vector<HostStep> out;
+  for (const StepRange& r : outermost_ranges(ranges)) {
+    for (const RawStep& s : raw.steps) {
+      if (s.start_ns != r.start_ns || s.end_ns != r.end_ns || s.name != r.name) continue;
+      out.push_back(HostStep{s.name, s.start_ns, s.end_ns, s.issued_after, s.issued_before});
+      break;
+    }
+  }
+  return out;
+}
+
+ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_range) {
+  ProcessTimeline t;
+  t.state = TimelineState::Recorded;
+  t.step_range = step_range;
+  t.counts = raw.counts;
+  const std::vector<HostStep> steps = host_steps(raw);
+  t.steps_from_ranges = !steps.empty();
+  t.open_steps = raw.open_steps;
+  for (const HostStep& s : steps)
+    if (s.issued_after == 0 || s.issued_before <= s.issued_after) ++t.unplaced_steps;
+
+  std::map<uint32_t, std::pair<RankRecord, DeviceTimeline>> by_device;
+  for (const tandem_timeline_activity& a : raw.activities) {
+    auto& [record, device] = by_device[a.device];
+    const ActivityClass cls = classify(a, name_of(raw, a.name), raw.communication_correlations);
+    record.activities.push_back(Activity{a.start_ns, a.end_ns, cls, a.correlation});
+    if (a.kind == TANDEM_TIMELINE_KERNEL)
+      ++device.kernels;
+    else if (a.kind == TANDEM_TIMELINE_MEMSET)
+      ++device.memsets;
+    else
+      ++device.copies;
+    if (cls == ActivityClass::Communication) ++device.communication;
+  }
+  for (auto& [id, entry] : by_device) {
+    auto& [record, device] = entry;
+    if (!steps.empty()) record.steps = gpu_windows(steps, record.activities);
+    // The process's losses are not per device: each device reports them (they bound every figure).
+    record.records_lost = t.records_lost();
+    device.device = id;
+    device.figures = account(record);
+    t.devices.push_back(std::move(device));
+  }
+  return t;
+}
+
+std::string render_timeline_text(const ProcessTimeline& t) {
+  std::string out;
+  const long pid = t.pid;
+  switch (t.state) {
+    case TimelineState::Off:
+      return out;
+    case TimelineState::NotStarted:
+      return line(pid, "timeline: nothing recorded (no CUDA activity seen)");
+    case TimelineState::Failed:
+      return line(pid, "timeline: not recorded: " + t.reason);
+    case TimelineState::SteppedAside:
+      if (!t.recorded_until_ns) return line(pid, "timeline: not recorded: " + t.reason);
+      out += line(pid, "timeline: recorded until " + t.reason + "; the figures cover the run until then");
+      break;
+    case TimelineState::Recorded:
+      break;
+  }
+  if (t.devices.empty()) out += line(pid, "timeline: no kernel, copy or memset recorded");
+  for (const DeviceTimeline& d : t.devices) {
+    const auto& steps = d.figures.steps;
+    std::string what = "timeline: GPU " + std::to_string(d.device) + ", ";
+    if (t.steps_from_ranges)
+      what += std::to_string(steps.size()) + (steps.size() == 1 ? " step '" : " steps '") + t.step_range +
+              "' (NVTX ranges); median step ";
+    else
+      what += std::string(t.step_range.empty()
+                              ? "the whole run as one step"
+                              : "no NVTX range matched '" + t.step_range + "', the whole run as one step") +
+              ": ";
+    what += ms(median_ns(steps, &StepFigures::step_ns)) + ": computation " +
+            ms(median_ns(steps, &StepFigures::computation_ns)) + ", communication " +
+            ms(median_ns(steps, &StepFigures::communication_ns)) + ", overlapped " +
+            ms(median_ns(steps, &StepFigures::overlapped_ns)) + ", exposed communication " +
+            ms(median_ns(steps, &StepFigures::exposed_communication_ns)) + ", idle " +
+            ms(median_ns(steps, &StepFigures::idle_ns));
+    const auto hidden = hidden_share_of(steps);
+    what += hidden ? "; " + percent(*hidden) + " of the communication hidden" : "; no communication";
+    out += line(pid, what);
+    out += line(pid, "timeline: GPU " + std::to_string(d.device) + " records: " + std::to_string(d.kernels) +
+                         " kernels, " + std::to_string(d.copies) + " copies, " + std::to_string(d.memsets) +
+                         " memsets (" + std::to_string(d.communication) + " communication), " +
+                         std::to_string(d.figures.outside_steps) + " outside the steps");
+  }
+  const uint64_t lost = t.records_lost();
+  if (lost)
+    out += line(pid, "timeline: " + std::to_string(lost) + " records lost (" + std::to_string(t.counts.dropped) +
+                         " dropped by CUPTI, " + std::to_string(t.counts.incomplete) + " unfinished at exit, " +
+                         std::to_string(t.counts.over_limit) + " over tandem's limit)");
+  if (t.open_steps)
+    out += line(pid, "timeline: " + std::to_string(t.open_steps) + " steps still open at exit, not counted");
+  if (t.unplaced_steps)
+    out += line(pid, "timeline: " + std::to_string(t.unplaced_steps) +
+                         " steps without issue marks (CUDA not loaded yet, or CUPTI gave no correlation): their "
+                         "windows are their host ranges");
+  return out;
+}
+
+nlohmann::json timeline_json(const ProcessTimeline& t) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const DeviceTimeline& d : t.devices) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const StepFigures& s : d.figures.steps) steps.push_back(figures_json(s));
+    nlohmann::json total = figures_json(d.figures.total());
+    total.erase("name");
+    nlohmann::json median = median_json(d.figures.steps);
+    devices.push_back({{"device", d.device},
+                       {"steps", steps},
+                       {"median", median},
+                       {"total", total},
+                       {"hidden_share", share_json(hidden_share_of(d.figures.steps))},
+                       {"records",
+                        {{"kernels", d.kernels},
+                         {"copies", d.copies},
+                         {"memsets", d.memsets},
+                         {"communication", d.communication},
+                         {"outside_steps", d.figures.outside_steps}}}});
+  }
+  const auto optional_text = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
+  return {{"state", to_string(t.state)},
+          {"reason", optional_text(t.reason)},
+          {"recorded_until_ns", t.recorded_until_ns ? nlohmann::json(*t.recorded_until_ns) : nlohmann::json()},
+          {"pid", t.pid},
+          {"rank", t.rank ? nlohmann::json(*t.rank) : nlohmann::json()},
+          {"host", t.host},
+          {"clock", "CLOCK_REALTIME ns (CUPTI's)"},
+          {"step_range", optional_text(t.step_range)},
+          {"steps_from", t.steps_from_ranges ? "nvtx" : "run"},
+          {"devices", devices},
+          {"lost",
+           {{"total", t.records_lost()},
+            {"dropped", t.counts.dropped},
+            {"incomplete", t.counts.incomplete},
+            {"over_limit", t.counts.over_limit}}},
+          {"open_steps", t.open_steps},
+          {"unplaced_steps", t.unplaced_steps}};
+}
+
+void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t) {
+  const long pid = t.pid;
+  const auto emit = [&](const nlohmann::json& event) {
+    out << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  };
+  int64_t first = 0;
+  bool any = false;
+  for (const tandem_timeline_activity& a : raw.activities) {
+    if (a.end_ns < a.start_ns) continue;
+    first = any ? std::min(first, a.start_ns) : a.start_ns;
+    any = true;
+  }
+  for (const DeviceTimeline& d : t.devices)
+    for (const StepFigures& s : d.figures.steps) {
+      first = any ? std::min(first, s.start_ns) : s.start_ns;
+      any = true;
+    }
+  // The header: the earliest time of this process, so that the assembler can find the job's first.
+  emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first}});
+
+  std::string label =
+      t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(pid) + ")" : "pid " + std::to_string(pid);
+  if (!t.host.empty()) label += " on " + t.host;
+  emit({{"ph", "M"}, {"name", "process_name"}, {"pid", pid}, {"args", {{"name", label}}}});
+  emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", pid}, {"args", {{"sort_index", t.rank ? *t.rank : 0}}}});
+
+  // Tracks: per device its steps, then its streams in id order.
+  std::map<std::pair<uint32_t, uint32_t>, int> stream_tid;
+  std::map<uint32_t, int> steps_tid;
+  for (const tandem_timeline_activity& a : raw.activities) stream_tid[{a.device, a.stream}] = 0;
+  for (const DeviceTimeline& d : t.devices) steps_tid[d.device] = 0;
+  int next = 1;
+  for (auto& [device, tid] : steps_tid) {
+    tid = next++;
+    for (auto it = stream_tid.lower_bound({device, 0}); it != stream_tid.end() && it->first.first == device; ++it)
+      it->second = next++;
+  }
+  for (auto& [key, tid] : stream_tid)
+    if (tid == 0) tid = next++;
+  const auto name_track = [&](int tid, const std::string& name) {
+    emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
+    emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid}, {"args", {{"sort_index", tid}}}});
+  };
+  for (const auto& [device, tid] : steps_tid) name_track(tid, "GPU " + std::to_string(device) + " steps");
+  for (const auto& [key, tid] : stream_tid)
+    name_track(tid, "GPU " + std::to_string(key.first) + " stream " + std::to_string(key.second));
+
+  for (const DeviceTimeline& d : t.devices) {
+    const int tid = steps_tid[d.device];
+    for (size_t i = 0; i < d.figures.steps.size(); ++i) {
+      const StepFigures& s = d.figures.steps[i];
+      nlohmann::json args = figures_json(s);
+      args.erase("start_ns");
+      args.erase("end_ns");
+      emit({{"ph", "X"},
+            {"name", s.name + " #" + std::to_string(i)},
+            {"cat", "step"},
+            {"cname", "generic_work"},
+            {"pid", pid},
+            {"tid", tid},
+            {"ts_ns", s.start_ns},
+            {"dur_ns", s.step_ns},
+            {"args", args}});
+      // A boundary line across the process's tracks.
+      emit({{"ph", "i"}, {"name", "step start"}, {"s", "p"}, {"pid", pid}, {"tid", tid}, {"ts_ns", s.start_ns}});
+    }
+  }
+  // Kernel names demangled once each, not once per launch.
+  std::vector<std::optional<std::string>> shown(raw.names.size());
+  const auto display = [&](const tandem_timeline_activity& a) -> const std::string& {
+    if (a.kind != TANDEM_TIMELINE_KERNEL || a.name >= shown.size()) return name_of(raw, a.name);
+    if (!shown[a.name]) shown[a.name] = demangle(raw.names[a.name]);
+    return *shown[a.name];
+  };
+  for (const tandem_timeline_activity& a : raw.activities) {
+    if (a.end_ns < a.start_ns) continue;
+    const ActivityClass cls = classify(a, name_of(raw, a.name), raw.communication_correlations);
+    emit({{"ph", "X"},
+          {"name", display(a)},
+          {"cat", to_string(cls)},
+          {"cname", colour_of(cls)},
+          {"pid", pid},
+          {"tid", stream_tid[{a.device, a.stream}]},
+          {"ts_ns", a.start_ns},
+          {"dur_ns", a.end_ns - a.start_ns},
+          {"args",
+           {{"kind", kind_name(a.kind)}, {"device", a.device}, {"stream", a.stream}, {"correlation", a.correlation}}}});
+  }
+}
+
+}  // namespace tandem::preload

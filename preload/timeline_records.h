@@ -1,0 +1,102 @@
+#pragma once
+// What the timeline recorder handed back (timeline/tandem_timeline.h), turned into figures and
+// output: each record classified as computation or communication, the steps (the program's NVTX
+// ranges that matched the pattern) placed on each device's GPU time, the overlap figures per device
+// (tandem/overlap.h), and their renderings: the summary's
+// lines, the JSON of the stats file and of the per-process timeline file that `tandem run` and
+// `tandem tune` read back (docs/BENCH_JSON.md), and the process's events of the Chrome trace. Pure:
+// tested on CPU with synthetic records.
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "tandem/overlap.h"
+#include "timeline/tandem_timeline.h"
+
+namespace tandem::preload {
+
+// A step as NVTX showed it (nvtx_steps.h), with its marks' correlation ids (0: none came back).
+struct RawStep {
+  std::string name;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint32_t issued_after = 0;
+  uint32_t issued_before = 0;
+};
+
+// The recorder's output, copied out of it, and the steps.
+struct RawTimeline {
+  std::vector<tandem_timeline_activity> activities;
+  std::vector<std::string> names;
+  std::vector<uint32_t> communication_correlations;  // sorted
+  std::vector<RawStep> steps;                        // the ranges that matched the pattern, closed
+  uint64_t open_steps = 0;                           // matched ranges never closed
+  tandem_timeline_counts counts{};
+};
+
+// Communication: NCCL's kernels, the copy-engine collectives' sum kernels (tandem/kernel_names.h),
+// copies between two devices, and any copy or memset issued inside tandem's communication work (an
+// NCCL collective, the copy-engine route: its correlation is in `communication`). Everything else is
+// computation, the program's own copies and memsets included.
+ActivityClass classify(const tandem_timeline_activity& a, const std::string& name,
+                       const std::vector<uint32_t>& communication);
+
+// Where the timeline stands in a process.
+enum class TimelineState {
+  Off,           // not asked for
+  NotStarted,    // asked for, but the process saw no CUDA activity
+  Recorded,      // recorded until the process ended
+  SteppedAside,  // another profiler owns CUPTI: nothing recorded, or only until it took over
+  Failed,        // CUPTI or the recorder could not be used
+};
+const char* to_string(TimelineState);
+
+struct DeviceTimeline {
+  uint32_t device = 0;
+  RankFigures figures;
+  uint64_t kernels = 0, copies = 0, memsets = 0;  // records by kind
+  uint64_t communication = 0;                     // records classified as communication
+};
+
+struct ProcessTimeline {
+  long pid = 0;
+  std::optional<int> rank;
+  std::string host;
+  TimelineState state = TimelineState::Off;
+  std::string reason;                        // SteppedAside, Failed: why
+  std::optional<int64_t> recorded_until_ns;  // SteppedAside after recording: when the profiler took over
+  std::string step_range;                    // the glob, "" for none
+  bool steps_from_ranges = false;            // false: the whole run is one step (no pattern, or nothing matched)
+  uint64_t open_steps = 0;                   // matched ranges never closed (not counted)
+  uint64_t unplaced_steps = 0;               // steps without issue marks: their windows are their host ranges
+  std::vector<DeviceTimeline> devices;       // by device id
+  tandem_timeline_counts counts{};
+  uint64_t records_lost() const;  // dropped + incomplete + over the limit
+};
+
+// The steps in the order of their starts, outermost only (a step that ran inside another one, on
+// another thread, counts once), as tandem/overlap.h's HostStep.
+std::vector<HostStep> host_steps(const RawTimeline& raw);
+
+// Classifies, places the steps on each device's GPU time (tandem/overlap.h's gpu_windows; the whole
+// run when there is none) and computes each device's figures. The identity fields are the caller's.
+ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_range);
+
+// The summary's lines ("tandem[pid]: timeline: ..."), for the exit report.
+std::string render_timeline_text(const ProcessTimeline& t);
+
+// The "timeline" object of the stats file, also the whole per-process timeline file
+// (docs/BENCH_JSON.md: `tandem run --stats`, "timeline").
+nlohmann::json timeline_json(const ProcessTimeline& t);
+
+// This process's events for the Chrome trace, one JSON object per line, times in absolute
+// nanoseconds ("ts_ns", "dur_ns") that `tandem run` puts on the job's clock when it assembles the
+// trace (bench/harness/program_timeline.h). One trace process per process (its pid), one track per
+// device and stream, one track of steps; computation and communication in categories and colours of
+// their own.
+void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t);
+
+}  // namespace tandem::preload

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""tandem's share of communication hidden against Holistic Trace Analysis' (`holistictraceanalysis`,
+TraceAnalysis.get_comm_comp_overlap) on the same training step (docs/RUN.md, "The timeline").
+
+The two cannot record one run together: torch.profiler's Kineto takes CUPTI, and tandem's timeline
+hands CUPTI over to it (docs/RUN.md). So each round runs the program twice, interleaved: once under
+`tandem run --timeline --step-range step` (each rank's stats file gives its share hidden over the
+timed steps) and once with `--profile DIR` (torch.profiler over the same timed steps, one trace per
+rank), on which HTA computes its figure per rank. The script also applies both definitions to the
+profiler's own trace, so that a difference can be told apart into definition and measurement:
+
+  tandem  overlapped / communication busy over the steps; computation is every kernel, copy and
+          memset that is not communication; communication is NCCL's kernels (and tandem's
+          copy-engine route, absent here)
+  HTA     overlapped / communication busy over the whole trace, per rank; communication is kernels
+          named ^nccl.*Kernel, computation every other kernel (copies and memsets, "Memcpy"/"Memset",
+          are neither)
+
+    scripts/hta-compare.py --nproc 2 --rounds 2 --out hta.json -- --steps 10 --warmup 3
+"""
+import argparse
+import datetime
+import glob
+import importlib.util
+import json
+import os
+import re
+import shlex
+import statistics
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(ROOT, "scripts", "pytorch-compare.py"))
+compare = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare)
+
+NCCL_KERNEL = re.compile(r"^nccl.*Kernel")  # HTA's own test (hta/utils/utils.py)
+MEMORY = re.compile(r"^(Memcpy|Memset|dma)")
+
+
+def gpu_count():
+    return sum(1 for line in compare.capture(["nvidia-smi", "-L"]).splitlines() if line.startswith("GPU"))
+
+
+def torchrun_argv(args, program, extra):
+    argv = args.torchrun + ["--standalone", "--nproc-per-node", str(args.nproc)]
+    if args.shared_gpu:
+        argv.append(os.path.join(ROOT, "tests", "tools", "shared_gpu_rank.py"))
+    return argv + [compare.program_path(program)] + list(args.program_args) + list(extra)
+
+
+def merged(intervals):
+    out = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([start, end])
+    return out
+
+
+def covered(intervals):
+    return sum(end - start for start, end in intervals)
+
+
+def intersection(a, b):
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append([start, end])
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def shares_of_trace(path):
+    """A Kineto trace's share hidden under both definitions, and its rank."""
+    with open(path) as f:
+        trace = json.load(f)
+    rank = (trace.get("distributedInfo") or {}).get("rank")
+    comm, comp_tandem, comp_hta = [], [], []
+    for e in trace.get("traceEvents", []):
+        if e.get("ph") != "X" or e.get("cat") not in ("kernel", "gpu_memcpy", "gpu_memset"):
+            continue
+        interval = (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
+        name = e.get("name", "")
+        if e["cat"] == "kernel" and NCCL_KERNEL.match(name):
+            comm.append(interval)
+            continue
+        comp_tandem.append(interval)
+        if e["cat"] == "kernel" and not MEMORY.match(name):
+            comp_hta.append(interval)
+    comm = merged(comm)
+    busy = covered(comm)
+
+    def share(comp):
+        return covered(intersection(merged(comp), comm)) / busy if busy else None
+
+    return rank, {"tandem_definition": share(comp_tandem), "hta_definition": share(comp_hta),
+                  "communication_us": busy}
+
+
+def hta_shares(trace_dir):
+    """HTA's own figure per rank, or the reason it could not run."""
+    try:
+        from hta.trace_analysis import TraceAnalysis  # noqa: the package under comparison
+    except Exception as e:  # noqa: any import failure is reported, not raised
+        return None, f"holistictraceanalysis not importable: {e}"
+    try:
+        frame = TraceAnalysis(trace_dir=trace_dir).get_comm_comp_overlap(visualize=False)
+        return {int(r): float(p) / 100 for r, p in zip(frame["rank"], frame["comp_comm_overlap_pctg"])}, None
+    except Exception as e:  # noqa: HTA's failure is a result too
+        return None, f"HTA failed: {e}"
+
+
+def tandem_round(args, program):
+    with tempfile.TemporaryDirectory(prefix="tandem-hta-") as tmp:
+        argv = [args.tandem, "run", "--policy", "concurrent", "--log-level", "error", "--timeline", "--step-range",
+                "step", "--stats", os.path.join(tmp, "stats-%p.json"), "--"] + torchrun_argv(args, program, [])
+        code, output = compare.run_child(argv, dict(os.environ, **compare.ALWAYS_ENV), args.timeout)
+        shares = {}
+        for path in glob.glob(os.path.join(tmp, "stats-*.json")):
+            with open(path) as f:
+                t = json.load(f).get("timeline") or {}
+            for d in t.get("devices", []):
+                if t.get("rank") is not None:
+                    shares[int(t["rank"])] = d.get("hidden_share")
+        run = {"kind": "tandem", "command": shlex.join(argv), "exit_code": code, "shares": shares}
+        if code != 0 or not shares:
+            run["output_tail"] = compare.failure_text(output)
+        return run
+
+
+def profiler_round(args, program, keep_dir):
+    trace_dir = tempfile.mkdtemp(prefix="tandem-hta-traces-", dir=keep_dir)
+    argv = torchrun_argv(args, program, ["--profile", trace_dir])
+    code, output = compare.run_child(argv, dict(os.environ, **compare.ALWAYS_ENV), args.timeout)
+    run = {"kind": "profiler", "command": shlex.join(argv), "exit_code": code, "trace_dir": trace_dir,
+           "recomputed": {}}
+    for path in sorted(glob.glob(os.path.join(trace_dir, "*.json"))):
+        rank, shares = shares_of_trace(path)
+        run["recomputed"][str(rank)] = shares
+    run["hta"], run["hta_error"] = hta_shares(trace_dir) if code == 0 else (None, "the profiled run failed")
+    if code != 0:
+        run["output_tail"] = compare.failure_text(output)
+    return run
+
+
+def mean(values):
+    values = [v for v in values if v is not None]
+    return statistics.mean(values) if values else None
+
+
+def summarize(program, runs):
+    """Per program: the mean over ranks, median over rounds, of each figure; the difference in points."""
+    tandem = [mean(r["shares"].values()) for r in runs if r["kind"] == "tandem"]
+    hta = [mean(r["hta"].values()) for r in runs if r["kind"] == "profiler" and r.get("hta")]
+    on_trace = [mean(s["tandem_definition"] for s in r["recomputed"].values()) for r in runs if r["kind"] == "profiler"]
+    hta_def = [mean(s["hta_definition"] for s in r["recomputed"].values()) for r in runs if r["kind"] == "profiler"]
+    med = lambda v: statistics.median([x for x in v if x is not None]) if any(x is not None for x in v) else None
+    s = {"program": program, "tandem": med(tandem), "hta": med(hta), "tandem_definition_on_profiler_trace": med(on_trace),
+         "hta_definition_recomputed": med(hta_def)}
+    if s["tandem"] is not None and s["hta"] is not None:
+        s["difference_points"] = 100 * (s["tandem"] - s["hta"])
+        s["within_5_points"] = abs(s["difference_points"]) <= 5
+    return s
+
+
+def fmt(x):
+    return "—" if x is None else f"{100 * x:.1f} %"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--tandem", default=os.path.join(ROOT, "build", "bin", "tandem"))
+    parser.add_argument("--torchrun", default="torchrun")
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--programs", default="ddp_mlp,fsdp2_mlp")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--traces", default=None, help="keep the profiler's traces in this folder")
+    parser.add_argument("--out", help="JSON file")
+    parser.add_argument("program_args", nargs="*")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args.torchrun = shlex.split(args.torchrun)
+    args.program_args = args.program_args or ["--steps", "10", "--warmup", "3"]
+    args.shared_gpu = gpu_count() < args.nproc
+    keep = args.traces or tempfile.mkdtemp(prefix="tandem-hta-")
+    os.makedirs(keep, exist_ok=True)
+    doc = {"tool": "hta-compare", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "nproc": args.nproc, "shared_gpu": args.shared_gpu, "program_args": args.program_args,
+           "provenance": compare.provenance(args.tandem, compare.launcher_python(args.torchrun)),
+           "definitions": {"tandem": "overlapped / communication busy over the NVTX steps; computation = every "
+                                     "kernel, copy and memset that is not communication",
+                           "hta": "overlapped / communication busy over the whole trace; computation = kernels not "
+                                  "named ^nccl.*Kernel, copies and memsets excluded"},
+           "runs": [], "summary": []}
+    status = 0
+    for program in [p for p in args.programs.split(",") if p]:
+        runs = []
+        for round_ in range(args.rounds):
+            order = (tandem_round, profiler_round) if round_ % 2 == 0 else (profiler_round, tandem_round)
+            for step in order:
+                run = step(args, program) if step is tandem_round else step(args, program, keep)
+                run.update(program=program, round=round_ + 1)
+                runs.append(run)
+                status |= 1 if run["exit_code"] != 0 else 0
+        doc["runs"] += runs
+        doc["summary"].append(summarize(program, runs))
+        if args.out:
+            compare.write_json_atomically(args.out, doc)
+    print(f"{'program':10} {'tandem':>9} {'HTA':>9} {'diff':>8} {'tandem def. on trace':>21} {'HTA def. recomputed':>20}")
+    for s in doc["summary"]:
+        diff = "—" if "difference_points" not in s else f"{s['difference_points']:+.1f} pp"
+        print(f"{s['program']:10} {fmt(s['tandem']):>9} {fmt(s['hta']):>9} {diff:>8} "
+              f"{fmt(s['tandem_definition_on_profiler_trace']):>21} {fmt(s['hta_definition_recomputed']):>20}")
+    for r in doc["runs"]:
+        if r.get("hta_error"):
+            print(f"{r['program']} round {r['round']}: {r['hta_error']}", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

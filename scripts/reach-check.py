@@ -1,0 +1,794 @@
+#!/usr/bin/env python3
+"""How much of a real program's collective traffic tandem's copy-engine route reaches, with every
+result compared against stock (docs/PYTORCH.md, "Reach on real programs").
+
+Every row is one program at one rank count (ranks sharing one GPU, each an NCCL "host" of its own)
+under one front end: `stock` (the program as its users run it), `tandem-run` (each rank process
+under `tandem run --policy copy-engine --stats DIR/stats-%p.json`) and, for the DDP and FSDP2
+programs, `tandem-torch` (the program's own `--tandem copy-engine`). Programs: a Transformers Llama
+under DDP and FSDP2, each also under torch.compile (examples/reach/llama_train.py); PyTorch's
+all_to_all_single, coalesced collectives and a CUDA-graph-captured step
+(examples/reach/torch_collectives.py); JAX's psum, all_gather and psum_scatter over jax.distributed
+(examples/reach/jax_collectives.py); examples/overlap, one rank per process. Per row: the calls and
+bytes through the route and through NCCL by reason (summed over the ranks' stats files, or over
+tandem.torch's stats()), the collectives the front end does not see (PyTorch's flight recorder),
+and the results against the stock row of the same program and ranks. Writes JSON (--out), rewritten
+after every run, and prints the Markdown table last; --table renders it from such a file.
+
+    scripts/reach-check.py --out reach.json                 # every row (~8 min on one H200, --jobs 3)
+    scripts/reach-check.py --only 'llama-ddp/*/*,jax' --ranks 2,3 --out part.json
+    scripts/reach-check.py --table reach.json
+    scripts/reach-check.py --dry-run --only overlap         # the launches' command lines, nothing run
+"""
+import argparse
+import concurrent.futures
+import datetime
+import fnmatch
+import glob
+import importlib.util
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(ROOT, "scripts", "pytorch-compare.py"))
+pc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pc)
+UserError = pc.UserError
+
+POLICY = "copy-engine"
+FRONT_ENDS = ("stock", "tandem-run", "tandem-torch")
+SHARED_GPU_RANK = os.path.join("tests", "tools", "shared_gpu_rank.py")
+# program -> how it is launched, its script and arguments, and the front ends that apply to it.
+PROGRAMS = {
+    "llama-ddp": {"launch": "torchrun", "script": "examples/reach/llama_train.py", "args": ["--parallel", "ddp"],
+                  "front_ends": FRONT_ENDS},
+    "llama-ddp-compile": {"launch": "torchrun", "script": "examples/reach/llama_train.py",
+                          "args": ["--parallel", "ddp", "--compile"], "front_ends": FRONT_ENDS},
+    "llama-fsdp2": {"launch": "torchrun", "script": "examples/reach/llama_train.py", "args": ["--parallel", "fsdp2"],
+                    "front_ends": FRONT_ENDS},
+    "llama-fsdp2-compile": {"launch": "torchrun", "script": "examples/reach/llama_train.py",
+                            "args": ["--parallel", "fsdp2", "--compile"], "front_ends": FRONT_ENDS},
+    # tandem.torch reaches DDP's and FSDP2's collectives only: a program's own dist.* calls are not its.
+    "torch-collectives": {"launch": "torchrun", "script": "examples/reach/torch_collectives.py", "args": [],
+                          "front_ends": ("stock", "tandem-run")},
+    "jax": {"launch": "jax", "script": "examples/reach/jax_collectives.py", "args": [],
+            "front_ends": ("stock", "tandem-run")},
+    "overlap": {"launch": "overlap", "script": None, "args": ["--workload", "stream", "--bytes", str(32 << 20),
+                                                              "--iters", "10"],
+                "front_ends": ("stock", "tandem-run")},
+}
+# Every child: NVLink multicast off on a shared machine (pytorch-compare's), NVSHMEM's too.
+ALWAYS_ENV = {**pc.ALWAYS_ENV, "NVSHMEM_DISABLE_NVLS": "1"}
+# tandem.torch's collectives -> the process-group operation its fallback calls (so that a call the route
+# refused, which PyTorch's flight recorder also records, is counted once).
+TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "fsdp_all_gather": "_all_gather_base",
+                         "fsdp_reduce_scatter": "_reduce_scatter_base"}
+TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
+# PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the four functions tandem
+# hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll); every other one (broadcast, reduce,
+# gather, scatter, send, recv, ...) goes through a function that `tandem run` neither routes nor counts.
+HOOKED_OPERATIONS = {
+    "all_reduce": "ncclAllReduce", "allreduce_coalesced": "ncclAllReduce", "all_reduce_coalesced": "ncclAllReduce",
+    "all_reduce_barrier": "ncclAllReduce",
+    "_reduce_scatter_base": "ncclReduceScatter", "reduce_scatter_tensor_coalesced": "ncclReduceScatter",
+    "REDUCE_SCATTER_coalesced": "ncclReduceScatter",
+    "_all_gather_base": "ncclAllGather", "_allgather_base": "ncclAllGather", "all_gather": "ncclAllGather",
+    "all_gather_into_tensor_coalesced": "ncclAllGather", "allgather_into_tensor_coalesced": "ncclAllGather",
+    "ALLGATHER_coalesced": "ncclAllGather",
+    "all_to_all": "ncclAlltoAll",  # all_to_all_single with equal splits, NCCL >= 2.28
+}
+TOLERANCE_RULE = (
+    "At 2 ranks every result must equal stock's bitwise: a sum of two values is one rounded addition in "
+    "either order, and the route scales (average, pre-multiplied sum) in the element type as NCCL does. "
+    "At 3 and more ranks NCCL's ring rounds each partial sum (in the element type: bf16 for bf16 data) "
+    "in an order that depends on the chunk, the route accumulates in fp32 and rounds once, and tandem.torch's "
+    "DDP hook divides by the world size where stock DDP multiplies by its inverse: the last bits may differ. "
+    "There a loss may differ from stock's by at most 2^-8 of it (pytorch-compare's tolerance, one bf16 unit: "
+    "bf16 autocast turns a last-bit change of a weight into at most that in the loss over a few steps), and "
+    "a checked collective must still lie within its program's bound of the exact result ((n + 1) u sum |x|, "
+    "0 for the integer-valued checks).")
+
+
+# ---------------------------------------------------------------- rows and their launches
+
+def all_rows(ranks):
+    """Every (program, ranks, front end) row, in a fixed order: program, then ranks, stock first."""
+    return [{"id": f"{p}/{n}/{fe}", "program": p, "ranks": n, "front_end": fe}
+            for p, spec in PROGRAMS.items() for n in ranks for fe in spec["front_ends"]]
+
+
+def select_rows(rows, only):
+    """The rows matching any of the comma-separated patterns (fnmatch over PROGRAM/RANKS/FRONT-END; a
+    pattern naming fewer parts matches every row below it: 'jax', 'llama-*/3')."""
+    patterns = [p.strip() for p in (only or "").split(",") if p.strip()]
+    if not patterns:
+        return list(rows)
+
+    def matches(row_id, pattern):
+        return any(fnmatch.fnmatchcase(row_id, pattern + tail) for tail in ("", "/*", "/*/*"))
+
+    chosen = [r for r in rows if any(matches(r["id"], p) for p in patterns)]
+    if not chosen:
+        raise UserError(f"--only '{only}' matches no row (rows look like llama-ddp/2/stock)")
+    return chosen
+
+
+def tandem_run_prefix(tandem_bin, stats_dir):
+    return [tandem_bin, "run", "--policy", POLICY, "--stats", os.path.join(stats_dir, "stats-%p.json"), "--"]
+
+
+def row_launches(row, cfg, stats_dir, port):
+    """The processes one row starts: [{"argv": [...], "env": {...}}] (env: the variables set beyond the
+    caller's). torchrun rows are one launch (torchrun starts the ranks; under tandem-run it starts each
+    rank as `tandem run ... -- python`), jax and overlap rows one process per rank."""
+    spec = PROGRAMS[row["program"]]
+    n, front_end = row["ranks"], row["front_end"]
+    prefix = tandem_run_prefix(cfg["tandem_bin"], stats_dir) if front_end == "tandem-run" else []
+    env = dict(ALWAYS_ENV)
+    if spec["launch"] == "torchrun":
+        program = [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, spec["script"])] + spec["args"]
+        program += cfg["llama_args"] if row["program"].startswith("llama") else []
+        if front_end == "tandem-torch":
+            program += ["--tandem", POLICY]
+            inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
+            env["PYTHONPATH"] = os.pathsep.join(cfg["pythonpath"] + inherited)
+        head = list(cfg["torchrun"]) + ["--standalone", "--nproc-per-node", str(n)]
+        argv = head + (["--no-python"] + prefix + [cfg["python"]] if prefix else []) + program
+        return [{"argv": argv, "env": env}]
+    out = []
+    for i in range(n):
+        if spec["launch"] == "jax":
+            argv = [cfg["python"], os.path.join(ROOT, spec["script"]), "--coordinator", f"127.0.0.1:{port}",
+                    "--num-processes", str(n), "--process-id", str(i)] + spec["args"] + cfg["jax_args"]
+            rank_env = {"NCCL_HOSTID": f"tandem-reach-jax-{i}"}
+        else:
+            argv = [cfg["overlap_bin"]] + spec["args"]
+            rank_env = {"RANK": str(i), "WORLD_SIZE": str(n), "LOCAL_RANK": "0",
+                        "NCCL_COMM_ID": f"127.0.0.1:{port}", "NCCL_HOSTID": f"tandem-reach-overlap-{i}"}
+        out.append({"argv": prefix + argv, "env": {**env, **rank_env}})
+    return out
+
+
+def free_port():
+    """A TCP port free on localhost now (the coordinator's or NCCL's bootstrap)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ---------------------------------------------------------------- running, never hanging
+
+_LIVE = set()
+_LIVE_LOCK = threading.Lock()
+# Set when the run is being stopped: no row starts a process after it.
+_STOPPING = threading.Event()
+
+
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_all_live():
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for p in live:
+        kill_group(p)
+
+
+def run_processes(launches, timeout, logs, grace=20.0, poll=0.2):
+    """Starts every launch (each leads a process group of its own, its output into a log file) and waits.
+    When the time limit passes, or `grace` seconds after the first one failed (its peers may then wait
+    for it forever), every process group still running is killed. Returns [(exit code, output)]:
+    124 for a process killed at the limit, 137 for one killed after a peer failed."""
+    procs, files = [], []
+    start = time.monotonic()
+    try:
+        for i, launch in enumerate(launches):
+            log = open(os.path.join(logs, f"process-{i}.log"), "w+")
+            files.append(log)
+            if _STOPPING.is_set():
+                log.write("not started: the run is being stopped\n")
+                procs.append(None)
+                continue
+            try:
+                p = subprocess.Popen(launch["argv"], env={**os.environ, **launch["env"]}, cwd=ROOT,
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+            except OSError as e:
+                log.write(f"cannot start {launch['argv'][0]}: {e}\n")
+                procs.append(None)
+                continue
+            with _LIVE_LOCK:
+                _LIVE.add(p)
+            procs.append(p)
+        codes = [127 if p is None else None for p in procs]
+        failed_at = None if all(p is not None for p in procs) else time.monotonic()
+        while any(c is None for c in codes):
+            now = time.monotonic()
+            for i, p in enumerate(procs):
+                if codes[i] is None and p.poll() is not None:
+                    codes[i] = p.returncode
+                    if p.returncode != 0 and failed_at is None:
+                        failed_at = now
+            late = now - start > timeout
+            abandoned = failed_at is not None and now - failed_at > grace
+            if late or abandoned:
+                for i, p in enumerate(procs):
+                    if codes[i] is None:
+                        kill_group(p)
+                        p.wait()
+                        codes[i] = 124 if late else 137
+                break
+            time.sleep(poll)
+        outputs = []
+        for f, code in zip(files, codes):
+            f.seek(0)
+            text = f.read()
+            if code == 124:
+                text += f"\n(timed out after {timeout:g} s: killed with its process group)"
+            elif code == 137:
+                text += f"\n(killed {grace:g} s after another process of the row failed)"
+            outputs.append(text)
+        return list(zip(codes, outputs))
+    finally:
+        for p in procs:
+            if p is not None:
+                if p.poll() is None:
+                    kill_group(p)
+                    p.wait()
+                with _LIVE_LOCK:
+                    _LIVE.discard(p)
+        for f in files:
+            f.close()
+
+
+# ---------------------------------------------------------------- reading what a row left
+
+def results_of(output_lines):
+    """Every TANDEM_RESULT JSON object in the output, in order."""
+    out = []
+    for line in output_lines:
+        at = line.find(pc.RESULT_PREFIX)
+        if at < 0:
+            continue
+        try:
+            obj, _ = json.JSONDecoder().raw_decode(line, at + len(pc.RESULT_PREFIX))
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+def overlap_results(output):
+    """examples/overlap's one JSON line per process (it prints no prefix)."""
+    for line in reversed(output.splitlines()):
+        line = line.strip()
+        if line.startswith("{") and '"median_ms"' in line:
+            try:
+                return json.loads(line)
+            except ValueError:
+                return None
+    return None
+
+
+def merge_checks(per_process):
+    """The checks of several processes as one: wrong elements and elements summed, the largest error,
+    the digests in process order."""
+    merged = {}
+    for checks in per_process:
+        for name, slot in (checks or {}).items():
+            into = merged.setdefault(name, {"wrong": 0, "elements": 0, "max_error": 0.0, "digests": []})
+            into["wrong"] += slot.get("wrong", 0)
+            into["elements"] += slot.get("elements", 0)
+            into["max_error"] = max(into["max_error"], slot.get("max_error", 0.0))
+            into["digests"] += [d if isinstance(d, str) else ",".join(d) for d in slot.get("digests", [])]
+    return merged
+
+
+def add_counts(into, calls, nbytes):
+    into["calls"] = into.get("calls", 0) + calls
+    into["bytes"] = into.get("bytes", 0) + nbytes
+
+
+def empty_route():
+    return {"collectives": {}, "calls": 0, "bytes": 0, "total_calls": 0, "total_bytes": 0, "share_of_bytes": None}
+
+
+def finish_route(route):
+    for c in route["collectives"].values():
+        route["calls"] += c["copy_engine"]["calls"]
+        route["bytes"] += c["copy_engine"]["bytes"]
+        route["total_calls"] += c["calls"]
+        route["total_bytes"] += c["bytes"]
+    route["share_of_bytes"] = route["bytes"] / route["total_bytes"] if route["total_bytes"] else None
+    return route
+
+
+def aggregate_stats(documents):
+    """`tandem run --stats` files (one per process) summed: per NCCL function the calls and bytes, those
+    through the copy-engine route and those NCCL ran by reason; the reach over all of them."""
+    route = empty_route()
+    route["source"] = "tandem run --stats"
+    route["processes"] = len(documents)
+    route["requested"] = any(d.get("copy_engine_reach", {}).get("requested") for d in documents)
+    route["captured"] = sum(d.get("copy_engine_route", {}).get("captured", 0) for d in documents)
+    for doc in documents:
+        for name, c in doc.get("nccl_collectives", {}).items():
+            into = route["collectives"].setdefault(name, {"calls": 0, "bytes": 0,
+                                                          "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            add_counts(into, c.get("calls", 0), c.get("bytes", 0))
+            add_counts(into["copy_engine"], c.get("copy_engine", {}).get("calls", 0),
+                       c.get("copy_engine", {}).get("bytes", 0))
+            for reason, r in c.get("nccl", {}).items():
+                add_counts(into["nccl"].setdefault(reason, {}), r.get("calls", 0), r.get("bytes", 0))
+    return finish_route(route)
+
+
+def read_stats(stats_dir):
+    docs, bad = [], []
+    for path in sorted(glob.glob(os.path.join(stats_dir, "stats-*.json"))):
+        try:
+            with open(path) as f:
+                docs.append(json.load(f))
+        except (OSError, ValueError) as e:
+            bad.append(f"{os.path.basename(path)}: {e}")
+    return docs, bad
+
+
+def sum_operations(reports, key="process_group"):
+    """PyTorch's flight-recorder summaries ({operation: {calls, bytes}}) of every rank, summed; None when
+    no rank had one."""
+    total, seen = {}, False
+    for r in reports:
+        ops = r.get(key)
+        if ops is None:
+            continue
+        seen = True
+        for name, c in ops.items():
+            add_counts(total.setdefault(name, {}), c.get("calls", 0), c.get("bytes", 0))
+    return total if seen else None
+
+
+def unhooked(operations):
+    """The operations that reach NCCL through a function tandem does not hook (broadcast, send, ...)."""
+    return {k: v for k, v in (operations or {}).items() if k not in HOOKED_OPERATIONS}
+
+
+def aggregate_tandem_torch(reports):
+    """tandem.torch's stats() of every rank, summed, as a route record: its three collectives (routed, or
+    given to NCCL with a reason), plus every other collective the ranks' process groups handed to NCCL
+    (their flight recorders, reason `process-group`). A call the route refused is in both records: it
+    is taken out of the process group's (TANDEM_TORCH_FALLBACK)."""
+    route = empty_route()
+    route["source"] = "tandem.torch stats() + PyTorch's flight recorder"
+    route["processes"] = len(reports)
+    operations = sum_operations(reports) or {}
+    for r in reports:
+        stats = r.get("tandem_torch") or {}
+        nbytes = stats.get("bytes", {})
+        for name in TANDEM_TORCH_COLLECTIVES:
+            calls = stats.get(name)
+            if not calls:
+                continue
+            into = route["collectives"].setdefault(name, {"calls": 0, "bytes": 0,
+                                                          "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            for reason, n in calls.items():
+                b = nbytes.get(name, {}).get(reason, 0)
+                add_counts(into, n, b)
+                if reason == "copy-engine":
+                    add_counts(into["copy_engine"], n, b)
+                else:
+                    add_counts(into["nccl"].setdefault(reason, {}), n, b)
+                    op = operations.get(TANDEM_TORCH_FALLBACK[name])
+                    if op:
+                        op["calls"] = max(0, op["calls"] - n)
+                        op["bytes"] = max(0, op["bytes"] - b)
+    for op, c in operations.items():
+        if c["calls"]:
+            into = route["collectives"].setdefault("process-group " + op, {
+                "calls": 0, "bytes": 0, "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            add_counts(into, c["calls"], c["bytes"])
+            add_counts(into["nccl"].setdefault("process-group", {}), c["calls"], c["bytes"])
+    return finish_route(route)
+
+
+def issued_totals(per_process):
+    """The collectives the programs say they issued ({NCCL function: {calls, bytes}}), summed."""
+    total = {}
+    for issued in per_process:
+        for name, c in (issued or {}).items():
+            add_counts(total.setdefault(name, {}), c.get("calls", 0), c.get("bytes", 0))
+    return total or None
+
+
+def unseen_by_stats(issued, route):
+    """Functions whose calls the program says it issued but the stats files count fewer of: collectives
+    that went around the hooks (e.g. all_to_all_single as NCCL send/recv in an NCCL before 2.28)."""
+    out = {}
+    for name, c in (issued or {}).items():
+        seen = route["collectives"].get(name, {}).get("calls", 0)
+        if seen < c["calls"]:
+            out[name] = {"calls": c["calls"] - seen}
+    return out
+
+
+def normalized_results(program, results):
+    """What is compared against stock: {"losses": [...]} for the Llama rows (every step's, then the final
+    loss), {"checks": {...}} for the others."""
+    if program.startswith("llama"):
+        r = results[0] if results else {}
+        losses = r.get("losses")
+        return {"losses": (losses or []) + ([r["loss"]] if r.get("loss") is not None else [])}
+    if program == "overlap":
+        checks = [{"all-reduce bf16 (in place, repeated)": {
+            "wrong": r.get("wrong", 0), "elements": 1, "max_error": 0.0, "digests": ["%.9g" % r.get("value", 0)]}}
+            for r in results]
+        return {"checks": merge_checks(checks)}
+    if program == "jax":
+        return {"checks": merge_checks([r.get("checks") for r in sorted(results, key=lambda r: r.get("process", 0))])}
+    return {"checks": merge_checks([r.get("checks") for r in results])}
+
+
+def collect(row, launches_out, stats_dir):
+    """A row's record from its processes' exit codes and outputs and its stats files."""
+    program = PROGRAMS[row["program"]]["launch"]
+    codes = [c for c, _ in launches_out]
+    outputs = [o for _, o in launches_out]
+    if program == "overlap":
+        results = [r for r in (overlap_results(o) for o in outputs) if r]
+    elif program == "jax":
+        results = [r for o in outputs for r in results_of(o.splitlines())[-1:]]
+    else:
+        results = results_of("\n".join(outputs).splitlines())[-1:]
+    expected_results = len(launches_out) if program in ("jax", "overlap") else 1
+    ok = all(c == 0 for c in codes) and len(results) == expected_results and all(r.get("ok", True) for r in results)
+    record = {"exit_codes": codes, "ok": ok, "results": normalized_results(row["program"], results)}
+    reports = [rank for r in results for rank in r.get("ranks", [])]
+    if program in ("jax", "overlap"):
+        reports = [{"issued": r.get("issued")} for r in results]
+    record["process_group"] = sum_operations(reports)
+    record["issued"] = issued_totals([r.get("issued") for r in reports])
+    if row["front_end"] == "tandem-run":
+        docs, bad = read_stats(stats_dir)
+        record["route"] = aggregate_stats(docs)
+        record["route"]["per_process"] = [{"pid": d.get("pid"), **{k: d.get("copy_engine_reach", {}).get(k)
+                                                                  for k in ("calls", "bytes", "total_bytes")}}
+                                          for d in docs]
+        if bad:
+            record["route"]["unreadable"] = bad
+        record["unseen"] = {"operations": unhooked(record["process_group"]),
+                            "functions": unseen_by_stats(record["issued"], record["route"])}
+    elif row["front_end"] == "tandem-torch":
+        record["route"] = aggregate_tandem_torch(reports)
+    else:  # stock: no stats to compare the issued collectives with
+        record["unseen"] = {"operations": unhooked(record["process_group"]), "functions": None}
+    if not ok:
+        record["failure"] = pc.failure_text("\n".join(outputs))[-4000:]
+    if results and program in ("jax",):
+        record["jax"] = results[0].get("jax")
+    return record
+
+
+# ---------------------------------------------------------------- results against stock
+
+def tolerance_applies(ranks):
+    """Whether results may differ from stock's in the last bits (TOLERANCE_RULE): at 3 ranks and more."""
+    return ranks >= 3
+
+
+def compare_results(results, reference, ranks):
+    """A row's results against the stock row's: 'bitwise', 'within tolerance' (TOLERANCE_RULE),
+    'differs', 'wrong: N elements' (a check beyond its bound, whatever stock did), or 'no reference'."""
+    checks = results.get("checks")
+    if checks is not None:
+        wrong = sum(c["wrong"] for c in checks.values())
+        if wrong:
+            return f"wrong: {wrong} elements"
+    if not reference:
+        return "no reference"
+    if "losses" in results:
+        losses, ref = results["losses"], reference.get("losses")
+        if not losses or not ref or len(losses) != len(ref):
+            return "no reference" if not ref else "differs"
+        if losses == ref:
+            return "bitwise"
+        if tolerance_applies(ranks) and all(abs(a - b) <= pc.LOSS_TOLERANCE * abs(b) for a, b in zip(losses, ref)):
+            return "within tolerance"
+        return "differs"
+    ref_checks = reference.get("checks") or {}
+    if set(checks) != set(ref_checks):
+        return "differs"
+    if all(checks[k]["digests"] == ref_checks[k]["digests"] for k in checks):
+        return "bitwise"
+    # Every check lies within its bound of the exact result (wrong == 0 above).
+    return "within tolerance" if tolerance_applies(ranks) else "differs"
+
+
+def verdicts(rows):
+    """Each row's results against its program's stock row at the same ranks (stock rows: 'reference', or
+    'wrong: N elements' when its own checks failed)."""
+    stock = {(r["program"], r["ranks"]): r for r in rows if r["front_end"] == "stock" and r.get("ok")}
+    for r in rows:
+        if not r.get("ok"):
+            codes = r.get("exit_codes") or []
+            r["vs_stock"] = "FAILED (exit %s)" % ",".join(str(c) for c in codes if c) if any(codes) else "FAILED"
+        elif r["front_end"] == "stock":
+            checks = r["results"].get("checks") or {}
+            wrong = sum(c["wrong"] for c in checks.values())
+            r["vs_stock"] = f"wrong: {wrong} elements" if wrong else "reference"
+        else:
+            ref = stock.get((r["program"], r["ranks"]))
+            r["vs_stock"] = compare_results(r["results"], ref["results"] if ref else None, r["ranks"])
+    return rows
+
+
+# ---------------------------------------------------------------- the table
+
+def human_bytes(n):
+    if n is None:
+        return "—"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return "%.1f %s" % (n / size, unit)
+    return f"{n} B"
+
+
+def calls_bytes(c):
+    return f"{c['calls']} / {human_bytes(c['bytes'])}"
+
+
+def fallback_text(route):
+    """'op-not-supported 3 / 12 B (ncclAllReduce); ...' over every collective, or 'none'."""
+    parts = []
+    for name, c in route["collectives"].items():
+        for reason, r in c["nccl"].items():
+            parts.append(f"{reason} {calls_bytes(r)} ({name})")
+    return "; ".join(parts) or "none"
+
+
+def unseen_text(row):
+    """The operations PyTorch handed to NCCL through functions tandem does not hook, and the calls a program
+    says it issued that the stats do not count; '—' where neither could be known (no flight recorder, no
+    stats)."""
+    unseen = row.get("unseen") or {}
+    parts = [f"{op} {calls_bytes(c)}" for op, c in sorted((unseen.get("operations") or {}).items())]
+    parts += [f"{fn} {c['calls']} calls not counted" for fn, c in sorted((unseen.get("functions") or {}).items())]
+    known = row.get("process_group") is not None or unseen.get("functions") is not None
+    return "; ".join(parts) or ("none" if known else "—")
+
+
+def share_text(route):
+    share = route.get("share_of_bytes")
+    return "—" if share is None else "%.2f %%" % (100 * share)
+
+
+TABLE_HEADER = ["program", "ranks", "front end", "collectives (calls / bytes)", "through the route (calls / bytes)",
+                "share of bytes", "fell back to NCCL (reason: calls / bytes)", "not seen by the front end",
+                "results vs stock", "s"]
+
+
+def table_row(r):
+    route = r.get("route")
+    if route:
+        total = {"calls": route["total_calls"], "bytes": route["total_bytes"]}
+        cells = [calls_bytes(total), calls_bytes({"calls": route["calls"], "bytes": route["bytes"]}),
+                 share_text(route), fallback_text(route)]
+    else:
+        inventory = r.get("process_group") or r.get("issued")
+        total = {"calls": sum(c["calls"] for c in inventory.values()),
+                 "bytes": sum(c["bytes"] for c in inventory.values())} if inventory else None
+        cells = [calls_bytes(total) if total else "—", "—", "—", "— (not asked)"]
+    unseen = "—" if r["front_end"] == "tandem-torch" else unseen_text(r)
+    return [r["program"], str(r["ranks"]), r["front_end"]] + cells + [unseen, r.get("vs_stock", "—"),
+                                                                      "%.0f" % r.get("seconds", 0)]
+
+
+def markdown_table(record):
+    rows = verdicts(list(record.get("rows", [])))
+    versions = ", ".join("%s %s" % kv for kv in sorted((record.get("versions") or {}).items()) if kv[1])
+    lines = ["%s; %s; tandem %s%s; %s; policy %s, ranks sharing one GPU." % (
+        ", ".join(record.get("gpus") or ["GPU unknown"]), versions or "versions unknown", record.get("commit") or "?",
+        "" if record.get("clean_tree", True) else " (modified tree)", (record.get("date") or "")[:10],
+        record.get("config", {}).get("policy", POLICY)), "",
+        "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
+    lines += ["| " + " | ".join(table_row(r)) + " |" for r in rows]
+    short = [r["id"] for r in rows if r.get("route") and r["route"].get("share_of_bytes") is not None
+             and r["route"]["share_of_bytes"] < 0.99]
+    lines += ["", "Rows below 99 % of the bytes through the route: " + (", ".join(short) or "none") + "."]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the run
+
+def versions_of(python):
+    """jax's and transformers' versions in the Python that runs the programs (None where absent)."""
+    out = {}
+    for module in ("jax", "transformers"):
+        text = pc.capture([python, "-c", f"import {module}; print({module}.__version__)"])
+        out[module] = text.splitlines()[-1] if text else None
+    return out
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--ranks", default="2,3,4", help="rank counts, comma-separated (default 2,3,4)")
+    parser.add_argument("--only", default="", help="rows to run: comma-separated patterns over PROGRAM/RANKS/FRONT-END")
+    parser.add_argument("--jobs", type=int, default=1, help="rows run at once on the GPU (default 1)")
+    parser.add_argument("--timeout", type=float, default=240, help="seconds per row before it is killed (default 240)")
+    parser.add_argument("--tandem-bin", default=os.path.join(ROOT, "build", "bin", "tandem"))
+    parser.add_argument("--overlap-bin", default=os.path.join(ROOT, "build", "bin", "overlap_allreduce"))
+    parser.add_argument("--pythonpath", default=None,
+                        help="where tandem.torch is found, ':'-separated (default: build/python, then python)")
+    parser.add_argument("--torchrun", default=None, help="the launcher (default torchrun, else python -m torch.distributed.run)")
+    parser.add_argument("--python", default=None, help="the Python of the programs (default: torchrun's)")
+    parser.add_argument("--llama-args", default="", help="more arguments for llama_train.py (e.g. '--steps 4')")
+    parser.add_argument("--jax-args", default="", help="more arguments for jax_collectives.py")
+    parser.add_argument("--work-dir", default=None, help="logs and stats files per row (default: a new temporary folder)")
+    parser.add_argument("--out", default=None, help="write the JSON record here (rewritten after every row)")
+    parser.add_argument("--dry-run", action="store_true", help="print every row's launches, run none")
+    args = parser.parse_args(argv)
+    try:
+        args.rank_list = [int(x) for x in args.ranks.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"--ranks '{args.ranks}' is not a comma-separated list of numbers")
+    if not args.rank_list or any(n < 2 for n in args.rank_list):
+        raise UserError(f"--ranks '{args.ranks}': every rank count must be at least 2")
+    if args.jobs < 1:
+        raise UserError(f"--jobs must be at least 1, not {args.jobs}")
+    if args.timeout <= 0:
+        raise UserError(f"--timeout must be positive, not {args.timeout}")
+    args.rows = select_rows(all_rows(args.rank_list), args.only)
+    if args.out:
+        folder = os.path.dirname(os.path.abspath(args.out))
+        if not os.path.isdir(folder) or os.path.isdir(args.out):
+            raise UserError(f"--out '{args.out}': not a file in an existing folder")
+    args.pythonpath = ([p for p in args.pythonpath.split(os.pathsep) if p] if args.pythonpath is not None
+                       else [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")])
+    if args.torchrun is None:
+        args.torchrun = ["torchrun"] if shutil.which("torchrun") else [sys.executable, "-m", "torch.distributed.run"]
+    else:
+        args.torchrun = shlex.split(args.torchrun)
+    args.python = args.python or pc.launcher_python(args.torchrun)
+    return args
+
+
+def config_of(args):
+    return {"tandem_bin": args.tandem_bin, "overlap_bin": args.overlap_bin, "pythonpath": args.pythonpath,
+            "torchrun": args.torchrun, "python": args.python, "llama_args": shlex.split(args.llama_args),
+            "jax_args": shlex.split(args.jax_args)}
+
+
+def run_row(row, cfg, work, timeout):
+    """Runs one row in its own folder (logs, stats files); returns its record."""
+    folder = os.path.join(work, row["id"].replace("/", "_"))
+    stats_dir = os.path.join(folder, "stats")
+    os.makedirs(stats_dir, exist_ok=True)
+    launches = row_launches(row, cfg, stats_dir, free_port())
+    start = time.monotonic()
+    out = run_processes(launches, timeout, folder)
+    record = dict(row)
+    record["commands"] = [shlex.join(launch["argv"]) for launch in launches]
+    record["env"] = launches[0]["env"] if launches else {}
+    record["seconds"] = round(time.monotonic() - start, 1)
+    record.update(collect(row, out, stats_dir))
+    record["logs"] = folder
+    return record
+
+
+def progress_line(i, total, r):
+    if not r["ok"]:
+        state = "FAILED (exit %s)" % ",".join(map(str, r["exit_codes"]))
+    elif r.get("route"):
+        state = "ok, route %s of %s" % (share_text(r["route"]), human_bytes(r["route"]["total_bytes"]))
+    else:
+        state = "ok"
+    return f"[{i}/{total}] {r['id']}: {state}, {r['seconds']:.0f} s"
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--table"]:
+        if len(argv) != 2:
+            raise UserError("--table needs one reach-check JSON file")
+        try:
+            with open(argv[1]) as f:
+                record = json.load(f)
+        except (OSError, ValueError) as e:
+            raise UserError(f"cannot read '{argv[1]}': {e}")
+        if record.get("kind") != "reach-check":
+            raise UserError(f"'{argv[1]}' is not a reach-check record (kind {record.get('kind')!r})")
+        print(markdown_table(record))
+        return 0
+    args = parse_args(argv)
+    cfg = config_of(args)
+    if args.dry_run:
+        for row in args.rows:
+            for launch in row_launches(row, cfg, "STATS_DIR", 29500):
+                extra = " ".join(f"{k}={shlex.quote(v)}" for k, v in launch["env"].items())
+                print(f"{row['id']:34s} {extra} {shlex.join(launch['argv'])}")
+        return 0
+    work = args.work_dir or tempfile.mkdtemp(prefix="reach-check-")
+    os.makedirs(work, exist_ok=True)
+    print(f"# reach-check: {len(args.rows)} rows, logs in {work}", file=sys.stderr, flush=True)
+    record = {"schema_version": 1, "kind": "reach-check",
+              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              "command": shlex.join([os.path.relpath(sys.argv[0], ROOT)] + argv),
+              **pc.provenance(args.tandem_bin, args.python),
+              "config": {"policy": POLICY, "ranks": args.rank_list, "rows": [r["id"] for r in args.rows],
+                         "timeout_s": args.timeout, "jobs": args.jobs, "always_env": ALWAYS_ENV,
+                         "programs": {k: {"script": v["script"], "args": v["args"]} for k, v in PROGRAMS.items()},
+                         "llama_args": cfg["llama_args"], "jax_args": cfg["jax_args"],
+                         "loss_tolerance_relative": pc.LOSS_TOLERANCE, "tolerance_rule": TOLERANCE_RULE,
+                         "pythonpath_for_tandem_torch": args.pythonpath},
+              "rows": [], "complete": False}
+    record["versions"].update(versions_of(args.python))
+    lock = threading.Lock()
+
+    def save():
+        if args.out:
+            pc.write_json_atomically(args.out, record)
+
+    order = {row["id"]: i for i, row in enumerate(args.rows)}
+    save()  # at once: a run stopped before its first row still leaves its record
+    done = 0
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs)
+    try:
+        futures = [pool.submit(run_row, row, cfg, work, args.timeout) for row in args.rows]
+        for future in concurrent.futures.as_completed(futures):
+            r = future.result()
+            with lock:
+                done += 1
+                record["rows"].append(r)
+                record["rows"].sort(key=lambda x: order[x["id"]])
+                verdicts(record["rows"])
+                save()  # after every row: a run cut short keeps what it measured
+            print(progress_line(done, len(args.rows), r), file=sys.stderr, flush=True)
+            if not r["ok"]:
+                print(r.get("failure", "")[-1500:], file=sys.stderr, flush=True)
+    except BaseException:
+        # Stopped (SIGTERM, Ctrl-C) or broken: no row starts again, the running ones are killed, and the
+        # rows that finished are in the JSON ("complete": false) and in the table.
+        _STOPPING.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_all_live()
+        with lock:
+            save()
+            print(markdown_table(record))
+            print(f"# STOPPED: {len(record['rows'])} of {len(args.rows)} rows finished", flush=True)
+        raise
+    pool.shutdown(wait=True)
+    record["complete"] = True
+    for r in record["rows"]:
+        if r.get("jax"):
+            record["versions"]["jax"] = record["versions"].get("jax") or r["jax"]
+    save()
+    print(markdown_table(record))
+    bad = [r["id"] for r in record["rows"] if not r["ok"] or r["vs_stock"].startswith(("wrong", "differs"))]
+    print("# %s: %d rows, %d failed or wrong%s" % ("OK" if not bad else "FAILED", len(record["rows"]), len(bad),
+                                                  (": " + ", ".join(bad)) if bad else ""))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    # SIGTERM (gpu-check's timeout) as an exception: the rows in flight are killed, the JSON keeps the
+    # rows that finished ("complete": false).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        sys.exit(main())
+    except UserError as e:
+        print(f"reach-check: {e}", file=sys.stderr)
+        sys.exit(2)

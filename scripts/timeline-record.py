@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""The timeline (`tandem run --timeline`, docs/RUN.md) on real programs: examples/pytorch's DDP and
+FSDP2 steps, stock (`--policy concurrent`) and under `--policy priority`, with and without
+torch.compile; and what recording costs, interleaved runs with and without --timeline.
+
+Each run is one `tandem run ... -- torchrun --standalone --nproc-per-node N PROGRAM` launch; with fewer
+GPUs than ranks, the ranks share GPU 0 (tests/tools/shared_gpu_rank.py: each rank its own
+NCCL_HOSTID), which distorts every time (say so wherever the numbers go). Per run: the job's figures
+(`--timeline-json`: each step's slowest rank, medians over the steps) and the program's own median
+step time (its TANDEM_RESULT line), which tandem's median step should come close to. Writes JSON
+(--out) and prints a table; --table renders the Markdown table of such a file.
+
+    scripts/timeline-record.py --tandem build/bin/tandem --nproc 2 --out timeline.json
+    scripts/timeline-record.py --parts overhead --rounds 5 --out overhead.json -- --steps 30
+    scripts/timeline-record.py --table bench/results/timeline-pytorch-h200-2026-12-01.json
+"""
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(ROOT, "scripts", "pytorch-compare.py"))
+compare = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(compare)
+
+PROGRAMS = ("ddp_mlp", "fsdp2_mlp")
+PARTS = ("figures", "compile", "overhead")
+POLICIES = ("concurrent", "priority")
+
+
+def gpu_count():
+    out = compare.capture(["nvidia-smi", "-L"])
+    return sum(1 for line in out.splitlines() if line.startswith("GPU"))
+
+
+def launch_argv(args, program, policy, timeline, json_file=None, extra=()):
+    """tandem run [--timeline ...] -- torchrun ... PROGRAM ARGS."""
+    argv = [args.tandem, "run", "--policy", policy, "--log-level", "error"]
+    if timeline:
+        argv += ["--timeline", "--step-range", "step"]
+        if json_file:
+            argv += ["--timeline-json", json_file]
+    argv += ["--"] + args.torchrun + ["--standalone", "--nproc-per-node", str(args.nproc)]
+    if args.shared_gpu:
+        argv.append(os.path.join(ROOT, "tests", "tools", "shared_gpu_rank.py"))
+    argv.append(compare.program_path(program))
+    return argv + list(args.program_args) + list(extra)
+
+
+def one_run(args, program, policy, timeline, extra=()):
+    """One launch: its exit code, the program's result line and, with the timeline, the job's figures."""
+    with tempfile.TemporaryDirectory(prefix="tandem-timeline-record-") as tmp:
+        json_file = os.path.join(tmp, "job.json")
+        argv = launch_argv(args, program, policy, timeline, json_file, extra)
+        env = dict(os.environ, **compare.ALWAYS_ENV)
+        start = time.monotonic()
+        code, output = compare.run_child(argv, env, args.timeout)
+        run = {"program": program, "policy": policy, "timeline": timeline, "compile": "--compile" in extra,
+               "command": shlex.join(argv), "exit_code": code, "seconds": round(time.monotonic() - start, 2)}
+        result = compare.parse_result(output) if code == 0 else None
+        run["step_ms_median"] = result.get("step_ms_median") if result else None
+        run["loss"] = result.get("loss") if result else None
+        if timeline and os.path.exists(json_file):
+            with open(json_file) as f:
+                run["job"] = json.load(f)["job"]
+        run["ok"] = run["step_ms_median"] is not None and (not timeline or bool(run.get("job", {}).get("summary")))
+        if not run["ok"]:
+            run["output_tail"] = compare.failure_text(output)
+    return run
+
+
+def figures_row(run):
+    s = (run.get("job") or {}).get("summary") or {}
+    return {"program": run["program"], "policy": run["policy"], "compile": run["compile"],
+            "program_step_ms": run["step_ms_median"], "tandem_step_ms": s.get("step_ms"),
+            "computation_ms": s.get("computation_ms"), "communication_ms": s.get("communication_ms"),
+            "overlapped_ms": s.get("overlapped_ms"), "exposed_communication_ms": s.get("exposed_communication_ms"),
+            "idle_ms": s.get("idle_ms"), "hidden_share": s.get("hidden_share"), "steps": s.get("steps"),
+            "slowest_most_often": s.get("slowest_most_often"), "records_lost": (run.get("job") or {}).get("records_lost")}
+
+
+def overhead(runs):
+    """The median step with and without --timeline over the interleaved rounds, and the cost."""
+    plain = [r["step_ms_median"] for r in runs if not r["timeline"] and r["ok"]]
+    timed = [r["step_ms_median"] for r in runs if r["timeline"] and r["ok"]]
+    out = {"rounds": len(plain), "without_ms": plain, "with_ms": timed}
+    if plain and timed:
+        a, b = statistics.median(plain), statistics.median(timed)
+        out.update({"without_median_ms": a, "with_median_ms": b, "overhead": (b - a) / a,
+                    "without_spread_ms": max(plain) - min(plain), "with_spread_ms": max(timed) - min(timed)})
+    return out
+
+
+def fmt(x, spec=".3f"):
+    return "—" if x is None else format(x, spec)
+
+
+def text_table(doc):
+    lines = [f"{'program':10} {'policy':10} {'compile':7} {'step (prog)':>11} {'step':>8} {'comp':>8} {'comm':>8} "
+             f"{'exposed':>8} {'idle':>8} {'hidden':>7}"]
+    for r in doc.get("figures", []):
+        hidden = "—" if r["hidden_share"] is None else f"{100 * r['hidden_share']:.1f}%"
+        lines.append(f"{r['program']:10} {r['policy']:10} {str(r['compile']).lower():7} {fmt(r['program_step_ms']):>11} "
+                     f"{fmt(r['tandem_step_ms']):>8} {fmt(r['computation_ms']):>8} {fmt(r['communication_ms']):>8} "
+                     f"{fmt(r['exposed_communication_ms']):>8} {fmt(r['idle_ms']):>8} {hidden:>7}")
+    o = doc.get("overhead")
+    if o and "overhead" in o:
+        lines.append(f"overhead of --timeline ({o['rounds']} rounds, {o['program']}): {o['without_median_ms']:.3f} ms "
+                     f"without, {o['with_median_ms']:.3f} ms with: {100 * o['overhead']:+.2f} % (spreads "
+                     f"{o['without_spread_ms']:.3f} / {o['with_spread_ms']:.3f} ms)")
+    return "\n".join(lines)
+
+
+def markdown_table(doc):
+    shared = " (ranks sharing one GPU: times distorted)" if doc.get("shared_gpu") else ""
+    out = [f"{doc.get('nproc')} ranks on {', '.join(doc.get('provenance', {}).get('gpus', [])) or 'GPU'}{shared}, "
+           f"tandem {doc.get('provenance', {}).get('commit')}, {doc.get('date', '')[:10]}:", "",
+           "| program | policy | torch.compile | step (program) ms | step (tandem) ms | computation ms | "
+           "communication ms | exposed ms | idle ms | hidden |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in doc.get("figures", []):
+        hidden = "—" if r["hidden_share"] is None else f"{100 * r['hidden_share']:.1f} %"
+        out.append(f"| {r['program']} | {r['policy']} | {'yes' if r['compile'] else 'no'} | {fmt(r['program_step_ms'])} | "
+                   f"{fmt(r['tandem_step_ms'])} | {fmt(r['computation_ms'])} | {fmt(r['communication_ms'])} | "
+                   f"{fmt(r['exposed_communication_ms'])} | {fmt(r['idle_ms'])} | {hidden} |")
+    o = doc.get("overhead")
+    if o and "overhead" in o:
+        out += ["", f"Cost of recording ({o['program']}, {o['rounds']} interleaved rounds): median step "
+                    f"{o['without_median_ms']:.3f} ms without --timeline, {o['with_median_ms']:.3f} ms with it "
+                    f"({100 * o['overhead']:+.2f} %)."]
+    return "\n".join(out)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--tandem", default=os.path.join(ROOT, "build", "bin", "tandem"))
+    parser.add_argument("--torchrun", default="torchrun", help="the launcher (split like a shell)")
+    parser.add_argument("--nproc", type=int, default=2)
+    parser.add_argument("--parts", default=",".join(PARTS), help="figures, compile, overhead (comma-separated)")
+    parser.add_argument("--programs", default=",".join(PROGRAMS))
+    parser.add_argument("--rounds", type=int, default=3, help="overhead: interleaved rounds (at least 3)")
+    parser.add_argument("--timeout", type=float, default=420)
+    parser.add_argument("--out", help="JSON file")
+    parser.add_argument("--table", nargs="+", metavar="JSON", help="print the Markdown table of these files and stop")
+    parser.add_argument("program_args", nargs="*", help="after --: the programs' arguments (default --steps 20 --warmup 5)")
+    args = parser.parse_args(argv)
+    args.torchrun = shlex.split(args.torchrun)
+    args.parts = [p for p in args.parts.split(",") if p]
+    args.programs = [p for p in args.programs.split(",") if p]
+    if not args.program_args:
+        args.program_args = ["--steps", "20", "--warmup", "5"]
+    for p in args.parts:
+        if p not in PARTS:
+            parser.error(f"--parts: {p!r} is not one of {', '.join(PARTS)}")
+    if "overhead" in args.parts and args.rounds < 3:
+        parser.error("--rounds: the overhead needs at least 3 interleaved rounds")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    if args.table:
+        for path in args.table:
+            with open(path) as f:
+                print(markdown_table(json.load(f)))
+        return 0
+    gpus = gpu_count()
+    args.shared_gpu = gpus < args.nproc
+    doc = {"tool": "timeline-record", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+           "command": shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else argv)),
+           "nproc": args.nproc, "gpus_visible": gpus, "shared_gpu": args.shared_gpu,
+           "program_args": args.program_args,
+           "provenance": compare.provenance(args.tandem, compare.launcher_python(args.torchrun)),
+           "runs": [], "figures": []}
+
+    def save():
+        if args.out:
+            compare.write_json_atomically(args.out, doc)
+
+    status = 0
+    for compiled in [False] * ("figures" in args.parts) + [True] * ("compile" in args.parts):
+        for program in args.programs:
+            for policy in POLICIES:
+                run = one_run(args, program, policy, True, ["--compile"] if compiled else [])
+                doc["runs"].append(run)
+                doc["figures"].append(figures_row(run))
+                print(f"{program} {policy}{' compile' if compiled else ''}: "
+                      + ("ok" if run["ok"] else "FAILED\n" + run.get("output_tail", "")), file=sys.stderr)
+                status |= 0 if run["ok"] else 1
+                save()
+    if "overhead" in args.parts:
+        program = args.programs[0]
+        runs = []
+        for round_ in range(args.rounds):
+            # Alternate which goes first, so that drift favours neither.
+            for timeline in ([False, True] if round_ % 2 == 0 else [True, False]):
+                run = one_run(args, program, "priority", timeline)
+                run["round"] = round_ + 1
+                runs.append(run)
+                doc["runs"].append(run)
+                status |= 0 if run["ok"] else 1
+                save()
+        doc["overhead"] = dict(overhead(runs), program=program, policy="priority")
+    save()
+    print(text_table(doc))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

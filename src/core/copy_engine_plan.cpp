@@ -1,0 +1,231 @@
+#include "tandem/copy_engine_plan.h"
+
+#include "tandem/error.h"
+
+namespace tandem {
+namespace {
+
+constexpr size_t kPartAlignment = 4096;
+constexpr size_t kVectorBytes = 16;
+
+uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
+
+PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
+
+PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) {
+  PlanStep s;
+  s.op = PlanStep::Op::Stage;
+  s.from = from;
+  s.to = to;
+  s.elements = elements;
+  return s;
+}
+
+PlanStep exchange(PlanAt from, uint64_t stride, PlanAt to, uint64_t elements, bool own_chunk_copied) {
+  PlanStep s;
+  s.op = PlanStep::Op::Exchange;
+  s.from = from;
+  s.stride = stride;
+  s.to = to;
+  s.elements = elements;
+  s.own_chunk_copied = own_chunk_copied;
+  return s;
+}
+
+PlanStep sum(PlanAt chunks, PlanAt own, int own_index, PlanAt to, uint64_t elements) {
+  PlanStep s;
+  s.op = PlanStep::Op::Sum;
+  s.from = chunks;
+  s.own = own;
+  s.own_index = own_index;
+  s.to = to;
+  s.elements = elements;
+  return s;
+}
+
+PlanStep all_gather(PlanAt buffer, uint64_t elements) {
+  PlanStep s;
+  s.op = PlanStep::Op::AllGather;
+  s.to = buffer;
+  s.elements = elements;
+  return s;
+}
+
+PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
+
+CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
+  CopyEnginePlan p;
+  const uint64_t n = uint64_t(r.nranks);
+  const bool even = r.count % n == 0;
+  // Staged when the data must be padded or moved into window memory anyway.
+  const bool staged = !r.send_in_window || !even;
+  if (staged) {
+    const uint64_t per_vector =
+        r.element_bytes && kVectorBytes % r.element_bytes == 0 ? kVectorBytes / r.element_bytes : 1;
+    p.chunk = ceil_div(ceil_div(r.count, n), per_vector) * per_vector;
+  } else {
+    p.chunk = r.count / n;
+  }
+  p.scratch_elements = p.chunk * n;
+  // The buffer the sum writes and the all-gather completes: the caller's output when it is window
+  // memory the chunks fill exactly (no padding), else the staging buffer (in place), else a pool part.
+  const bool into_recv = r.recv_in_window && p.chunk * n == r.count;
+  PlanAt work;
+  if (staged) {
+    p.input_elements = p.chunk * n;
+    work = at(PlanBuffer::PoolInput);
+    p.steps.push_back(stage(at(PlanBuffer::Send), work, r.count));
+  }
+  const PlanAt input = staged ? work : at(PlanBuffer::Send);
+  const PlanAt output = into_recv ? at(PlanBuffer::Recv) : staged ? work : at(PlanBuffer::PoolInput);
+  if (!staged && !into_recv) p.input_elements = r.count;
+  // With input == output (staged, or in place in window memory) the exchange has read every chunk
+  // before the sum overwrites this rank's chunk, which the sum reads element by element itself.
+  p.steps.push_back(exchange(input, p.chunk, at(PlanBuffer::PoolScratch), p.chunk, false));
+  const uint64_t own = uint64_t(r.rank) * p.chunk;
+  p.steps.push_back(sum(at(PlanBuffer::PoolScratch), shifted(input, own), r.rank, shifted(output, own), p.chunk));
+  p.steps.push_back(all_gather(output, p.chunk));
+  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+  return p;
+}
+
+CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
+  CopyEnginePlan p;
+  const uint64_t n = uint64_t(r.nranks);
+  p.chunk = r.count;
+  p.scratch_elements = r.count * n;
+  PlanAt input = at(PlanBuffer::Send);
+  if (!r.send_in_window) {
+    input = at(PlanBuffer::PoolInput);
+    p.input_elements = r.count * n;
+    p.steps.push_back(stage(at(PlanBuffer::Send), input, r.count * n));
+  }
+  // In place (recv is this rank's chunk of send): the sum reads its own chunk element by element
+  // where it writes it, and the exchange read the chunks before.
+  PlanAt output = at(PlanBuffer::Recv);
+  if (!r.recv_in_window) {
+    output = at(PlanBuffer::PoolOutput);
+    p.output_elements = r.count;
+  }
+  // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the
+  // sum reads that chunk from the input itself.
+  p.steps.push_back(exchange(input, r.count, at(PlanBuffer::PoolScratch), r.count, false));
+  p.steps.push_back(
+      sum(at(PlanBuffer::PoolScratch), shifted(input, uint64_t(r.rank) * r.count), r.rank, output, r.count));
+  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+  return p;
+}
+
+CopyEnginePlan plan_all_gather(const PlanRequest& r) {
+  CopyEnginePlan p;
+  const uint64_t n = uint64_t(r.nranks);
+  PlanAt output = at(PlanBuffer::Recv);
+  if (!r.recv_in_window) {
+    output = at(PlanBuffer::PoolOutput);
+    p.output_elements = r.count * n;
+  }
+  const PlanAt own = shifted(output, uint64_t(r.rank) * r.count);
+  if (r.in_place && r.recv_in_window) {
+    // NCCL's in-place copy-engine all-gather copies nothing locally.
+    p.steps.push_back(all_gather(output, r.count));
+  } else if (r.send_in_window && !r.in_place) {
+    // Out of place, NCCL would copy this rank's own chunk first, on the SMs, in one batch with the
+    // peers' copies: the exchange leaves that copy to this rank's own gather, which no peer waits for.
+    p.steps.push_back(exchange(at(PlanBuffer::Send), 0, output, r.count, true));
+  } else {
+    // A staged input goes straight into this rank's chunk of the output: the all-gather is then in
+    // place.
+    p.steps.push_back(stage(at(PlanBuffer::Send), own, r.count));
+    p.steps.push_back(all_gather(output, r.count));
+  }
+  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count * n));
+  return p;
+}
+
+CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
+  CopyEnginePlan p;
+  const uint64_t n = uint64_t(r.nranks);
+  PlanAt input = at(PlanBuffer::Send), output = at(PlanBuffer::Recv);
+  if (!r.send_in_window) {
+    input = at(PlanBuffer::PoolInput);
+    p.input_elements = r.count * n;
+    p.steps.push_back(stage(at(PlanBuffer::Send), input, r.count * n));
+  }
+  if (!r.recv_in_window) {
+    output = at(PlanBuffer::PoolOutput);
+    p.output_elements = r.count * n;
+  }
+  // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch with
+  // the peers' copies; the exchange leaves that copy to this rank's own gather.
+  p.steps.push_back(exchange(input, r.count, output, r.count, true));
+  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count * n));
+  return p;
+}
+
+}  // namespace
+
+const char* to_string(PlanBuffer b) {
+  switch (b) {
+    case PlanBuffer::Send:
+      return "send";
+    case PlanBuffer::Recv:
+      return "recv";
+    case PlanBuffer::PoolInput:
+      return "pool-input";
+    case PlanBuffer::PoolOutput:
+      return "pool-output";
+    case PlanBuffer::PoolScratch:
+      break;
+  }
+  return "pool-scratch";
+}
+
+const char* to_string(PlanStep::Op op) {
+  switch (op) {
+    case PlanStep::Op::Stage:
+      return "stage";
+    case PlanStep::Op::Exchange:
+      return "exchange";
+    case PlanStep::Op::Sum:
+      return "sum";
+    case PlanStep::Op::AllGather:
+      break;
+  }
+  return "all-gather";
+}
+
+CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
+  TANDEM_REQUIRE(r.nranks >= 1 && r.rank >= 0 && r.rank < r.nranks,
+                 "copy-engine plan: rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks));
+  TANDEM_REQUIRE(r.count > 0 && r.element_bytes > 0, "copy-engine plan: an empty collective");
+  TANDEM_REQUIRE(!(r.kind == Collective::AllToAll && r.in_place), "copy-engine plan: an in-place all-to-all");
+  switch (r.kind) {
+    case Collective::AllReduce:
+      return plan_all_reduce(r);
+    case Collective::ReduceScatter:
+      return plan_reduce_scatter(r);
+    case Collective::AllGather:
+      return plan_all_gather(r);
+    case Collective::AllToAll:
+      break;
+  }
+  return plan_all_to_all(r);
+}
+
+PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {
+  PoolLayout l;
+  l.input = 0;
+  l.output = align_up(size_t(p.input_elements) * element_bytes, kPartAlignment);
+  l.scratch = l.output + align_up(size_t(p.output_elements) * element_bytes, kPartAlignment);
+  l.bytes = l.scratch + align_up(size_t(p.scratch_elements) * element_bytes, kPartAlignment);
+  return l;
+}
+
+bool lies_within(const std::vector<AddressRange>& windows, uintptr_t address, size_t bytes) {
+  for (const AddressRange& w : windows)
+    if (address >= w.begin && bytes <= w.bytes && address - w.begin <= w.bytes - bytes) return true;
+  return false;
+}
+
+}  // namespace tandem

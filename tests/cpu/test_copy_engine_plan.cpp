@@ -1,0 +1,312 @@
+// The copy-engine plans (tandem/copy_engine_plan.h), executed on CPU: every rank's steps run in
+// lockstep on host arrays, with NCCL's semantics for each step, and the result must be exactly the
+// collective's (integer-valued data, so every order of summation is exact). Covers every kind, counts
+// that do not split over the ranks, 1 to 8 ranks, in place or not, buffers inside the route's windows
+// or not, scaled reductions (the receiving rank's scalar on every term, as the sum kernel applies it);
+// and checks that no step reads
+// memory nothing wrote into a result, reads or writes outside a buffer, or writes where it reads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tandem/copy_engine_plan.h"
+#include "tandem/error.h"
+
+namespace tandem {
+namespace {
+
+// One rank's memory: named arrays; Send and Recv are views (array, offset) so that in-place calls
+// share one array as NCCL's in-place rules say.
+struct View {
+  std::string array;
+  uint64_t offset = 0;
+};
+
+struct RankMemory {
+  std::map<std::string, std::vector<double>> arrays;
+  std::map<PlanBuffer, View> views;
+
+  double& at(PlanAt a, uint64_t i) {
+    const View& v = views.at(a.buffer);
+    std::vector<double>& array = arrays.at(v.array);
+    const uint64_t index = v.offset + a.offset + i;
+    if (index >= array.size())
+      throw std::out_of_range(std::string(to_string(a.buffer)) + "[" + std::to_string(a.offset + i) + "]");
+    return array[index];
+  }
+};
+
+struct Case {
+  Collective kind;
+  uint64_t count;
+  int nranks;
+  bool in_place, send_in_window, recv_in_window, scaled;
+};
+
+std::string describe(const Case& c) {
+  return std::string(to_string(c.kind)) + " count " + std::to_string(c.count) + " ranks " + std::to_string(c.nranks) +
+         (c.in_place ? " in-place" : "") + (c.send_in_window ? " send-in-window" : "") +
+         (c.recv_in_window ? " recv-in-window" : "") + (c.scaled ? " scaled" : "");
+}
+
+double input_value(int rank, uint64_t i) { return double((rank + 1) * 1000 + int64_t(i % 997)); }
+// The reduction's scalar, applied by the sum to every term (ranks hold the same one).
+double scale_of(int) { return 3.0; }
+
+// The arrays and views of one rank before the call: the send buffer holds the rank's data, the rest
+// is NaN (never-written memory), so a result that reads it fails.
+RankMemory memory_for(const Case& c, int rank, const CopyEnginePlan& plan) {
+  RankMemory m;
+  const uint64_t send = send_elements(c.kind, c.count, c.nranks), recv = recv_elements(c.kind, c.count, c.nranks);
+  const double nan = std::nan("");
+  m.arrays["pool-input"].assign(plan.input_elements, nan);
+  m.arrays["pool-output"].assign(plan.output_elements, nan);
+  m.arrays["pool-scratch"].assign(plan.scratch_elements, nan);
+  m.views[PlanBuffer::PoolInput] = {"pool-input", 0};
+  m.views[PlanBuffer::PoolOutput] = {"pool-output", 0};
+  m.views[PlanBuffer::PoolScratch] = {"pool-scratch", 0};
+  if (!c.in_place) {
+    m.arrays["send"].resize(send);
+    for (uint64_t i = 0; i < send; ++i) m.arrays["send"][i] = input_value(rank, i);
+    m.arrays["recv"].assign(recv, nan);
+    m.views[PlanBuffer::Send] = {"send", 0};
+    m.views[PlanBuffer::Recv] = {"recv", 0};
+  } else if (c.kind == Collective::AllGather) {
+    // The input is this rank's chunk of the output.
+    m.arrays["buffer"].assign(recv, nan);
+    for (uint64_t i = 0; i < c.count; ++i) m.arrays["buffer"][uint64_t(rank) * c.count + i] = input_value(rank, i);
+    m.views[PlanBuffer::Send] = {"buffer", uint64_t(rank) * c.count};
+    m.views[PlanBuffer::Recv] = {"buffer", 0};
+  } else if (c.kind == Collective::ReduceScatter) {
+    // The output is this rank's chunk of the input.
+    m.arrays["buffer"].resize(send);
+    for (uint64_t i = 0; i < send; ++i) m.arrays["buffer"][i] = input_value(rank, i);
+    m.views[PlanBuffer::Send] = {"buffer", 0};
+    m.views[PlanBuffer::Recv] = {"buffer", uint64_t(rank) * c.count};
+  } else {
+    m.arrays["buffer"].resize(send);
+    for (uint64_t i = 0; i < send; ++i) m.arrays["buffer"][i] = input_value(rank, i);
+    m.views[PlanBuffer::Send] = {"buffer", 0};
+    m.views[PlanBuffer::Recv] = {"buffer", 0};
+  }
+  return m;
+}
+
+// The collective's result on rank r, element i, from every rank's input.
+double expected(const Case& c, int r, uint64_t i) {
+  const auto in = [&](int rank, uint64_t index) { return input_value(rank, index) * (c.scaled ? scale_of(r) : 1); };
+  double sum = 0;
+  switch (c.kind) {
+    case Collective::AllReduce:
+      for (int j = 0; j < c.nranks; ++j) sum += in(j, i);
+      return sum;
+    case Collective::ReduceScatter:
+      for (int j = 0; j < c.nranks; ++j) sum += in(j, uint64_t(r) * c.count + i);
+      return sum;
+    case Collective::AllGather:
+      return in(int(i / c.count), i % c.count);
+    case Collective::AllToAll:
+      break;
+  }
+  return in(int(i / c.count), uint64_t(r) * c.count + i % c.count);
+}
+
+// Runs every rank's plan in lockstep. Each step's reads happen before its writes (the GPU's copies
+// of one step run concurrently).
+void execute(const Case& c, std::vector<CopyEnginePlan>& plans, std::vector<RankMemory>& ranks) {
+  const size_t steps = plans[0].steps.size();
+  for (const auto& p : plans) ASSERT_EQ(p.steps.size(), steps) << "every rank makes the same calls";
+  for (size_t s = 0; s < steps; ++s) {
+    const PlanStep& step0 = plans[0].steps[s];
+    for (const auto& p : plans) {
+      ASSERT_EQ(p.steps[s].op, step0.op) << "step " << s;
+      ASSERT_EQ(p.steps[s].elements, step0.elements) << "step " << s;
+      ASSERT_EQ(p.steps[s].stride, step0.stride) << "step " << s;
+    }
+    struct Write {
+      int rank;
+      PlanAt to;
+      uint64_t index;
+      double value;
+    };
+    std::vector<Write> writes;
+    for (int r = 0; r < c.nranks; ++r) {
+      const PlanStep& st = plans[size_t(r)].steps[s];
+      RankMemory& mem = ranks[size_t(r)];
+      switch (st.op) {
+        case PlanStep::Op::Stage:
+          for (uint64_t i = 0; i < st.elements; ++i) writes.push_back({r, st.to, i, mem.at(st.from, i)});
+          break;
+        case PlanStep::Op::Exchange:
+          // Root r receives chunk r of every rank j into its chunk j.
+          for (int j = 0; j < c.nranks; ++j) {
+            if (j == r && !st.own_chunk_copied) continue;
+            const PlanStep& sender = plans[size_t(j)].steps[s];
+            for (uint64_t i = 0; i < st.elements; ++i)
+              writes.push_back(
+                  {r,
+                   {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
+                   i,
+                   ranks[size_t(j)].at({sender.from.buffer, sender.from.offset + uint64_t(r) * st.stride}, i)});
+          }
+          break;
+        case PlanStep::Op::Sum:
+          for (uint64_t i = 0; i < st.elements; ++i) {
+            double total = 0;
+            for (int j = 0; j < c.nranks; ++j)
+              total += (j == st.own_index ? mem.at(st.own, i)
+                                          : mem.at({st.from.buffer, st.from.offset + uint64_t(j) * st.elements}, i)) *
+                       (c.scaled ? scale_of(r) : 1);
+            writes.push_back({r, st.to, i, total});
+          }
+          break;
+        case PlanStep::Op::AllGather:
+          // Chunk j of every rank's buffer becomes rank j's chunk j.
+          for (int j = 0; j < c.nranks; ++j) {
+            if (j == r) continue;
+            const PlanStep& sender = plans[size_t(j)].steps[s];
+            for (uint64_t i = 0; i < st.elements; ++i)
+              writes.push_back(
+                  {r,
+                   {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
+                   i,
+                   ranks[size_t(j)].at({sender.to.buffer, sender.to.offset + uint64_t(j) * st.elements}, i)});
+          }
+          break;
+      }
+    }
+    for (const Write& w : writes) ranks[size_t(w.rank)].at(w.to, w.index) = w.value;
+  }
+}
+
+void check(const Case& c) {
+  SCOPED_TRACE(describe(c));
+  std::vector<CopyEnginePlan> plans;
+  std::vector<RankMemory> ranks;
+  for (int r = 0; r < c.nranks; ++r) {
+    PlanRequest req;
+    req.kind = c.kind;
+    req.count = c.count;
+    req.nranks = c.nranks;
+    req.rank = r;
+    req.element_bytes = 2;
+    req.send_in_window = c.send_in_window;
+    req.recv_in_window = c.recv_in_window;
+    req.in_place = c.in_place;
+    plans.push_back(plan_copy_engine_collective(req));
+    ranks.push_back(memory_for(c, r, plans.back()));
+  }
+  ASSERT_NO_THROW(execute(c, plans, ranks));
+  const uint64_t recv = recv_elements(c.kind, c.count, c.nranks);
+  for (int r = 0; r < c.nranks; ++r)
+    for (uint64_t i = 0; i < recv; ++i) {
+      const double got = ranks[size_t(r)].at({PlanBuffer::Recv, 0}, i);
+      ASSERT_EQ(got, expected(c, r, i)) << "rank " << r << " element " << i;
+    }
+  // The input is left as it was, except where it is the output.
+  if (!c.in_place)
+    for (int r = 0; r < c.nranks; ++r)
+      for (uint64_t i = 0; i < send_elements(c.kind, c.count, c.nranks); ++i)
+        ASSERT_EQ(ranks[size_t(r)].arrays["send"][i], input_value(r, i)) << "rank " << r << " send " << i;
+}
+
+TEST(CopyEnginePlan, EveryKindCountRankCountAndPlacementGivesTheCollectivesResult) {
+  for (Collective kind : kCollectives)
+    for (int nranks : {1, 2, 3, 4, 5, 8})
+      for (uint64_t count : {1u, 2u, 3u, 7u, 8u, 13u, 16u, 97u, 256u})
+        for (bool in_place : {false, true})
+          for (bool send_in : {false, true})
+            for (bool recv_in : {false, true})
+              for (bool scaled : {false, true}) {
+                if (in_place && kind == Collective::AllToAll) continue;  // refused before any plan
+                if (scaled && !reduces(kind)) continue;
+                // In place, one buffer holds both sides: both lie in a window or neither does.
+                if (in_place && send_in != recv_in) continue;
+                check({kind, count, nranks, in_place, send_in, recv_in, scaled});
+                if (HasFatalFailure()) return;
+              }
+}
+
+PlanRequest request(Collective kind, uint64_t count, int nranks, size_t element_bytes = 2) {
+  PlanRequest r;
+  r.kind = kind;
+  r.count = count;
+  r.nranks = nranks;
+  r.element_bytes = element_bytes;
+  return r;
+}
+
+TEST(CopyEnginePlan, AStagedAllReducePadsItsChunksToSixteenBytes) {
+  // 1000 bf16 over 3 ranks: 334 elements each, padded to 336 (16 bytes = 8 bf16).
+  const CopyEnginePlan p = plan_copy_engine_collective(request(Collective::AllReduce, 1000, 3));
+  EXPECT_EQ(p.chunk, 336u);
+  EXPECT_EQ(p.input_elements, 1008u);
+  EXPECT_EQ(p.scratch_elements, 1008u);
+  // Window memory that splits evenly is not staged, and not padded.
+  PlanRequest windowed = request(Collective::AllReduce, 1002, 3);
+  windowed.send_in_window = windowed.recv_in_window = true;
+  const CopyEnginePlan w = plan_copy_engine_collective(windowed);
+  EXPECT_EQ(w.chunk, 334u);
+  EXPECT_EQ(w.input_elements, 0u);
+  ASSERT_EQ(w.steps.size(), 3u);
+  EXPECT_EQ(w.steps[0].op, PlanStep::Op::Exchange);
+  EXPECT_EQ(w.steps[1].op, PlanStep::Op::Sum);
+  EXPECT_EQ(w.steps[2].op, PlanStep::Op::AllGather);
+}
+
+TEST(CopyEnginePlan, ReductionsInWindowMemoryAreNotStaged) {
+  for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter}) {
+    PlanRequest r = request(kind, 64, 4);
+    r.send_in_window = r.recv_in_window = true;
+    const CopyEnginePlan p = plan_copy_engine_collective(r);
+    for (const PlanStep& s : p.steps) EXPECT_NE(s.op, PlanStep::Op::Stage) << to_string(kind);
+    EXPECT_EQ(p.input_elements + p.output_elements, 0u) << to_string(kind);
+  }
+}
+
+TEST(CopyEnginePlan, InPlaceAllGatherInWindowMemoryIsNcclsAllGatherAlone) {
+  PlanRequest r = request(Collective::AllGather, 32, 4);
+  r.in_place = r.send_in_window = r.recv_in_window = true;
+  const CopyEnginePlan p = plan_copy_engine_collective(r);
+  ASSERT_EQ(p.steps.size(), 1u);
+  EXPECT_EQ(p.steps[0].op, PlanStep::Op::AllGather);
+  EXPECT_EQ(pool_layout(p, 2).bytes, 0u);
+}
+
+TEST(CopyEnginePlan, PoolPartsStartOnFourKibibyteBoundaries) {
+  const CopyEnginePlan p = plan_copy_engine_collective(request(Collective::ReduceScatter, 100, 3));
+  const PoolLayout l = pool_layout(p, 2);
+  EXPECT_EQ(l.input, 0u);
+  EXPECT_EQ(l.output, 4096u);
+  EXPECT_EQ(l.scratch, 8192u);
+  EXPECT_EQ(l.bytes, 12288u);
+}
+
+TEST(CopyEnginePlan, BadRequestsAreRefused) {
+  EXPECT_THROW(plan_copy_engine_collective(request(Collective::AllReduce, 0, 2)), Error);
+  PlanRequest r = request(Collective::AllGather, 8, 2);
+  r.rank = 2;
+  EXPECT_THROW(plan_copy_engine_collective(r), Error);
+  PlanRequest a2a = request(Collective::AllToAll, 8, 2);
+  a2a.in_place = true;
+  EXPECT_THROW(plan_copy_engine_collective(a2a), Error);
+}
+
+TEST(CopyEnginePlan, WindowContainmentIsWhole) {
+  const std::vector<AddressRange> windows = {{0x1000, 0x100}, {0x4000, 0x1000}};
+  EXPECT_TRUE(lies_within(windows, 0x1000, 0x100));
+  EXPECT_TRUE(lies_within(windows, 0x1080, 0x80));
+  EXPECT_FALSE(lies_within(windows, 0x1080, 0x81));  // one byte past the end
+  EXPECT_FALSE(lies_within(windows, 0x0fff, 0x10));  // starts before
+  EXPECT_TRUE(lies_within(windows, 0x4fff, 1));
+  EXPECT_FALSE(lies_within(windows, 0x2000, 1));
+  EXPECT_FALSE(lies_within(windows, UINTPTR_MAX, 2));  // no wrap
+  EXPECT_FALSE(lies_within({}, 0x1000, 1));
+}
+
+}  // namespace
+}  // namespace tandem

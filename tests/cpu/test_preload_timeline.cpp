@@ -1,0 +1,265 @@
+// `tandem run --timeline` end to end without a GPU: tests/preload_target/fake_cupti/fake_cupti_client
+// launches through the fake driver (the interposer's first CUDA activity), initialises NVTX as NVTX
+// does, and plays the GPU on the fake CUPTI, whose records are the truth: three steps of known
+// overlap (serial, concurrent, partial), a program profiler that takes CUPTI late or first, two
+// processes of one job. Checks the figures, the stats file, the job's line, the trace, and that the
+// program's own profiler gets exactly its records.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+
+#include "scratch_folder.h"
+#include "test_preload_paths.h"
+
+namespace {
+
+using json = nlohmann::json;
+using tandem_test::read_text;
+using tandem_test::ScratchFolder;
+
+const std::string kClient = tandem_preload_test::fake_cupti_client_path();
+const std::string kTandem = tandem_preload_test::tandem_path();
+
+struct TandemRun {
+  int status = -1;
+  json out;  // the client's line (the last one printed)
+  std::string err;
+  json stats;  // the --stats file, when asked for
+};
+
+// `tandem run ARGS -- COMMAND` with the test's environment cleared of the variables that matter.
+TandemRun tandem_run(const ScratchFolder& dir, const std::string& args, const std::string& command,
+                     const std::string& environment = "") {
+  const std::string out = dir.path("out").string(), err = dir.path("err").string();
+  const std::string line = "env -u LD_LIBRARY_PATH -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH -u RANK " +
+                           environment + " " + kTandem + " run " + args + " -- " + command + " >" + out + " 2>" + err;
+  const int raw = std::system(line.c_str());
+  TandemRun r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  r.err = read_text(err);
+  const std::string text = read_text(out);
+  const size_t last = text.find_last_of('{');
+  if (last != std::string::npos) r.out = json::parse(text.substr(last), nullptr, false);
+  if (std::filesystem::exists(dir.path("stats.json"))) r.stats = json::parse(read_text(dir.path("stats.json")));
+  return r;
+}
+
+const json& only_device(const json& timeline) {
+  EXPECT_EQ(timeline["devices"].size(), 1u) << timeline.dump();
+  return timeline["devices"].at(0);
+}
+
+TEST(preload_timeline, FiguresMatchTheConstructionStepByStep) {
+  ScratchFolder dir;
+  const TandemRun r =
+      tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(), kClient + " overlap");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json& t = r.stats["timeline"];
+  EXPECT_EQ(t["state"], "recorded") << t.dump();
+  EXPECT_EQ(t["steps_from"], "nvtx");
+  EXPECT_EQ(t["step_range"], "step");
+  EXPECT_EQ(t["unplaced_steps"], 0) << "every step's marks came back";
+  // NVTX found the interposer through NVTX_INJECTION64_PATH, and tandem's own callbacks took the
+  // ranges (CUPTI's NVTX entry was never called); the marks' API records were enabled.
+  EXPECT_EQ(r.out["nvtx_injection"], 1);
+  EXPECT_EQ(r.out["nvtx_inits"], 0);
+  EXPECT_EQ(r.out["api_records_enabled"], 5) << "4 copy and memset calls, and cuDriverGetVersion for the marks";
+  const json& d = only_device(t);
+  const json& steps = d["steps"];
+  ASSERT_EQ(steps.size(), 3u) << "the nested 'step' and the 'warmup' range are no steps: " << steps.dump();
+  // The construction (fake_cupti_client.cpp), in microseconds: each step's window on the GPU runs from
+  // its first record to the next step's first (the last one: to its last record's end).
+  const struct {
+    int64_t step, comp, comm, overlapped, exposed, idle;
+  } truth[] = {{1000, 400, 300, 0, 300, 300}, {1000, 600, 300, 300, 0, 400}, {800, 500, 400, 100, 300, 0}};
+  for (size_t k = 0; k < 3; ++k) {
+    SCOPED_TRACE("step " + std::to_string(k));
+    EXPECT_EQ(steps[k]["start_ns"], 1000000000 + 1000 * 1000 * static_cast<int64_t>(k));
+    EXPECT_EQ(steps[k]["step_ns"], truth[k].step * 1000);
+    EXPECT_EQ(steps[k]["computation_ns"], truth[k].comp * 1000);
+    EXPECT_EQ(steps[k]["communication_ns"], truth[k].comm * 1000);
+    EXPECT_EQ(steps[k]["overlapped_ns"], truth[k].overlapped * 1000);
+    EXPECT_EQ(steps[k]["exposed_communication_ns"], truth[k].exposed * 1000);
+    EXPECT_EQ(steps[k]["idle_ns"], truth[k].idle * 1000);
+  }
+  EXPECT_DOUBLE_EQ(steps[2]["hidden_share"].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(d["hidden_share"].get<double>(), 0.4);  // 400 of 1000 over the three steps
+  EXPECT_EQ(d["records"]["kernels"], 7);
+  EXPECT_EQ(d["records"]["communication"], 3);
+  EXPECT_EQ(d["records"]["outside_steps"], 1);
+  // CUPTI's dropped records are reported, never hidden.
+  EXPECT_EQ(t["lost"]["dropped"], 2);
+  EXPECT_NE(r.err.find("2 records lost (2 dropped by CUPTI"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("timeline: GPU 0, 3 steps 'step' (NVTX ranges); median step 1.000 ms"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("40.0 % of the communication hidden"), std::string::npos) << r.err;
+  // One process: no job line.
+  EXPECT_EQ(r.err.find("job timeline"), std::string::npos) << r.err;
+}
+
+TEST(preload_timeline, WithoutAPatternTheWholeRunIsOneStep) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--timeline --stats " + dir.path("stats.json").string(), kClient + " overlap");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json& t = r.stats["timeline"];
+  EXPECT_EQ(t["steps_from"], "run");
+  const json& steps = only_device(t)["steps"];
+  ASSERT_EQ(steps.size(), 1u);
+  // From the first kernel's start (0) to the last one's end (3700 us).
+  EXPECT_EQ(steps[0]["step_ns"], 3700 * 1000);
+  EXPECT_EQ(steps[0]["communication_ns"], 1000 * 1000);
+  EXPECT_EQ(steps[0]["overlapped_ns"], 400 * 1000);
+  // No steps were asked for: no mark, so no API records of cuDriverGetVersion.
+  EXPECT_EQ(r.out["api_records_enabled"], 4);
+  EXPECT_NE(r.err.find("the whole run as one step"), std::string::npos) << r.err;
+}
+
+TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
+  ScratchFolder dir;
+  const TandemRun r =
+      tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(), kClient + " profiler");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // The program's registration went through (its result is CUPTI's), and its profiler received the
+  // two kernels that ran under it and nothing of tandem's.
+  EXPECT_EQ(r.out["profiler_result"], 0);
+  EXPECT_EQ(r.out["registrations"], 2);
+  EXPECT_EQ(r.out["program_records"], 2);
+  // tandem's own API records were disabled at the hand-over; the program's kind stayed.
+  EXPECT_EQ(r.out["api_records_enabled"], 0);
+  EXPECT_EQ(r.out["kernel_enabled"], 1);
+  const json& t = r.stats["timeline"];
+  EXPECT_EQ(t["state"], "stepped-aside");
+  EXPECT_FALSE(t["recorded_until_ns"].is_null());
+  // Its figures are those of the part before the hand-over: one step, one kernel of each class.
+  const json& steps = only_device(t)["steps"];
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0]["step_ns"], 700 * 1000);
+  EXPECT_EQ(steps[0]["computation_ns"], 400 * 1000);
+  EXPECT_EQ(steps[0]["communication_ns"], 500 * 1000);
+  EXPECT_EQ(steps[0]["overlapped_ns"], 200 * 1000);
+  // One warning at the hand-over.
+  EXPECT_NE(r.err.find("warn: timeline: the program's profiler registered CUPTI's activity callbacks"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(preload_timeline, AProfilerThatTakesCuptiFirstKeepsIt) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(),
+                                 kClient + " profiler-first");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out["registrations"], 1) << "tandem registered callbacks over the program's";
+  EXPECT_EQ(r.out["program_records"], 2);
+  EXPECT_EQ(r.out["nvtx_injection"], 1);
+  EXPECT_EQ(r.out["nvtx_inits"], 0);
+  EXPECT_EQ(r.out["api_records_enabled"], 0);
+  const json& t = r.stats["timeline"];
+  EXPECT_EQ(t["state"], "stepped-aside");
+  EXPECT_TRUE(t["devices"].empty());
+  EXPECT_NE(r.err.find("timeline steps aside: the program's own profiler"), std::string::npos) << r.err;
+}
+
+TEST(preload_timeline, AToolInjectedIntoCudaKeepsCupti) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--timeline --stats " + dir.path("stats.json").string(), kClient + " overlap",
+                                 "CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out["registrations"], 0);
+  EXPECT_EQ(r.stats["timeline"]["state"], "stepped-aside");
+  EXPECT_NE(r.err.find("CUDA_INJECTION64_PATH=/opt/nsight/libToolsInjection64.so"), std::string::npos) << r.err;
+}
+
+TEST(preload_timeline, AnotherNvtxInjectionIsLeftInPlaceAndKeepsCupti) {
+  ScratchFolder dir;
+  // The fake CUPTI stands in for another tool's NVTX injection: tandem run must not replace it.
+  const std::string tool = tandem_preload_test::fake_cupti_path();
+  const TandemRun r = tandem_run(dir, "--timeline --stats " + dir.path("stats.json").string(), kClient + " overlap",
+                                 "NVTX_INJECTION64_PATH=" + tool);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out["nvtx_inits"], 1) << "NVTX reached the tool's injection directly";
+  EXPECT_EQ(r.out["registrations"], 0);
+  EXPECT_EQ(r.stats["timeline"]["state"], "stepped-aside");
+}
+
+TEST(preload_timeline, WithoutTimelineNothingOfItHappens) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--stats " + dir.path("stats.json").string(), kClient + " overlap");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out["nvtx_injection"], 0) << "NVTX_INJECTION64_PATH set without --timeline";
+  EXPECT_EQ(r.out["registrations"], 0);
+  EXPECT_FALSE(r.stats.contains("timeline")) << r.stats.dump();
+  EXPECT_EQ(r.err.find("timeline"), std::string::npos) << r.err;
+}
+
+TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
+  ScratchFolder dir;
+  const std::string trace = dir.path("trace.json").string();
+  const std::string job_json = dir.path("job.json").string();
+  const TandemRun r = tandem_run(
+      dir, "--timeline --step-range step --trace " + trace + " --timeline-json " + job_json,
+      "sh -c 'RANK=0 " + kClient + " overlap >/dev/null & RANK=1 " + kClient + " overlap slow >/dev/null; wait'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  // Rank 1's last step is the slower (1500 us against 800): the job's step 2 is rank 1's; the first
+  // two tie and go to rank 0. The medians over the slowest steps (1000, 1000, 1500 us): computation of
+  // 400, 600, 700 us; idle of 300, 400, 500 us.
+  EXPECT_NE(r.err.find("tandem run: job timeline: 2 ranks, 3 steps 'step' (NVTX ranges); the slowest rank's step, "
+                       "median 1.000 ms (rank 0 (pid"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("GPU 0 slowest in 2 of 3): computation 0.600 ms, communication 0.300 ms, overlapped "
+                       "0.100 ms, exposed communication 0.300 ms, idle 0.400 ms"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("4 activity records lost over the ranks"), std::string::npos) << r.err;
+
+  const json doc = json::parse(read_text(trace));
+  ASSERT_TRUE(doc["traceEvents"].is_array());
+  std::set<long> pids;
+  std::set<std::string> categories;
+  double earliest = 1e300;
+  for (const json& e : doc["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph") && e.contains("pid")) << e.dump();
+    pids.insert(e["pid"].get<long>());
+    if (e["ph"] == "X") {
+      categories.insert(e["cat"].get<std::string>());
+      ASSERT_TRUE(e["ts"].is_number() && e["dur"].is_number()) << e.dump();
+      EXPECT_GE(e["dur"].get<double>(), 0);
+      earliest = std::min(earliest, e["ts"].get<double>());
+    }
+    EXPECT_FALSE(e.contains("ts_ns")) << "a time left off the job's clock: " << e.dump();
+  }
+  EXPECT_EQ(pids.size(), 2u);
+  EXPECT_EQ(categories, (std::set<std::string>{"computation", "communication", "step"}));
+  EXPECT_DOUBLE_EQ(earliest, 0.0);  // microseconds from the job's first event
+  EXPECT_EQ(doc["otherData"]["job"]["ranks"], 2);
+  EXPECT_EQ(doc["displayTimeUnit"], "ms");
+
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["ranks"], 2);
+  EXPECT_EQ(job["processes"].size(), 2u);
+  EXPECT_DOUBLE_EQ(job["job"]["summary"]["computation_ms"].get<double>(), 0.6);
+  EXPECT_EQ(job["job"]["steps"][2]["slowest"].get<std::string>().rfind("rank 1 ", 0), 0u);
+}
+
+TEST(preload_timeline, TheTimelineFolderIsRemovedAfterTheRun) {
+  ScratchFolder dir;
+  const std::string tmp = dir.path("tmp").string();
+  std::filesystem::create_directories(tmp);
+  const TandemRun r = tandem_run(dir, "--timeline", kClient + " overlap", "TMPDIR=" + tmp);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp));
+}
+
+TEST(preload_timeline, AnUnwritableTraceIsRefusedBeforeTheProgramStarts) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--trace " + dir.path("missing/trace.json").string(), "echo started");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("--trace"), std::string::npos) << r.err;
+  EXPECT_EQ(read_text(dir.path("out")).find("started"), std::string::npos);
+}
+
+}  // namespace

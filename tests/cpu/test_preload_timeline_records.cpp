@@ -1,0 +1,269 @@
+// The timeline's pure parts on synthetic records: classification (preload/timeline_records.h), the
+// steps among NVTX ranges, per-device figures, the text and JSON the interposer writes, and what
+// `tandem run` and `tandem tune` read back from that JSON (bench/harness/program_timeline.h): the
+// job over processes, the assembled trace.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "harness/program_timeline.h"
+#include "preload/timeline_records.h"
+#include "scratch_folder.h"
+#include "tandem/kernel_names.h"
+#include "tandem/safe_file.h"
+
+namespace tandem::preload {
+namespace {
+
+using json = nlohmann::json;
+
+tandem_timeline_activity activity(uint8_t kind, uint32_t name, int64_t start, int64_t end, uint32_t device = 0,
+                                  uint32_t stream = 7, uint32_t correlation = 0) {
+  tandem_timeline_activity a{};
+  a.kind = kind;
+  a.name = name;
+  a.start_ns = start;
+  a.end_ns = end;
+  a.device = device;
+  a.stream = stream;
+  a.correlation = correlation;
+  return a;
+}
+
+TEST(timeline_classify, KernelsByName) {
+  const std::vector<uint32_t> none;
+  const auto kernel = activity(TANDEM_TIMELINE_KERNEL, 0, 0, 1);
+  EXPECT_EQ(classify(kernel, "_Z31ncclDevKernel_AllReduce_Sum_f32v", none), ActivityClass::Communication);
+  EXPECT_EQ(classify(kernel, "ncclSymkDevKernel_AllGather_LL", none), ActivityClass::Communication);
+  // The copy-engine collectives' sum kernels, as the driver names them (copy_engine_collectives.cu:
+  // static templates at global scope).
+  EXPECT_EQ(classify(kernel, "_ZL27tandemCollective_sum_vectorsIfEvPKT_S2_iPS0_mmifPKvb", none),
+            ActivityClass::Communication);
+  EXPECT_EQ(classify(kernel, "_Z4gemmPfS_", none), ActivityClass::Computation);
+  EXPECT_EQ(classify(kernel, "_Z10sum_chunksv", none), ActivityClass::Computation) << "not tandem's";
+}
+
+TEST(timeline_classify, CopiesByCorrelationAndPeerCopiesAlways) {
+  const std::vector<uint32_t> communication = {5, 9};
+  EXPECT_EQ(classify(activity(TANDEM_TIMELINE_MEMCPY, 0, 0, 1, 0, 7, 9), "memcpy", communication),
+            ActivityClass::Communication);
+  auto by_runtime = activity(TANDEM_TIMELINE_MEMCPY, 0, 0, 1, 0, 7, 77);
+  by_runtime.runtime_correlation = 5;
+  EXPECT_EQ(classify(by_runtime, "memcpy", communication), ActivityClass::Communication);
+  EXPECT_EQ(classify(activity(TANDEM_TIMELINE_MEMCPY, 0, 0, 1, 0, 7, 6), "memcpy", communication),
+            ActivityClass::Computation);
+  EXPECT_EQ(classify(activity(TANDEM_TIMELINE_MEMSET, 0, 0, 1, 0, 7, 5), "memset", communication),
+            ActivityClass::Communication);
+  EXPECT_EQ(classify(activity(TANDEM_TIMELINE_MEMSET, 0, 0, 1, 0, 7, 0), "memset", communication),
+            ActivityClass::Computation)
+      << "correlation 0 means none";
+  EXPECT_EQ(classify(activity(TANDEM_TIMELINE_PEER_COPY, 0, 0, 1), "memcpy peer", {}), ActivityClass::Communication);
+}
+
+TEST(timeline_kernel_names, CopyEngineSumKernelsDemangledToo) {
+  EXPECT_TRUE(is_tandem_collective_kernel_name("tandemCollective_sum_vectors<__nv_bfloat16>(__nv_bfloat16 const*)"));
+  EXPECT_FALSE(is_tandem_collective_kernel_name("tandem::other_kernel()"));
+  EXPECT_FALSE(is_tandem_collective_kernel_name("sum_chunks_kernel"));
+}
+
+// Two steps, issued between marks 10-20 and 20-30; GPU 0 runs only step 0's work, GPU 1 only step 1's.
+RawTimeline raw_with_steps() {
+  RawTimeline raw;
+  raw.names = {"_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+  raw.steps = {{"ProfilerStep#0", 0, 100, 10, 20}, {"ProfilerStep#1", 100, 200, 20, 30}};
+  raw.activities = {
+      activity(TANDEM_TIMELINE_KERNEL, 0, 0, 60, 0, 7, 11), activity(TANDEM_TIMELINE_KERNEL, 1, 50, 80, 0, 9, 12),
+      activity(TANDEM_TIMELINE_KERNEL, 0, 100, 150, 1, 7, 21), activity(TANDEM_TIMELINE_KERNEL, 1, 140, 200, 1, 9, 22)};
+  return raw;
+}
+
+TEST(timeline_steps, AStepInsideAnotherCountsOnce) {
+  RawTimeline raw;
+  raw.steps = {{"step", 0, 100, 1, 5}, {"step", 10, 50, 2, 3}, {"step", 100, 200, 5, 9}};
+  const std::vector<HostStep> steps = host_steps(raw);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].issued_after, 1u);
+  EXPECT_EQ(steps[0].issued_before, 5u);
+  EXPECT_EQ(steps[1].start_ns, 100);
+}
+
+TEST(timeline_build, EachDeviceGetsItsFiguresInItsWindows) {
+  const ProcessTimeline t = build_timeline(raw_with_steps(), "ProfilerStep*");
+  EXPECT_TRUE(t.steps_from_ranges);
+  ASSERT_EQ(t.devices.size(), 2u);
+  // GPU 0: step 0's window is its work, [0,80): computation [0,60), communication [50,80); step 1
+  // issued nothing there: an empty window.
+  const StepFigures& s0 = t.devices[0].figures.steps.at(0);
+  EXPECT_EQ(s0.step_ns, 80);
+  EXPECT_EQ(s0.overlapped_ns, 10);
+  EXPECT_EQ(s0.exposed_communication_ns, 20);
+  EXPECT_EQ(t.devices[0].figures.steps.at(1).step_ns, 0);
+  // GPU 1: step 1 holds computation [100,150) and communication [140,200).
+  EXPECT_EQ(t.devices[1].device, 1u);
+  EXPECT_EQ(t.devices[1].figures.steps.at(0).step_ns, 0);
+  EXPECT_EQ(t.devices[1].figures.steps.at(1).step_ns, 100);
+  EXPECT_EQ(t.devices[1].figures.steps.at(1).overlapped_ns, 10);
+  EXPECT_EQ(t.devices[1].communication, 1u);
+}
+
+TEST(timeline_build, WithoutStepsTheWholeRunIsOne) {
+  RawTimeline raw = raw_with_steps();
+  raw.steps.clear();
+  const ProcessTimeline t = build_timeline(raw, "train_step");
+  EXPECT_FALSE(t.steps_from_ranges);
+  ASSERT_EQ(t.devices.size(), 2u);
+  EXPECT_EQ(t.devices[0].figures.steps.size(), 1u);
+  EXPECT_EQ(t.devices[0].figures.steps[0].name, "run");
+  ProcessTimeline named = t;
+  named.pid = 42;
+  EXPECT_NE(render_timeline_text(named).find("no NVTX range matched 'train_step', the whole run as one step"),
+            std::string::npos)
+      << render_timeline_text(named);
+}
+
+TEST(timeline_text, StatesWithoutFiguresSayWhy) {
+  ProcessTimeline t;
+  t.pid = 7;
+  t.state = TimelineState::Failed;
+  t.reason = "no libcupti.so.13 found";
+  EXPECT_EQ(render_timeline_text(t), "tandem[7]: timeline: not recorded: no libcupti.so.13 found\n");
+  t.state = TimelineState::Off;
+  EXPECT_EQ(render_timeline_text(t), "");
+  t.state = TimelineState::NotStarted;
+  EXPECT_NE(render_timeline_text(t).find("no CUDA activity"), std::string::npos);
+}
+
+TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
+  ProcessTimeline t = build_timeline(raw_with_steps(), "ProfilerStep*");
+  t.pid = 4711;
+  t.rank = 3;
+  t.host = "node1";
+  t.counts.dropped = 5;
+  const json doc = timeline_json(t);
+  EXPECT_EQ(doc["state"], "recorded");
+  EXPECT_EQ(doc["lost"]["total"], 5);
+  const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
+  EXPECT_EQ(back.pid, 4711);
+  EXPECT_EQ(back.rank, 3);
+  EXPECT_EQ(back.host, "node1");
+  EXPECT_TRUE(back.steps_from_nvtx);
+  EXPECT_EQ(back.lost, 5u);
+  ASSERT_EQ(back.devices.size(), 2u);
+  const StepFigures& s = back.devices[0].second.steps.at(0);
+  EXPECT_EQ(s.overlapped_ns, 10);
+  EXPECT_EQ(s.exposed_communication_ns, 20);
+  EXPECT_EQ(s.start_ns, 0);
+  EXPECT_EQ(s.end_ns, 80);
+  // Two devices of one process are two ranks of the job; its losses count once.
+  const bench::JobTimeline job = bench::job_timeline({back});
+  EXPECT_EQ(job.units.size(), 2u);
+  EXPECT_EQ(job.units[1], "rank 3 (pid 4711) GPU 1");
+  EXPECT_EQ(job.figures.records_lost, 5u);
+  ASSERT_EQ(job.figures.steps.size(), 2u);
+  const auto summary = bench::summarize_job(job);
+  ASSERT_TRUE(summary);
+  EXPECT_EQ(summary->steps, 2u);
+}
+
+TEST(timeline_json, AMalformedDocumentIsRefusedByName) {
+  try {
+    bench::parse_process_timeline(json{{"pid", 1}});
+    FAIL() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("has no \"state\""), std::string::npos) << e.what();
+  }
+}
+
+TEST(timeline_job, ProcessesThatRecordedNothingAreNamed) {
+  bench::ProcessTimelineFile aside;
+  aside.pid = 9;
+  aside.rank = 1;
+  aside.state = "stepped-aside";
+  aside.reason = "CUDA_INJECTION64_PATH=x";
+  bench::ProcessTimelineFile launcher;  // torchrun's own process: no CUDA
+  launcher.pid = 8;
+  launcher.state = "not-started";
+  const bench::JobTimeline job = bench::job_timeline({launcher, aside});
+  EXPECT_TRUE(job.units.empty());
+  ASSERT_EQ(job.missing.size(), 1u);
+  EXPECT_EQ(job.missing[0], "rank 1 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x");
+  EXPECT_NE(bench::job_timeline_text(job).find("no process recorded a timeline"), std::string::npos);
+}
+
+TEST(timeline_trace, EventsCarryAbsoluteTimesAfterAHeader) {
+  RawTimeline raw = raw_with_steps();
+  raw.names[0] = "_Z4gemmPfS_";
+  ProcessTimeline t = build_timeline(raw, "ProfilerStep*");
+  t.pid = 4711;
+  t.rank = 0;
+  std::ostringstream out;
+  write_trace_events(out, raw, t);
+  std::istringstream lines(out.str());
+  std::string line;
+  ASSERT_TRUE(std::getline(lines, line));
+  const json header = json::parse(line);
+  EXPECT_EQ(header["first_ns"], 0);
+  size_t kernels = 0, steps = 0;
+  bool demangled = false;
+  while (std::getline(lines, line)) {
+    const json e = json::parse(line);
+    EXPECT_EQ(e["pid"], 4711);
+    if (e["ph"] != "X") continue;
+    ASSERT_TRUE(e.contains("ts_ns") && e.contains("dur_ns")) << line;
+    if (e["cat"] == "step")
+      ++steps;
+    else
+      ++kernels;
+    if (e["name"] == "gemm(float*, float*)") demangled = true;
+  }
+  EXPECT_EQ(kernels, 4u);
+  EXPECT_EQ(steps, 4u);  // two steps on each of two devices
+  EXPECT_TRUE(demangled);
+}
+
+TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {
+  tandem_test::ScratchFolder dir;
+  write_file_atomically(dir.path("trace-1.jsonl").string(),
+                        "{\"tandem_trace_part\":1,\"first_ns\":5000}\n"
+                        "{\"ph\":\"X\",\"name\":\"k\",\"cat\":\"computation\",\"pid\":1,\"tid\":2,\"ts_ns\":5000,"
+                        "\"dur_ns\":1500}\n");
+  write_file_atomically(dir.path("trace-2.jsonl").string(),
+                        "{\"tandem_trace_part\":1,\"first_ns\":3000}\n"
+                        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"args\":{\"name\":\"rank 1\"}}\n"
+                        "{\"ph\":\"X\",\"name\":\"n\",\"cat\":\"communication\",\"pid\":2,\"tid\":3,\"ts_ns\":4000,"
+                        "\"dur_ns\":500}\n");
+  const std::string path = dir.path("trace.json").string();
+  EXPECT_EQ(bench::assemble_trace(dir.str(), path, {{"tool", "test"}}), 3u);
+  const json doc = json::parse(tandem_test::read_text(path));
+  ASSERT_EQ(doc["traceEvents"].size(), 3u);
+  EXPECT_DOUBLE_EQ(doc["traceEvents"][0]["ts"].get<double>(), 2.0);  // (5000 - 3000) ns
+  EXPECT_DOUBLE_EQ(doc["traceEvents"][0]["dur"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(doc["traceEvents"][2]["ts"].get<double>(), 1.0);
+  EXPECT_EQ(doc["otherData"]["tool"], "test");
+  EXPECT_EQ(doc["otherData"]["clock_origin_ns"], 3000);
+
+  write_file_atomically(dir.path("trace-3.jsonl").string(), "{\"ph\":\"X\"}\n");
+  EXPECT_THROW(bench::assemble_trace(dir.str(), path, {}), std::exception) << "a part without its header";
+}
+
+TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
+  tandem_test::ScratchFolder dir;
+  const std::string path = dir.path("out.json").string();
+  write_file_atomically(path, "before");
+  const std::string why = try_write_file_atomically(path, [](const ContentSink& sink) {
+    sink("half");
+    throw std::runtime_error("the producer gave up");
+  });
+  EXPECT_NE(why.find("the producer gave up"), std::string::npos) << why;
+  EXPECT_EQ(tandem_test::read_text(path), "before");
+  EXPECT_EQ(try_write_file_atomically(path,
+                                      [](const ContentSink& sink) {
+                                        sink("a");
+                                        sink("b");
+                                      }),
+            "");
+  EXPECT_EQ(tandem_test::read_text(path), "ab");
+}
+
+}  // namespace
+}  // namespace tandem::preload

@@ -1,0 +1,123 @@
+// The copy-engine route behind `tandem run --policy copy-engine` on real NCCL, with 2 and 3 ranks on
+// one GPU (one process a rank, each its own NCCL_HOSTID, so NCCL connects them over sockets):
+// tests/preload_target/nccl_route_matrix runs every op x dtype x count (1, prime, even, uneven) x in
+// place or not x eagerly, grouped or captured into a CUDA graph (and a group of several collectives),
+// each checked against the route's numerics (tandem::SumScale) and NCCL's error bound. Stock NCCL
+// must stay within its bound, and at 2 ranks be bitwise the route's numerics for every case but a
+// pre-multiplied sum (0.375 x is not exact in the element type, and NCCL rounds one rank's term of
+// each element to it, which one depending on the element); under the route every result must be
+// bitwise the route's numerics, and every call must take the route.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+// Beside `tandem` (a copied build tree keeps bin/ together), else where this build put it.
+std::string matrix_program() {
+  const fs::path beside = fs::path(tandem_test::cli_path()).parent_path() / "nccl_route_matrix";
+  return fs::exists(beside) ? beside.string() : TANDEM_NCCL_ROUTE_MATRIX_PATH;
+}
+
+struct Rank {
+  int exit_code = -1;
+  std::string output;
+  json result;  // the program's JSON line
+  json stats;   // tandem run's --stats (routed runs)
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Starts `nranks` ranks at once, each in its own process, under the copy-engine route or not.
+std::vector<Rank> run_ranks(int nranks, bool routed) {
+  const fs::path dir = fs::temp_directory_path() / ("tandem_route_matrix_" + std::to_string(getpid()) + "_" +
+                                                    std::to_string(nranks) + (routed ? "_routed" : "_stock"));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string script;
+  for (int r = 0; r < nranks; ++r) {
+    const std::string rank = std::to_string(r);
+    std::string command = "env NCCL_NVLS_ENABLE=0 NCCL_HOSTID=tandem-route-matrix-" + rank + " ";
+    if (routed)
+      command += tandem_test::cli_path() + " run --policy copy-engine --stats " + (dir / ("stats-" + rank)).string() +
+                 ".json -- ";
+    command += matrix_program() + " " + rank + " " + std::to_string(nranks) + " " + (dir / "id").string();
+    script += "(timeout 600 " + command + " > " + (dir / ("out-" + rank)).string() + " 2>&1; echo $? > " +
+              (dir / ("rc-" + rank)).string() + ") & ";
+  }
+  script += "wait";
+  tandem_test::run_command("sh -c '" + script + "'");
+  std::vector<Rank> ranks(static_cast<size_t>(nranks));
+  for (int r = 0; r < nranks; ++r) {
+    Rank& out = ranks[size_t(r)];
+    const std::string rank = std::to_string(r);
+    out.output = read_text(dir / ("out-" + rank));
+    const std::string rc = read_text(dir / ("rc-" + rank));
+    out.exit_code = rc.empty() ? -1 : std::stoi(rc);
+    std::istringstream lines(out.output);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty() && line.front() == '{') out.result = json::parse(line);
+    if (fs::exists(dir / ("stats-" + rank + ".json")))
+      out.stats = json::parse(read_text(dir / ("stats-" + rank + ".json")));
+  }
+  fs::remove_all(dir);
+  return ranks;
+}
+
+class preload_nccl_route_matrix : public ::testing::TestWithParam<int> {};
+
+TEST_P(preload_nccl_route_matrix, StockNcclIsWithinItsBound) {
+  TANDEM_REQUIRE_GPUS(1);
+  const int nranks = GetParam();
+  for (const Rank& r : run_ranks(nranks, false)) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
+    EXPECT_GT(r.result["cases"].get<int>(), 500);
+    // Two ranks: NCCL's sums, averages and moves are bitwise the route's numerics.
+    if (nranks == 2)
+      for (const auto& name : r.result["inexact"])
+        EXPECT_NE(name.get<std::string>().find("_premul_"), std::string::npos) << name;
+  }
+}
+
+TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
+  TANDEM_REQUIRE_GPUS(1);
+  const int nranks = GetParam();
+  for (const Rank& r : run_ranks(nranks, true)) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
+    EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
+    ASSERT_TRUE(r.stats.is_object()) << r.output;
+    const json& reach = r.stats["copy_engine_reach"];
+    EXPECT_EQ(reach["calls"], reach["total_calls"]) << r.stats["nccl_collectives"].dump(1);
+    EXPECT_EQ(reach["bytes"], reach["total_bytes"]);
+    EXPECT_GT(reach["calls"].get<int>(), 500);
+    for (const auto& [name, collective] : r.stats["nccl_collectives"].items())
+      EXPECT_EQ(collective["nccl"], json::object()) << name;
+    // Each captured case's call was captured once and replayed three times.
+    EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ranks_on_one_gpu, preload_nccl_route_matrix, ::testing::Values(2, 3),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::to_string(info.param) + "_ranks";
+                         });
+
+}  // namespace

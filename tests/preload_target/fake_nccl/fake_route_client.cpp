@@ -1,0 +1,150 @@
+// A stand-in for a program whose collectives the copy-engine route should take, linked against the
+// fake libnccl.so.2 (fake_nccl.h) and run under the interposer with the fake route library
+// (fake_route.cpp) by tests/cpu/test_preload_nccl_hooks.cpp. It issues every kind of call the route
+// decision tells apart - reductions (sum, average, pre-multiplied sums with host and device scalars,
+// min/max), counts that do not split over the ranks, types without a sum kernel, groups of one and of
+// several collectives (nested, mixed with calls NCCL keeps, over two communicators), a capture, a
+// non-blocking communicator, failures - and prints one JSON object: each step's result and errno, and
+// the one log of what NCCL received and what the route ran, in order.
+#include <cuda_bf16.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "fake_nccl.h"
+
+namespace {
+
+using json = nlohmann::json;
+
+json g_steps = json::object();
+
+template <class Call>
+ncclResult_t step(const std::string& name, const Call& call, int errno_before = 0) {
+  errno = errno_before;
+  const ncclResult_t result = call();
+  g_steps[name] = {{"result", static_cast<int>(result)}, {"errno", errno}};
+  return result;
+}
+
+// A mark in the log, so the test can find where each step's calls start.
+void mark(const std::string& name) { fake_nccl_record(json({{"fn", "mark"}, {"step", name}}).dump().c_str()); }
+
+cudaStream_t stream_number(uintptr_t n) { return reinterpret_cast<cudaStream_t>(n); }
+
+}  // namespace
+
+int main() {
+  ncclUniqueId id{};
+  alignas(16) char send[4096] = {}, recv[4096] = {};
+  const cudaStream_t s1 = stream_number(0x1), s2 = stream_number(0x2);
+
+  ncclComm_t two = nullptr, three = nullptr, non_blocking = nullptr;
+  step("init_two", [&] { return ncclCommInitRank(&two, 2, id, 1); });
+  step("init_three", [&] { return ncclCommInitRank(&three, 3, id, 2); });
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  step("init_non_blocking", [&] { return ncclCommInitRankConfig(&non_blocking, 2, id, 0, &config); });
+  fake_nccl_finish_init(non_blocking);
+  // One process a GPU, as PyTorch and JAX run: every communicator on device 0; `other_device` is a rank
+  // this thread drives on a second GPU (as ncclCommInitAll users and XLA with several GPUs do).
+  ncclComm_t other_device = nullptr;
+  step("init_other_device", [&] { return ncclCommInitRank(&other_device, 2, id, 0); });
+  for (ncclComm_t c : {two, three, non_blocking}) fake_nccl_set_device(c, 0);
+  fake_nccl_set_device(other_device, 1);
+
+  // Reductions the route computes.
+  mark("sum");
+  step("sum", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, s1); });
+  mark("avg_uneven");
+  step("avg_uneven", [&] { return ncclAllReduce(send, recv, 7, ncclFloat16, ncclAvg, three, s1); });
+  mark("premul_host");
+  ncclRedOp_t half_op{};
+  __nv_bfloat16 half = __float2bfloat16(0.5f);
+  step("create_premul_host",
+       [&] { return ncclRedOpCreatePreMulSum(&half_op, &half, ncclBfloat16, ncclScalarHostImmediate, two); });
+  half = __float2bfloat16(4.0f);  // read when the op was made: no effect
+  step("premul_host", [&] { return ncclAllReduce(send, recv, 16, ncclBfloat16, half_op, two, s1); });
+  mark("premul_device");
+  ncclRedOp_t device_op{};
+  void* device_scalar = recv + 1024;
+  g_steps["device_scalar_address"] = reinterpret_cast<uintptr_t>(device_scalar);
+  step("create_premul_device",
+       [&] { return ncclRedOpCreatePreMulSum(&device_op, device_scalar, ncclFloat32, ncclScalarDevice, two); });
+  step("premul_device", [&] { return ncclReduceScatter(send, recv, 4, ncclFloat32, device_op, two, s1); });
+  mark("premul_destroyed");
+  step("destroy_premul_host", [&] { return ncclRedOpDestroy(half_op, two); });
+  step("premul_destroyed", [&] { return ncclAllReduce(send, recv, 16, ncclBfloat16, half_op, two, s1); });
+  mark("reduce_scatter_avg");
+  step("reduce_scatter_avg", [&] { return ncclReduceScatter(send, recv, 5, ncclFloat32, ncclAvg, three, s1); });
+
+  // Moves of any type; what stays with NCCL.
+  mark("moves");
+  step("all_gather_int64", [&] { return ncclAllGather(send, recv, 3, ncclInt64, two, s1); });
+  step("all_to_all_uint8", [&] { return ncclAlltoAll(send, recv, 5, ncclUint8, two, s1); });
+  mark("nccl_keeps");
+  step("max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, two, s1); });
+  step("fp64_sum", [&] { return ncclAllReduce(send, recv, 8, ncclFloat64, ncclSum, two, s1); });
+  step("empty", [&] { return ncclAllReduce(send, recv, 0, ncclFloat32, ncclSum, two, s1); });
+  step("captured_before_setup",
+       [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, kFakeCapturingStream); });
+
+  // Groups.
+  mark("group_of_one");
+  step("group_of_one_start", [&] { return ncclGroupStart(); });
+  step("group_of_one_call", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, s1); });
+  mark("group_of_one_before_end");
+  step("group_of_one_end", [&] { return ncclGroupEnd(); });
+  mark("group_mixed");
+  step("group_mixed_start", [&] { return ncclGroupStart(); });
+  step("group_mixed_sum", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, s1); });
+  step("group_mixed_gather", [&] { return ncclAllGather(send, recv, 4, ncclBfloat16, two, s1); });
+  step("group_mixed_max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, two, s1); });
+  step("group_mixed_end", [&] { return ncclGroupEnd(); });
+  mark("group_nested");
+  step("group_nested_outer_start", [&] { return ncclGroupStart(); });
+  step("group_nested_inner_start", [&] { return ncclGroupStart(); });
+  step("group_nested_first", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, s1); });
+  step("group_nested_inner_end", [&] { return ncclGroupEnd(); });
+  mark("group_nested_after_inner_end");
+  step("group_nested_second", [&] { return ncclReduceScatter(send, recv, 4, ncclBfloat16, ncclSum, two, s2); });
+  step("group_nested_outer_end", [&] { return ncclGroupEnd(); });
+  mark("group_two_communicators");
+  step("group_two_start", [&] { return ncclGroupStart(); });
+  step("group_two_on_three", [&] { return ncclAllReduce(send, recv, 9, ncclFloat32, ncclSum, three, s2); });
+  step("group_two_on_two", [&] { return ncclAllGather(send, recv, 4, ncclFloat32, two, s1); });
+  step("group_two_end", [&] { return ncclGroupEnd(); });
+
+  mark("group_several_devices");
+  step("group_devices_start", [&] { return ncclGroupStart(); });
+  step("group_devices_first", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclAvg, two, s1); });
+  step("group_devices_second", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclAvg, other_device, s2); });
+  step("group_devices_end", [&] { return ncclGroupEnd(); });
+
+  // A non-blocking communicator, once ready.
+  mark("non_blocking");
+  step("non_blocking", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, non_blocking, s1); });
+
+  // Failures: the program gets NCCL's internal error; the communicator's later calls go to NCCL.
+  mark("group_failing");
+  step("group_failing_start", [&] { return ncclGroupStart(); });
+  step("group_failing_call",
+       [&] { return ncclAllReduce(send, recv, kFakeRouteFailingCount, ncclFloat32, ncclSum, non_blocking, s1); });
+  step("group_failing_end", [&] { return ncclGroupEnd(); });
+  mark("failing");
+  step(
+      "failing", [&] { return ncclAllReduce(send, recv, kFakeRouteFailingCount, ncclFloat32, ncclSum, three, s1); },
+      1234);
+  step("after_failure", [&] { return ncclAllReduce(send, recv, 9, ncclFloat32, ncclSum, three, s1); });
+
+  mark("teardown");
+  step("destroy_two", [&] { return ncclCommDestroy(two); });
+  step("destroy_three", [&] { return ncclCommDestroy(three); });
+  step("abort_non_blocking", [&] { return ncclCommAbort(non_blocking); });
+  step("destroy_other_device", [&] { return ncclCommDestroy(other_device); });
+
+  std::printf("%s\n", json({{"steps", g_steps}, {"calls", json::parse(fake_nccl_calls_json())}}).dump().c_str());
+  return 0;
+}

@@ -1,0 +1,429 @@
+#!/usr/bin/env python3
+"""Tests scripts/reach-check.py: the rows and their launch command lines, summing the ranks' `tandem run
+--stats` files (hand-made fixtures in fixtures/reach/) and tandem.torch's stats with PyTorch's flight
+recorder, the results against stock and the tolerance rule, the Markdown table, the time limit and a
+failing peer (process groups killed), and a whole run through a fake torchrun. Expected values are
+worked out in the comments. Stdlib only; the tests that run examples/reach's programs on the CPU (gloo)
+need torch (and jax), and skip without them (TANDEM_TORCH_PYTHON names a Python that has them).
+
+  python3 tests/scripts/test_reach_check.py      (ctest: reach_check)
+"""
+import importlib.util
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SCRIPT = os.path.join(ROOT, "scripts", "reach-check.py")
+FIXTURES = os.path.join(HERE, "fixtures", "reach")
+spec = importlib.util.spec_from_file_location("reach_check", SCRIPT)
+rc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(rc)
+
+
+def process_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie is dead (its parent has not reaped it yet)
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+class Rows(unittest.TestCase):
+    def test_every_row_and_selection(self):
+        rows = rc.all_rows([2, 3, 4])
+        # 4 Llama programs x 3 front ends + 3 programs x 2 front ends = 18 rows per rank count.
+        self.assertEqual(len(rows), 54)
+        self.assertEqual(rows[0]["id"], "llama-ddp/2/stock")
+        self.assertEqual(len(rc.select_rows(rows, "jax")), 6)
+        self.assertEqual([r["id"] for r in rc.select_rows(rows, "llama-ddp/3")],
+                         ["llama-ddp/3/stock", "llama-ddp/3/tandem-run", "llama-ddp/3/tandem-torch"])
+        self.assertEqual(len(rc.select_rows(rows, "llama-*/*/tandem-torch,overlap/4/stock")), 13)
+        self.assertEqual(len(rc.select_rows(rows, "")), 54)
+        with self.assertRaises(rc.UserError):
+            rc.select_rows(rows, "jax/5")
+
+    def test_launch_command_lines(self):
+        cfg = {"tandem_bin": "/t/tandem", "overlap_bin": "/t/overlap", "pythonpath": ["/p"], "torchrun": ["torchrun"],
+               "python": "/py", "llama_args": ["--steps", "2"], "jax_args": []}
+        [run] = rc.row_launches({"program": "llama-fsdp2", "ranks": 3, "front_end": "tandem-run"}, cfg, "/s", 1)
+        # torchrun starts every rank as `tandem run ... -- python`: one stats file per rank process.
+        self.assertEqual(run["argv"][:16], ["torchrun", "--standalone", "--nproc-per-node", "3", "--no-python",
+                                            "/t/tandem", "run", "--policy", "copy-engine", "--stats",
+                                            "/s/stats-%p.json", "--", "/py", os.path.join(ROOT, rc.SHARED_GPU_RANK),
+                                            os.path.join(ROOT, "examples/reach/llama_train.py"), "--parallel"])
+        self.assertEqual(run["argv"][16:], ["fsdp2", "--steps", "2"])
+        self.assertEqual(run["env"]["NCCL_NVLS_ENABLE"], "0")
+        [run] = rc.row_launches({"program": "llama-ddp", "ranks": 2, "front_end": "tandem-torch"}, cfg, "/s", 1)
+        self.assertEqual(run["argv"][-2:], ["--tandem", "copy-engine"])
+        self.assertTrue(run["env"]["PYTHONPATH"].startswith("/p"))
+        self.assertNotIn("--no-python", run["argv"])
+        runs = rc.row_launches({"program": "jax", "ranks": 2, "front_end": "stock"}, cfg, "/s", 4321)
+        self.assertEqual([r["env"]["NCCL_HOSTID"] for r in runs], ["tandem-reach-jax-0", "tandem-reach-jax-1"])
+        self.assertEqual(runs[1]["argv"][2:8], ["--coordinator", "127.0.0.1:4321", "--num-processes", "2",
+                                                "--process-id", "1"])
+        runs = rc.row_launches({"program": "overlap", "ranks": 3, "front_end": "tandem-run"}, cfg, "/s", 4321)
+        self.assertEqual(len(runs), 3)
+        self.assertEqual(runs[2]["argv"][:7], ["/t/tandem", "run", "--policy", "copy-engine", "--stats",
+                                               "/s/stats-%p.json", "--"])
+        self.assertEqual(runs[2]["argv"][7], "/t/overlap")
+        self.assertEqual({k: runs[2]["env"][k] for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "NCCL_COMM_ID")},
+                         {"RANK": "2", "WORLD_SIZE": "3", "LOCAL_RANK": "0", "NCCL_COMM_ID": "127.0.0.1:4321"})
+
+
+class Aggregation(unittest.TestCase):
+    def test_stats_files_are_summed(self):
+        docs, bad = rc.read_stats(FIXTURES)
+        self.assertEqual(bad, [])
+        route = rc.aggregate_stats(docs)
+        ar = route["collectives"]["ncclAllReduce"]
+        # 10 + 10 calls, 8 + 7 routed (3990 + 3000 B); op-not-supported 2 + 2 calls, 10 + 10 B.
+        self.assertEqual((ar["calls"], ar["bytes"]), (20, 8000))
+        self.assertEqual(ar["copy_engine"], {"calls": 15, "bytes": 6990})
+        self.assertEqual(ar["nccl"], {"op-not-supported": {"calls": 4, "bytes": 20},
+                                      "capture-not-ready": {"calls": 1, "bytes": 990}})
+        self.assertEqual(route["collectives"]["ncclReduceScatter"]["nccl"],
+                         {"route-unavailable": {"calls": 1, "bytes": 600}})
+        # Totals: 20 + 4 + 1 = 25 calls, 8000 + 1000 + 600 = 9600 B; routed 15 + 4 = 19 calls, 7990 B.
+        self.assertEqual((route["total_calls"], route["total_bytes"], route["calls"], route["bytes"]),
+                         (25, 9600, 19, 7990))
+        self.assertAlmostEqual(route["share_of_bytes"], 7990 / 9600)
+        self.assertEqual((route["processes"], route["captured"], route["requested"]), (2, 3, True))
+
+    def test_no_stats_no_share(self):
+        route = rc.aggregate_stats([])
+        self.assertIsNone(route["share_of_bytes"])
+        self.assertEqual(rc.share_text(route), "—")
+
+    def test_tandem_torch_with_the_flight_recorder(self):
+        # Per rank: 4 buckets routed (400 B), 1 refused (a cpu tensor, 8 B), which the process group also
+        # recorded as an all_reduce; plus DDP's own broadcast and a loss all-reduce.
+        rank = {"tandem_torch": {"ddp_all_reduce": {"copy-engine": 4, "a cpu tensor": 1},
+                                 "bytes": {"ddp_all_reduce": {"copy-engine": 400, "a cpu tensor": 8}},
+                                 "routes": {}, "window_pool": {}},
+                "process_group": {"all_reduce": {"calls": 2, "bytes": 12}, "broadcast": {"calls": 1, "bytes": 100}}}
+        route = rc.aggregate_tandem_torch([rank, json.loads(json.dumps(rank))])
+        ddp = route["collectives"]["ddp_all_reduce"]
+        self.assertEqual((ddp["calls"], ddp["bytes"], ddp["copy_engine"]), (10, 816, {"calls": 8, "bytes": 800}))
+        self.assertEqual(ddp["nccl"], {"a cpu tensor": {"calls": 2, "bytes": 16}})
+        # The refused bucket is counted once: the process group's all_reduce keeps 2 - 1 calls, 12 - 8 B a rank.
+        self.assertEqual(route["collectives"]["process-group all_reduce"]["nccl"],
+                         {"process-group": {"calls": 2, "bytes": 8}})
+        self.assertEqual(route["collectives"]["process-group broadcast"]["bytes"], 200)
+        # Total 816 + 8 + 200 = 1024 B, 800 through the route.
+        self.assertEqual((route["total_bytes"], route["bytes"]), (1024, 800))
+        self.assertAlmostEqual(route["share_of_bytes"], 800 / 1024)
+
+    def test_unseen_operations_and_functions(self):
+        self.assertEqual(rc.unhooked({"all_reduce": {"calls": 1, "bytes": 4}, "broadcast": {"calls": 2, "bytes": 8},
+                                      "allreduce_coalesced": {"calls": 1, "bytes": 4}}),
+                         {"broadcast": {"calls": 2, "bytes": 8}})
+        route = rc.aggregate_stats(rc.read_stats(FIXTURES)[0])
+        issued = rc.issued_totals([{"ncclAllReduce": {"calls": 10, "bytes": 1}, "ncclAlltoAll": {"calls": 3, "bytes": 9}},
+                                   {"ncclAllReduce": {"calls": 10, "bytes": 1}}])
+        self.assertEqual(rc.unseen_by_stats(issued, route), {"ncclAlltoAll": {"calls": 3}})
+
+
+class AgainstStock(unittest.TestCase):
+    def test_tolerance_rule(self):
+        self.assertFalse(rc.tolerance_applies(2))  # two ranks: one rounded addition, either order
+        self.assertTrue(rc.tolerance_applies(3))
+        self.assertTrue(rc.tolerance_applies(4))
+        self.assertIn("2^-8", rc.TOLERANCE_RULE)
+
+    def test_losses(self):
+        ref = {"losses": [10.0, 9.0, 8.0]}
+        self.assertEqual(rc.compare_results({"losses": [10.0, 9.0, 8.0]}, ref, 2), "bitwise")
+        near = {"losses": [10.0, 9.0 + 9.0 / 256, 8.0]}  # exactly 2^-8 of the reference away
+        self.assertEqual(rc.compare_results(near, ref, 3), "within tolerance")
+        self.assertEqual(rc.compare_results(near, ref, 2), "differs")  # at 2 ranks only bitwise passes
+        self.assertEqual(rc.compare_results({"losses": [10.0, 9.04, 8.0]}, ref, 4), "differs")  # 0.04 > 9/256
+        self.assertEqual(rc.compare_results({"losses": [10.0, 9.0]}, ref, 2), "differs")
+        self.assertEqual(rc.compare_results({"losses": [10.0]}, None, 2), "no reference")
+
+    def test_checks(self):
+        def checks(digest, wrong=0):
+            return {"checks": {"a": {"wrong": wrong, "elements": 4, "max_error": 0.0, "digests": [digest, "x"]}}}
+        self.assertEqual(rc.compare_results(checks("d"), checks("d"), 2), "bitwise")
+        self.assertEqual(rc.compare_results(checks("e"), checks("d"), 3), "within tolerance")
+        self.assertEqual(rc.compare_results(checks("e"), checks("d"), 2), "differs")
+        self.assertEqual(rc.compare_results(checks("d", wrong=5), checks("d"), 3), "wrong: 5 elements")
+        self.assertEqual(rc.compare_results(checks("d", wrong=1), None, 3), "wrong: 1 elements")
+
+    def test_verdicts(self):
+        rows = [{"id": "p/3/stock", "program": "jax", "ranks": 3, "front_end": "stock", "ok": True,
+                 "results": {"checks": {"a": {"wrong": 0, "digests": ["d"]}}}, "exit_codes": [0]},
+                {"id": "p/3/tandem-run", "program": "jax", "ranks": 3, "front_end": "tandem-run", "ok": True,
+                 "results": {"checks": {"a": {"wrong": 0, "digests": ["e"]}}}, "exit_codes": [0]},
+                {"id": "p/2/tandem-run", "program": "jax", "ranks": 2, "front_end": "tandem-run", "ok": False,
+                 "results": {}, "exit_codes": [0, 124]}]
+        self.assertEqual([r["vs_stock"] for r in rc.verdicts(rows)],
+                         ["reference", "within tolerance", "FAILED (exit 124)"])
+
+
+class Table(unittest.TestCase):
+    def test_markdown(self):
+        route = rc.aggregate_stats(rc.read_stats(FIXTURES)[0])
+        record = {"kind": "reach-check", "gpus": ["NVIDIA H200, 580.1"], "versions": {"torch": "2.11", "nccl": "2.28.9"},
+                  "commit": "abc123", "clean_tree": True, "date": "2026-12-01T10:00:00Z", "config": {"policy": "copy-engine"},
+                  "rows": [
+                      {"id": "jax/2/stock", "program": "jax", "ranks": 2, "front_end": "stock", "ok": True,
+                       "results": {"checks": {"a": {"wrong": 0, "digests": ["d"]}}}, "exit_codes": [0, 0],
+                       "issued": {"ncclAllReduce": {"calls": 6, "bytes": 3 << 20}}, "process_group": None,
+                       "unseen": {"operations": {}, "functions": None}, "seconds": 9.4},
+                      {"id": "jax/2/tandem-run", "program": "jax", "ranks": 2, "front_end": "tandem-run", "ok": True,
+                       "results": {"checks": {"a": {"wrong": 0, "digests": ["d"]}}}, "exit_codes": [0, 0],
+                       "route": route, "process_group": {"broadcast": {"calls": 2, "bytes": 2048}},
+                       "unseen": {"operations": {"broadcast": {"calls": 2, "bytes": 2048}},
+                                  "functions": {"ncclAlltoAll": {"calls": 3}}}, "seconds": 12.0}]}
+        text = rc.markdown_table(record)
+        self.assertIn("NVIDIA H200, 580.1; nccl 2.28.9, torch 2.11; tandem abc123; 2026-12-01; policy copy-engine", text)
+        # No flight recorder in JAX and no stats in a stock row: what it does not see is not known.
+        self.assertIn("| jax | 2 | stock | 6 / 3.0 MiB | — | — | — (not asked) | — | reference | 9 |", text)
+        # 25 calls, 9600 B = 9.4 KiB; 19 routed, 7990 B = 7.8 KiB; 83.23 %.
+        self.assertIn("| jax | 2 | tandem-run | 25 / 9.4 KiB | 19 / 7.8 KiB | 83.23 % | op-not-supported 4 / 20 B "
+                      "(ncclAllReduce); capture-not-ready 1 / 990 B (ncclAllReduce); route-unavailable 1 / 600 B "
+                      "(ncclReduceScatter) | broadcast 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
+                      text)
+        self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
+
+    def test_table_of_a_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            with open(path, "w") as f:
+                json.dump({"kind": "pytorch-compare"}, f)
+            p = subprocess.run([sys.executable, SCRIPT, "--table", path], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("is not a reach-check record", p.stderr)
+
+
+class TimeLimits(unittest.TestCase):
+    def test_a_hanging_row_is_killed_with_its_children(self):
+        with tempfile.TemporaryDirectory() as d:
+            pidfile = os.path.join(d, "child.pid")
+            # The process starts a grandchild that would outlive it, then hangs.
+            hang = [sys.executable, "-c", "import subprocess, sys, time; "
+                    f"c = subprocess.Popen(['sleep', '300']); open({pidfile!r}, 'w').write(str(c.pid)); time.sleep(300)"]
+            start = time.monotonic()
+            out = rc.run_processes([{"argv": hang, "env": {}}], timeout=2, logs=d)
+            took = time.monotonic() - start
+            with open(pidfile) as f:
+                grandchild = int(f.read())
+        self.assertEqual(out[0][0], 124)
+        self.assertIn("timed out after 2 s", out[0][1])
+        self.assertLess(took, 20)
+        for _ in range(50):
+            if not process_alive(grandchild):
+                break
+            time.sleep(0.1)
+        else:
+            self.fail(f"the hung process's child {grandchild} is still running")
+
+    def test_a_failed_peer_ends_the_row(self):
+        with tempfile.TemporaryDirectory() as d:
+            fails = {"argv": [sys.executable, "-c", "import sys; print('boom'); sys.exit(3)"], "env": {}}
+            waits = {"argv": [sys.executable, "-c", "import time; time.sleep(300)"], "env": {}}
+            start = time.monotonic()
+            out = rc.run_processes([fails, waits], timeout=120, logs=d, grace=1)
+        self.assertEqual([code for code, _ in out], [3, 137])
+        self.assertIn("boom", out[0][1])
+        self.assertIn("after another process of the row failed", out[1][1])
+        self.assertLess(time.monotonic() - start, 30)
+
+    def test_a_missing_program_is_127(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = rc.run_processes([{"argv": [os.path.join(d, "none")], "env": {}}], timeout=5, logs=d)
+        self.assertEqual(out[0][0], 127)
+        self.assertIn("cannot start", out[0][1])
+
+
+FAKE_TORCHRUN = """#!{python}
+# Stands in for torchrun and the rank processes: with --no-python (the tandem-run rows) it writes one
+# `tandem run --stats` file per rank where --stats says; rank 0's TANDEM_RESULT line follows. At 3 ranks
+# the tandem-run rows' digest differs from stock's (a sum in another order), within its bound.
+import json, os, sys, time
+args = sys.argv[1:]
+if os.environ.get("FAKE_HANG_PIDFILE"):
+    with open(os.environ["FAKE_HANG_PIDFILE"], "a") as f:
+        f.write("%d\\n" % os.getpid())
+    time.sleep(300)
+n = int(args[args.index("--nproc-per-node") + 1])
+routed = "--no-python" in args
+if routed:
+    stats = args[args.index("--stats") + 1]
+    for r in range(n):
+        with open(stats.replace("%p", str(7000 + r)), "w") as f:
+            json.dump({{"pid": 7000 + r, "nccl_collectives": {{"ncclAllReduce": {{
+                "calls": 3, "bytes": 96, "copy_engine": {{"calls": 3, "bytes": 96}}, "nccl": {{}}}}}},
+                "copy_engine_reach": {{"requested": True, "calls": 3, "bytes": 96, "total_bytes": 96}}}}, f)
+digest = "other" if routed and n == 3 else "same"
+rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "broadcast": {{"calls": 1, "bytes": 64}}}},
+        "issued": {{"ncclAllReduce": {{"calls": 3, "bytes": 96}}, "ncclAlltoAll": {{"calls": 2, "bytes": 8}}}}}}
+result = {{"program": "torch_collectives", "ok": True, "ranks": [rank] * n,
+          "checks": {{"sum": {{"wrong": 0, "elements": 8, "max_error": 0.0, "digests": [digest] * n}}}}}}
+print("some rank's output")
+print("TANDEM_RESULT " + json.dumps(result))
+"""
+
+
+class WholeRun(unittest.TestCase):
+    def test_rows_through_a_fake_torchrun(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "faketorchrun")
+            with open(fake, "w") as f:
+                f.write(FAKE_TORCHRUN.format(python=sys.executable))
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            out = os.path.join(d, "reach.json")
+            p = subprocess.run([sys.executable, SCRIPT, "--only", "torch-collectives", "--ranks", "2,3", "--jobs", "2",
+                                "--torchrun", fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"),
+                                "--out", out], capture_output=True, text=True, timeout=120)
+            with open(out) as f:
+                record = json.load(f)
+            table = subprocess.run([sys.executable, SCRIPT, "--table", out], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr + p.stdout)
+        self.assertTrue(p.stdout.rstrip().endswith("# OK: 4 rows, 0 failed or wrong"), p.stdout)
+        self.assertEqual((record["kind"], record["complete"]), ("reach-check", True))
+        self.assertEqual([r["id"] for r in record["rows"]],
+                         ["torch-collectives/2/stock", "torch-collectives/2/tandem-run",
+                          "torch-collectives/3/stock", "torch-collectives/3/tandem-run"])
+        rows = {r["id"]: r for r in record["rows"]}
+        routed = rows["torch-collectives/3/tandem-run"]
+        self.assertEqual((routed["route"]["processes"], routed["route"]["total_calls"], routed["route"]["share_of_bytes"]),
+                         (3, 9, 1.0))
+        self.assertEqual(routed["vs_stock"], "within tolerance")
+        self.assertEqual(rows["torch-collectives/2/tandem-run"]["vs_stock"], "bitwise")
+        # What the interposer cannot see: the ranks' broadcasts (flight recorder), the all-to-alls they issued.
+        self.assertEqual(routed["unseen"], {"operations": {"broadcast": {"calls": 3, "bytes": 192}},
+                                            "functions": {"ncclAlltoAll": {"calls": 6}}})
+        self.assertEqual(rows["torch-collectives/2/stock"]["process_group"]["all_reduce"], {"calls": 6, "bytes": 192})
+        self.assertIn("| torch-collectives | 3 | tandem-run | 9 / 288 B | 9 / 288 B | 100.00 % | none | "
+                      "broadcast 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
+        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | broadcast 2 / 128 B | "
+                      "reference |", table.stdout)
+        self.assertIn("policy", record["config"])
+        self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
+
+    def test_sigterm_stops_every_row_and_keeps_the_json(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = os.path.join(d, "faketorchrun")
+            with open(fake, "w") as f:
+                f.write(FAKE_TORCHRUN.format(python=sys.executable))
+            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            pidfile, out = os.path.join(d, "hung.pids"), os.path.join(d, "reach.json")
+            p = subprocess.Popen([sys.executable, SCRIPT, "--only", "torch-collectives/2", "--jobs", "2", "--torchrun",
+                                  fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"), "--out", out],
+                                 env={**os.environ, "FAKE_HANG_PIDFILE": pidfile}, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            def started():
+                if not os.path.exists(pidfile):
+                    return 0
+                with open(pidfile) as f:
+                    return len(f.read().split())
+            for _ in range(100):  # both rows' launchers are running
+                if started() == 2:
+                    break
+                time.sleep(0.1)
+            p.terminate()
+            stdout, _ = p.communicate(timeout=60)
+            with open(pidfile) as f:
+                hung = [int(x) for x in f.read().split()]
+            with open(out) as f:
+                record = json.load(f)
+        self.assertEqual(p.returncode, 143)
+        self.assertIn("# STOPPED: 0 of 2 rows finished", stdout)
+        self.assertEqual((record["complete"], record["rows"]), (False, []))
+        for pid in hung:
+            for _ in range(50):
+                if not process_alive(pid):
+                    break
+                time.sleep(0.1)
+            else:
+                self.fail(f"launcher {pid} of a stopped row is still running")
+
+    def test_bad_arguments_are_one_line(self):
+        for args, message in ((["--ranks", "1,2"], "at least 2"), (["--ranks", "x"], "comma-separated"),
+                              (["--jobs", "0"], "--jobs"), (["--only", "nothing"], "matches no row")):
+            p = subprocess.run([sys.executable, SCRIPT, "--dry-run"] + args, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(message, p.stderr)
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+
+
+def python_with(module):
+    """A Python that imports `module`: TANDEM_TORCH_PYTHON, else this one, else None."""
+    for python in (os.environ.get("TANDEM_TORCH_PYTHON"), sys.executable):
+        if python and subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0:
+            return python
+    return None
+
+
+TORCH, JAX = python_with("torch"), python_with("jax")
+
+
+def torchrun(python, nproc, program, args):
+    p = subprocess.run([python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
+                        os.path.join(ROOT, "examples", "reach", program)] + args,
+                       capture_output=True, text=True, timeout=600)
+    results = rc.results_of(p.stdout.splitlines())
+    return p, results[-1] if results else None
+
+
+@unittest.skipIf(TORCH is None, "torch is not installed (TANDEM_TORCH_PYTHON names a Python with torch)")
+class Programs(unittest.TestCase):
+    def test_collectives_are_exact_on_gloo(self):
+        p, result = torchrun(TORCH, 3, "torch_collectives.py", ["--backend", "gloo", "--scale", "300"])
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertTrue(result["ok"])
+        self.assertEqual(result["world_size"], 3)
+        self.assertEqual(sum(c["wrong"] for c in result["checks"].values()), 0)
+        self.assertIn("all_to_all_single float32 1009", result["checks"])
+        self.assertEqual(result["ranks"][2]["issued"]["ncclAlltoAll"]["calls"], 4)
+        # The same run again gives the same digests (what the rows compare bitwise).
+        _, again = torchrun(TORCH, 3, "torch_collectives.py", ["--backend", "gloo", "--scale", "300"])
+        self.assertEqual({k: c["digests"] for k, c in again["checks"].items()},
+                         {k: c["digests"] for k, c in result["checks"].items()})
+
+    def test_llama_ddp_and_fsdp2_train_deterministically(self):
+        tiny = ["--backend", "gloo", "--hidden", "32", "--intermediate", "64", "--layers", "2", "--heads", "2",
+                "--vocab", "100", "--seq", "16", "--steps", "3"]
+        for parallel in ("ddp", "fsdp2"):
+            runs = [torchrun(TORCH, 2, "llama_train.py", tiny + ["--parallel", parallel]) for _ in range(2)]
+            for p, result in runs:
+                self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+                self.assertEqual((len(result["losses"]), result["parallel"]), (3, parallel))
+            self.assertEqual(rc.normalized_results("llama-" + parallel, [runs[0][1]]),
+                             rc.normalized_results("llama-" + parallel, [runs[1][1]]))
+
+    def test_llama_refuses_tandem_on_gloo(self):
+        p, _ = torchrun(TORCH, 1, "llama_train.py", ["--backend", "gloo", "--tandem", "copy-engine"])
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--tandem needs --backend nccl", p.stderr)
+
+
+@unittest.skipIf(JAX is None, "jax is not installed (TANDEM_TORCH_PYTHON names a Python with it)")
+class JaxProgram(unittest.TestCase):
+    def test_two_processes_on_the_cpu(self):
+        port = rc.free_port()
+        procs = [subprocess.Popen([JAX, os.path.join(ROOT, "examples", "reach", "jax_collectives.py"), "--coordinator",
+                                   f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", str(i), "--platform",
+                                   "cpu", "--count", "501", "--repeats", "2", "--timeout", "120"],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+        outs = [p.communicate(timeout=300) for p in procs]
+        results = [rc.results_of(out.splitlines())[-1] for out, _ in outs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], outs[0][1][-2000:])
+        self.assertTrue(all(r["ok"] for r in results))
+        checks = rc.normalized_results("jax", results)["checks"]
+        self.assertEqual(sorted(checks)[:2], ["all_gather bfloat16 int", "all_gather bfloat16 normal"])
+        self.assertEqual(checks["psum float32 int"]["elements"], 2 * 2 * 502)  # 501 -> 502 (even), 2 repeats, 2 processes
+        self.assertEqual(results[0]["issued"]["ncclReduceScatter"]["calls"], 2 * 2 * 2)  # 2 dtypes x 2 kinds x 2
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Tests scripts/hta-compare.py (both definitions of the share hidden on a profiler trace, and HTA's own
+figure when holistictraceanalysis is importable) and scripts/timeline-record.py (the overhead and
+its tables) on small hand-made inputs whose expected numbers are worked out in the comments.
+
+  python3 tests/scripts/test_timeline_scripts.py      (ctest: timeline_scripts)
+"""
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
+
+
+def load(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hta_compare = load("hta_compare", "hta-compare.py")
+timeline_record = load("timeline_record", "timeline-record.py")
+
+
+def kineto_trace(rank):
+    """Computation [1000,1400); NCCL [1300,1600) and [1650,1750); a copy [1600,1700) (in us).
+    Communication busy 400. HTA's definition: overlapped [1300,1400) = 100 -> 25 %. tandem's (the copy
+    is computation): also [1650,1700) -> 150 -> 37.5 %."""
+    def event(name, ts, dur, cat="kernel", stream=7):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+                "args": {"device": 0, "stream": stream, "correlation": int(ts), "external id": 1}}
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+            "deviceProperties": [], "displayTimeUnit": "ms",
+            "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#0", "pid": 100, "tid": 100,
+                             "ts": 1000, "dur": 2000, "args": {"External id": 1}},
+                            event("gemm_kernel", 1000, 400),
+                            event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1300, 300, stream=13),
+                            event("Memcpy DtoD (Device -> Device)", 1600, 100, cat="gpu_memcpy"),
+                            event("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 1650, 100, stream=13)]}
+
+
+class HtaCompare(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        for rank in (0, 1):
+            with open(os.path.join(self.dir.name, f"rank{rank}.json"), "w") as f:
+                json.dump(kineto_trace(rank), f)
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_both_definitions_on_the_profilers_trace(self):
+        rank, shares = hta_compare.shares_of_trace(os.path.join(self.dir.name, "rank1.json"))
+        self.assertEqual(rank, 1)
+        self.assertAlmostEqual(shares["hta_definition"], 0.25)
+        self.assertAlmostEqual(shares["tandem_definition"], 0.375)
+        self.assertAlmostEqual(shares["communication_us"], 400)
+
+    def test_htas_own_figure_is_its_definition(self):
+        shares, error = hta_compare.hta_shares(self.dir.name)
+        if shares is None and "not importable" in (error or ""):
+            self.skipTest(error)
+        self.assertIsNone(error)
+        self.assertEqual(shares, {0: 0.25, 1: 0.25})
+
+    def test_summary_compares_medians_of_rank_means(self):
+        runs = [{"kind": "tandem", "shares": {0: 0.30, 1: 0.40}},
+                {"kind": "tandem", "shares": {0: 0.40, 1: 0.50}},
+                {"kind": "profiler", "hta": {0: 0.25, 1: 0.25},
+                 "recomputed": {"0": {"tandem_definition": 0.375, "hta_definition": 0.25}}},
+                {"kind": "profiler", "hta": {0: 0.35, 1: 0.35},
+                 "recomputed": {"0": {"tandem_definition": 0.375, "hta_definition": 0.35}}}]
+        s = hta_compare.summarize("ddp_mlp", runs)
+        self.assertAlmostEqual(s["tandem"], 0.40)  # median of 0.35 and 0.45
+        self.assertAlmostEqual(s["hta"], 0.30)
+        self.assertAlmostEqual(s["difference_points"], 10.0)
+        self.assertFalse(s["within_5_points"])
+
+
+class TimelineRecord(unittest.TestCase):
+    def test_overhead_is_the_change_of_the_median_step(self):
+        runs = [{"timeline": False, "ok": True, "step_ms_median": v} for v in (40.0, 41.0, 39.0)]
+        runs += [{"timeline": True, "ok": True, "step_ms_median": v} for v in (40.4, 40.8, 40.2)]
+        o = timeline_record.overhead(runs)
+        self.assertEqual(o["rounds"], 3)
+        self.assertAlmostEqual(o["overhead"], (40.4 - 40.0) / 40.0)
+        self.assertAlmostEqual(o["without_spread_ms"], 2.0)
+
+    def test_tables_name_shared_gpus(self):
+        doc = {"nproc": 2, "shared_gpu": True, "date": "2026-12-01T00:00:00Z",
+               "provenance": {"gpus": ["NVIDIA H200, 580.159"], "commit": "abc123"},
+               "figures": [{"program": "ddp_mlp", "policy": "priority", "compile": False, "program_step_ms": 41.0,
+                            "tandem_step_ms": 40.5, "computation_ms": 30.0, "communication_ms": 12.0,
+                            "overlapped_ms": 9.0, "exposed_communication_ms": 3.0, "idle_ms": 1.5,
+                            "hidden_share": 0.75}],
+               "overhead": {"program": "ddp_mlp", "rounds": 3, "without_median_ms": 40.0, "with_median_ms": 40.4,
+                            "overhead": 0.01, "without_spread_ms": 2.0, "with_spread_ms": 0.6}}
+        table = timeline_record.markdown_table(doc)
+        self.assertIn("ranks sharing one GPU", table)
+        self.assertIn("| ddp_mlp | priority | no | 41.000 | 40.500 | 30.000 | 12.000 | 3.000 | 1.500 | 75.0 % |", table)
+        self.assertIn("(+1.00 %)", table)
+        self.assertIn("75.0%", timeline_record.text_table(doc))
+
+
+if __name__ == "__main__":
+    unittest.main()
