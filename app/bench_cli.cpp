@@ -3,7 +3,6 @@
 #include "command_line.h"
 #include "harness/run_description.h"
 #include "harness/runner.h"
-#include "harness/scenario_runner.h"
 #include "ranks/local_ranks.h"
 #include "ranks/process_rank.h"
 #include "report/json_reporter.h"
@@ -32,7 +31,6 @@ int count_ranks(const bench::BenchOptions& options) {
     nranks = options.gpus ? options.gpus : visible;
   }
   bench::validate_for_ranks(options, nranks);
-  if (bench::is_scenario(options.workloads.front())) bench::validate_scenarios(options, nranks);
   // Ranks on several nodes with nowhere to meet fail here, before any GPU work.
   if (launch.is_process_mode()) bench::planned_rendezvous(launch, options.launch_request);
   return nranks;
@@ -218,11 +216,6 @@ bool prints(const bench::BenchOptions& options) { return bench::reports_results(
 
 bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool) {
   return bench::describe_run(options, nranks, tool, command_line());
-}
-
-nlohmann::json results_json(const bench::RunInfo& info, const std::vector<bench::Row>& rows,
-                            const std::vector<std::string>& notes, bool complete, bool scenarios) {
-  return bench::results_json(info, rows, notes, complete, scenarios);
 }
 
 void write_json(const std::string& path, const nlohmann::json& doc) { bench::write_results_json(path, doc); }

@@ -38,10 +38,6 @@ bool prints(const bench::BenchOptions& options);
 // Versions, GPU and configuration, for headers and JSON, with this command line
 // (harness/run_description.h).
 bench::RunInfo describe_run(const bench::BenchOptions& options, int nranks, const std::string& tool);
-// The results document (docs/BENCH_JSON.md); `scenarios`: the rows are training scenarios'
-// (report/json_reporter.h).
-nlohmann::json results_json(const bench::RunInfo& info, const std::vector<bench::Row>& rows,
-                            const std::vector<std::string>& notes, bool complete, bool scenarios);
 // Writes `doc` to `path` atomically (tandem/safe_file.h), as valid UTF-8; throws on failure.
 void write_json(const std::string& path, const nlohmann::json& doc);
 

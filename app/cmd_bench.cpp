@@ -5,7 +5,6 @@
 #include "bench_cli.h"
 #include "commands.h"
 #include "harness/bench_run.h"
-#include "harness/scenario_runner.h"
 #include "report/console_reporter.h"
 #include "report/json_reporter.h"
 #include "report/trace_reporter.h"
@@ -20,9 +19,7 @@ int run(const BenchCli& cli) {
   // The table on stdout (progress on stderr), then the --json and --trace files, in that order.
   bench::Reporters reporter;
   reporter.add(std::make_unique<bench::ConsoleReporter>(options.progress));
-  if (!options.json_path.empty())
-    reporter.add(
-        std::make_unique<bench::JsonReporter>(options.json_path, bench::is_scenario(options.workloads.front())));
+  if (!options.json_path.empty()) reporter.add(std::make_unique<bench::JsonReporter>(options.json_path));
   if (!options.trace_path.empty()) reporter.add(std::make_unique<bench::TraceReporter>(options.trace_path));
   // With one process per rank only rank 0 reports; every rank exits with the same status (every
   // process holds the rows, with wrong elements summed over all ranks).

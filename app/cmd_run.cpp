@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "../preload/environment.h"
 #include "commands.h"
 #include "run_child.h"
 #include "run_environment.h"
@@ -19,6 +18,7 @@
 #include "tandem/error.h"
 #include "tandem/policy.h"
 #include "tandem/policy_tokens.h"
+#include "tandem/run_contract.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::cli {

@@ -11,7 +11,6 @@
 
 #include "bench_cli.h"
 #include "commands.h"
-#include "harness/scenario_runner.h"
 #include "harness/tune_resume.h"
 #include "harness/tuner.h"
 #include "report/tune_report.h"
@@ -104,17 +103,16 @@ int run(const TuneCli& cli) {
     std::fputs(bench::header_text(info).c_str(), stdout);
     std::fflush(stdout);
   }
-  const bool scenarios = bench::is_scenario(options.workloads.front());
   // Each case's policy file, and the JSON so far (marked incomplete), are written as soon as the case
   // is tuned: Ctrl-C or a lost rank during a long search keeps every case finished before it. A
   // write that fails here is only reported; the final writes below throw.
   // Every case's rows in the order the cases ran, resumed ones as their file had them.
   nlohmann::json rows_so_far = nlohmann::json::array();
   const auto rows_json = [&](const std::vector<bench::Row>& rows) {
-    return results_json(info, rows, {}, false, scenarios)["rows"];
+    return bench::to_json(info, rows, {}, false)["rows"];
   };
   const auto document = [&](const std::vector<std::string>& notes, bool complete) {
-    nlohmann::json doc = results_json(info, {}, notes, complete, scenarios);
+    nlohmann::json doc = bench::to_json(info, {}, notes, complete);
     doc["rows"] = rows_so_far;
     return doc;
   };

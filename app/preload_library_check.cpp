@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "../preload/hooked_symbols.h"
+#include "tandem/run_contract.h"
 
 namespace tandem::cli {
 namespace {

@@ -1,7 +1,7 @@
 #pragma once
 // Whether a file is an interposer `tandem run` may preload: an ELF shared object of this machine's
 // class, byte order and architecture that exports the interposer's entry points (dlsym, dlerror and
-// every hook of preload/hook_list.h). Read from the file's headers and dynamic symbol table, never
+// every hook of tandem/hook_list.h). Read from the file's headers and dynamic symbol table, never
 // executed or loaded: a wrong file (TANDEM_PRELOAD_LIB=/etc/passwd, a 32-bit or foreign build, some
 // other library) is refused before the program starts, instead of the loader skipping it with a
 // warning and the program running without any control.

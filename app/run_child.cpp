@@ -11,8 +11,8 @@
 #include <iterator>
 #include <string>
 
-#include "../preload/environment.h"
 #include "tandem/error.h"
+#include "tandem/run_contract.h"
 
 extern char** environ;
 

@@ -4,24 +4,16 @@
 
 #include <filesystem>
 
-#include "../preload/environment.h"
 #include "preload_library_check.h"
 #include "tandem/error.h"
+#include "tandem/run_contract.h"
+#include "tandem/text.h"
 
 namespace tandem::cli {
 namespace {
 
 namespace fs = std::filesystem;
 namespace env = tandem::preload::env;
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
 
 bool usable_file(const fs::path& p) {
   std::error_code ec;

@@ -9,12 +9,12 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "../preload/environment.h"
 #include "harness/program_timeline.h"
 #include "ranks/file_rendezvous.h"
 #include "ranks/launch_env.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
+#include "tandem/run_contract.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::cli {

@@ -4,19 +4,13 @@
 
 #include <cstdlib>
 
-#include "environment.h"
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
+#include "tandem/run_contract.h"
+#include "tandem/text.h"
 
 namespace tandem::preload {
 namespace {
-
-std::string_view trim(std::string_view s) {
-  const auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // tandem::Error messages end in " [file:line]"; users get the message alone.
 std::string without_location(const std::string& message) {

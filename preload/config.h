@@ -1,5 +1,5 @@
 #pragma once
-// The interposer's configuration, from the TANDEM_* environment variables (environment.h). This is
+// The interposer's configuration, from the TANDEM_* environment variables (tandem/run_contract.h). This is
 // the one module that reads them. Parsing is pure (the environment comes in as a lookup function),
 // so every variable and every bad value is tested on CPU.
 //

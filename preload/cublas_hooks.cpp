@@ -10,6 +10,7 @@
 #include "hook_handlers.h"
 #include "log.h"
 #include "runtime.h"
+#include "tandem/sm_target.h"
 
 namespace tandem::preload {
 namespace {
@@ -55,13 +56,10 @@ cublasStatus_t handle_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmul_desc
   const auto target = runtime().config.sm_target();
   if (status != CUBLAS_STATUS_SUCCESS || !target || !matmul_desc) return status;
   static std::atomic<void*> set_attribute{nullptr};
-  using SetAttribute = cublasStatus_t (*)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void*, size_t);
   const auto set =
-      setter<SetAttribute>(set_attribute, Hook::cublasLtMatmulDescCreate, "cublasLtMatmulDescSetAttribute");
-  const int32_t value = *target;
-  note_cap(
-      set && set(*matmul_desc, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &value, sizeof value) == CUBLAS_STATUS_SUCCESS,
-      counters().cublaslt_descriptors_capped, "cuBLASLt matmul descriptor", *target);
+      setter<MatmulDescSetAttribute>(set_attribute, Hook::cublasLtMatmulDescCreate, "cublasLtMatmulDescSetAttribute");
+  note_cap(set && set_sm_count_target(*matmul_desc, *target, set) == CUBLAS_STATUS_SUCCESS,
+           counters().cublaslt_descriptors_capped, "cuBLASLt matmul descriptor", *target);
   return status;
 }
 

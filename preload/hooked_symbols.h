@@ -1,7 +1,7 @@
 #pragma once
-// The hook list (hook_list.h) as C++: an enum of the hooks, their names and families. Includes no
-// CUDA header, so the statistics and the CPU tests can use it.
-#include "hook_list.h"
+// The hook list (tandem/hook_list.h) as C++: an enum of the hooks, their names and families.
+// Includes no CUDA header, so the statistics and the CPU tests can use it.
+#include "tandem/run_contract.h"
 
 namespace tandem::preload {
 
@@ -15,10 +15,7 @@ inline constexpr int kHookCount = kDriverHookCount + (0 TANDEM_LIBRARY_HOOKS(TAN
 inline constexpr int kNcclHookCount = 0 TANDEM_NCCL_HOOKS(TANDEM_HOOK_COUNT_ONE);
 #undef TANDEM_HOOK_COUNT_ONE
 
-#define TANDEM_HOOK_NAME(name, ret, params, args) #name,
-inline constexpr const char* kHookNames[kHookCount] = {TANDEM_DRIVER_HOOKS(TANDEM_HOOK_NAME)
-                                                           TANDEM_LIBRARY_HOOKS(TANDEM_HOOK_NAME)};
-#undef TANDEM_HOOK_NAME
+static_assert(sizeof(kHookNames) / sizeof(kHookNames[0]) == kHookCount, "one name per hook");
 
 enum class HookFamily { Driver, Library };
 

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <string>
 
+#include "tandem/text.h"
+
 namespace tandem::preload {
 namespace {
 
@@ -68,7 +70,7 @@ void log(LogLevel level, const char* format, ...) {
   va_start(args, format);
   std::vsnprintf(message, sizeof message, format, args);
   va_end(args);
-  write_stderr("tandem[" + std::to_string(getpid()) + "]: " + to_string(level) + ": " + message + "\n");
+  write_stderr(pid_prefix(getpid()) + to_string(level) + ": " + message + "\n");
   errno = saved_errno;
 }
 

@@ -3,12 +3,14 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "tandem/text.h"
+
 namespace tandem::preload {
 namespace {
 
 uint64_t load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_relaxed); }
 
-std::string line(long pid, const std::string& text) { return "tandem[" + std::to_string(pid) + "]: " + text + "\n"; }
+std::string line(long pid, const std::string& text) { return pid_prefix(pid) + text + "\n"; }
 
 std::string join_reasons(const std::vector<std::pair<std::string, uint64_t>>& reasons) {
   std::string out;

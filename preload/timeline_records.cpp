@@ -7,6 +7,7 @@
 
 #include "kernel_classification.h"
 #include "tandem/kernel_names.h"
+#include "tandem/text.h"
 
 namespace tandem::preload {
 namespace {
@@ -32,7 +33,7 @@ std::string percent(double share) {
   return buf;
 }
 
-std::string line(long pid, const std::string& text) { return "tandem[" + std::to_string(pid) + "]: " + text + "\n"; }
+std::string line(long pid, const std::string& text) { return pid_prefix(pid) + text + "\n"; }
 
 // The median of one figure over the steps.
 int64_t median_ns(const std::vector<StepFigures>& steps, int64_t StepFigures::*field) {

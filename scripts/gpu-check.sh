@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks pytorch reach timeline
+#               scenario-clocks pytorch reach timeline ab
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -17,6 +17,7 @@
 #     traffic the copy-engine route takes, results against stock (scripts/reach-check.py); its table last
 #     timeline (not in full: a call of its own) = `tandem run --timeline` on a program of known overlap,
 #     on DDP and FSDP2 (TANDEM_TIMELINE_PARTS, default figures,overhead; compile and hta as further calls)
+#     ab (not in full: a call of its own) = old and new binaries built here and run interleaved
 set -uo pipefail
 mode=${1:-quick}
 shift || true
@@ -613,6 +614,81 @@ ok = doc.get("complete") is True and sorted(tuned) == ["gemm", "stream", "tiled-
 print("resume:", "ok" if ok else "FAILED", "complete", doc.get("complete"), "tuned", tuned)
 sys.exit(0 if ok else 1)
 PY
+fi
+
+if want ab; then
+section "ab: the old binaries (main at the merge base) and the new ones, interleaved on GPU 0"
+# A refactoring must leave results unchanged. The old tree (TANDEM_AB_OLD: a folder, or a tarball of
+# one; by default .device-carry/ab-old.tgz, which `git archive --format=tar.gz -o
+# .device-carry/ab-old.tgz $(git merge-base HEAD main)` makes and the device tool carries) and this
+# working tree are built here alike, side by side, then run in turn on GPU 0, which goes first
+# alternating: the single-GPU suite one workload at a time, then 2 and 4 ranks sharing the GPU with
+# the shared-gpu section's runs. scripts/ab-compare.py prints the comparison (ab.txt in $OUT): the
+# same rows, 0 wrong elements, the same best policy where the old run's spread separates it.
+ab=$(mktemp -d)
+ab_start=$SECONDS
+old_src=${TANDEM_AB_OLD:-$root/.device-carry/ab-old.tgz}
+mkdir -p "$ab/old" "$ab/new"
+if [ -d "$old_src" ]; then
+  cp -r "$old_src/." "$ab/old/"
+elif [ -f "$old_src" ]; then
+  tar -xzf "$old_src" -C "$ab/old"
+else
+  echo "ab: no old tree at $old_src (TANDEM_AB_OLD)" | tee -a "$logs/summary.log"
+  status=1
+fi
+tar -C "$root" --exclude=./build --exclude='./build-*' --exclude=./.device-carry --exclude=./.git \
+  --exclude=./gpu-check-out -cf - . | tar -C "$ab/new" -xf -
+for side in old new; do
+  # Both builds at once, half the cores each; MPI's bootstrap module where MPI is found.
+  (cmake -S "$ab/$side" -B "$ab/$side/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+     -DTANDEM_BUILD_TESTS=OFF > "$logs/ab-build-$side.log" 2>&1 \
+     && cmake --build "$ab/$side/build" -j "$(( $(nproc) / 2 ))" --target tandem_cli >> "$logs/ab-build-$side.log" 2>&1 \
+     && { cmake --build "$ab/$side/build" --target tandem_mpi >> "$logs/ab-build-$side.log" 2>&1 || true; }) &
+done
+wait
+for side in old new; do
+  [ -x "$ab/$side/build/bin/tandem" ] || { echo "ab: the $side build failed ($(tail -n 3 "$logs/ab-build-$side.log"))" \
+    | tee -a "$logs/summary.log"; status=1; }
+done
+echo "ab: built in $((SECONDS - ab_start)) s" | tee -a "$logs/summary.log"
+ab_pairs=()
+ab_first=old
+# ab_pair NAME LIMIT WORDS...: the run once with each side's binary (TANDEM in WORDS), the side that
+# goes first alternating from pair to pair, each writing --json to $logs/ab-NAME-SIDE.json.
+ab_pair() {
+  local name=$1 limit=$2 side w
+  shift 2
+  for side in $ab_first $([ $ab_first = old ] && echo new || echo old); do
+    local words=()
+    for w in "$@"; do [ "$w" = TANDEM ] && words+=("$ab/$side/build/bin/tandem") || words+=("$w"); done
+    timeout "$limit" "${words[@]}" --json "$logs/ab-$name-$side.json" > "$logs/ab-$name-$side.log" 2>&1 \
+      || { echo "ab: $name ($side) failed: $(grep -m 1 -i error "$logs/ab-$name-$side.log")" | tee -a "$logs/summary.log"; status=1; }
+  done
+  ab_first=$([ $ab_first = old ] && echo new || echo old)
+  ab_pairs+=("$name" "$logs/ab-$name-old.json" "$logs/ab-$name-new.json")
+  echo "ab: $name done at $((SECONDS - ab_start)) s" >> "$logs/summary.log"
+}
+if [ "$status" = 0 ]; then
+  export CUDA_VISIBLE_DEVICES=0
+  for w in gemm tiled-gemm stream; do ab_pair "suite-$w" 150 TANDEM bench --workload "$w" -q; done
+  for ranks in 2 4; do
+    shared=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe -x CUDA_VISIBLE_DEVICES TANDEM bench
+            --allow-shared-gpu -q)
+    ab_pair "shared-$ranks-micro" 90 "${shared[@]}" --workload stream \
+      --collective all-reduce,all-gather,reduce-scatter,all-to-all -b 16M -e 16M -n 3 --warmup 1 \
+      -p priority,copy-engine --timeout 80
+    ab_pair "shared-$ranks-scenarios" 150 "${shared[@]}" --workload dp-backward,fsdp,tp-mlp,tp-attention,moe \
+      --hidden 1024 --seq 256 --layers 2 --bucket-mb 8 --expert-ffn 1024 -n 2 --warmup 1 \
+      -p sequential,comm-first+priority,copy-engine --timeout 140
+  done
+  unset CUDA_VISIBLE_DEVICES
+  python3 "$root/scripts/ab-compare.py" "${ab_pairs[@]}" > "$logs/ab.txt" || status=1
+  grep -E '^(ab:|DIFFERS|## |[a-z-]+: [0-9]+ of)' "$logs/ab.txt" | tee -a "$logs/summary.log"
+  cp "$logs/ab.txt" "$out/"
+fi
+echo "ab: $((SECONDS - ab_start)) s in all" | tee -a "$logs/summary.log"
+rm -rf "$ab"
 fi
 
 if want interposer-programs || want faults || want interrupt; then

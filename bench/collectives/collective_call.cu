@@ -1,53 +1,16 @@
 #include "collectives/collective_call.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nccl_check.h"
 
 namespace tandem::bench {
 
-int64_t CollectiveCall::send_elements(int n) const {
-  switch (kind) {
-    case Kind::AllReduce:
-      return count;
-    case Kind::AllGather:
-      return count;
-    case Kind::ReduceScatter:
-      return count * n;
-    case Kind::AllToAll:
-      return count * n;
-  }
-  return 0;
-}
-
-int64_t CollectiveCall::recv_elements(int n) const {
-  switch (kind) {
-    case Kind::AllReduce:
-      return count;
-    case Kind::AllGather:
-      return count * n;
-    case Kind::ReduceScatter:
-      return count;
-    case Kind::AllToAll:
-      return count * n;
-  }
-  return 0;
-}
-
-uint64_t CollectiveCall::bytes(int n) const {
-  const int64_t elements = kind == Kind::AllReduce ? count : count * n;
-  return static_cast<uint64_t>(elements) * dtype_size(dtype);
-}
-
-const char* CollectiveCall::name() const {
-  switch (kind) {
-    case Kind::AllReduce:
-      return "all-reduce";
-    case Kind::AllGather:
-      return "all-gather";
-    case Kind::ReduceScatter:
-      return "reduce-scatter";
-    case Kind::AllToAll:
-      return "all-to-all";
-  }
-  return "?";
+double CollectiveCall::hbm_bytes(int n) const {
+  const double element = double(dtype_size(dtype));
+  const double send_bytes = double(send_elements(n)) * element, recv_bytes = double(recv_elements(n)) * element;
+  const char* out = static_cast<const char*>(recv);
+  const char* in = static_cast<const char*>(send);
+  const bool gathers_in_place = kind == Collective::AllGather && in >= out && in < out + size_t(recv_bytes);
+  return send_bytes + (gathers_in_place ? recv_bytes - send_bytes : recv_bytes);
 }
 
 namespace {
@@ -58,19 +21,19 @@ void enqueue_on_copy_engines(const CopyEngineLanes& lanes, const CollectiveCall&
                              cudaStream_t stream) {
   const size_t count = size_t(c.count);
   switch (c.kind) {
-    case CollectiveCall::Kind::AllReduce:
+    case Collective::AllReduce:
       copy_engine_all_reduce(lanes, c.send, c.recv, scratch, count, c.dtype, stream);
       return;
-    case CollectiveCall::Kind::ReduceScatter:
+    case Collective::ReduceScatter:
       copy_engine_reduce_scatter(lanes, c.send, c.recv, scratch, count, c.dtype, stream);
       return;
-    case CollectiveCall::Kind::AllGather:
+    case Collective::AllGather:
       // In place (send is this rank's chunk of recv): NCCL's copy-engine all-gather, which only
       // copies to the peers. Out of place, NCCL's would copy this rank's own chunk first, on the SMs,
       // in one batch with the peers' copies: the exchange leaves that copy to this rank's own gather.
       copy_engine_all_gather(lanes, c.send, c.recv, count, c.dtype, stream);
       return;
-    case CollectiveCall::Kind::AllToAll:
+    case Collective::AllToAll:
       // The exchange, for the same reason as an out-of-place all-gather.
       copy_engine_all_to_all(lanes, c.send, c.recv, count, c.dtype, stream);
       return;
@@ -87,16 +50,16 @@ void issue_collective(const CollectiveCall& c, int nranks, ncclComm_t comm, cuda
   }
   const ncclDataType_t type = to_nccl(c.dtype);
   switch (c.kind) {
-    case CollectiveCall::Kind::AllReduce:
+    case Collective::AllReduce:
       TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
-    case CollectiveCall::Kind::AllGather:
+    case Collective::AllGather:
       TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, size_t(c.count), type, comm, stream));
       break;
-    case CollectiveCall::Kind::ReduceScatter:
+    case Collective::ReduceScatter:
       TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), type, ncclSum, comm, stream));
       break;
-    case CollectiveCall::Kind::AllToAll: {
+    case Collective::AllToAll: {
       if (route.all_to_all_api) {
         // The same exchange (peer j's chunk at send + j count, from peer i at recv + i count) as one
         // collective, which NCCL's symmetric kernels can run; grouped point-to-point cannot.

@@ -1,39 +1,41 @@
 #pragma once
 // The one place the benchmark calls NCCL collectives and the library's copy-engine collectives:
-// the microbenchmark's collectives (collectives/*.cu) and the scenarios' programs
-// (scenarios/program.h) both describe a collective as a CollectiveCall and issue it here.
+// every case's program (harness/program.h) describes its collectives as CollectiveCalls, whose
+// kinds, sizes and bus-bandwidth factors are the library's one record (tandem/collective.h), and
+// issues them here.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdint>
 
+#include "tandem/collective.h"
 #include "tandem/copy_engine.h"
 #include "tandem/dtype.h"
 
 namespace tandem::bench {
 
 struct CollectiveCall {
-  enum class Kind { AllReduce, AllGather, ReduceScatter, AllToAll };
-  Kind kind = Kind::AllReduce;
+  Collective kind = Collective::AllReduce;
   const void* send = nullptr;
   void* recv = nullptr;
-  // NCCL's count: all-reduce elements; all-gather send elements; reduce-scatter receive elements;
-  // all-to-all elements per peer.
-  int64_t count = 0;
+  int64_t count = 0;  // NCCL's count for the kind (tandem/collective.h)
   DType dtype = DType::BF16;
 
-  int64_t send_elements(int nranks) const;
-  int64_t recv_elements(int nranks) const;
+  int64_t send_elements(int nranks) const { return int64_t(tandem::send_elements(kind, uint64_t(count), nranks)); }
+  int64_t recv_elements(int nranks) const { return int64_t(tandem::recv_elements(kind, uint64_t(count), nranks)); }
   // nccl-tests size: the all-reduce buffer, the all-gather output, the reduce-scatter input, the
   // all-to-all buffer.
-  uint64_t bytes(int nranks) const;
-  const char* name() const;
+  uint64_t bytes(int nranks) const { return size_elements(kind, uint64_t(count), nranks) * dtype_size(dtype); }
+  // Fewest bytes of device memory it moves: its input read once, its output written once. An
+  // all-gather whose input lies in its output (NCCL's in-place form) writes no chunk of its own.
+  double hbm_bytes(int nranks) const;
+  const char* name() const { return to_string(kind); }
 };
 
 // How a collective is issued.
 struct CollectiveRoute {
-  // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take, instead of grouped
-  // ncclSend/ncclRecv (how frameworks issue all_to_all_single).
+  // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take (and the collective
+  // nccl-tests time), instead of grouped ncclSend/ncclRecv (how frameworks issue all_to_all_single).
   bool all_to_all_api = false;
   // Non-null: on copy engines (tandem/copy_engine.h) over these lanes, on whose communicators the
   // buffers are registered too; the reductions stage through `copy_engine_scratch` (registered, at

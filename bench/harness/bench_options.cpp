@@ -7,12 +7,13 @@
 #include <map>
 #include <set>
 
+#include "collectives/checked_collective.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/scenario_runner.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
@@ -37,12 +38,6 @@ std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double 
 }
 
 namespace {
-
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%g", v);
-  return buffer;
-}
 
 // Every name of a list once: a repeated one would measure the same case twice under one label.
 void require_distinct(const std::vector<std::string>& names, const std::string& flag) {
@@ -156,35 +151,13 @@ void validate(const BenchOptions& o) {
   std::vector<std::string> policy_names;
   for (const auto& p : o.policies) policy_names.push_back(to_string(p));
   require_distinct(policy_names, "--policy");
-  // Training scenarios (scenario_runner.h) run on their own runner: accept their names, but not
-  // mixed with microbenchmark workloads, whose rows mean something else.
+  // Training scenarios and microbenchmarks are both cases of one runner, but their header lines
+  // (harness/run_description.h) describe one kind: a run measures one kind.
   bool scenarios = false, microbenchmarks = false;
-  for (const auto& w : o.workloads) {
-    if (is_scenario(w)) {
-      scenarios = true;
-      continue;
-    }
-    microbenchmarks = true;
-    bool known = false;
-    std::string accepted;
-    for (const auto& e : workload_registry()) {
-      known = known || w == e.name;
-      accepted += (accepted.empty() ? "" : ", ") + std::string(e.name);
-    }
-    for (const auto& n : scenario_names()) accepted += ", " + n;
-    TANDEM_CHECK_INPUT(known, "unknown workload " + quoted_value(w) + "; accepted: " + accepted);
-  }
+  for (const auto& w : o.workloads) (find_workload(w).scenario ? scenarios : microbenchmarks) = true;
   TANDEM_CHECK_INPUT(!(scenarios && microbenchmarks),
                      "training scenarios and microbenchmark workloads cannot be mixed in one run; run them separately");
-  for (const auto& c : o.collectives) {
-    bool known = false;
-    std::string accepted;
-    for (const auto& e : collective_registry()) {
-      known = known || c == e.name;
-      accepted += (accepted.empty() ? "" : ", ") + std::string(e.name);
-    }
-    TANDEM_CHECK_INPUT(known, "unknown collective " + quoted_value(c) + "; accepted: " + accepted);
-  }
+  for (const auto& c : o.collectives) find_collective(c);
   TANDEM_CHECK_INPUT(!o.balance_size || o.balance,
                      "--balance-size resizes the collective after balancing the count; "
                      "it cannot combine with --no-balance or --count");
@@ -193,7 +166,7 @@ void validate(const BenchOptions& o) {
                      "collectives follow from its model (--hidden, --seq, ...)");
   for (const auto& w : o.workloads) {
     const bool gathers_own_inputs = (w == "tp-mlp" || w == "tp-attention") && o.scenario.sequence_parallel;
-    TANDEM_CHECK_INPUT(!o.in_place || !is_scenario(w) || gathers_own_inputs,
+    TANDEM_CHECK_INPUT(!o.in_place || !find_workload(w).scenario || gathers_own_inputs,
                        "--in-place lays out all-gathers in place: among the training scenarios only tp-mlp and "
                        "tp-attention with --sequence-parallel have all-gathers whose inputs they produce (got " +
                            quoted_value(w) + ")");
@@ -233,11 +206,11 @@ void check_output_files(const std::vector<std::pair<std::string, std::string>>& 
 namespace tandem::bench {
 
 void validate_for_ranks(const BenchOptions& o, int nranks) {
-  for (const auto& name : o.collectives) {
-    const auto collective = find_collective(name).make();
+  for (const auto& name : o.collectives)
     for (uint64_t bytes : size_sweep(o.min_bytes, o.max_bytes, o.step_factor))
-      check_divisible(*collective, bytes, o.dtype, nranks);
-  }
+      check_divisible(find_collective(name), bytes, o.dtype, nranks);
+  for (const auto& name : o.workloads)
+    if (find_workload(name).scenario) make_scenario(name, o, nranks);
 }
 
 }  // namespace tandem::bench

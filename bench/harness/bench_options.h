@@ -80,7 +80,7 @@ void validate(const BenchOptions& options);
 // writable now (tandem::require_writable: its folder exists and is writable, it is not a folder, a
 // link or a device), and no two may be the same file. Throws tandem::UserError.
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& files);
-// The checks that depend on the rank count (collective sizes split across ranks).
+// The checks that depend on the rank count (collective sizes split across ranks, scenarios' shapes).
 void validate_for_ranks(const BenchOptions& options, int nranks);
 
 }  // namespace tandem::bench

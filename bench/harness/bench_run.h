@@ -1,7 +1,6 @@
 #pragma once
-// One `tandem bench` run, measured and reported: the runner for the workloads asked for
-// (microbenchmarks, harness/runner.h, or training scenarios, harness/scenario_runner.h) drives the
-// reporter (report/reporter.h) as it measures.
+// One `tandem bench` run, measured and reported: the loop over its cases (harness/runner.h)
+// drives the reporter (report/reporter.h) as it measures.
 #include "harness/bench_options.h"
 #include "harness/runner.h"
 #include "report/reporter.h"

@@ -24,7 +24,7 @@ std::vector<double> max_over_ranks(const std::vector<std::vector<double>>& per_r
 // max(t_compute, t_comm, hbm_bytes / hbm_bandwidth): no overlap can beat the slower side, nor move
 // the bytes both sides need faster than device memory allows.
 double bound_ms(double t_compute_ms, double t_comm_ms, double hbm_bytes, double hbm_bandwidth_gbps);
-// Per-operation times for a dependency-chain bound (scenarios/program.h, Program::chain_ms), from
+// Per-operation times for a dependency-chain bound (harness/program.h, Program::chain_ms), from
 // event-timed iterations of each side alone: `compute_side[i]` is operation i's time in the
 // compute-only iteration, `comm_side[i]` in the collectives-only one (0 where that iteration skipped
 // it). Each side is scaled to sum to its baseline time, which every other column is measured

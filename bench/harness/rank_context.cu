@@ -1,20 +1,14 @@
-#include <chrono>
 #include <exception>
-#include <thread>
 
 #include "harness/rank_context.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/library_checks.h"
 #include "tandem/nccl_config.h"
 
 namespace tandem::bench {
 
 namespace {
-
-std::chrono::steady_clock::time_point deadline_after(double seconds) {
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
-}
 
 // Device-to-device copy bandwidth counting bytes read plus bytes written: the ceiling for the
 // HBM term of t_bound. Measured rather than taken from a datasheet.

@@ -1,56 +1,57 @@
 #include "harness/registry.h"
 
 #include "tandem/error.h"
+#include "tandem/printable.h"
 
 namespace tandem::bench {
 
-// Each workload and collective lives in its own file and exposes one factory.
+// Each workload and scenario lives in its own file and exposes one factory.
 std::unique_ptr<Workload> make_gemm_workload(const WorkloadOptions&);
 std::unique_ptr<Workload> make_tiled_gemm_workload(const WorkloadOptions&);
 std::unique_ptr<Workload> make_stream_workload(const WorkloadOptions&);
-std::unique_ptr<Collective> make_all_reduce();
-std::unique_ptr<Collective> make_all_gather();
-std::unique_ptr<Collective> make_reduce_scatter();
-std::unique_ptr<Collective> make_all_to_all();
+namespace scenarios {
+std::unique_ptr<Scenario> make_dp_backward(const ScenarioConfig&);
+std::unique_ptr<Scenario> make_tp_mlp(const ScenarioConfig&);
+std::unique_ptr<Scenario> make_tp_attention(const ScenarioConfig&);
+std::unique_ptr<Scenario> make_fsdp(const ScenarioConfig&);
+std::unique_ptr<Scenario> make_moe(const ScenarioConfig&);
+}  // namespace scenarios
 
 const std::vector<WorkloadEntry>& workload_registry() {
   static const std::vector<WorkloadEntry> entries = {
       {"gemm", "cuBLASLt GEMM (persistent, one CTA per SM on Hopper)", make_gemm_workload},
       {"tiled-gemm", "tandem's SIMT tiled GEMM: many waves, several blocks per SM", make_tiled_gemm_workload},
       {"stream", "memory-bound STREAM triad a = b + s*c", make_stream_workload},
+      {"dp-backward", "DDP backward over L layers, bucketed gradient all-reduce overlapping it", nullptr,
+       scenarios::make_dp_backward},
+      {"tp-mlp", "Megatron tensor-parallel MLP forward + backward, micro-batches interleaved", nullptr,
+       scenarios::make_tp_mlp},
+      {"tp-attention", "Megatron tensor-parallel attention forward + backward, micro-batches interleaved", nullptr,
+       scenarios::make_tp_attention},
+      {"fsdp", "FSDP forward + backward: next layer's all-gather overlaps this one, gradients reduce-scattered",
+       nullptr, scenarios::make_fsdp},
+      {"moe", "expert-parallel MoE forward + backward: all-to-all dispatch/combine around expert GEMMs", nullptr,
+       scenarios::make_moe},
   };
   return entries;
 }
-
-const std::vector<CollectiveEntry>& collective_registry() {
-  static const std::vector<CollectiveEntry> entries = {
-      {"all-reduce", make_all_reduce},
-      {"all-gather", make_all_gather},
-      {"reduce-scatter", make_reduce_scatter},
-      {"all-to-all", make_all_to_all},
-  };
-  return entries;
-}
-
-namespace {
-template <class Entries>
-std::string names_of(const Entries& entries) {
-  std::string names;
-  for (const auto& e : entries) names += (names.empty() ? "" : ", ") + std::string(e.name);
-  return names;
-}
-}  // namespace
 
 const WorkloadEntry& find_workload(const std::string& name) {
-  for (const auto& e : workload_registry())
+  std::string accepted;
+  for (const auto& e : workload_registry()) {
     if (name == e.name) return e;
-  TANDEM_THROW("unknown workload '" + name + "'; accepted: " + names_of(workload_registry()));
+    accepted += (accepted.empty() ? "" : ", ") + std::string(e.name);
+  }
+  TANDEM_USER_ERROR("unknown workload " + quoted_value(name) + "; accepted: " + accepted);
 }
 
-const CollectiveEntry& find_collective(const std::string& name) {
-  for (const auto& e : collective_registry())
-    if (name == e.name) return e;
-  TANDEM_THROW("unknown collective '" + name + "'; accepted: " + names_of(collective_registry()));
+Collective find_collective(const std::string& name) {
+  std::string accepted;
+  for (Collective c : kCollectives) {
+    if (name == to_string(c)) return c;
+    accepted += (accepted.empty() ? "" : ", ") + std::string(to_string(c));
+  }
+  TANDEM_USER_ERROR("unknown collective " + quoted_value(name) + "; accepted: " + accepted);
 }
 
 }  // namespace tandem::bench

@@ -7,29 +7,15 @@
 
 #include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/scenario_runner.h"
 #include "ranks/process_rank.h"
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
-namespace {
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
-std::string number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", v);
-  return buffer;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks) {
   const ScenarioOptions& s = o.scenario;
@@ -77,7 +63,7 @@ RunInfo describe_run(const BenchOptions& o, int nranks, const std::string& tool,
   info.world_size = nranks;
   // The same choice the ranks make when they meet (ranks/process_rank.h).
   if (o.launch.is_process_mode()) info.rendezvous = planned_rendezvous(o.launch, o.launch_request).describe();
-  if (is_scenario(o.workloads.front())) {  // validate() forbids mixing them with microbenchmarks
+  if (find_workload(o.workloads.front()).scenario) {  // validate() forbids mixing them with microbenchmarks
     info.config = scenario_config_lines(o, nranks);
     // tandem tune chooses the policies itself.
     if (tool != "bench")
@@ -105,7 +91,7 @@ RunInfo describe_run(const BenchOptions& o, int nranks, const std::string& tool,
   for (const auto& name : o.workloads) {
     WorkloadOptions w = o.workload;
     w.dtype = o.dtype;
-    info.config.push_back("workload  " + find_workload(name).make(w)->describe());
+    info.config.push_back("workload  " + find_workload(name).compute(w)->describe());
   }
   return info;
 }

@@ -1,15 +1,12 @@
 #include <algorithm>
 #include <memory>
-#include <mutex>
 
 #include "harness/bench_ranks.h"
-#include "harness/case_runner.h"
-#include "harness/metrics.h"
+#include "harness/case_trials.h"
+#include "harness/microbenchmark.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/scenario_runner.h"
-#include "tandem/cuda_check.h"
-#include "tandem/kernel_footprint_probe.h"
+#include "tandem/error.h"
 #include "tandem/nvtx.h"
 
 namespace tandem::bench {
@@ -20,10 +17,27 @@ namespace {
 constexpr int kBalanceSteps = 3;
 }  // namespace
 
+std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOptions& options, int nranks) {
+  const ScenarioOptions& o = options.scenario;
+  TANDEM_REQUIRE(nranks >= 1, "a scenario needs at least one rank");
+  TANDEM_REQUIRE(o.layers >= 1, "--layers must be at least 1 (got " + std::to_string(o.layers) + ")");
+  TANDEM_REQUIRE(o.seq >= 1, "--seq must be positive (got " + std::to_string(o.seq) + ")");
+  TANDEM_REQUIRE(o.micro_batches >= 1,
+                 "--micro-batches must be at least 1 (got " + std::to_string(o.micro_batches) + ")");
+  TANDEM_REQUIRE(o.bucket_mb > 0 && o.first_bucket_mb > 0, "--bucket-mb and --first-bucket-mb must be positive");
+  const WorkloadEntry& entry = find_workload(name);
+  TANDEM_REQUIRE(entry.scenario, "'" + name + "' is a compute workload, not a training scenario");
+  ScenarioConfig c;
+  c.options = o;
+  c.dtype = options.dtype;
+  c.seed = options.workload.seed;
+  c.nranks = nranks;
+  c.in_place = options.in_place;
+  return entry.scenario(c);
+}
+
 double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body, std::vector<std::string>* notes,
                      const ProgressSink& progress) {
-  // validate() forbids mixing scenarios with microbenchmarks.
-  if (is_scenario(options.workloads.front())) return for_each_scenario(options, nranks, body, notes, progress);
   validate(options);
   validate_for_ranks(options, nranks);
   const auto sizes = size_sweep(options.min_bytes, options.max_bytes, options.step_factor);
@@ -33,46 +47,50 @@ double for_each_case(const BenchOptions& options, int nranks, const CaseBody& bo
       [&](RankContext& ctx) {
         const bool collects = collects_results(options, ctx.rank);
         if (collects) hbm_bandwidth_gbps = ctx.hbm_bandwidth_gbps;
-        for (const auto& workload_name : options.workloads) {
+        // Every case alike: set up, measured, handed to `body`, its windows released; every rank is
+        // done with it before any frees its buffers and moves on.
+        const auto run_case = [&](Case& c) {
+          // Nsight Systems: the case's setup, baselines and policies under one range.
+          const NvtxRange case_range(c.label());
+          if (ctx.rank == 0 && progress) progress(c.label() + ": setup and reference");
+          c.setup(ctx);
+          if (collects && notes && !c.setup_note().empty()) notes->push_back(c.setup_note());
+          CaseTrials trials(ctx, options, c);
+          trials.capture_footprints();
+          trials.choose_count();
+          trials.measure_baselines(progress);
+          // --balance-size: when whole compute units cannot match the collective (one 8192^3 GEMM
+          // against a 512 MiB collective), resize the collective to the compute instead. Every rank
+          // computes the same size from the same slowest-rank medians. A collective's time is not
+          // linear in its size (an all-to-all's bandwidth still grows past 512 MiB), so the resize
+          // repeats until the times agree.
+          for (int step = 0; options.balance_size && options.balance && step < kBalanceSteps; ++step) {
+            const uint64_t balanced = trials.balanced_collective_bytes();
+            if (balanced == c.program().collective_bytes() || !trials.resize_collective(balanced, progress)) break;
+          }
+          const Program& program = c.program();
+          body(trials, CaseId{c.workload(), program.collective_kinds(), program.collective_bytes(), ctx.rank, nranks,
+                              collects, c.label()});
+          // Windows are registered collectively and must be released before the buffers go.
+          trials.release_windows();
+          ctx.group.barrier();
+        };
+        for (const auto& name : options.workloads) {
+          const WorkloadEntry& entry = find_workload(name);
+          if (entry.scenario) {
+            run_case(*make_scenario(name, options, nranks));
+            continue;
+          }
           WorkloadOptions workload_options = options.workload;
           workload_options.dtype = options.dtype;
-          auto workload = find_workload(workload_name).make(workload_options);
+          auto workload = entry.compute(workload_options);
           workload->setup(ctx);
-          for (const auto& collective_name : options.collectives) {
-            for (uint64_t requested : sizes) {
-              // Nsight Systems: the case's setup, baselines and policies under one range.
-              const NvtxRange case_range(workload_name + " " + collective_name + " " + size_text(requested));
-              uint64_t bytes = requested;
-              auto collective = find_collective(collective_name).make();
-              collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
-              auto runner = std::make_unique<CaseRunner>(ctx, options, workload_name, *workload, *collective);
-              runner->capture_footprints();
-              runner->measure_baselines();
-              // --balance-size: when whole compute units cannot match the collective (one 8192^3 GEMM
-              // against a 512 MiB collective), resize the collective to the compute instead. Every
-              // rank computes the same size from the same slowest-rank medians. A collective's time
-              // is not linear in its size (an all-to-all's bandwidth still grows past 512 MiB), so
-              // the resize repeats until the times agree.
-              for (int step = 0; options.balance_size && options.balance && step < kBalanceSteps; ++step) {
-                const uint64_t balanced = runner->balanced_collective_bytes(bytes);
-                if (balanced == bytes) break;
-                const int count = runner->count();
-                runner.reset();
-                collective->release_windows(ctx);
-                bytes = balanced;
-                collective = find_collective(collective_name).make();
-                collective->setup(ctx, bytes, options.dtype, options.workload.seed, options.in_place);
-                runner = std::make_unique<CaseRunner>(ctx, options, workload_name, *workload, *collective);
-                runner->capture_footprints();
-                runner->measure_baselines(count);
-              }
-              body(*runner, CaseId{workload_name, collective_name, bytes, ctx.rank, nranks, collects,
-                                   workload_name + " " + collective_name + " " + size_text(bytes)});
-              // Windows are registered collectively and must be released before the buffers go.
-              runner.reset();
-              collective->release_windows(ctx);
+          for (const auto& collective : options.collectives)
+            for (uint64_t bytes : sizes) {
+              Microbenchmark m(name, *workload, find_collective(collective), bytes, options.dtype,
+                               options.workload.seed, options.in_place);
+              run_case(m);
             }
-          }
         }
       },
       notes);
@@ -90,9 +108,11 @@ Row blank_row(const BenchOptions& options, const CaseId& id) {
 }
 
 size_t case_count(const BenchOptions& options) {
-  if (is_scenario(options.workloads.front())) return options.workloads.size();
-  return options.workloads.size() * options.collectives.size() *
-         size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
+  const size_t microbenchmarks =
+      options.collectives.size() * size_sweep(options.min_bytes, options.max_bytes, options.step_factor).size();
+  size_t cases = 0;
+  for (const auto& name : options.workloads) cases += find_workload(name).scenario ? 1 : microbenchmarks;
+  return cases;
 }
 
 void record_policies(PolicyTrials& trials, const CaseId& id, const BenchOptions& options, size_t& step,

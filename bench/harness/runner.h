@@ -1,9 +1,10 @@
 #pragma once
 // The experiment: for each case (a workload x collective x size, or a training scenario) measure both
 // sides alone and in sequence under the default configuration, then every policy, checking results
-// under each. One sweep and one policy loop for both kinds; only their runners differ.
+// under each. One loop over the cases, one runner for every case (harness/case_trials.h).
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ using RowSink = std::function<void(const Row&)>;
 using ProgressSink = std::function<void(const std::string&)>;
 
 class PolicyTrials;
+class Scenario;
 
 // Which case a CaseBody is called for, on which rank.
 struct CaseId {
@@ -40,13 +42,19 @@ struct CaseId {
 using CaseBody = std::function<void(PolicyTrials& trials, const CaseId& id)>;
 
 // Creates the communicators, one thread per rank (or this process's rank, when a launcher started one
-// process per rank), and runs `body` for every case (scenarios: for_each_scenario, which tells
-// `progress` of its setup and baselines). Returns the collecting rank's measured HBM copy bandwidth;
-// `notes` receives rank 0's notes about the launch. Throws after every local rank has stopped.
+// process per rank), and runs `body` for every case, after its setup, footprints and baselines (of
+// which `progress` hears): for a compute workload one microbenchmark per collective and size (the
+// workload set up once), for a training scenario the scenario. CaseId.collective is the case's
+// collectives ("all-gather+reduce-scatter") and CaseId.bytes their bytes per step. Returns the
+// collecting rank's measured HBM copy bandwidth; `notes` receives rank 0's notes about the launch
+// and the cases' setup notes. Throws after every local rank has stopped.
 double for_each_case(const BenchOptions& options, int nranks, const CaseBody& body,
                      std::vector<std::string>* notes = nullptr, const ProgressSink& progress = {});
 // The number of cases for_each_case runs.
 size_t case_count(const BenchOptions& options);
+// Builds the training scenario `name` for `nranks` ranks without touching a GPU; throws tandem::Error
+// naming the option when it cannot run with these options on that many ranks.
+std::unique_ptr<Scenario> make_scenario(const std::string& name, const BenchOptions& options, int nranks);
 // A row with the case's identity filled in.
 Row blank_row(const BenchOptions& options, const CaseId& id);
 // Measures every policy on one case, on each rank's thread: the collecting rank keeps each row (and

@@ -2,7 +2,6 @@
 #include <chrono>
 #include <map>
 
-#include "harness/scenario_runner.h"
 #include "harness/tune_progress.h"
 #include "harness/tuner.h"
 #include "tandem/error.h"
@@ -204,8 +203,6 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
   BenchOptions tune_options = options;
   tune_options.policies_given = false;  // candidates that cannot apply are pruned, not fatal
   TuneOutcome outcome;
-  // Scenarios and microbenchmarks cannot be mixed in one run (bench_options validates it).
-  const bool scenarios = is_scenario(options.workloads.front());
   const size_t total = case_count(options);
   size_t done = 0;
   // Progress within each case, on rank 0 (tune_progress.h).
@@ -238,8 +235,10 @@ TuneOutcome run_tune(const BenchOptions& options, int nranks, const ProgressSink
     if (sinks.on_case) sinks.on_case(outcome.cases.back());
   };
   outcome.hbm_bandwidth_gbps = for_each_case(tune_options, nranks, body, &outcome.notes, progress);
-  const auto& c = options.collectives;
-  if (!scenarios && !options.in_place && std::find(c.begin(), c.end(), "all-gather") != c.end())
+  const bool gathered_out_of_place =
+      !options.in_place && std::any_of(outcome.cases.begin(), outcome.cases.end(),
+                                       [](const TunedCase& c) { return c.tuned.collective == "all-gather"; });
+  if (gathered_out_of_place)
     outcome.notes.push_back(
         "all-gather ran out of place: under copy-engine its own chunk is still copied by an SM kernel, which "
         "waits for any kernel holding every SM (beside the cuBLAS GEMM, 37-39 % reduction against 43-44 % in "

@@ -1,7 +1,7 @@
 #pragma once
-// A compute workload: one "unit" is one kernel (or one library call) the runner repeats `count`
-// times to balance the collective. Adding a workload is one file in workloads/ and one line in
-// registry.cpp.
+// A compute workload: the operation a microbenchmark (harness/microbenchmark.h) repeats `count`
+// times beside its collective, one kernel (or one library call) each. Adding a workload is one file
+// in workloads/ and one line in registry.cpp.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -43,7 +43,6 @@ class Workload {
   virtual int64_t count_wrong(RankContext& ctx) = 0;
   // Fewest device-memory bytes one unit moves (each input read once, each output written once).
   virtual double hbm_bytes() const = 0;
-  virtual double flops() const { return 0; }
 };
 
 using WorkloadFactory = std::unique_ptr<Workload> (*)(const WorkloadOptions&);

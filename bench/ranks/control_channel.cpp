@@ -1,22 +1,20 @@
 #include "ranks/control_channel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <thread>
 
+#include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
+#include "tandem/nccl_check.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
 namespace {
-
-std::string seconds_text(double s) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", s);
-  return buffer;
-}
 
 // Short waits (a barrier between steps: tens of microseconds) spin; longer ones sleep so a rank
 // waiting for a slow peer does not burn its core.
@@ -51,52 +49,21 @@ void ControlChannel::join(const ncclUniqueId& id, const std::string& hint) {
   config.maxCTAs = 1;
   config.commName = "tandem-control";
   TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&comm_, nranks_, id, rank_, &config));
-  const Deadline until = deadline();
-  const auto started = std::chrono::steady_clock::now();
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    TANDEM_NCCL_CHECK(comm_, ncclCommGetAsyncError(comm_, &state));
-    if (state == ncclSuccess) return;
-    if (state != ncclInProgress) {
-      std::string why = std::string(ncclGetErrorString(state)) + " (" + ncclGetLastError(comm_) + ")";
-      if (state == ncclInvalidUsage)
-        why += "; NCCL refuses, among others, two ranks on one GPU (NCCL_DEBUG=WARN names them)";
-      fail("joining the other ranks", "NCCL could not form the communicator: " + why);
-    }
-    if (std::chrono::steady_clock::now() > until)
-      fail("joining the other ranks", "not every rank joined within " + seconds_text(timeout_s_) +
-                                          " s (--timeout): a rank was not started, failed before joining, or has "
-                                          "another world size" +
-                                          hint);
-    pause(started);
+  try {
+    await_communicator(comm_, rules(), "joining the other ranks");
+  } catch (const Error& e) {
+    // What the wait cannot know: why ranks fail to meet.
+    TANDEM_THROW(e.message() +
+                 "; a rank was not started, failed before joining, has another world size, or shares a GPU "
+                 "with another (NCCL refuses that; NCCL_DEBUG=WARN names them)" +
+                 hint);
   }
 }
 
 ControlChannel::~ControlChannel() {
-  if (comm_) {
-    bool finalized = false;
-    const ncclResult_t started = aborted_ ? ncclInternalError : ncclCommFinalize(comm_);
-    if (started == ncclSuccess || started == ncclInProgress) {
-      // Finalising completes in the background on a non-blocking communicator; give up (abort)
-      // after the time-out rather than hang at exit.
-      const Deadline until = deadline();
-      for (;;) {
-        ncclResult_t state = ncclSuccess;
-        if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess || (state != ncclSuccess && state != ncclInProgress))
-          break;
-        if (state == ncclSuccess) {
-          finalized = true;
-          break;
-        }
-        if (std::chrono::steady_clock::now() > until) break;
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
-    }
-    if (finalized)
-      ncclCommDestroy(comm_);
-    else
-      ncclCommAbort(comm_);
-  }
+  // After abort() there is nothing left to close; otherwise finalize, or abort after the time-out
+  // rather than hang at exit.
+  close_communicator(comm_, /*healthy=*/true, timeout_s_);
   release();
 }
 
@@ -113,14 +80,18 @@ void ControlChannel::release() noexcept {
 void ControlChannel::abort() noexcept {
   if (aborted_ || !comm_) return;
   // Aborting makes this rank's NCCL kernels exit, so its stream drains.
-  ncclCommAbort(comm_);
+  abort_communicator(comm_);
   comm_ = nullptr;
   aborted_ = true;
 }
 
-ControlChannel::Deadline ControlChannel::deadline() const {
-  return std::chrono::steady_clock::now() +
-         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s_));
+WaitRules ControlChannel::rules() {
+  WaitRules r;
+  r.timeout_s = timeout_s_;
+  r.who = "rank " + std::to_string(rank_) + ": control";
+  r.timeout_setting = "--timeout";
+  r.on_failure = [this] { abort(); };
+  return r;
 }
 
 void ControlChannel::fail(const std::string& step, const std::string& why) {
@@ -135,19 +106,6 @@ void ControlChannel::throw_if_async_error(const std::string& step) {
     fail(step, std::string(ncclGetErrorString(state)) + " (" + ncclGetLastError(comm_) + ")");
 }
 
-void ControlChannel::await_ready(const std::string& step, Deadline until) {
-  const auto started = std::chrono::steady_clock::now();
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) fail(step, "ncclCommGetAsyncError failed");
-    if (state == ncclSuccess) return;
-    throw_if_async_error(step);
-    if (std::chrono::steady_clock::now() > until)
-      fail(step, "NCCL did not accept the call within " + seconds_text(timeout_s_) + " s (--timeout)");
-    pause(started);
-  }
-}
-
 void ControlChannel::await_stream(const std::string& step, Deadline until) {
   const auto started = std::chrono::steady_clock::now();
   for (;;) {
@@ -159,7 +117,7 @@ void ControlChannel::await_stream(const std::string& step, Deadline until) {
     }
     throw_if_async_error(step);
     if (std::chrono::steady_clock::now() > until)
-      fail(step, "not every rank arrived within " + seconds_text(timeout_s_) +
+      fail(step, "not every rank arrived within " + number(timeout_s_) +
                      " s (--timeout): another rank stopped or is stuck; its own error says why");
     pause(started);
   }
@@ -181,10 +139,10 @@ void ControlChannel::reserve(size_t bytes) {
 
 void ControlChannel::barrier(const std::string& step) {
   TANDEM_REQUIRE(!aborted_, "rank " + std::to_string(rank_) + ": control channel already aborted");
-  const Deadline until = deadline();
+  const Deadline until = deadline_after(timeout_s_);
   // The buffer's value does not matter: only the collective's completion does.
   TANDEM_NCCL_CHECK(comm_, ncclAllReduce(device_, device_, 1, ncclInt32, ncclSum, comm_, stream_));
-  await_ready(step, until);
+  await_communicator(comm_, rules(), step);
   await_stream(step, until);
 }
 
@@ -192,13 +150,13 @@ void ControlChannel::broadcast(void* data, size_t bytes, const std::string& step
   TANDEM_REQUIRE(!aborted_, "rank " + std::to_string(rank_) + ": control channel already aborted");
   if (bytes == 0) return barrier(step);
   reserve(bytes);
-  const Deadline until = deadline();
+  const Deadline until = deadline_after(timeout_s_);
   if (rank_ == 0) {
     std::memcpy(host_, data, bytes);
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(device_, host_, bytes, cudaMemcpyHostToDevice, stream_));
   }
   TANDEM_NCCL_CHECK(comm_, ncclBroadcast(device_, device_, bytes, ncclUint8, 0, comm_, stream_));
-  await_ready(step, until);
+  await_communicator(comm_, rules(), step);
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_, device_, bytes, cudaMemcpyDeviceToHost, stream_));
   await_stream(step, until);
   std::memcpy(data, host_, bytes);
@@ -209,7 +167,7 @@ std::vector<std::string> ControlChannel::all_gather(const std::string& mine, con
   const size_t n = static_cast<size_t>(nranks_);
   // Round 1: every rank's length.
   reserve(n * sizeof(uint64_t));
-  const Deadline until = deadline();
+  const Deadline until = deadline_after(timeout_s_);
   const uint64_t length = mine.size();
   auto* lengths = reinterpret_cast<uint64_t*>(host_);
   lengths[rank_] = length;
@@ -218,7 +176,7 @@ std::vector<std::string> ControlChannel::all_gather(const std::string& mine, con
       cudaMemcpyAsync(device_lengths + rank_, lengths + rank_, sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
   TANDEM_NCCL_CHECK(comm_,
                     ncclAllGather(device_lengths + rank_, device_lengths, sizeof(uint64_t), ncclUint8, comm_, stream_));
-  await_ready(step, until);
+  await_communicator(comm_, rules(), step);
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(lengths, device_lengths, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream_));
   await_stream(step, until);
   const std::vector<uint64_t> sizes(lengths, lengths + n);
@@ -231,7 +189,7 @@ std::vector<std::string> ControlChannel::all_gather(const std::string& mine, con
   TANDEM_CUDA_CHECK(
       cudaMemcpyAsync(device_bytes + rank_ * slot, host_ + rank_ * slot, slot, cudaMemcpyHostToDevice, stream_));
   TANDEM_NCCL_CHECK(comm_, ncclAllGather(device_bytes + rank_ * slot, device_bytes, slot, ncclUint8, comm_, stream_));
-  await_ready(step, until);
+  await_communicator(comm_, rules(), step);
   TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_, device_bytes, n * slot, cudaMemcpyDeviceToHost, stream_));
   await_stream(step, until);
   std::vector<std::string> out;

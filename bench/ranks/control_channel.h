@@ -12,9 +12,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
+
+#include "tandem/deadline.h"
+#include "tandem/nccl_wait.h"
 
 namespace tandem::bench {
 
@@ -41,14 +43,13 @@ class ControlChannel {
   int size() const { return nranks_; }
 
  private:
-  using Deadline = std::chrono::steady_clock::time_point;
-  // The constructor's work: buffers, stream, and the communicator, polled until every rank joined.
+  // The constructor's work: buffers, stream, and the communicator, awaited until every rank joined.
   void join(const ncclUniqueId& id, const std::string& hint);
   void release() noexcept;
-  Deadline deadline() const;
-  // Polls until the communicator has finished its host-side work for the last call.
-  void await_ready(const std::string& step, Deadline deadline);
-  // Polls until the stream has drained.
+  // How the channel waits on its communicator (tandem/nccl_wait.h): --timeout, aborting on failure.
+  WaitRules rules();
+  // Polls until the stream has drained: spins for the first moments (a barrier between steps takes
+  // tens of microseconds), then sleeps.
   void await_stream(const std::string& step, Deadline deadline);
   // Aborts, then throws with the rank, the step and `why`.
   [[noreturn]] void fail(const std::string& step, const std::string& why);

@@ -16,6 +16,7 @@
 
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
@@ -167,12 +168,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   return (ranks.size() == 1 ? "rank " : "ranks ") + out;
 }
 
-std::string seconds_text(double s) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%g", s);
-  return buffer;
-}
-
 std::vector<int> join_files_present(const std::string& dir, int world_size) {
   // Ranks beyond this world are looked for too: a rank with a larger world size must hear that it
   // does not match. A few beyond suffice; stale files of a larger old run are harmless (they never
@@ -235,7 +230,7 @@ class RankZero {
       }
       if (Clock::now() > deadline)
         fail(joined, rank_list(missing) + " did not join the rendezvous in " + o_.dir + " within " +
-                         seconds_text(o_.timeout_s) + " s (--timeout)" + o_.hint);
+                         number(o_.timeout_s) + " s (--timeout)" + o_.hint);
       publish(joined, "pending", "", missing, {});
       std::this_thread::sleep_for(std::chrono::duration<double>(o_.poll_s));
     }
@@ -318,12 +313,12 @@ FileRendezvousResult join_as_other(const FileRendezvousOptions& o) {
     }
     if (Clock::now() > deadline) {
       if (!listed)
-        TANDEM_THROW("rank " + me + ": rank 0 did not answer in " + o.dir + " within " + seconds_text(o.timeout_s) +
+        TANDEM_THROW("rank " + me + ": rank 0 did not answer in " + o.dir + " within " + number(o.timeout_s) +
                      " s (--timeout): it was not started, failed "
                      "before the rendezvous, or uses another rendezvous directory" +
                      o.hint);
-      TANDEM_THROW("rank " + me + ": the rendezvous in " + o.dir + " did not complete within " +
-                   seconds_text(o.timeout_s) + " s (--timeout); rank 0 was waiting for " +
+      TANDEM_THROW("rank " + me + ": the rendezvous in " + o.dir + " did not complete within " + number(o.timeout_s) +
+                   " s (--timeout); rank 0 was waiting for " +
                    (waiting.empty() ? std::string("other ranks") : waiting) + o.hint);
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(o.poll_s));

@@ -12,8 +12,11 @@
 #include "ranks/file_rendezvous.h"
 #include "ranks/mpi_bootstrap.h"
 #include "ranks/peer_processes.h"
+#include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
+#include "tandem/nccl_check.h"
+#include "tandem/nccl_wait.h"
 
 namespace tandem::bench {
 
@@ -202,22 +205,13 @@ ncclComm_t ProcessRank::create_communicator(const std::string& what) {
   config.blocking = 0;  // the wait for peers is ours to bound
   ncclComm_t comm = nullptr;
   TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&comm, launch_.world_size, id, launch_.rank, &config));
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s_));
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    TANDEM_NCCL_CHECK(comm, ncclCommGetAsyncError(comm, &state));
-    if (state == ncclSuccess) return comm;
-    if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) {
-      const std::string reason = state != ncclInProgress
-                                     ? std::string(ncclGetErrorString(state)) + " (" + ncclGetLastError(comm) + ")"
-                                     : "not ready within the time-out (--timeout)";
-      ncclCommAbort(comm);
-      TANDEM_THROW("rank " + std::to_string(launch_.rank) + ": " + what + " failed to initialise: " + reason);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  WaitRules rules;
+  rules.timeout_s = timeout_s_;
+  rules.who = "rank " + std::to_string(launch_.rank);
+  rules.timeout_setting = "--timeout";
+  rules.on_failure = [comm] { abort_communicator(comm); };
+  await_communicator(comm, rules, what + " initialisation");
+  return comm;
 }
 
 }  // namespace tandem::bench

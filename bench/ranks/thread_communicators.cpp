@@ -2,13 +2,12 @@
 
 #include <cuda_runtime.h>
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "tandem/communicators.h"
 #include "tandem/cuda_check.h"
-#include "tandem/error.h"
+#include "tandem/nccl_check.h"
+#include "tandem/nccl_wait.h"
 
 namespace tandem::bench {
 
@@ -28,24 +27,17 @@ std::vector<ncclComm_t> create_communicators(const std::vector<int>& devices, do
     TANDEM_NCCL_CHECK(nullptr, ncclCommInitRankConfig(&comms[rank], n, id, rank, &config));
   }
   TANDEM_NCCL_CHECK(nullptr, ncclGroupEnd());
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  // A rank that fails or is not ready in time aborts every rank's communicator, so that none waits
+  // for a peer that will never come.
+  WaitRules rules;
+  rules.timeout_s = timeout_s;
+  rules.timeout_setting = "--timeout";
+  rules.on_failure = [&comms] {
+    for (ncclComm_t c : comms) abort_communicator(c);
+  };
   for (int rank = 0; rank < n; ++rank) {
-    for (;;) {
-      ncclResult_t state = ncclSuccess;
-      TANDEM_NCCL_CHECK(comms[rank], ncclCommGetAsyncError(comms[rank], &state));
-      if (state == ncclSuccess) break;
-      if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) {
-        const std::string reason = state != ncclInProgress ? std::string(ncclGetErrorString(state)) + " (" +
-                                                                 ncclGetLastError(comms[rank]) + ")"
-                                                           : "not ready within the timeout";
-        for (ncclComm_t c : comms)
-          if (c) abort_communicator(c);
-        TANDEM_THROW("NCCL communicator for rank " + std::to_string(rank) + " failed to initialise: " + reason);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    rules.who = "rank " + std::to_string(rank);
+    await_communicator(comms[rank], rules, "NCCL communicator initialisation");
   }
   return comms;
 }

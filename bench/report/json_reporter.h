@@ -13,19 +13,12 @@
 
 namespace tandem::bench {
 
-// The results document: to_json() plus, for training scenarios' rows (`scenarios`), per row
-// bound_fraction = t_bound / t_overlap (1 = the iteration takes no longer than its slower side alone).
-nlohmann::json results_json(const RunInfo& info, const std::vector<Row>& rows, const std::vector<std::string>& notes,
-                            bool complete, bool scenarios);
-// Adds the scenario-only fields (bound_fraction) to a to_json() document's rows.
-void add_scenario_json_fields(nlohmann::json& doc);
 // Writes `doc` to `path` atomically, as valid UTF-8, indented; throws tandem::Error on failure.
 void write_results_json(const std::string& path, const nlohmann::json& doc);
 
 class JsonReporter final : public Reporter {
  public:
-  // `scenarios`: the rows are training scenarios' (results_json).
-  JsonReporter(std::string path, bool scenarios) : path_(std::move(path)), scenarios_(scenarios) {}
+  explicit JsonReporter(std::string path) : path_(std::move(path)) {}
   void report_context(const RunInfo& info) override { info_ = info; }
   // Rewrites the incomplete document; a write that fails is reported once on stderr and retried
   // with the next row, never fatal: the measurement goes on.
@@ -39,7 +32,6 @@ class JsonReporter final : public Reporter {
   bool write_so_far();
 
   std::string path_;
-  bool scenarios_;
   RunInfo info_;
   std::vector<Row> rows_;
   bool warned_ = false;

@@ -168,6 +168,8 @@ nlohmann::json to_json(const RunInfo& i, const std::vector<Row>& rows, const std
                         {"t_overlap_max_ms", r.t_overlap_max_ms},
                         {"t_bound_ms", r.t_bound_ms},
                         {"t_chain_ms", r.t_chain_ms},
+                        {"bound_fraction",
+                         r.t_overlap_ms > 0 ? nlohmann::json(r.t_bound_ms / r.t_overlap_ms) : nlohmann::json(nullptr)},
                         {"reduction", number_or_null(r.reduction)},
                         {"efficiency", number_or_null(r.efficiency)},
                         {"compute_slowdown", r.compute_slowdown},

@@ -9,23 +9,6 @@
 
 namespace tandem::bench {
 
-std::vector<TraceSpan> microbenchmark_step_spans(const std::string& compute, int count, const std::string& collective,
-                                                 bool collective_first) {
-  TANDEM_REQUIRE(count >= 1, "a microbenchmark step runs at least one compute unit");
-  std::vector<TraceSpan> spans;
-  TraceSpan comm;
-  comm.name = collective;
-  comm.collective = true;
-  if (collective_first) spans.push_back(comm);
-  for (int i = 1; i <= count; ++i) {
-    TraceSpan unit;
-    unit.name = compute + " " + std::to_string(i);
-    spans.push_back(unit);
-  }
-  if (!collective_first) spans.push_back(comm);
-  return spans;
-}
-
 std::vector<std::vector<double>> span_times(const std::vector<TraceSpan>& spans) {
   std::vector<double> starts, ends;
   for (const auto& s : spans) {

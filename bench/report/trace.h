@@ -23,8 +23,8 @@ struct TraceSpan {
   int waits_for = -1;  // the operation of the other stream it had to wait for (program index), or -1
 };
 
-// One iteration of one scenario (or one step of one microbenchmark case) under one policy on one
-// rank; spans in program order (a microbenchmark's: launch order).
+// One step of one case (a scenario's iteration, or a microbenchmark's compute units and collective)
+// under one policy on one rank; spans in program order.
 struct TraceIteration {
   std::string workload;  // the scenario, or the microbenchmark case ("gemm all-reduce 256MiB")
   std::string policy;
@@ -32,13 +32,6 @@ struct TraceIteration {
   bool sequential = false;  // everything ran on the compute stream
   std::vector<TraceSpan> spans;
 };
-
-// One microbenchmark step's operations in the order the step launches them: `count` compute units
-// named "<compute> 1" .. "<compute> <count>" and the collective, first when the policy launches it
-// first (comm-first), else last. Times are left at 0 for the caller to fill; nothing waits across
-// streams inside a step (both sides start from the step's start and join only at its end).
-std::vector<TraceSpan> microbenchmark_step_spans(const std::string& compute, int count, const std::string& collective,
-                                                 bool collective_first);
 
 // This rank's span times as the series Coordinator::all_gather_series gathers: {starts, ends}.
 std::vector<std::vector<double>> span_times(const std::vector<TraceSpan>& spans);

@@ -3,6 +3,7 @@
 // is enqueued as soon as its last gradient is written and overlaps the rest of the backward pass;
 // the step ends when every reduction is done.
 #include "scenarios/layers.h"
+#include "tandem/text.h"
 
 namespace tandem::bench::scenarios {
 namespace {
@@ -21,20 +22,16 @@ class DpBackward final : public ReplicatedScenario {
 
   std::string name() const override { return "dp-backward"; }
   std::string collective() const override { return "all-reduce"; }
-  double busbw_factor(int n) const override { return 2.0 * (n - 1) / n; }
   int count() const override { return config().options.layers; }
 
   std::string describe() const override {
     const auto& o = config().options;
-    char first[32], cap[32];
-    std::snprintf(first, sizeof(first), "%g", o.first_bucket_mb);
-    std::snprintf(cap, sizeof(cap), "%g", o.bucket_mb);
     return "dp-backward " + dtype_text() + " layers=" + std::to_string(o.layers) +
            " hidden=" + std::to_string(dims_.hidden) + " ffn=" + std::to_string(dims_.ffn) +
            " heads=" + std::to_string(dims_.heads) + "/" + std::to_string(dims_.kv_heads) +
            " tokens=" + std::to_string(o.seq) + ": backward pass (8 GEMMs a layer), " +
-           std::to_string(buckets_.size()) + " DDP buckets (first " + first + " MiB, then " + cap +
-           " MiB) all-reduced as they fill";
+           std::to_string(buckets_.size()) + " DDP buckets (first " + number(o.first_bucket_mb) + " MiB, then " +
+           number(o.bucket_mb) + " MiB) all-reduced as they fill";
   }
 
  private:
@@ -87,8 +84,8 @@ class DpBackward final : public ReplicatedScenario {
         const Bucket& b = buckets_[next_bucket];
         if (ready_index == b.first + b.count - 1) {
           void* range = r.at(grads, b.offset);
-          r.collective("bucket " + std::to_string(next_bucket) + " all-reduce", CollectiveCall::Kind::AllReduce, range,
-                       range, b.elements);
+          r.collective("bucket " + std::to_string(next_bucket) + " all-reduce", Collective::AllReduce, range, range,
+                       b.elements);
           ++next_bucket;
         }
       });

@@ -23,7 +23,6 @@ class Fsdp final : public ReplicatedScenario {
 
   std::string name() const override { return "fsdp"; }
   std::string collective() const override { return "all-gather+reduce-scatter"; }
-  double busbw_factor(int n) const override { return double(n - 1) / n; }
   int count() const override { return config().options.layers; }
 
   std::string describe() const override {
@@ -40,7 +39,7 @@ class Fsdp final : public ReplicatedScenario {
     const auto& o = r.options();
     const int L = o.layers;
     const int64_t T = o.seq, H = dims_.hidden;
-    using Kind = CollectiveCall::Kind;
+    using Kind = Collective;
 
     std::vector<void*> shard(L), grad_shard(L);
     for (int l = 0; l < L; ++l) {

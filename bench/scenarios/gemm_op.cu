@@ -3,6 +3,8 @@
 #include "harness/values.cuh"
 #include "scenarios/gemm_op.h"
 #include "tandem/cuda_check.h"
+#include "tandem/library_checks.h"
+#include "tandem/sm_target.h"
 
 namespace tandem::bench::scenarios {
 
@@ -97,9 +99,7 @@ GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend 
 
 void GemmOp::set_sm_count_target(int sm_count) {
   if (backend_ != GemmBackend::CublasLt) return;
-  const int32_t target = sm_count;
-  TANDEM_CUBLAS_CHECK(
-      cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET, &target, sizeof(target)));
+  TANDEM_CUBLAS_CHECK(tandem::set_sm_count_target(desc_, sm_count, &cublasLtMatmulDescSetAttribute));
   select_algorithm();
 }
 

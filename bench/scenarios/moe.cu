@@ -30,7 +30,6 @@ class Moe final : public ReplicatedScenario {
 
   std::string name() const override { return "moe"; }
   std::string collective() const override { return "all-to-all"; }
-  double busbw_factor(int n) const override { return double(n - 1) / n; }
   int count() const override { return config().options.micro_batches; }
 
   std::string describe() const override {
@@ -72,7 +71,7 @@ class Moe final : public ReplicatedScenario {
     const int E = split_.experts_per_rank;
     const int64_t T = o.seq, H = dims_.hidden, F = expert_ffn_;
     const int64_t S = split_.slots, R = split_.expert_rows, C = split_.capacity;
-    using Kind = CollectiveCall::Kind;
+    using Kind = Collective;
     const Linear up{"expert.up_gate", H, 2 * F, Parallel::Column}, down{"expert.down", F, H, Parallel::Row};
 
     // Weights and gradients per layer, the local experts' back to back ([E][in x out]), so each

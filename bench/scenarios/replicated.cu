@@ -4,7 +4,6 @@
 
 #include "harness/values.cuh"
 #include "scenarios/replicated.h"
-#include "scenarios/symmetric_windows.h"
 #include "tandem/cuda_check.h"
 
 namespace tandem::bench::scenarios {
@@ -23,10 +22,79 @@ std::string gib(double bytes) {
   return buffer;
 }
 
+// Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each
+// compute operation for every replica, then each collective computed from all replicas' buffers
+// (copies, and fp32 sums rounded once).
+void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas, cudaStream_t stream) {
+  TANDEM_REQUIRE(!replicas.empty(), "no replicas");
+  const int n = static_cast<int>(replicas.size());
+  const size_t count = replicas.front()->ops().size();
+  for (const auto* p : replicas) TANDEM_REQUIRE(p->ops().size() == count, "replicas built different programs");
+  int64_t scratch_elements = 0;
+  for (const auto& op : replicas.front()->ops())
+    if (op.kind == Op::Kind::Collective) scratch_elements = std::max(scratch_elements, op.call.count);
+  float* acc = nullptr;
+  if (scratch_elements) TANDEM_CUDA_CHECK(cudaMalloc(&acc, size_t(scratch_elements) * sizeof(float)));
+  try {
+    for (size_t i = 0; i < count; ++i) {
+      const Op& first = replicas.front()->ops()[i];
+      if (first.kind == Op::Kind::Compute) {
+        for (const auto* p : replicas) p->ops()[i].enqueue(stream);
+        continue;
+      }
+      std::vector<const CollectiveCall*> calls;
+      for (const auto* p : replicas) {
+        const Op& op = p->ops()[i];
+        TANDEM_REQUIRE(
+            op.kind == Op::Kind::Collective && op.call.kind == first.call.kind && op.call.count == first.call.count,
+            "replicas disagree on collective '" + first.name + "'");
+        calls.push_back(&op.call);
+      }
+      const DType dt = first.call.dtype;
+      const int64_t c = first.call.count;
+      const size_t chunk_bytes = size_t(c) * dtype_size(dt);
+      auto at = [&](const void* base, int64_t chunk) { return static_cast<const char*>(base) + chunk * chunk_bytes; };
+      auto at_mut = [&](void* base, int64_t chunk) { return static_cast<char*>(base) + chunk * chunk_bytes; };
+      switch (first.call.kind) {
+        case Collective::AllReduce:
+          // Every input is read before any output is written: all-reduce may run in place.
+          for (int s = 0; s < n; ++s) accumulate(acc, calls[s]->send, dt, c, s == 0, stream);
+          for (int r = 0; r < n; ++r) narrow(calls[r]->recv, dt, acc, c, stream);
+          break;
+        case Collective::ReduceScatter:
+          // In place, rank r's output is chunk r of its own input, which no other sum reads.
+          for (int r = 0; r < n; ++r) {
+            for (int s = 0; s < n; ++s) accumulate(acc, at(calls[s]->send, r), dt, c, s == 0, stream);
+            narrow(calls[r]->recv, dt, acc, c, stream);
+          }
+          break;
+        case Collective::AllGather:
+          for (int r = 0; r < n; ++r)
+            for (int s = 0; s < n; ++s)
+              if (at(calls[r]->recv, s) != calls[s]->send)
+                TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), calls[s]->send, chunk_bytes,
+                                                  cudaMemcpyDeviceToDevice, stream));
+          break;
+        case Collective::AllToAll:
+          for (int r = 0; r < n; ++r)
+            for (int s = 0; s < n; ++s)
+              TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), at(calls[s]->send, r), chunk_bytes,
+                                                cudaMemcpyDeviceToDevice, stream));
+          break;
+      }
+    }
+    ctx.wait(stream, "scenario reference");
+  } catch (...) {
+    cudaFree(acc);
+    throw;
+  }
+  cudaFree(acc);
+}
+
 }  // namespace
 
 Replica::Replica(RankContext& ctx, int rank, const ScenarioConfig& config, GemmEngine& gemms,
-                 const Elementwise& kernels, Memory memory)
+                 const Elementwise& kernels, WindowMemory* memory)
     : ctx_(ctx),
       rank_(rank),
       config_(config),
@@ -37,22 +105,17 @@ Replica::Replica(RankContext& ctx, int rank, const ScenarioConfig& config, GemmE
       memory_(memory) {}
 
 Replica::~Replica() {
-  if (keep_allocations_) return;
-  for (const auto& a : allocations_) {
-    if (memory_ == Memory::NcclMemAlloc)
-      ncclMemFree(a.ptr);
-    else
-      cudaFree(a.ptr);
-  }
+  for (void* p : device_buffers_) cudaFree(p);
 }
 
 void* Replica::allocate(size_t bytes) {
   void* p = nullptr;
-  if (memory_ == Memory::NcclMemAlloc)
-    TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&p, bytes));
-  else
+  if (memory_) {
+    p = memory_->allocate(bytes);
+  } else {
     TANDEM_CUDA_CHECK(cudaMalloc(&p, bytes));
-  allocations_.push_back({p, int64_t(bytes)});
+    device_buffers_.push_back(p);
+  }
   allocated_bytes_ += int64_t(bytes);
   return p;
 }
@@ -104,15 +167,15 @@ void Replica::append(Op op) {
 }
 
 void Replica::compute(const std::string& name, std::vector<Access> access, std::function<void(cudaStream_t)> fn,
-                      ShapedKernel* kernel, double flops) {
+                      ShapedKernel* kernel) {
   if (kernel && std::find(used_kernels_.begin(), used_kernels_.end(), kernel) == used_kernels_.end())
     used_kernels_.push_back(kernel);
   Op op;
   op.kind = Op::Kind::Compute;
   op.name = name;
+  for (const auto& a : access) op.hbm_bytes += double(a.bytes);
   op.access = std::move(access);
   op.enqueue = std::move(fn);
-  op.flops = flops;
   append(std::move(op));
 }
 
@@ -124,7 +187,7 @@ void Replica::gemm(const GemmDims& dims, const void* a, const void* b, void* c, 
   if (accumulate) access.push_back(reads(c, g.c_elements()));
   const GemmOp* op = &g;
   compute(
-      dims.name, std::move(access), [=](cudaStream_t s) { op->run(a, b, c, alpha, beta, s); }, nullptr, dims.flops());
+      dims.name, std::move(access), [=](cudaStream_t s) { op->run(a, b, c, alpha, beta, s); }, nullptr);
 }
 
 void Replica::add(const std::string& name, void* out, const void* a, const void* b, int64_t n) {
@@ -196,8 +259,7 @@ void Replica::swap_blocks(const std::string& name, void* out, const void* in, in
       kernels_.kernel(Elementwise::Kernel::SwapBlocks));
 }
 
-void Replica::collective(const std::string& name, CollectiveCall::Kind kind, const void* send, void* recv,
-                         int64_t count) {
+void Replica::collective(const std::string& name, Collective kind, const void* send, void* recv, int64_t count) {
   Op op;
   op.kind = Op::Kind::Collective;
   op.name = name;
@@ -206,8 +268,7 @@ void Replica::collective(const std::string& name, CollectiveCall::Kind kind, con
   op.call.recv = recv;
   op.call.count = count;
   op.call.dtype = config_.dtype;
-  if (kind == CollectiveCall::Kind::AllToAll)
-    TANDEM_REQUIRE(send != recv, "all-to-all '" + name + "' cannot run in place");
+  if (kind == Collective::AllToAll) TANDEM_REQUIRE(send != recv, "all-to-all '" + name + "' cannot run in place");
   append(std::move(op));
 }
 
@@ -266,13 +327,6 @@ ReplicatedScenario::ReplicatedScenario(const ScenarioConfig& config) : config_(c
 }
 
 ReplicatedScenario::~ReplicatedScenario() {
-  // Deregistration is collective and a destructor cannot meet the other ranks: buffers still in a
-  // window (an error unwound past release_windows()) are left allocated rather than freed under
-  // NCCL's mapping; destroying or aborting the communicator drops the windows.
-  const bool registered = windows_ && windows_->holds_registrations();
-  if (registered) windows_->abandon();
-  if (registered && own_) own_->keep_allocations_on_destruction();
-  if (!registered && copy_engine_scratch_) ncclMemFree(copy_engine_scratch_);
   for (auto& e : expected_) cudaFree(e.ref);
   if (wrong_) cudaFree(wrong_);
 }
@@ -282,14 +336,13 @@ void ReplicatedScenario::setup(RankContext& ctx) {
                                                    " ranks but runs on " + std::to_string(ctx.nranks));
   kernels_ = std::make_unique<Elementwise>(config_.dtype);
   gemms_ = std::make_unique<GemmEngine>(ctx, config_.dtype, /*reference=*/false);
-  // This rank's replica is the one NCCL sees: its buffers come from ncclMemAlloc so that
-  // use_symmetric_windows() can register them.
-  own_ = std::make_unique<Replica>(ctx, ctx.rank, config_, *gemms_, *kernels_, Replica::Memory::NcclMemAlloc);
+  // This rank's replica is the one NCCL sees: its buffers come from ncclMemAlloc, so that a
+  // policy's windows can be registered on them.
+  own_ = std::make_unique<Replica>(ctx, ctx.rank, config_, *gemms_, *kernels_, &memory_);
   build(*own_);
   own_->finalize();
   TANDEM_REQUIRE(own_->program().collective_kinds() == collective(),
                  name() + " issues " + own_->program().collective_kinds() + ", not " + collective());
-  executor_ = std::make_unique<Executor>(own_->program());
   TANDEM_CUDA_CHECK(cudaMalloc(&wrong_, sizeof(unsigned long long)));
   ctx.wait(ctx.compute, name() + " setup");
   compute_reference(ctx);
@@ -355,107 +408,6 @@ void ReplicatedScenario::compute_reference(RankContext& ctx) {
                   "(the naive kernel would take minutes); dependencies and collectives are still checked "
                   "against an independent computation";
 }
-
-uint64_t ReplicatedScenario::collective_bytes() const { return own_->program().collective_bytes(); }
-double ReplicatedScenario::hbm_bytes() const { return own_->program().hbm_bytes(); }
-double ReplicatedScenario::flops() const { return own_->program().flops(); }
-
-void ReplicatedScenario::enqueue_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) {
-  executor_->enqueue(ctx, streams, mode);
-}
-
-StreamBusy ReplicatedScenario::last_busy() { return executor_->busy(); }
-
-void ReplicatedScenario::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) {
-  executor_->enqueue_sample(ctx, stream, collective);
-}
-
-std::vector<double> ReplicatedScenario::time_operations(RankContext& ctx, const ScenarioStreams& streams,
-                                                        ScenarioMode mode) {
-  executor_->enqueue_timed(ctx, streams, mode);
-  ctx.wait(streams.compute, name() + ": operations timed one by one");
-  return executor_->operation_ms();
-}
-
-std::vector<TraceSpan> ReplicatedScenario::trace_iteration(RankContext& ctx, const ScenarioStreams& streams,
-                                                           ScenarioMode mode) {
-  executor_->enqueue_traced(ctx, streams, mode);
-  ctx.wait(streams.compute, name() + ": traced iteration");
-  const auto times = executor_->traced_ms();
-  const Program& program = own_->program();
-  std::vector<TraceSpan> spans;
-  for (size_t i = 0; i < program.ops().size(); ++i) {
-    const Op& op = program.ops()[i];
-    TraceSpan span;
-    span.name = op.name;
-    span.collective = op.kind == Op::Kind::Collective;
-    span.start_ms = times[i].first;
-    span.end_ms = times[i].second;
-    // One stream runs everything in a sequential iteration: nothing waits across streams.
-    span.waits_for = mode == ScenarioMode::Full ? program.cross_wait(i) : -1;
-    spans.push_back(span);
-  }
-  return spans;
-}
-
-double ReplicatedScenario::chain_ms(const std::vector<double>& operation_ms) const {
-  return own_->program().chain_ms(operation_ms);
-}
-
-std::string ReplicatedScenario::use_symmetric_windows(RankContext& ctx, ncclComm_t comm, const CopyEngineLanes* lanes) {
-  TANDEM_REQUIRE(own_ && executor_, name() + ": use_symmetric_windows before setup");
-  TANDEM_REQUIRE(!lanes || (!lanes->comms().empty() && lanes->comms().front() == comm),
-                 name() + ": copy-engine lane 0 must be the policy's communicator");
-  // Decided from the program alone, so every rank returns the same answer and either all register
-  // or none does.
-  if (lanes) {
-    const std::string why = copy_engine_refusal(own_->program());
-    if (!why.empty()) return why;
-  }
-  if (!windows_) windows_ = std::make_unique<SymmetricWindows>(ctx.wait_rules());
-  if (windows_->registered_on(comm)) return "";
-
-  // Whole allocations, each once, in order of first use by a collective in program order: the same
-  // buffers in the same order on every rank, as collective registration requires. A collective's
-  // pointer may sit at an offset inside its window (a bucket, a slice); the offset is the same on
-  // every rank, which is what NCCL_WIN_COLL_SYMMETRIC asks of the caller.
-  std::vector<ByteRange> allocations;
-  for (const auto& a : own_->allocations()) allocations.push_back({a.ptr, a.bytes});
-  const auto used = containing_allocations(allocations, collective_ranges(own_->program()));
-  std::vector<ByteRange> to_register;
-  for (size_t i : used) to_register.push_back(allocations[i]);
-  // Copy-engine reductions stage every rank's chunks in one scratch buffer, registered with the rest.
-  CollectiveRoute route;
-  route.all_to_all_api = true;
-  route.lanes = lanes;
-  const int64_t scratch_bytes = lanes ? copy_engine_scratch_bytes(own_->program()) : 0;
-  if (scratch_bytes > 0) {
-    if (!copy_engine_scratch_) TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&copy_engine_scratch_, size_t(scratch_bytes)));
-    to_register.push_back({copy_engine_scratch_, scratch_bytes});
-    route.copy_engine_scratch = copy_engine_scratch_;
-  }
-  // Each lane's gathers reach the same buffers through its own communicator's windows; lane 0 is
-  // `comm`. Lanes are per policy settings, so none of them has windows yet when `comm` has none.
-  std::vector<ncclComm_t> comms{comm};
-  if (lanes) comms = lanes->comms();
-  for (ncclComm_t c : comms) windows_->add(c, to_register, name());
-  executor_->set_route(comm, route);
-  return "";
-}
-
-void ReplicatedScenario::release_windows(RankContext& ctx) {
-  (void)ctx;
-  // Every rank deregisters the same windows in the same (registration) order, each awaited, before
-  // any buffer is freed (~Replica). After a failure the destructor still sees what remains
-  // registered (SymmetricWindows::holds_registrations).
-  if (!windows_) return;
-  const std::vector<ncclComm_t> routed = windows_->communicators();
-  windows_->release(name());
-  for (ncclComm_t c : routed)
-    if (executor_) executor_->clear_route(c);
-}
-
-std::vector<ShapedKernel*> ReplicatedScenario::shaped_kernels() { return own_->used_kernels(); }
 
 void ReplicatedScenario::poison_outputs(cudaStream_t stream) {
   for (const auto& e : expected_) poison(const_cast<void*>(e.got), config_.dtype, e.elements, stream);

@@ -3,18 +3,17 @@
 // allocates and fills one rank's buffers and emits its iteration (GEMMs, element-wise kernels,
 // collectives) in program order. setup() calls it once for this rank (cuBLASLt GEMMs: what is
 // timed) and once per rank on replicas held on this device (naive reference GEMMs), runs the
-// replicas in lockstep with collectives computed by copies and fp32 sums, and keeps this rank's
-// reference outputs. Checked runs compare against those under every policy.
+// replicas in lockstep with collectives computed by copies and fp32 sums (run_lockstep), and keeps
+// this rank's reference outputs. Checked runs compare against those under every policy.
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "harness/program.h"
 #include "harness/scenario.h"
 #include "scenarios/gemm_op.h"
 #include "scenarios/kernels.h"
-#include "scenarios/program.h"
-#include "tandem/symmetric_windows.h"
 
 namespace tandem::bench::scenarios {
 
@@ -24,18 +23,11 @@ namespace tandem::bench::scenarios {
 // compute is enqueued while the current micro-batch's collective runs.
 class Replica {
  public:
-  // Where buffers come from. The rank's own replica (timed with NCCL) takes them from ncclMemAlloc:
-  // cuMem-backed memory is what NCCL can register as symmetric windows for copy-engine collectives,
-  // and it behaves as ordinary device memory otherwise. Reference replicas never meet NCCL and keep
-  // cudaMalloc.
-  enum class Memory { CudaMalloc, NcclMemAlloc };
-  struct Allocation {
-    void* ptr;
-    int64_t bytes;  // as requested (ncclMemAlloc rounds the mapping up to its granularity)
-  };
-
+  // Where buffers come from: the rank's own replica (timed with NCCL) takes them from `memory`
+  // (ncclMemAlloc, which NCCL can register as windows); reference replicas (nullptr) never meet
+  // NCCL and take cudaMalloc's, which they free.
   Replica(RankContext& ctx, int rank, const ScenarioConfig& config, GemmEngine& gemms, const Elementwise& kernels,
-          Memory memory = Memory::CudaMalloc);
+          WindowMemory* memory = nullptr);
   ~Replica();
   Replica(const Replica&) = delete;
   Replica& operator=(const Replica&) = delete;
@@ -55,11 +47,6 @@ class Replica {
   // `base` advanced by `elements` of the dtype.
   void* at(const void* base, int64_t elements) const;
   int64_t allocated_bytes() const { return allocated_bytes_; }
-  // Every buffer, in allocation order (the same on every rank).
-  const std::vector<Allocation>& allocations() const { return allocations_; }
-  // Leaves the buffers allocated when the replica is destroyed: for buffers still registered as
-  // windows, which only a collective deregistration may release (see ~ReplicatedScenario).
-  void keep_allocations_on_destruction() { keep_allocations_ = true; }
   // A value-stream tag from a name, a layer, a micro-batch and (per_rank) this rank: the reference
   // replica of rank r draws exactly what rank r draws.
   uint64_t tag(const std::string& what, int layer = -1, int micro = -1, bool per_rank = true) const;
@@ -80,7 +67,7 @@ class Replica {
   void combine_rows(const std::string& name, void* out, const void* residual, const void* in, int64_t in_rows,
                     const int32_t* slots, const void* scale, int64_t rows, int k, int64_t width);
   void swap_blocks(const std::string& name, void* out, const void* in, int64_t outer, int64_t inner, int64_t block);
-  void collective(const std::string& name, CollectiveCall::Kind kind, const void* send, void* recv, int64_t count);
+  void collective(const std::string& name, Collective kind, const void* send, void* recv, int64_t count);
 
   void begin_interleave(int chains);
   void select_chain(int chain);
@@ -104,7 +91,7 @@ class Replica {
   void* allocate(size_t bytes);
   void append(Op op);
   void compute(const std::string& name, std::vector<Access> access, std::function<void(cudaStream_t)> fn,
-               ShapedKernel* kernel, double flops = 0);
+               ShapedKernel* kernel);
   Access reads(const void* p, int64_t elements) const { return {p, elements * elem_, false}; }
   Access writes(const void* p, int64_t elements) const { return {p, elements * elem_, true}; }
 
@@ -114,10 +101,9 @@ class Replica {
   GemmEngine& gemms_;
   const Elementwise& kernels_;
   int64_t elem_;
-  Memory memory_;
-  std::vector<Allocation> allocations_;
+  WindowMemory* memory_;
+  std::vector<void*> device_buffers_;  // cudaMalloc's, freed with the replica
   int64_t allocated_bytes_ = 0;
-  bool keep_allocations_ = false;
   Program program_;
   std::vector<std::vector<std::vector<Op>>> chains_;  // chain -> blocks -> ops
   int current_chain_ = -1;
@@ -131,26 +117,14 @@ class ReplicatedScenario : public Scenario {
   ~ReplicatedScenario() override;
 
   void setup(RankContext& ctx) override;
-  uint64_t collective_bytes() const override;
-  double hbm_bytes() const override;
-  double flops() const override;
-  void enqueue_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) override;
-  StreamBusy last_busy() override;
-  void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) override;
-  std::vector<double> time_operations(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) override;
-  std::vector<TraceSpan> trace_iteration(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode) override;
-  double chain_ms(const std::vector<double>& operation_ms) const override;
+  const Program& program() const override { return own_->program(); }
+  WindowMemory& window_memory() override { return memory_; }
   bool set_sm_count_target(int sm_count) override { return gemms_->set_sm_count_target(sm_count); }
-  std::vector<ShapedKernel*> shaped_kernels() override;
+  std::vector<ShapedKernel*> shaped_kernels() override { return own_->used_kernels(); }
   void poison_outputs(cudaStream_t stream) override;
   int64_t count_wrong(RankContext& ctx) override;
   // Set by setup() when the reference had to use cuBLASLt for GEMMs too large for the naive kernel.
   std::string setup_note() const override { return setup_note_; }
-  // Registers the allocations that hold a collective's send or receive range (bench/scenarios/
-  // symmetric_windows.h), on `comm` and on every lane; collectives on `comm` then issue all-to-all
-  // as ncclAlltoAll, or with lanes run on copy engines. Valid after setup().
-  std::string use_symmetric_windows(RankContext& ctx, ncclComm_t comm, const CopyEngineLanes* lanes) override;
-  void release_windows(RankContext& ctx) override;
 
  protected:
   virtual void build(Replica& r) const = 0;
@@ -168,17 +142,15 @@ class ReplicatedScenario : public Scenario {
   void compute_reference(RankContext& ctx);
 
   ScenarioConfig config_;
+  WindowMemory memory_;  // this rank's buffers: outlives own_
   std::unique_ptr<Elementwise> kernels_;
   std::unique_ptr<GemmEngine> gemms_;
   std::unique_ptr<Replica> own_;
-  std::unique_ptr<Executor> executor_;
   std::vector<Expected> expected_;
   unsigned long long* wrong_ = nullptr;
   float rtol_ = 0;
   float rms_fraction_ = 0;  // absolute tolerance, as a fraction of the output's RMS
   std::string setup_note_;
-  std::unique_ptr<SymmetricWindows> windows_;  // every communicator's, created on first use
-  void* copy_engine_scratch_ = nullptr;        // copy-engine reductions' staging (ncclMemAlloc), registered too
 };
 
 }  // namespace tandem::bench::scenarios

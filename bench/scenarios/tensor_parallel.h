@@ -49,9 +49,6 @@ class TensorParallel : public ReplicatedScenario {
   std::string collective() const override {
     return config().options.sequence_parallel ? "all-gather+reduce-scatter" : "all-reduce";
   }
-  double busbw_factor(int n) const override {
-    return config().options.sequence_parallel ? double(n - 1) / n : 2.0 * (n - 1) / n;
-  }
   int count() const override { return config().options.micro_batches; }
 
   std::string describe() const override {
@@ -90,7 +87,7 @@ class TensorParallel : public ReplicatedScenario {
     const int L = o.layers, M = o.micro_batches, tp = r.nranks();
     const int64_t T = o.seq, H = dims_.hidden;
     const int64_t rows = sp ? T / tp : T;  // rows of the residual stream this rank holds
-    using Kind = CollectiveCall::Kind;
+    using Kind = Collective;
 
     std::vector<const void*> wcol(L), wrow(L);
     std::vector<void*> dwcol(L), dwrow(L);

@@ -42,7 +42,6 @@ class CublasLtGemm final : public Workload {
   void poison_output(cudaStream_t stream) override { buffers_.poison(stream); }
   int64_t count_wrong(RankContext& ctx) override { return buffers_.count_wrong(ctx); }
   double hbm_bytes() const override { return buffers_.hbm_bytes(); }
-  double flops() const override { return buffers_.flops(); }
 
  private:
   WorkloadOptions options_;

@@ -88,7 +88,6 @@ class GemmBuffers {
 
   scenarios::GemmDims dims() const { return {"gemm", m, n, k}; }
   double hbm_bytes() const { return double(m * k + k * n + m * n) * dtype_size(dtype); }
-  double flops() const { return 2.0 * m * n * k; }
 
   DType dtype = DType::BF16;
   int64_t m = 0, n = 0, k = 0;

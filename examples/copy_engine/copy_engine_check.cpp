@@ -14,6 +14,7 @@
 #include <tandem/copy_engine.h>
 #include <tandem/cuda_check.h>
 #include <tandem/error.h>
+#include <tandem/nccl_check.h>
 #include <tandem/nccl_wait.h>
 #include <tandem/policy.h>
 #include <tandem/symmetric_windows.h>

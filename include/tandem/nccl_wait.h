@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tandem/nccl_check.h"
+
 namespace tandem {
 
 // How a wait gives up.

@@ -68,5 +68,20 @@ bool run_can_apply(const OverlapPolicy&);
 // Why it cannot, in one line naming the first refused token ("green:8 cannot be applied by `tandem
 // run`: it needs green contexts in the program"); "" when run_can_apply.
 std::string run_refusal(const OverlapPolicy&);
+// Why tandem.torch cannot apply `policy` inside PyTorch: the first token it cannot, with the reason
+// ("green:66 cannot be applied inside PyTorch: ..."); "" when it can apply every token.
+std::string pytorch_refusal(const OverlapPolicy&);
+// The tokens of a launch order ("sequential", "concurrent", "comm-first") and of an NCCL CTA policy
+// ("default", "efficiency", "zero"), as the token table spells them.
+// sm-target:N on a device of `device_sms` SMs: the SMs its GEMMs may use (N, the SM-count target
+// cuBLAS takes) and the SMs left to other work (device_sms - N, PyTorch's SM carveout); nullopt when
+// the policy sets no target. Throws tandem::Error when N is more than the device has.
+struct SmTarget {
+  int gemm_sms = 0;
+  int carveout = 0;
+};
+std::optional<SmTarget> sm_target_on(const OverlapPolicy& policy, int device_sms);
+const char* to_string(LaunchOrder);
+const char* to_string(NcclCtaPolicy);
 
 }  // namespace tandem

@@ -18,7 +18,6 @@ namespace nb = nanobind;
 
 namespace {
 
-using tandem::LaunchOrder;
 using tandem::NcclCtaPolicy;
 using tandem::OverlapPolicy;
 
@@ -26,36 +25,12 @@ using tandem::OverlapPolicy;
 // and listing the accepted ones, or naming the unreadable file) becomes a ValueError, without the
 // file:line suffix that locates tandem's own errors.
 template <typename Parse>
-OverlapPolicy parsing_user_text(Parse&& parse) {
+auto parsing_user_text(Parse&& parse) -> decltype(parse()) {
   try {
     return parse();
   } catch (const tandem::Error& e) {
     throw nb::value_error(e.message().c_str());
   }
-}
-
-const char* order_token(LaunchOrder order) {
-  switch (order) {
-    case LaunchOrder::Sequential:
-      return "sequential";
-    case LaunchOrder::CommFirst:
-      return "comm-first";
-    case LaunchOrder::ComputeFirst:
-      break;
-  }
-  return "concurrent";
-}
-
-std::optional<std::string> cta_policy_token(NcclCtaPolicy policy) {
-  switch (policy) {
-    case NcclCtaPolicy::Efficiency:
-      return "efficiency";
-    case NcclCtaPolicy::Zero:
-      return "zero";
-    case NcclCtaPolicy::Default:
-      break;
-  }
-  return std::nullopt;
 }
 
 // The ncclConfig_t fields the policy sets, by their C names, as apply_nccl_settings writes them over
@@ -86,7 +61,7 @@ NB_MODULE(_core, m) {
                             "A parsed overlap policy (read-only): the fields of tandem::OverlapPolicy. "
                             "Made by parse_policy or load_policy_file; str() gives its canonical text.")
       .def_prop_ro(
-          "order", [](const OverlapPolicy& p) { return order_token(p.order); },
+          "order", [](const OverlapPolicy& p) { return tandem::to_string(p.order); },
           "'sequential', 'concurrent' (compute enqueued first) or 'comm-first'")
       .def_prop_ro("comm_priority", [](const OverlapPolicy& p) { return p.comm_priority; })
       .def_prop_ro(
@@ -101,7 +76,11 @@ NB_MODULE(_core, m) {
       .def_prop_ro("nccl_max_ctas", [](const OverlapPolicy& p) { return p.nccl_max_ctas; })
       .def_prop_ro("nccl_cga_cluster_size", [](const OverlapPolicy& p) { return p.nccl_cga_cluster_size; })
       .def_prop_ro(
-          "nccl_cta_policy", [](const OverlapPolicy& p) { return cta_policy_token(p.nccl_cta_policy); },
+          "nccl_cta_policy",
+          [](const OverlapPolicy& p) -> std::optional<std::string> {
+            if (p.nccl_cta_policy == NcclCtaPolicy::Default) return std::nullopt;
+            return tandem::to_string(p.nccl_cta_policy);
+          },
           "'efficiency', 'zero', or None (NCCL's default)")
       .def_prop_ro("green_sms", [](const OverlapPolicy& p) { return p.green_sms; })
       .def_prop_ro("nccl_symmetric", [](const OverlapPolicy& p) { return p.nccl_symmetric; })
@@ -114,6 +93,26 @@ NB_MODULE(_core, m) {
             return fields;
           },
           "the ncclConfig_t fields this policy sets: {C field name: value}, empty for NCCL's defaults")
+      .def_prop_ro(
+          "pytorch_refusal",
+          [](const OverlapPolicy& p) -> std::optional<std::string> {
+            std::string why = tandem::pytorch_refusal(p);
+            if (why.empty()) return std::nullopt;
+            return why;
+          },
+          "why tandem.torch cannot apply this policy inside PyTorch (the first token it cannot, from the "
+          "token table), or None")
+      .def(
+          "sm_carveout",
+          [](const OverlapPolicy& p, int device_sms) -> std::optional<int> {
+            const auto target = parsing_user_text([&] { return tandem::sm_target_on(p, device_sms); });
+            if (!target) return std::nullopt;
+            return target->carveout;
+          },
+          nb::arg("device_sms"),
+          "The SMs PyTorch's carveout leaves out so that GEMMs use sm-target's, on a device of `device_sms` SMs "
+          "(tandem::sm_target_on), or None without sm-target; ValueError when the target is more than the device "
+          "has.")
       .def("__str__", [](const OverlapPolicy& p) { return tandem::to_string(p); })
       .def("__repr__", [](const OverlapPolicy& p) { return "tandem.Policy('" + tandem::to_string(p) + "')"; })
       .def("__eq__", [](const OverlapPolicy& a, const OverlapPolicy& b) { return a == b; })

@@ -74,31 +74,12 @@ _TORCH_NCCL_CONFIG_FIELD = {
     "CTAPolicy": "cta_policy",
 }
 
-# What a policy may hold that tandem cannot apply inside PyTorch: (does the policy hold it, its token,
-# why not). Checked by every function here, so one policy is accepted by all of them or by none.
-_NOT_IN_PYTORCH = (
-    (lambda p: p.shape is not None, lambda p: p.shape,
-     "occupancy shaping pads the launches of PyTorch's compute kernels, which only tandem's "
-     "interposer can do: run the program under `tandem run --policy {policy} -- python ...` instead"),
-    (lambda p: p.green_sms is not None, lambda p: f"green:{p.green_sms}",
-     "tandem cannot move PyTorch's kernels into a green context; the program can, with "
-     "torch.cuda.green_contexts"),
-    (lambda p: p.order == "sequential", lambda p: "sequential",
-     "PyTorch puts its collectives on NCCL's own streams, not on the compute stream"),
-    (lambda p: p.order == "comm-first", lambda p: "comm-first",
-     "PyTorch decides its launch order (DDP issues each bucket's all-reduce when its gradients are ready)"),
-    (lambda p: p.nccl_symmetric, lambda p: "nccl-symmetric",
-     "PyTorch allocates the collectives' buffers, and tandem.torch cannot register them as NCCL "
-     "windows yet"),
-)
-
 def _pytorch_policy(policy):
     """The parsed policy, or ValueError naming the first token tandem cannot apply inside PyTorch."""
     parsed = as_policy(policy)
-    for holds, token, why in _NOT_IN_PYTORCH:
-        if holds(parsed):
-            raise ValueError(f"policy '{parsed}': {token(parsed)} cannot be applied inside PyTorch: "
-                             + why.format(policy=parsed))
+    # The token table (src/core/policy_tokens.cpp) says which tokens PyTorch leaves tandem no way to apply.
+    if parsed.pytorch_refusal:
+        raise ValueError(f"policy '{parsed}': {parsed.pytorch_refusal}")
     return parsed
 
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tandem/error.h"
+#include "tandem/text.h"
 
 namespace tandem {
 
@@ -16,12 +17,6 @@ constexpr const char* kAcceptedKeys = "threads, regs, smem, dsmem, cluster, name
 // Far above any GPU's per-block shared memory, and far enough below int64's range that the model's
 // sums of sizes cannot overflow.
 constexpr int64_t kMaxValue = int64_t{1} << 40;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;

@@ -10,6 +10,7 @@
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 
 namespace tandem {
 
@@ -28,14 +29,6 @@ std::string in_quotes(std::string_view text) { return "'" + std::string(text) + 
 std::string with_accepted_list(const std::string& message) {
   // Listed at the end of every syntax error, so a user who mistyped one token sees every form at once.
   return message + "; accepted: " + accepted_policy_tokens();
-}
-
-std::string_view trim(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\r\n\f\v";
-  const size_t first = text.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) return {};
-  const size_t last = text.find_last_not_of(kSpace);
-  return text.substr(first, last - first + 1);
 }
 
 // Splits on every separator; empty pieces are kept so callers can report them.
@@ -276,6 +269,14 @@ OverlapPolicy load_policy_file(const std::string& path) {
   } catch (const SyntaxError& error) {
     TANDEM_THROW(error.message);
   }
+}
+
+std::optional<SmTarget> sm_target_on(const OverlapPolicy& policy, int device_sms) {
+  if (!policy.sm_target) return std::nullopt;
+  TANDEM_REQUIRE(*policy.sm_target <= device_sms, "sm-target:" + std::to_string(*policy.sm_target) +
+                                                      " is more than the " + std::to_string(device_sms) +
+                                                      " SMs of this GPU");
+  return SmTarget{*policy.sm_target, device_sms - *policy.sm_target};
 }
 
 std::string to_string(const OverlapPolicy& policy) {

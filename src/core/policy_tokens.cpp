@@ -1,4 +1,4 @@
-// The policy tokens, one row each (include/tandem/policy_tokens.h says who reads them).
+// The policy tokens, one row each (tandem/policy_tokens.h says who reads them).
 #include "tandem/policy_tokens.h"
 
 #include <algorithm>
@@ -140,18 +140,6 @@ std::string format_bytes(int64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
-const char* cta_policy_name(NcclCtaPolicy policy) {
-  switch (policy) {
-    case NcclCtaPolicy::Efficiency:
-      return "efficiency";
-    case NcclCtaPolicy::Zero:
-      return "zero";
-    case NcclCtaPolicy::Default:
-      break;
-  }
-  return "default";
-}
-
 // "keyword" when `set`, else "".
 std::string flag(bool set, const char* keyword) { return set ? keyword : ""; }
 // "keyword:N" when `value` is set, else "".
@@ -166,6 +154,9 @@ constexpr std::string_view kNcclConfigDetail =
     "sets the communicator's ncclConfig_t when the program creates it (ncclCommInitRank, "
     "ncclCommInitRankConfig, ncclCommSplit); an NCCL_* variable the user sets still wins";
 constexpr std::string_view kNeedsProgramWindows = "it needs symmetric NCCL windows registered by the program";
+// PyTorch's own knobs carry what tandem.torch applies: process-group options (priority, nccl-*), the
+// SM carveout (sm-target), its DDP hook and FSDP2 collectives (copy-engine).
+constexpr std::string_view kAppliedInPyTorch = "";
 
 std::vector<PolicyToken> make_rows() {
   using P = OverlapPolicy;
@@ -175,12 +166,13 @@ std::vector<PolicyToken> make_rows() {
        "",
        {{"sequential", "compute and collective on one stream (combines with nothing)"}},
        [](V, P& p) { p.order = LaunchOrder::Sequential; },
-       [](const P& p) { return flag(p.order == LaunchOrder::Sequential, "sequential"); },
+       [](const P& p) { return flag(p.order == LaunchOrder::Sequential, to_string(LaunchOrder::Sequential)); },
        [](P& p) { p.order = LaunchOrder::ComputeFirst; },
        0,
        RunTreatment::Refused,
        "the program's streams are its own",
-       kNeedsNothing},
+       kNeedsNothing,
+       "PyTorch puts its collectives on NCCL's own streams, not on the compute stream"},
       {"concurrent",
        "",
        {{"concurrent", "two streams, compute enqueued first (the default)"}},
@@ -191,17 +183,19 @@ std::vector<PolicyToken> make_rows() {
        1,
        RunTreatment::AsIs,
        "",
-       kNeedsTwoStreams},
+       kNeedsTwoStreams,
+       kAppliedInPyTorch},
       {"comm-first",
        "",
        {{"comm-first", "two streams, collective enqueued before compute"}},
        [](V, P& p) { p.order = LaunchOrder::CommFirst; },
-       [](const P& p) { return flag(p.order == LaunchOrder::CommFirst, "comm-first"); },
+       [](const P& p) { return flag(p.order == LaunchOrder::CommFirst, to_string(LaunchOrder::CommFirst)); },
        [](P& p) { p.order = LaunchOrder::ComputeFirst; },
        2,
        RunTreatment::Refused,
        "the program decides its launch order",
-       kNeedsTwoStreams},
+       kNeedsTwoStreams,
+       "PyTorch decides its launch order (DDP issues each bucket's all-reduce when its gradients are ready)"},
       {"priority",
        "",
        {{"priority", "collective stream at the greatest priority, compute stream at the least"}},
@@ -211,7 +205,8 @@ std::vector<PolicyToken> make_rows() {
        4,
        RunTreatment::Interposer,
        "NCCL launches at the greatest priority",
-       kNeedsTwoStreams},
+       kNeedsTwoStreams,
+       kAppliedInPyTorch},
       {"shape",
        "N|<bytes>|auto",
        {{"shape:N", "pad compute launches to N resident blocks per SM (1..64)"},
@@ -223,7 +218,9 @@ std::vector<PolicyToken> make_rows() {
        3,
        RunTreatment::Interposer,
        "compute launches padded (shape:auto: for the NCCL footprint last seen)",
-       kNeedsTwoStreams},
+       kNeedsTwoStreams,
+       "occupancy shaping pads the launches of PyTorch's compute kernels, which only tandem's interposer can do: run "
+       "the program under `tandem run --policy {policy} -- python ...` instead"},
       {"sm-target",
        "N",
        {{"sm-target:N", "cuBLASLt SM-count target for GEMMs"}},
@@ -233,7 +230,8 @@ std::vector<PolicyToken> make_rows() {
        5,
        RunTreatment::Interposer,
        "cuBLAS handles and cuBLASLt matmul descriptors",
-       kNeedsTwoStreams | kNeedsCublasLt},
+       kNeedsTwoStreams | kNeedsCublasLt,
+       kAppliedInPyTorch},
       {"nccl-ctas",
        "MIN..MAX",
        {{"nccl-ctas:MIN..MAX", "NCCL minCTAs/maxCTAs (also N, MIN.., ..MAX; 1..64)"}},
@@ -249,7 +247,8 @@ std::vector<PolicyToken> make_rows() {
        6,
        RunTreatment::Interposer,
        kNcclConfigDetail,
-       kNeedsTwoStreams | kNeedsOwnCommunicator},
+       kNeedsTwoStreams | kNeedsOwnCommunicator,
+       kAppliedInPyTorch},
       {"nccl-cga",
        "1|2|4",
        {{"nccl-cga:1|2|4", "NCCL CGA cluster size"}},
@@ -259,7 +258,8 @@ std::vector<PolicyToken> make_rows() {
        7,
        RunTreatment::Interposer,
        kNcclConfigDetail,
-       kNeedsTwoStreams | kNeedsOwnCommunicator},
+       kNeedsTwoStreams | kNeedsOwnCommunicator,
+       kAppliedInPyTorch},
       {"nccl-cta-policy",
        "efficiency|zero",
        {{"nccl-cta-policy:efficiency|zero", "NCCL CTA policy"}},
@@ -267,13 +267,14 @@ std::vector<PolicyToken> make_rows() {
        [](const P& p) {
          return p.nccl_cta_policy == NcclCtaPolicy::Default
                     ? std::string()
-                    : std::string("nccl-cta-policy:") + cta_policy_name(p.nccl_cta_policy);
+                    : std::string("nccl-cta-policy:") + to_string(p.nccl_cta_policy);
        },
        [](P& p) { p.nccl_cta_policy = NcclCtaPolicy::Default; },
        8,
        RunTreatment::Interposer,
        kNcclConfigDetail,
-       kNeedsTwoStreams | kNeedsOwnCommunicator},
+       kNeedsTwoStreams | kNeedsOwnCommunicator,
+       kAppliedInPyTorch},
       {"green",
        "N",
        {{"green:N", "compute in a green context of N SMs, collective in the rest"}},
@@ -283,7 +284,8 @@ std::vector<PolicyToken> make_rows() {
        9,
        RunTreatment::Refused,
        "it needs green contexts in the program",
-       kNeedsTwoStreams | kNeedsGreenContext},
+       kNeedsTwoStreams | kNeedsGreenContext,
+       "tandem cannot move PyTorch's kernels into a green context; the program can, with torch.cuda.green_contexts"},
       {"nccl-symmetric",
        "",
        {{"nccl-symmetric", "buffers as NCCL symmetric windows (direct-access kernels)"}},
@@ -293,7 +295,8 @@ std::vector<PolicyToken> make_rows() {
        10,
        RunTreatment::Refused,
        kNeedsProgramWindows,
-       kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows},
+       kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows,
+       "PyTorch allocates the collectives' buffers, and tandem.torch cannot register them as NCCL windows yet"},
       {"copy-engine",
        "",
        {{"copy-engine",
@@ -307,9 +310,18 @@ std::vector<PolicyToken> make_rows() {
        "the program's all-reduces and reduce-scatters (sums), all-gathers and all-to-alls of bf16, fp16 or fp32 run "
        "on the copy-engine route (copied through window memory of its own, on lanes split from the program's "
        "communicator); any other call, or one inside an NCCL group, stays with NCCL, its reason in the summary",
-       kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows},
+       kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows,
+       kAppliedInPyTorch},
   };
   return rows;
+}
+
+// `text` with "{policy}" replaced by `policy`.
+std::string replace_policy(std::string_view text, const std::string& policy) {
+  std::string out(text);
+  const size_t at = out.find("{policy}");
+  if (at != std::string::npos) out.replace(at, 8, policy);
+  return out;
 }
 
 // Markdown cell text: '|' would end the cell.
@@ -394,15 +406,21 @@ std::string run_treatment_text(const PolicyToken& row) {
   return "";
 }
 
+std::string pytorch_treatment_text(const PolicyToken& row) {
+  if (row.pytorch_refusal.empty()) return "yes";
+  return "no (" + replace_policy(row.pytorch_refusal, "POLICY") + ")";
+}
+
 std::string policy_tokens_markdown() {
   std::string table =
-      "| token | what it does | needs | `tandem run` |\n"
-      "|---|---|---|---|\n";
+      "| token | what it does | needs | `tandem run` | tandem.torch |\n"
+      "|---|---|---|---|---|\n";
   for (const PolicyToken& row : policy_tokens()) {
     const std::string needs = needs_text(row.needs);
     for (const TokenForm& form : row.forms)
       table += "| `" + escape_cell(form.syntax) + "` | " + escape_cell(form.help) + " | " +
-               (needs.empty() ? std::string("nothing") : needs) + " | " + escape_cell(run_treatment_text(row)) + " |\n";
+               (needs.empty() ? std::string("nothing") : needs) + " | " + escape_cell(run_treatment_text(row)) + " | " +
+               escape_cell(pytorch_treatment_text(row)) + " |\n";
   }
   return table;
 }
@@ -417,6 +435,40 @@ std::string run_refusal(const OverlapPolicy& policy) {
 }
 
 bool run_can_apply(const OverlapPolicy& policy) { return run_refusal(policy).empty(); }
+
+std::string pytorch_refusal(const OverlapPolicy& policy) {
+  for (const PolicyToken& row : policy_tokens()) {
+    if (row.pytorch_refusal.empty()) continue;
+    const std::string token = row.print(policy);
+    if (!token.empty())
+      return token + " cannot be applied inside PyTorch: " + replace_policy(row.pytorch_refusal, to_string(policy));
+  }
+  return "";
+}
+
+const char* to_string(LaunchOrder order) {
+  switch (order) {
+    case LaunchOrder::Sequential:
+      return "sequential";
+    case LaunchOrder::CommFirst:
+      return "comm-first";
+    case LaunchOrder::ComputeFirst:
+      break;
+  }
+  return "concurrent";
+}
+
+const char* to_string(NcclCtaPolicy policy) {
+  switch (policy) {
+    case NcclCtaPolicy::Efficiency:
+      return "efficiency";
+    case NcclCtaPolicy::Zero:
+      return "zero";
+    case NcclCtaPolicy::Default:
+      break;
+  }
+  return "default";
+}
 
 bool OverlapPolicy::needs_own_communicator() const {
   for (const PolicyToken& row : policy_tokens())

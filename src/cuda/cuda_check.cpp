@@ -2,6 +2,9 @@
 
 #include <cublas_api.h>
 
+#include "tandem/library_checks.h"
+#include "tandem/nccl_check.h"
+
 namespace tandem::detail {
 
 void throw_cuda(cudaError_t err, const char* expr, const char* file, int line) {

@@ -3,6 +3,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/device.h"
 #include "tandem/gpu_catalog.h"
+#include "tandem/nccl_check.h"
 
 namespace tandem {
 

@@ -1,6 +1,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/driver_api.h"
 #include "tandem/green_context.h"
+#include "tandem/library_checks.h"
 #include "tandem/streams.h"
 
 namespace tandem {

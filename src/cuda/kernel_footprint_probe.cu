@@ -3,6 +3,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/driver_api.h"
 #include "tandem/kernel_footprint_probe.h"
+#include "tandem/library_checks.h"
 
 namespace tandem {
 

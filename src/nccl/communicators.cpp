@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "tandem/cuda_check.h"
+#include "tandem/deadline.h"
 #include "tandem/error.h"
+#include "tandem/nccl_check.h"
 #include "tandem/nccl_config.h"
 
 namespace tandem {
@@ -24,9 +26,7 @@ std::mutex& teardown_mutex() {
 bool finalize(ncclComm_t c, double timeout_s) noexcept {
   const ncclResult_t started = ncclCommFinalize(c);
   if (started != ncclSuccess && started != ncclInProgress) return false;
-  const auto deadline =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(timeout_s));
+  const Deadline deadline = deadline_after(timeout_s);
   for (;;) {
     ncclResult_t state = ncclSuccess;
     if (ncclCommGetAsyncError(c, &state) != ncclSuccess) return false;

@@ -4,16 +4,13 @@
 #include <thread>
 
 #include "tandem/cuda_check.h"
+#include "tandem/deadline.h"
 #include "tandem/error.h"
 
 namespace tandem {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-Clock::time_point deadline_after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-}
 
 std::string prefix(const WaitRules& rules) { return rules.who.empty() ? "" : rules.who + ": "; }
 
@@ -23,7 +20,7 @@ std::string prefix(const WaitRules& rules) { return rules.who.empty() ? "" : rul
 }
 
 // The caller's check (a failed peer), then the deadline.
-void check_hooks_and_deadline(const WaitRules& rules, Clock::time_point deadline, const std::string& step) {
+void check_hooks_and_deadline(const WaitRules& rules, Deadline deadline, const std::string& step) {
   if (rules.each_poll) {
     try {
       rules.each_poll();

@@ -6,6 +6,7 @@
 
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
+#include "tandem/nccl_check.h"
 
 namespace tandem {
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tandem/error.h"
 #include "tandem/policy.h"
 #include "tandem/policy_tokens.h"
 
@@ -31,6 +32,36 @@ TEST(PolicyTokens, RunRefusesTokensThatNeedTheProgram) {
     EXPECT_FALSE(run_can_apply(parse_policy(text))) << text;
     EXPECT_EQ(run_refusal(parse_policy(text)), why) << text;
   }
+}
+
+// tandem.torch applies what PyTorch's own knobs carry (process-group options, the SM carveout, its
+// DDP hook and FSDP2 collectives) and refuses the rest, with the reason from the same rows.
+TEST(PolicyTokens, PyTorchRefusesWhatItLeavesNoWayToApply) {
+  for (const char* text :
+       {"concurrent", "priority+sm-target:116+nccl-ctas:..8+nccl-cga:1+nccl-cta-policy:zero", "copy-engine"})
+    EXPECT_EQ(pytorch_refusal(parse_policy(text)), "") << text;
+  EXPECT_EQ(pytorch_refusal(parse_policy("green:66+priority")),
+            "green:66 cannot be applied inside PyTorch: tandem cannot move PyTorch's kernels into a green context; "
+            "the program can, with torch.cuda.green_contexts");
+  EXPECT_EQ(pytorch_refusal(parse_policy("shape:3+priority")),
+            "shape:3 cannot be applied inside PyTorch: occupancy shaping pads the launches of PyTorch's compute "
+            "kernels, which only tandem's interposer can do: run the program under `tandem run --policy "
+            "shape:3+priority -- python ...` instead");
+  for (const char* text : {"sequential", "comm-first", "nccl-symmetric"})
+    EXPECT_NE(pytorch_refusal(parse_policy(text)).find(std::string(text) + " cannot be applied inside PyTorch"),
+              std::string::npos)
+        << text;
+  EXPECT_EQ(to_string(LaunchOrder::ComputeFirst), std::string("concurrent"));
+  EXPECT_EQ(to_string(NcclCtaPolicy::Efficiency), std::string("efficiency"));
+}
+
+TEST(PolicyTokens, SmTargetLeavesTheRestAsCarveout) {
+  const auto target = sm_target_on(parse_policy("sm-target:116"), 132);
+  ASSERT_TRUE(target);
+  EXPECT_EQ(target->gemm_sms, 116);
+  EXPECT_EQ(target->carveout, 16);
+  EXPECT_FALSE(sm_target_on(parse_policy("priority"), 132));
+  EXPECT_THROW(sm_target_on(parse_policy("sm-target:133"), 132), Error);
 }
 
 // A policy with every control set: clearing each row's control must give the default policy, so a

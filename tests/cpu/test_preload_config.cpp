@@ -6,7 +6,7 @@
 #include <string>
 
 #include "preload/config.h"
-#include "preload/environment.h"
+#include "tandem/run_contract.h"
 
 namespace tandem::preload {
 namespace {

@@ -120,7 +120,7 @@ TEST(ConsoleReporter, AFailedRunSaysFailed) {
 TEST(JsonReporter, EveryRowReachesTheFileMarkedIncompleteUntilTheEnd) {
   ScratchFolder dir;
   const std::string path = dir.path("results.json").string();
-  tb::JsonReporter reporter(path, /*scenarios=*/false);
+  tb::JsonReporter reporter(path);
   reporter.report_context(run_info());
   reporter.report_row(row("concurrent", 4.0, 3.0));
   json doc = json::parse(read_text(path));
@@ -129,7 +129,6 @@ TEST(JsonReporter, EveryRowReachesTheFileMarkedIncompleteUntilTheEnd) {
   EXPECT_EQ(doc["rows"].size(), 1u);
   EXPECT_EQ(doc["hbm_bandwidth_gbps"], 0.0);  // not known before the end
   EXPECT_TRUE(doc["notes"].empty());
-  EXPECT_FALSE(doc["rows"][0].contains("bound_fraction"));  // microbenchmarks have none
 
   reporter.report_row(row("priority", 3.5, 3.0));
   EXPECT_EQ(json::parse(read_text(path))["rows"].size(), 2u);
@@ -150,10 +149,10 @@ TEST(JsonReporter, EveryRowReachesTheFileMarkedIncompleteUntilTheEnd) {
   EXPECT_EQ(doc["tool"], "bench");
 }
 
-TEST(JsonReporter, ScenarioRowsCarryTheirBoundFraction) {
+TEST(JsonReporter, RowsCarryTheirBoundFraction) {
   ScratchFolder dir;
-  const std::string path = dir.path("scenarios.json").string();
-  tb::JsonReporter reporter(path, /*scenarios=*/true);
+  const std::string path = dir.path("results.json").string();
+  tb::JsonReporter reporter(path);
   reporter.report_context(run_info());
   reporter.report_row(row("priority", 4.0, 3.0));
   EXPECT_DOUBLE_EQ(json::parse(read_text(path))["rows"][0]["bound_fraction"].get<double>(), 0.75);  // 3 / 4
@@ -162,7 +161,7 @@ TEST(JsonReporter, ScenarioRowsCarryTheirBoundFraction) {
 TEST(JsonReporter, AnUnwritableFileWarnsOnceWhileMeasuringAndFailsAtTheEnd) {
   ScratchFolder dir;
   const std::string path = dir.path("missing-folder/results.json").string();
-  tb::JsonReporter reporter(path, false);
+  tb::JsonReporter reporter(path);
   reporter.report_context(run_info());
   testing::internal::CaptureStderr();
   reporter.report_row(row("concurrent", 4.0, 3.0));

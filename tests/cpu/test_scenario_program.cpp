@@ -6,12 +6,13 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/program.h"
+#include "harness/program.h"
 #include "tandem/error.h"
 
 namespace {
 
-using namespace tandem::bench::scenarios;
+using namespace tandem::bench;
+using tandem::Collective;
 using tandem::DType;
 
 // Addresses that are never dereferenced: the program only compares ranges.
@@ -28,7 +29,7 @@ Op compute(const std::string& name, std::vector<int> reads, std::vector<int> wri
   return op;
 }
 
-Op collective(const std::string& name, CollectiveCall::Kind kind, int send, int recv, int64_t count = 64) {
+Op collective(const std::string& name, Collective kind, int send, int recv, int64_t count = 64) {
   Op op;
   op.kind = Op::Kind::Collective;
   op.name = name;
@@ -67,11 +68,17 @@ void expect_waits_follow_their_events(const Program& p, const std::vector<IssueS
 Program two_bucket_backward() {
   Program p(2);
   p.add(compute("wgrad0", {0}, {1}));
-  p.add(collective("ar0", CollectiveCall::Kind::AllReduce, 1, 1, 128));
+  p.add(collective("ar0", Collective::AllReduce, 1, 1, 128));
   p.add(compute("dgrad0", {0}, {2}));
   p.add(compute("wgrad1", {2}, {3}));
-  p.add(collective("ar1", CollectiveCall::Kind::AllReduce, 3, 3, 128));
+  p.add(collective("ar1", Collective::AllReduce, 3, 3, 128));
   p.add(compute("dgrad1", {2}, {4}));
+  return p;
+}
+
+Program two_bucket_backward_finalized() {
+  Program p = two_bucket_backward();
+  p.finalize();
   return p;
 }
 
@@ -101,7 +108,7 @@ TEST(ScenarioProgram, ADependentComputeIsNeverEnqueuedBeforeItsCollective) {
   // Tensor parallel: partial -> all-reduce(partial) -> residual reads it.
   Program p(2);
   p.add(compute("row gemm", {0}, {1}));
-  p.add(collective("ar", CollectiveCall::Kind::AllReduce, 1, 1));
+  p.add(collective("ar", Collective::AllReduce, 1, 1));
   p.add(compute("residual", {1, 0}, {2}));
   p.finalize();
   EXPECT_EQ(p.cross_wait(2), 1);
@@ -114,9 +121,9 @@ TEST(ScenarioProgram, ADependentComputeIsNeverEnqueuedBeforeItsCollective) {
 TEST(ScenarioProgram, WriteAfterReadAndWriteAfterWriteAreOrdered) {
   Program p(4);
   p.add(compute("fill send", {}, {0}));
-  p.add(collective("all-gather", CollectiveCall::Kind::AllGather, 0, 4, 16));  // reads buf 0, writes buf 4..
-  p.add(compute("overwrite send", {}, {0}));                                   // WAR on the all-gather
-  p.add(compute("overwrite recv", {}, {4}));                                   // WAW on the all-gather
+  p.add(collective("all-gather", Collective::AllGather, 0, 4, 16));  // reads buf 0, writes buf 4..
+  p.add(compute("overwrite send", {}, {0}));                         // WAR on the all-gather
+  p.add(compute("overwrite recv", {}, {4}));                         // WAW on the all-gather
   p.add(compute("unrelated", {}, {9}));
   p.finalize();
   EXPECT_EQ(p.cross_wait(1), 0);
@@ -129,11 +136,11 @@ TEST(ScenarioProgram, WriteAfterReadAndWriteAfterWriteAreOrdered) {
 
 TEST(ScenarioProgram, OnlyTheLatestConflictOfTheOtherStreamIsWaitedFor) {
   Program p(2);
-  p.add(collective("ag0", CollectiveCall::Kind::AllGather, 0, 2, 32));
-  p.add(collective("ag1", CollectiveCall::Kind::AllGather, 1, 6, 32));
+  p.add(collective("ag0", Collective::AllGather, 0, 2, 32));
+  p.add(collective("ag1", Collective::AllGather, 1, 6, 32));
   p.add(compute("reads both", {2, 6}, {10}));
   p.add(compute("reads first", {2}, {11}));
-  p.add(collective("rs", CollectiveCall::Kind::ReduceScatter, 10, 12, 32));
+  p.add(collective("rs", Collective::ReduceScatter, 10, 12, 32));
   p.add(compute("same stream dep", {10}, {13}));
   p.finalize();
   EXPECT_EQ(p.cross_wait(2), 1);
@@ -148,9 +155,9 @@ TEST(ScenarioProgram, InterleavedMicroBatchesOverlapEachOthersCollectives) {
   // Two micro-batches, block by block: gemm(m0) ar(m0) gemm(m1) ar(m1) add(m0) add(m1).
   Program p(2);
   p.add(compute("gemm m0", {0}, {1}));
-  p.add(collective("ar m0", CollectiveCall::Kind::AllReduce, 1, 1));
+  p.add(collective("ar m0", Collective::AllReduce, 1, 1));
   p.add(compute("gemm m1", {0}, {2}));
-  p.add(collective("ar m1", CollectiveCall::Kind::AllReduce, 2, 2));
+  p.add(collective("ar m1", Collective::AllReduce, 2, 2));
   p.add(compute("add m0", {1}, {3}));
   p.add(compute("add m1", {2}, {4}));
   p.finalize();
@@ -165,21 +172,41 @@ TEST(ScenarioProgram, InterleavedMicroBatchesOverlapEachOthersCollectives) {
   expect_waits_follow_their_events(p, first);
 }
 
+// A microbenchmark: `count` compute units and a collective on buffers of its own. Neither waits for
+// the other, so the launch order alone places the collective: after every unit (compute first), or
+// before them (comm first), as the policy says.
+TEST(ScenarioProgram, AnIndependentCollectiveGoesFirstOrLastByLaunchOrder) {
+  Program p(2);
+  for (const char* unit : {"gemm 1", "gemm 2", "gemm 3"}) p.add(compute(unit, {0}, {1}));
+  p.add(collective("all-reduce", Collective::AllReduce, 2, 3));
+  p.finalize();
+  EXPECT_FALSE(p.has_cross_waits());
+  const auto compute_first = full_issue_order(p, false);
+  EXPECT_EQ(names(p, compute_first), (std::vector<std::string>{"gemm 1", "gemm 2", "gemm 3", "all-reduce"}));
+  expect_waits_follow_their_events(p, compute_first);
+  const auto comm_first = full_issue_order(p, true);
+  EXPECT_EQ(names(p, comm_first), (std::vector<std::string>{"all-reduce", "gemm 1", "gemm 2", "gemm 3"}));
+  expect_waits_follow_their_events(p, comm_first);
+  // Independent sides: the chain is the slower one.
+  EXPECT_DOUBLE_EQ(p.chain_ms({1, 1, 1, 2.5}), 3.0);
+  EXPECT_TRUE(two_bucket_backward_finalized().has_cross_waits());
+}
+
 TEST(ScenarioProgram, CollectiveSizesFollowNcclTests) {
   CollectiveCall c;
   c.dtype = DType::BF16;
   c.count = 100;
-  c.kind = CollectiveCall::Kind::AllReduce;
+  c.kind = Collective::AllReduce;
   EXPECT_EQ(c.bytes(4), 200u);
-  c.kind = CollectiveCall::Kind::AllGather;  // count = send elements
+  c.kind = Collective::AllGather;  // count = send elements
   EXPECT_EQ(c.send_elements(4), 100);
   EXPECT_EQ(c.recv_elements(4), 400);
   EXPECT_EQ(c.bytes(4), 800u);
-  c.kind = CollectiveCall::Kind::ReduceScatter;  // count = receive elements
+  c.kind = Collective::ReduceScatter;  // count = receive elements
   EXPECT_EQ(c.send_elements(4), 400);
   EXPECT_EQ(c.recv_elements(4), 100);
   EXPECT_EQ(c.bytes(4), 800u);
-  c.kind = CollectiveCall::Kind::AllToAll;  // count = elements per peer
+  c.kind = Collective::AllToAll;  // count = elements per peer
   EXPECT_EQ(c.send_elements(4), 400);
   EXPECT_EQ(c.bytes(4), 800u);
 }
@@ -196,7 +223,7 @@ TEST(ScenarioProgram, ChainBoundAddsWhatNoOverlapCanHide) {
   EXPECT_DOUBLE_EQ(p.chain_ms({2, 0.5, 1, 2, 0.5, 1}), 6.0);
   // A compute operation that reads a collective's output waits for it.
   Program q(2);
-  q.add(collective("ag", CollectiveCall::Kind::AllGather, 0, 1, 64));
+  q.add(collective("ag", Collective::AllGather, 0, 1, 64));
   q.add(compute("layer", {1}, {2}));
   q.finalize();
   EXPECT_DOUBLE_EQ(q.chain_ms({1.5, 4}), 5.5);

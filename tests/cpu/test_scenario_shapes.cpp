@@ -9,9 +9,9 @@
 
 #include "error_of.h"
 #include "harness/bench_options.h"
+#include "harness/registry.h"
 #include "harness/run_description.h"
-#include "harness/scenario_runner.h"
-#include "report/json_reporter.h"
+#include "report/report.h"
 #include "scenarios/model_shapes.h"
 #include "tandem/error.h"
 
@@ -195,13 +195,18 @@ TEST(ScenarioOptions, NamesAreAcceptedButNotMixedWithMicrobenchmarks) {
   const std::string unknown = error_of([] { validate(scenario_options({"ddp"})); });
   EXPECT_NE(unknown.find("unknown workload 'ddp'"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("dp-backward"), std::string::npos) << unknown;
-  EXPECT_TRUE(tandem::bench::is_scenario("moe"));
-  EXPECT_FALSE(tandem::bench::is_scenario("gemm"));
-  EXPECT_EQ(tandem::bench::scenario_names().size(), 5u);
+  // One registry: three compute workloads, five scenarios.
+  size_t scenarios = 0;
+  for (const auto& e : tandem::bench::workload_registry()) scenarios += e.scenario != nullptr;
+  EXPECT_EQ(scenarios, 5u);
+  EXPECT_TRUE(tandem::bench::find_workload("moe").scenario);
+  EXPECT_FALSE(tandem::bench::find_workload("gemm").scenario);
 }
 
 TEST(ScenarioOptions, RankDependentChecksRunWithoutAGpu) {
-  using tandem::bench::validate_scenarios;
+  const auto validate_scenarios = [](const BenchOptions& o, int nranks) {
+    tandem::bench::validate_for_ranks(o, nranks);
+  };
   BenchOptions o = scenario_options({"dp-backward", "tp-mlp", "tp-attention", "fsdp", "moe"});
   EXPECT_NO_THROW(validate_scenarios(o, 2));
   EXPECT_NO_THROW(validate_scenarios(o, 8));
@@ -235,9 +240,11 @@ TEST(ScenarioOptions, RankDependentChecksRunWithoutAGpu) {
       << sp_lines.back();
 }
 
-TEST(ScenarioOptions, JsonGetsBoundFraction) {
-  nlohmann::json doc = {{"rows", {{{"t_overlap_ms", 4.0}, {"t_bound_ms", 3.0}}, {{"t_overlap_ms", 0.0}}}}};
-  tandem::bench::add_scenario_json_fields(doc);
+TEST(ScenarioOptions, EveryRowGetsBoundFraction) {
+  tandem::bench::Row bounded, unmeasured;
+  bounded.t_overlap_ms = 4.0;
+  bounded.t_bound_ms = 3.0;
+  const nlohmann::json doc = tandem::bench::to_json(tandem::bench::RunInfo{}, {bounded, unmeasured}, {});
   EXPECT_DOUBLE_EQ(doc["rows"][0]["bound_fraction"].get<double>(), 0.75);
   EXPECT_TRUE(doc["rows"][1]["bound_fraction"].is_null());
 }

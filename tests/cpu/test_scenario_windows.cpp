@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
-#include "scenarios/program.h"
-#include "scenarios/symmetric_windows.h"
+#include "collective_op.h"
+#include "collectives/window_memory.h"
+#include "harness/program.h"
 #include "tandem/error.h"
 
 namespace {
 
-using namespace tandem::bench::scenarios;
-using tandem::DType;
+using namespace tandem::bench;
+using tandem::Collective;
 
 // Addresses that are never dereferenced: only ranges are compared. Four "allocations" of 1 KiB.
 char arena[4 << 10];
@@ -23,16 +24,8 @@ std::vector<ByteRange> allocations() {
   return {{alloc(0), 1024}, {alloc(1), 1024}, {alloc(2), 1024}, {alloc(3), 1024}};
 }
 
-Op collective(CollectiveCall::Kind kind, const void* send, void* recv, int64_t count) {
-  Op op;
-  op.kind = Op::Kind::Collective;
-  op.name = "c";
-  op.call.kind = kind;
-  op.call.send = send;
-  op.call.recv = recv;
-  op.call.count = count;
-  op.call.dtype = DType::BF16;
-  return op;
+Op collective(Collective kind, const void* send, void* recv, int64_t count) {
+  return tandem_test::collective_op(kind, send, recv, count);
 }
 
 Op compute() {
@@ -47,9 +40,9 @@ Op compute() {
 TEST(ScenarioWindows, RangesAreSendThenReceiveWithNcclSizes) {
   Program p(2);
   p.add(compute());
-  p.add(collective(CollectiveCall::Kind::AllGather, alloc(0), alloc(1), 64));      // send 64, recv 128
-  p.add(collective(CollectiveCall::Kind::ReduceScatter, alloc(1), alloc(2), 32));  // send 64, recv 32
-  p.add(collective(CollectiveCall::Kind::AllToAll, alloc(2), alloc(3), 16));       // 32 and 32
+  p.add(collective(Collective::AllGather, alloc(0), alloc(1), 64));      // send 64, recv 128
+  p.add(collective(Collective::ReduceScatter, alloc(1), alloc(2), 32));  // send 64, recv 32
+  p.add(collective(Collective::AllToAll, alloc(2), alloc(3), 16));       // 32 and 32
   p.finalize();
   const auto r = collective_ranges(p);
   ASSERT_EQ(r.size(), 6u);
@@ -71,8 +64,8 @@ TEST(ScenarioWindows, AllocationsInFirstUseOrderEachOnce) {
 TEST(ScenarioWindows, BucketsOfOneFlatBufferShareOneWindow) {
   // dp-backward: in-place all-reduces of consecutive buckets of one flat gradient buffer.
   Program p(4);
-  p.add(collective(CollectiveCall::Kind::AllReduce, alloc(1), alloc(1), 128));
-  p.add(collective(CollectiveCall::Kind::AllReduce, alloc(1) + 256, alloc(1) + 256, 384));
+  p.add(collective(Collective::AllReduce, alloc(1), alloc(1), 128));
+  p.add(collective(Collective::AllReduce, alloc(1) + 256, alloc(1) + 256, 384));
   p.finalize();
   EXPECT_EQ(containing_allocations(allocations(), collective_ranges(p)), (std::vector<size_t>{1}));
 }
@@ -87,13 +80,13 @@ TEST(ScenarioWindows, RangeOutsideOrPastAnAllocationIsAnError) {
 
 TEST(ScenarioWindows, CopyEnginesTakeEveryCollectiveThatSplitsEvenly) {
   Program reduce_only(2);
-  reduce_only.add(collective(CollectiveCall::Kind::AllReduce, alloc(0), alloc(0), 64));
+  reduce_only.add(collective(Collective::AllReduce, alloc(0), alloc(0), 64));
   reduce_only.finalize();
   EXPECT_EQ(copy_engine_refusal(reduce_only), "");
   EXPECT_EQ(copy_engine_scratch_bytes(reduce_only), 64 * 2);  // bf16
 
   Program odd(2);  // 63 elements cannot be split in two chunks
-  odd.add(collective(CollectiveCall::Kind::AllReduce, alloc(0), alloc(0), 63));
+  odd.add(collective(Collective::AllReduce, alloc(0), alloc(0), 63));
   odd.finalize();
   const std::string why = copy_engine_refusal(odd);
   EXPECT_NE(why.find("equal chunks"), std::string::npos) << why;
@@ -104,15 +97,15 @@ TEST(ScenarioWindows, CopyEnginesTakeEveryCollectiveThatSplitsEvenly) {
   EXPECT_NE(copy_engine_refusal(none).find("no collective"), std::string::npos);
 
   Program sp(2);  // tp-* with --sequence-parallel, fsdp
-  sp.add(collective(CollectiveCall::Kind::AllGather, alloc(0), alloc(1), 64));
-  sp.add(collective(CollectiveCall::Kind::ReduceScatter, alloc(1), alloc(2), 64));
+  sp.add(collective(Collective::AllGather, alloc(0), alloc(1), 64));
+  sp.add(collective(Collective::ReduceScatter, alloc(1), alloc(2), 64));
   sp.finalize();
   EXPECT_EQ(copy_engine_refusal(sp), "");
   // The reduce-scatter's send buffer: 64 elements per rank x 2 ranks, bf16.
   EXPECT_EQ(copy_engine_scratch_bytes(sp), 64 * 2 * 2);
 
   Program moe(2);
-  moe.add(collective(CollectiveCall::Kind::AllToAll, alloc(0), alloc(1), 64));
+  moe.add(collective(Collective::AllToAll, alloc(0), alloc(1), 64));
   moe.finalize();
   EXPECT_EQ(copy_engine_refusal(moe), "");
   EXPECT_EQ(copy_engine_scratch_bytes(moe), 0);

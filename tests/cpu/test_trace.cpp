@@ -114,26 +114,14 @@ TEST(Trace, WritesTheFileOrSaysWhyNot) {
   EXPECT_NE(why.find("trace.cpp:"), std::string::npos) << why;
 }
 
-// A microbenchmark step (`--trace` on gemm x all-reduce): the compute units and the collective in
-// the order the policy launches them.
-TEST(Trace, MicrobenchmarkStepListsTheOperationsInLaunchOrder) {
-  const auto last = tb::microbenchmark_step_spans("gemm", 3, "all-reduce 256MiB", false);
-  ASSERT_EQ(last.size(), 4u);
-  const std::vector<std::string> launched_last = {"gemm 1", "gemm 2", "gemm 3", "all-reduce 256MiB"};
-  for (size_t i = 0; i < last.size(); ++i) {
-    EXPECT_EQ(last[i].name, launched_last[i]);
-    EXPECT_EQ(last[i].collective, i == 3) << i;
-    EXPECT_EQ(last[i].waits_for, -1) << "both sides start from the step's start: nothing waits across streams";
-  }
-  const auto first = tb::microbenchmark_step_spans("stream", 2, "all-gather 1GiB", true);
-  ASSERT_EQ(first.size(), 3u);
-  EXPECT_EQ(first[0].name, "all-gather 1GiB");
-  EXPECT_TRUE(first[0].collective);
-  EXPECT_EQ(first[1].name, "stream 1");
-  EXPECT_EQ(first[2].name, "stream 2");
-  EXPECT_FALSE(first[2].collective);
-  EXPECT_NE(error_of([] { tb::microbenchmark_step_spans("gemm", 0, "all-reduce 1MiB", false); }).find("at least one"),
-            std::string::npos);
+// A microbenchmark step's spans in program order (harness/microbenchmark.h): `count` compute units,
+// then the collective; nothing waits across streams.
+std::vector<tb::TraceSpan> microbenchmark_spans(int count) {
+  std::vector<tb::TraceSpan> spans(count + 1);
+  for (int i = 0; i < count; ++i) spans[i].name = "gemm " + std::to_string(i + 1);
+  spans[count].name = "all-reduce 256MiB";
+  spans[count].collective = true;
+  return spans;
 }
 
 // What a rank gathers from every rank (Coordinator::all_gather_series: [rank][starts, ends]) becomes
@@ -143,7 +131,7 @@ TEST(Trace, EveryRankKeepsItsOwnTimes) {
   mine.workload = "gemm all-reduce 256MiB";
   mine.policy = "shape:3+priority";
   mine.rank = 1;
-  mine.spans = tb::microbenchmark_step_spans("gemm", 1, "all-reduce 256MiB", false);
+  mine.spans = microbenchmark_spans(1);
   mine.spans[0].end_ms = 2.0;
   mine.spans[1].end_ms = 3.0;
   EXPECT_EQ(tb::span_times(mine.spans), (std::vector<std::vector<double>>{{0.0, 0.0}, {2.0, 3.0}}));
@@ -179,7 +167,7 @@ TEST(Trace, MicrobenchmarkStepsBecomeTwoTracksPerRank) {
     mine.workload = "gemm all-reduce 256MiB";
     mine.policy = sequential ? "sequential" : "priority";
     mine.sequential = sequential;
-    mine.spans = tb::microbenchmark_step_spans("gemm", 2, "all-reduce 256MiB", false);
+    mine.spans = microbenchmark_spans(2);
     const std::vector<std::vector<double>> times = {{0.0, 1.0, 0.0}, {1.0, 2.0, 1.75}};
     for (auto& it : tb::every_rank(mine, {times, times})) iterations.push_back(it);
   }

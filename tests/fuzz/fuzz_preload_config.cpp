@@ -15,9 +15,9 @@
 #include "fuzz_common.h"
 #include "policy_round_trip.h"
 #include "preload/config.h"
-#include "preload/environment.h"
 #include "tandem/error.h"
 #include "tandem/policy.h"
+#include "tandem/run_contract.h"
 
 namespace {
 

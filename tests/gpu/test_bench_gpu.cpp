@@ -9,6 +9,7 @@
 
 #include "gpu_test_util.h"
 #include "harness/bench_ranks.h"
+#include "harness/microbenchmark.h"
 #include "harness/rank_context.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
@@ -16,6 +17,7 @@
 #include "ranks/thread_communicators.h"
 #include "tandem/cuda_check.h"
 #include "tandem/dtype.h"
+#include "tandem/nccl_check.h"
 
 namespace {
 
@@ -68,12 +70,11 @@ TEST(BenchGpu, EveryCollectiveAndPolicyGivesCorrectResults) {
   EXPECT_EQ(gemm_skips, 4 * shaped_policies);
 }
 
-// The device-memory bytes each workload and collective reports for the bound (t_bound's HBM term),
-// worked out by hand, bf16 (2 bytes): a GEMM reads A (m x k) and B (k x n) and writes C (m x n); the
-// stream triad reads two arrays and writes one; all-reduce and all-to-all read and write the whole
-// buffer; an all-gather reads its chunk (bytes / n) and writes the whole, or in place only writes;
-// a reduce-scatter reads the whole and writes its chunk.
-TEST(BenchGpu, BoundBytesPerWorkloadAndCollective) {
+// The device-memory bytes each workload reports for the bound (t_bound's HBM term), worked out by
+// hand, bf16 (2 bytes): a GEMM reads A (m x k) and B (k x n) and writes C (m x n); the stream triad
+// reads two arrays and writes one. A microbenchmark's program moves `count` units' bytes and the
+// collective's (the collectives' own: test_bench_factors).
+TEST(BenchGpu, BoundBytesPerWorkloadAndMicrobenchmark) {
   TANDEM_REQUIRE_GPUS(1);
   BenchOptions o = small_options();  // m = n = 1024, k = 512, 16 MiB stream arrays
   o.dtype = o.workload.dtype = tandem::DType::BF16;
@@ -81,27 +82,22 @@ TEST(BenchGpu, BoundBytesPerWorkloadAndCollective) {
   tandem::bench::run_on_local_ranks(o, ranks, [&](tandem::bench::RankContext& ctx) {
     const double gemm = (1024.0 * 512 + 512.0 * 1024 + 1024.0 * 1024) * 2;
     for (const char* name : {"gemm", "tiled-gemm"}) {
-      auto workload = tandem::bench::find_workload(name).make(o.workload);
+      auto workload = tandem::bench::find_workload(name).compute(o.workload);
       workload->setup(ctx);
       EXPECT_DOUBLE_EQ(workload->hbm_bytes(), gemm) << name;
     }
-    auto stream = tandem::bench::find_workload("stream").make(o.workload);
+    auto stream = tandem::bench::find_workload("stream").compute(o.workload);
     stream->setup(ctx);
     EXPECT_DOUBLE_EQ(stream->hbm_bytes(), 3.0 * (16 << 20));
 
-    const double bytes = 8 << 20, n = ranks;
-    const std::vector<std::pair<const char*, double>> expected = {{"all-reduce", 2 * bytes},
-                                                                  {"all-gather", bytes / n + bytes},
-                                                                  {"reduce-scatter", bytes + bytes / n},
-                                                                  {"all-to-all", 2 * bytes}};
-    for (const auto& [name, hbm] : expected) {
-      auto collective = tandem::bench::find_collective(name).make();
-      collective->setup(ctx, size_t(bytes), o.dtype, 1, /*in_place=*/false);
-      EXPECT_DOUBLE_EQ(collective->hbm_bytes(), hbm) << name << " on " << ranks << " ranks";
-    }
-    auto in_place = tandem::bench::find_collective("all-gather").make();
-    in_place->setup(ctx, size_t(bytes), o.dtype, 1, /*in_place=*/true);
-    EXPECT_DOUBLE_EQ(in_place->hbm_bytes(), bytes);
+    const double bytes = 8 << 20;
+    tandem::bench::Microbenchmark case_of_three("stream", *stream, tandem::Collective::AllReduce, uint64_t(bytes),
+                                                o.dtype, 1, /*in_place=*/false);
+    case_of_three.setup(ctx);
+    ASSERT_TRUE(case_of_three.set_compute_count(3));
+    EXPECT_EQ(case_of_three.program().ops().size(), 4u);
+    EXPECT_DOUBLE_EQ(case_of_three.program().hbm_bytes(), 3 * 3.0 * (16 << 20) + 2 * bytes);
+    EXPECT_EQ(case_of_three.program().collective_bytes(), uint64_t(bytes));
   });
 }
 

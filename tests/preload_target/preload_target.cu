@@ -32,6 +32,8 @@
 #include <vector>
 
 #include "tandem/cuda_check.h"
+#include "tandem/library_checks.h"
+#include "tandem/nccl_check.h"
 #include "tandem/residency_probe.h"
 #include "target_common.h"
 #include "target_kernels.cuh"

@@ -4,6 +4,7 @@
 #include <cuda.h>
 
 #include "tandem/cuda_check.h"
+#include "tandem/library_checks.h"
 #include "target_common.h"
 #include "target_kernels.cuh"
 

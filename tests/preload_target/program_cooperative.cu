@@ -8,6 +8,7 @@
 
 #include "programs.h"
 #include "tandem/cuda_check.h"
+#include "tandem/library_checks.h"
 #include "target_common.h"
 #include "target_kernels.cuh"
 

@@ -127,3 +127,27 @@ def test_import_loads_neither_cuda_nor_nccl():
                           check=True, capture_output=True, text=True).stdout
     assert "_core" in maps
     assert "libnccl" not in maps and "libcudart" not in maps and "libcuda.so" not in maps
+
+
+@pytest.mark.parametrize("text,refusal", [
+    ("green:66+priority", "green:66 cannot be applied inside PyTorch: tandem cannot move PyTorch's kernels"),
+    ("shape:3+priority", "run the program under `tandem run --policy shape:3+priority -- python ...` instead"),
+    ("sequential", "sequential cannot be applied inside PyTorch: PyTorch puts its collectives on NCCL's own"),
+    ("comm-first+copy-engine", "comm-first cannot be applied inside PyTorch"),
+    ("nccl-symmetric", "cannot register them as NCCL windows"),
+])
+def test_pytorch_refusal_comes_from_the_token_table(text, refusal):
+    assert refusal in tandem.parse_policy(text).pytorch_refusal
+
+
+def test_what_pytorch_can_take_is_not_refused():
+    for text in ("concurrent", "priority+nccl-ctas:8+nccl-cga:1", "sm-target:116+copy-engine",
+                 "nccl-cta-policy:zero"):
+        assert tandem.parse_policy(text).pytorch_refusal is None, text
+
+
+def test_sm_carveout_leaves_gemms_the_target():
+    assert tandem.parse_policy("sm-target:116").sm_carveout(132) == 16
+    assert tandem.parse_policy("priority").sm_carveout(132) is None
+    with pytest.raises(ValueError, match="sm-target:140 is more than the 132 SMs"):
+        tandem.parse_policy("sm-target:140").sm_carveout(132)

@@ -8,6 +8,13 @@ build=$1 source=$2 planted=$3
 scratch=$(mktemp -d /tmp/tandem-consumer-XXXXXX)
 trap 'rm -rf "$scratch"' EXIT
 cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+# The installed headers are the public API (include/tandem), none of the build's own (src/include).
+for internal in "$source"/src/include/tandem/*.h; do
+  if [ -e "$scratch/prefix/include/tandem/$(basename "$internal")" ]; then
+    echo "internal header installed: tandem/$(basename "$internal")"
+    exit 1
+  fi
+done
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S "$source/tests/consumer" -B "$scratch/build" "${generator[@]}" -DCMAKE_PREFIX_PATH="$scratch/prefix" \

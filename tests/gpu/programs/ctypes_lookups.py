@@ -4,7 +4,7 @@ in the global scope, with RTLD_NEXT and in each library's own handle: first befo
 is loaded, then with libcuda, cuBLAS and cuBLASLt loaded locally, then promoted to the global scope.
 
 Usage: ctypes_lookups.py HOOK_NAMES_FILE
-HOOK_NAMES_FILE: <build>/bin/tandem_hook_names.txt, generated from preload/hook_list.h.
+HOOK_NAMES_FILE: <build>/bin/tandem_hook_names.txt, generated from src/include/tandem/hook_list.h.
 
 Prints whether each lookup found something and the dlerror() text after it: without the interposer
 and with it these must be the same (the addresses differ by design: a hooked name resolves to the

@@ -1,11 +1,10 @@
 #include <algorithm>
 #include <deque>
 
-#include "scenarios/kernels.h"
-#include "scenarios/program.h"
+#include "harness/program.h"
 #include "tandem/cuda_check.h"
 
-namespace tandem::bench::scenarios {
+namespace tandem::bench {
 
 namespace {
 
@@ -30,6 +29,7 @@ void Program::add(Op op) {
     const size_t e = dtype_size(op.call.dtype);
     op.access = {{op.call.send, op.call.send_elements(nranks_) * int64_t(e), false},
                  {op.call.recv, op.call.recv_elements(nranks_) * int64_t(e), true}};
+    op.hbm_bytes = op.call.hbm_bytes(nranks_);
   }
   ops_.push_back(std::move(op));
 }
@@ -63,15 +63,25 @@ uint64_t Program::collective_bytes() const {
 
 double Program::hbm_bytes() const {
   double sum = 0;
-  for (const auto& op : ops_)
-    for (const auto& a : op.access) sum += double(a.bytes);
+  for (const auto& op : ops_) sum += op.hbm_bytes;
   return sum;
 }
 
-double Program::flops() const {
-  double sum = 0;
-  for (const auto& op : ops_) sum += op.flops;
-  return sum;
+bool Program::has_cross_waits() const {
+  return std::any_of(cross_wait_.begin(), cross_wait_.end(), [](int wait) { return wait >= 0; });
+}
+
+double Program::busbw_factor() const {
+  double factor = 0;
+  for (const auto& op : ops_) {
+    if (op.kind != Op::Kind::Collective) continue;
+    const double mine = bus_bandwidth_factor(op.call.kind, nranks_);
+    TANDEM_REQUIRE(factor == 0 || mine == factor, "the collectives " + collective_kinds() +
+                                                      " have different bus-bandwidth factors: one busbw column "
+                                                      "cannot describe them");
+    factor = mine;
+  }
+  return factor;
 }
 
 double Program::chain_ms(const std::vector<double>& op_ms) const {
@@ -100,7 +110,8 @@ std::string Program::collective_kinds() const {
   return out;
 }
 
-Executor::Executor(const Program& program) : program_(program) {
+Executor::Executor(const Program& program, const CollectiveRoute& default_route)
+    : program_(program), default_route_(default_route) {
   done_.assign(program.ops().size(), nullptr);
   for (size_t i = 0; i < done_.size(); ++i)
     if (program.needs_event(i)) TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
@@ -131,7 +142,7 @@ void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
 
 void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
   const auto found = routes_.find(comm);
-  const CollectiveRoute route = found == routes_.end() ? CollectiveRoute{} : found->second;
+  const CollectiveRoute& route = found == routes_.end() ? default_route_ : found->second;
   bench::issue_collective(op.call, ctx.nranks, comm, stream, route);
   // The non-blocking communicator must accept it; the copy-engine functions await their own calls.
   if (!route.lanes) ctx.await_communicator(comm, op.name);
@@ -187,9 +198,13 @@ std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first)
     for (size_t i : pending) order.push_back({i, true, program.cross_wait(i)});
     pending.clear();
   };
+  // Independent collectives go before everything (comm first) or after everything (compute first).
+  std::vector<IssueStep> independent;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == Op::Kind::Collective) {
-      if (comm_first)
+      if (program.cross_wait(i) < 0 && !program.needs_event(i))
+        independent.push_back({i, true, -1});
+      else if (comm_first)
         order.push_back({i, true, program.cross_wait(i)});
       else
         pending.push_back(i);
@@ -203,14 +218,15 @@ std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first)
     flush();
   }
   flush();
+  order.insert(comm_first ? order.begin() : order.end(), independent.begin(), independent.end());
   return order;
 }
 
-void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode mode) {
+void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule) {
   const auto& ops = program_.ops();
   ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
-  switch (mode) {
-    case ScenarioMode::Sequential:
+  switch (schedule) {
+    case Schedule::Sequential:
       if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
       for (size_t i = 0; i < ops.size(); ++i) {
         if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[i], s.compute));
@@ -221,26 +237,30 @@ void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode 
         if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[i], s.compute));
       }
       return;
-    case ScenarioMode::ComputeOnly:
+    case Schedule::ComputeOnly:
       for (const auto& op : ops)
         if (op.kind == Op::Kind::Compute) op.enqueue(s.compute);
       return;
-    case ScenarioMode::CommOnly:
-      // The collectives alone, in order, on the communication stream, fenced by the compute stream
-      // on both sides so the caller's events on it bracket them.
-      TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
+    case Schedule::CommOnly:
+      // The collectives alone, in order, on the communication stream; a stream other than the
+      // compute stream is fenced by it on both sides, so the caller's events on it bracket them.
+      if (s.comm != s.compute) {
+        TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
+        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
+      }
       for (const auto& op : ops)
         if (op.kind == Op::Kind::Collective) issue_collective(ctx, comm, op, s.comm);
-      TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
-      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+      if (s.comm != s.compute) {
+        TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
+        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+      }
       return;
-    case ScenarioMode::Full:
+    case Schedule::Overlap:
       break;
   }
   auto& order = s.comm_first ? order_comm_first_ : order_compute_first_;
   if (order.empty()) order = full_issue_order(program_, s.comm_first);
-  // Full: the communication stream starts with the iteration, so neither side can begin early and
+  // Overlap: the communication stream starts with the step, so neither side can begin early and
   // both busy measures share one origin.
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
   TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
@@ -252,7 +272,7 @@ void Executor::enqueue(RankContext& ctx, const ScenarioStreams& s, ScenarioMode 
   close_segment(comm_state);
   compute_used_ = compute.used;
   comm_used_ = comm_state.used;
-  // The iteration ends when both streams are done.
+  // The step ends when both streams are done.
   TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
   TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
 }
@@ -267,20 +287,20 @@ double Executor::busy_of(const std::vector<Segment>& segments, size_t used) {
   return sum;
 }
 
-void Executor::enqueue_timed(RankContext& ctx, const ScenarioStreams& s, ScenarioMode mode) {
-  TANDEM_REQUIRE(mode == ScenarioMode::ComputeOnly || mode == ScenarioMode::CommOnly,
-                 "operations are timed one by one only in compute-only or collectives-only iterations");
+void Executor::enqueue_timed(RankContext& ctx, const StepStreams& s, Schedule schedule) {
+  TANDEM_REQUIRE(schedule == Schedule::ComputeOnly || schedule == Schedule::CommOnly,
+                 "operations are timed one by one only in compute-only or collectives-only steps");
   const auto& ops = program_.ops();
   if (!timed_start_) {
     TANDEM_CUDA_CHECK(cudaEventCreate(&timed_start_));
     timed_end_.assign(ops.size(), nullptr);
     for (auto& e : timed_end_) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
   }
-  timed_kind_ = mode == ScenarioMode::ComputeOnly ? Op::Kind::Compute : Op::Kind::Collective;
+  timed_kind_ = schedule == Schedule::ComputeOnly ? Op::Kind::Compute : Op::Kind::Collective;
   ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
   // As in enqueue(): collectives run on the communication stream, fenced by the compute stream on
   // both sides. The events go on the stream that runs the operations, back to back, so each pair
-  // brackets one operation and the gaps between launches, as in the untimed iteration.
+  // brackets one operation and the gaps between launches, as in the untimed step.
   cudaStream_t stream = timed_kind_ == Op::Kind::Compute ? s.compute : s.comm;
   if (stream != s.compute) {
     TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
@@ -316,9 +336,9 @@ std::vector<double> Executor::operation_ms() const {
   return out;
 }
 
-void Executor::enqueue_traced(RankContext& ctx, const ScenarioStreams& s, ScenarioMode mode) {
-  TANDEM_REQUIRE(mode == ScenarioMode::Full || mode == ScenarioMode::Sequential,
-                 "a traced iteration runs the whole program: Full or Sequential");
+void Executor::enqueue_traced(RankContext& ctx, const StepStreams& s, Schedule schedule) {
+  TANDEM_REQUIRE(schedule == Schedule::Overlap || schedule == Schedule::Sequential,
+                 "a traced step runs the whole program: Overlap or Sequential");
   if (!trace_origin_) {
     TANDEM_CUDA_CHECK(cudaEventCreate(&trace_origin_));
     for (auto* events : {&trace_start_, &trace_end_}) {
@@ -328,7 +348,7 @@ void Executor::enqueue_traced(RankContext& ctx, const ScenarioStreams& s, Scenar
   }
   tracing_ = true;
   try {
-    enqueue(ctx, s, mode);
+    enqueue(ctx, s, schedule);
   } catch (...) {
     tracing_ = false;
     throw;
@@ -363,73 +383,7 @@ void Executor::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collec
       return;
     }
   }
-  TANDEM_THROW(std::string("the scenario has no ") + (collective ? "collective" : "compute operation"));
+  TANDEM_THROW(std::string("the program has no ") + (collective ? "collective" : "compute operation"));
 }
 
-void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas, cudaStream_t stream) {
-  TANDEM_REQUIRE(!replicas.empty(), "no replicas");
-  const int n = static_cast<int>(replicas.size());
-  const size_t count = replicas.front()->ops().size();
-  for (const auto* p : replicas) TANDEM_REQUIRE(p->ops().size() == count, "replicas built different programs");
-  int64_t scratch_elements = 0;
-  for (const auto& op : replicas.front()->ops())
-    if (op.kind == Op::Kind::Collective) scratch_elements = std::max(scratch_elements, op.call.count);
-  float* acc = nullptr;
-  if (scratch_elements) TANDEM_CUDA_CHECK(cudaMalloc(&acc, size_t(scratch_elements) * sizeof(float)));
-  try {
-    for (size_t i = 0; i < count; ++i) {
-      const Op& first = replicas.front()->ops()[i];
-      if (first.kind == Op::Kind::Compute) {
-        for (const auto* p : replicas) p->ops()[i].enqueue(stream);
-        continue;
-      }
-      std::vector<const CollectiveCall*> calls;
-      for (const auto* p : replicas) {
-        const Op& op = p->ops()[i];
-        TANDEM_REQUIRE(
-            op.kind == Op::Kind::Collective && op.call.kind == first.call.kind && op.call.count == first.call.count,
-            "replicas disagree on collective '" + first.name + "'");
-        calls.push_back(&op.call);
-      }
-      const DType dt = first.call.dtype;
-      const int64_t c = first.call.count;
-      const size_t chunk_bytes = size_t(c) * dtype_size(dt);
-      auto at = [&](const void* base, int64_t chunk) { return static_cast<const char*>(base) + chunk * chunk_bytes; };
-      auto at_mut = [&](void* base, int64_t chunk) { return static_cast<char*>(base) + chunk * chunk_bytes; };
-      switch (first.call.kind) {
-        case CollectiveCall::Kind::AllReduce:
-          // Every input is read before any output is written: all-reduce may run in place.
-          for (int s = 0; s < n; ++s) accumulate(acc, calls[s]->send, dt, c, s == 0, stream);
-          for (int r = 0; r < n; ++r) narrow(calls[r]->recv, dt, acc, c, stream);
-          break;
-        case CollectiveCall::Kind::ReduceScatter:
-          // In place, rank r's output is chunk r of its own input, which no other sum reads.
-          for (int r = 0; r < n; ++r) {
-            for (int s = 0; s < n; ++s) accumulate(acc, at(calls[s]->send, r), dt, c, s == 0, stream);
-            narrow(calls[r]->recv, dt, acc, c, stream);
-          }
-          break;
-        case CollectiveCall::Kind::AllGather:
-          for (int r = 0; r < n; ++r)
-            for (int s = 0; s < n; ++s)
-              if (at(calls[r]->recv, s) != calls[s]->send)
-                TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), calls[s]->send, chunk_bytes,
-                                                  cudaMemcpyDeviceToDevice, stream));
-          break;
-        case CollectiveCall::Kind::AllToAll:
-          for (int r = 0; r < n; ++r)
-            for (int s = 0; s < n; ++s)
-              TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), at(calls[s]->send, r), chunk_bytes,
-                                                cudaMemcpyDeviceToDevice, stream));
-          break;
-      }
-    }
-    ctx.wait(stream, "scenario reference");
-  } catch (...) {
-    cudaFree(acc);
-    throw;
-  }
-  cudaFree(acc);
-}
-
-}  // namespace tandem::bench::scenarios
+}  // namespace tandem::bench

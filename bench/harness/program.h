@@ -1,16 +1,15 @@
 #pragma once
-// One iteration of a scenario as a program: an ordered list of operations, each a compute step
-// (GEMM, element-wise kernel) or a collective, with the device memory it reads and writes.
+// One case's step as a program: an ordered list of operations, each a compute step (GEMM,
+// element-wise kernel, a workload's unit) or a collective, with the device memory it reads and
+// writes. A microbenchmark is `count` compute operations and one collective with no dependency
+// between them; a training scenario is one iteration of a framework (harness/case.h).
 //
 // Program order is the semantics: an operation sees what earlier operations wrote. Dependencies
 // between the compute stream and the communication stream are derived from the declared memory
-// accesses (read-after-write, write-after-read, write-after-write), so a scenario states what it
-// does and the executor works out which events to wait for - under every mode and launch order.
-//
-// The same program runs three ways: timed on one rank (Executor, under a policy), and in lockstep
-// across replicas of every rank on one device (run_lockstep), where collectives are computed by
-// plain copies and fp32 sums: the reference.
+// accesses (read-after-write, write-after-read, write-after-write), so a case states what it does
+// and the executor works out which events to wait for - under every schedule and launch order.
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <cstdint>
 #include <functional>
@@ -21,20 +20,40 @@
 
 #include "collectives/collective_call.h"
 #include "harness/rank_context.h"
-#include "harness/scenario.h"
 #include "tandem/dtype.h"
 
-namespace tandem::bench::scenarios {
+namespace tandem::bench {
+
+// What one step runs.
+enum class Schedule {
+  Overlap,      // compute on StepStreams::compute, collectives on StepStreams::comm, joined by events
+  ComputeOnly,  // collectives skipped (consumers read stale buffers): t_compute
+  CommOnly,     // only the collectives, in program order: t_comm
+  Sequential,   // everything in program order on StepStreams::compute: t_seq
+};
+
+struct StepStreams {
+  cudaStream_t compute = nullptr;
+  cudaStream_t comm = nullptr;        // Overlap and CommOnly; CommOnly may name the compute stream
+  ncclComm_t communicator = nullptr;  // the collectives' communicator; nullptr: RankContext::comm
+  // Overlap: a collective is enqueued as soon as its inputs are (before the independent compute that
+  // follows it in program order); otherwise after the next compute operation (full_issue_order).
+  bool comm_first = false;
+};
+
+// Per-stream busy time of the last Overlap step (event-timed, summed over the stretches in which the
+// stream was not waiting for the other): what each side took under overlap. Where neither side
+// waits for the other (a microbenchmark), each side's busy time is its span from the step's start.
+struct StreamBusy {
+  double compute_ms = 0;
+  double comm_ms = 0;
+};
 
 struct Access {
   const void* ptr = nullptr;
   int64_t bytes = 0;
   bool write = false;
 };
-
-// Collectives are described and issued by the one collective layer (collectives/collective_call.h).
-using bench::CollectiveCall;
-using bench::CollectiveRoute;
 
 struct Op {
   enum class Kind { Compute, Collective };
@@ -43,7 +62,8 @@ struct Op {
   std::vector<Access> access;
   std::function<void(cudaStream_t)> enqueue;  // Compute
   CollectiveCall call;                        // Collective
-  double flops = 0;
+  // Fewest device-memory bytes it moves, for the HBM term of t_bound (a collective's: add() sets it).
+  double hbm_bytes = 0;
 };
 
 class Program {
@@ -58,13 +78,17 @@ class Program {
   // Index of the latest operation of the other kind that op i must wait for, or -1.
   int cross_wait(size_t i) const { return cross_wait_[i]; }
   bool needs_event(size_t i) const { return needs_event_[i]; }
+  // Whether some operation waits for one of the other stream (a microbenchmark's never does).
+  bool has_cross_waits() const;
   // Sum over collectives of CollectiveCall::bytes.
   uint64_t collective_bytes() const;
-  // Sum over operations of the bytes they read and write.
+  // Sum over operations of Op::hbm_bytes.
   double hbm_bytes() const;
-  double flops() const;
   // "all-gather+reduce-scatter": the kinds of collective, in order of first appearance.
   std::string collective_kinds() const;
+  // nccl-tests' bus-bandwidth factor of the collectives (tandem/collective.h), which must share one
+  // (all-gather with reduce-scatter, not with all-reduce); 0 without collectives.
+  double busbw_factor() const;
   // The iteration's length along its dependency chain when operation i takes op_ms[i], as it does
   // alone: each stream runs its operations in program order (how Executor issues them under every
   // policy), each starting when its stream is free and the operation it waits for (cross_wait) is
@@ -81,11 +105,14 @@ class Program {
   bool finalized_ = false;
 };
 
-// The order in which a Full iteration enqueues the program on the host, and on which stream: compute
+// The order in which an Overlap step enqueues the program on the host, and on which stream: compute
 // operations in program order on the compute stream, collectives in program order on the
 // communication stream - each as soon as its inputs are enqueued (comm_first), or after the next
-// compute operation, unless that operation depends on it (compute first). `wait` is the operation
-// of the other stream whose completion the step waits for (-1: none); it is always enqueued earlier.
+// compute operation, unless that operation depends on it (compute first). An independent collective
+// (it waits for no compute operation and none waits for it: a microbenchmark's) has no place in the
+// compute order, so the launch order alone places it: before every compute operation (comm_first)
+// or after the last. `wait` is the operation of the other stream whose completion the step waits
+// for (-1: none); it is always enqueued earlier.
 struct IssueStep {
   size_t op = 0;
   bool on_comm = false;
@@ -97,32 +124,34 @@ std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first)
 // each stream's busy stretches.
 class Executor {
  public:
-  explicit Executor(const Program& program);  // creates events on the current device
+  // Creates events on the current device. `default_route`: how collectives are issued on a
+  // communicator without a route of its own (set_route).
+  explicit Executor(const Program& program, const CollectiveRoute& default_route = {});
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
 
-  void enqueue(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
+  void enqueue(RankContext& ctx, const StepStreams& streams, Schedule schedule);
   // How collectives on `comm` are issued: set for a communicator on which the buffers are registered
   // as symmetric windows, cleared when they are released. Other communicators take the defaults.
   void set_route(ncclComm_t comm, const CollectiveRoute& route);
   void clear_route(ncclComm_t comm);
-  // Busy time per stream of the last Full iteration (after it completed).
+  // Busy time per stream of the last Overlap step (after it completed).
   StreamBusy busy() const;
-  // One iteration of the compute operations alone (ComputeOnly) or of the collectives alone
-  // (CommOnly), with an event after each operation, to time them one by one.
-  void enqueue_timed(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
-  // Per operation, in program order, its time in the last enqueue_timed() iteration (after it
-  // completed); 0 for the operations that iteration skipped.
+  // One step of the compute operations alone (ComputeOnly) or of the collectives alone (CommOnly),
+  // with an event after each operation, to time them one by one.
+  void enqueue_timed(RankContext& ctx, const StepStreams& streams, Schedule schedule);
+  // Per operation, in program order, its time in the last enqueue_timed() step (after it
+  // completed); 0 for the operations that step skipped.
   std::vector<double> operation_ms() const;
   // The first compute operation, or the first collective, alone on `stream`.
   void enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const;
-  // One Full or Sequential iteration, issued exactly as enqueue() issues it, with an event right
+  // One Overlap or Sequential step, issued exactly as enqueue() issues it, with an event right
   // before and right after every operation on the stream that runs it (after any wait for the
   // other stream, so a start is when the operation could begin).
-  void enqueue_traced(RankContext& ctx, const ScenarioStreams& streams, ScenarioMode mode);
-  // Per operation, in program order, its start and end in the last enqueue_traced() iteration, in
-  // ms from that iteration's start (after it completed).
+  void enqueue_traced(RankContext& ctx, const StepStreams& streams, Schedule schedule);
+  // Per operation, in program order, its start and end in the last enqueue_traced() step, in ms
+  // from that step's start (after it completed).
   std::vector<std::pair<double, double>> traced_ms() const;
 
  private:
@@ -144,7 +173,8 @@ class Executor {
   const Program& program_;
   std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
   std::vector<cudaEvent_t> done_;                                  // per op, where needed
-  std::map<ncclComm_t, CollectiveRoute> routes_;                   // set_route
+  CollectiveRoute default_route_;
+  std::map<ncclComm_t, CollectiveRoute> routes_;  // set_route
   cudaEvent_t iteration_start_ = nullptr, comm_done_ = nullptr;
   std::vector<Segment> compute_segments_, comm_segments_;
   size_t compute_used_ = 0, comm_used_ = 0;
@@ -153,16 +183,11 @@ class Executor {
   cudaEvent_t timed_start_ = nullptr;
   std::vector<cudaEvent_t> timed_end_;
   Op::Kind timed_kind_ = Op::Kind::Compute;
-  // enqueue_traced(): set while it issues; the iteration's origin and each operation's bracket
+  // enqueue_traced(): set while it issues; the step's origin and each operation's bracket
   // (created on first use).
   bool tracing_ = false;
   cudaEvent_t trace_origin_ = nullptr;
   std::vector<cudaEvent_t> trace_start_, trace_end_;
 };
 
-// Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each
-// compute operation for every replica, then each collective computed from all replicas' buffers
-// (copies, and fp32 sums rounded once).
-void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas, cudaStream_t stream);
-
-}  // namespace tandem::bench::scenarios
+}  // namespace tandem::bench

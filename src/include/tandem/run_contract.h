@@ -1,11 +1,24 @@
 #pragma once
-// The names of the TANDEM_* environment variables of `tandem run` and the interposer, and the values
-// they accept. Header-only so that the command (app/cmd_run.cpp) and the interposer
-// (preload/config.cpp, the one module that reads them) cannot disagree. Every variable is documented
-// in docs/ENVIRONMENT.md.
+// The contract between `tandem run` (app/) and the interposer (preload/), one header both include:
+// the names of the TANDEM_* environment variables and the values they accept (the interposer's
+// preload/config.cpp is the one module that reads them; docs/ENVIRONMENT.md documents each), and the
+// symbols the interposer hooks and so must export (tandem/hook_list.h), which `tandem run` checks a
+// library for before preloading it. Header-only, no CUDA header.
 #include <array>
 #include <cstdlib>
 #include <string>
+
+#include "tandem/hook_list.h"
+
+namespace tandem::preload {
+
+// Every symbol the interposer hooks, driver entry points first (the order of Hook, hooked_symbols.h).
+#define TANDEM_HOOK_NAME(name, ret, params, args) #name,
+inline constexpr const char* kHookNames[] = {TANDEM_DRIVER_HOOKS(TANDEM_HOOK_NAME)
+                                                 TANDEM_LIBRARY_HOOKS(TANDEM_HOOK_NAME)};
+#undef TANDEM_HOOK_NAME
+
+}  // namespace tandem::preload
 
 namespace tandem::preload::env {
 

@@ -1,8 +1,9 @@
 #pragma once
 // The policy tokens, one row each. This table is the only place a token is described: parse_policy
 // and to_string, policy_grammar_help, the accepted tokens listed in every policy error, what
-// `tandem run` does with a token (run_can_apply, run_refusal, the interposer's notes) and the token
-// table in docs/POLICIES.md (tests/cpu/test_policy_doc.cpp checks it) all read it. To add a token or
+// `tandem run` does with a token (run_can_apply, run_refusal, the interposer's notes), what
+// tandem.torch refuses (pytorch_refusal) and the token table in docs/POLICIES.md
+// (tests/cpu/test_policy_doc.cpp checks it) all read it. To add a token or
 // change how one is treated, edit its row in src/core/policy_tokens.cpp.
 #include <string>
 #include <string_view>
@@ -58,6 +59,10 @@ struct PolicyToken {
   // (completes "cannot be applied by `tandem run`: ..."); AsIs: "".
   std::string_view run_detail;
   unsigned needs;  // TokenNeeds
+  // Why tandem.torch cannot apply the token inside PyTorch (completes "cannot be applied inside
+  // PyTorch: ..."; "{policy}" stands for the policy's text), or "" when it can or when the token is
+  // how PyTorch runs anyway.
+  std::string_view pytorch_refusal;
 
   bool takes_value() const { return !value_syntax.empty(); }
   // "shape:N|<bytes>|auto", "priority": how the accepted list spells the token.
@@ -73,6 +78,8 @@ const PolicyToken* find_policy_token(std::string_view keyword);
 std::string accepted_policy_tokens();
 // What `tandem run` does with the token, as docs/POLICIES.md says it: "yes", "no (refused: ...)".
 std::string run_treatment_text(const PolicyToken&);
+// Whether tandem.torch applies the token, as docs/POLICIES.md says it: "yes", "no (...)".
+std::string pytorch_treatment_text(const PolicyToken&);
 // "two streams, own communicator"; "" for kNeedsNothing.
 std::string needs_text(unsigned needs);
 // The token table of docs/POLICIES.md (markdown, one row per form), without the marker comments.

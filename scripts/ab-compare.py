@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Compares the results of old and new tandem binaries run interleaved on one machine
+(scripts/gpu-check.sh ab): the same rows, 0 wrong elements, the same best policy per case where the
+old run's spread separates it from the next, and each row's times, new against old.
+
+  scripts/ab-compare.py LABEL OLD.json NEW.json [LABEL OLD.json NEW.json ...]
+
+Prints one table per pair and a verdict line. Exit status 1 when the rows or skipped policies differ,
+an element is wrong, or a separated best policy changed; differences of time alone are reported (a
+new median outside the old run's min..max is marked '*'), never fatal: they are what to look at.
+"""
+import json
+import sys
+from collections import defaultdict
+
+
+def key(r):
+    return (r["workload"], r["collective"], r["bytes"], r["ranks"], r["policy"])
+
+
+def case(k):
+    return k[:4]
+
+
+def skipped(notes):
+    """(policy, workload) of each policy skipped in the default suite; the reason's words may change."""
+    out = set()
+    for n in notes:
+        if " skipped for " in n:
+            policy, rest = n.split(" skipped for ", 1)
+            out.add((policy, rest.split(":", 1)[0]))
+    return out
+
+
+def best(rows):
+    """The fastest row of a case, and whether the old run's spread separates it from the next: its
+    slowest step is faster than the next policy's fastest."""
+    ranked = sorted(rows, key=lambda r: r["t_overlap_ms"])
+    if len(ranked) < 2:
+        return ranked[0], True
+    return ranked[0], ranked[0]["t_overlap_max_ms"] < ranked[1]["t_overlap_min_ms"]
+
+
+def ratio(new, old):
+    return f"{new / old:.3f}" if old else "-"
+
+
+def compare(label, old_doc, new_doc, out):
+    problems = []
+    old = {key(r): r for r in old_doc["rows"]}
+    new = {key(r): r for r in new_doc["rows"]}
+    for k in sorted(old.keys() - new.keys()):
+        problems.append(f"{label}: row only in the old run: {k}")
+    for k in sorted(new.keys() - old.keys()):
+        problems.append(f"{label}: row only in the new run: {k}")
+    old_skips, new_skips = skipped(old_doc.get("notes", [])), skipped(new_doc.get("notes", []))
+    if old_skips != new_skips:
+        problems.append(f"{label}: skipped policies differ: old only {sorted(old_skips - new_skips)}, "
+                        f"new only {sorted(new_skips - old_skips)}")
+    for name, doc in (("old", old_doc), ("new", new_doc)):
+        wrong = sum(r["wrong"] for r in doc["rows"])
+        if wrong:
+            problems.append(f"{label}: the {name} run has {wrong} wrong elements")
+
+    out.append(f"\n## {label}: {len(old)} old rows, {len(new)} new rows")
+    out.append("| workload | collective | bytes | ranks | policy | count old/new | t_overlap old ms (min..max) | "
+               "new ms | new/old | t_seq new/old | t_compute new/old | t_comm new/old | c_slow old/new | "
+               "m_slow old/new | wrong old/new |")
+    out.append("|" + "---|" * 15)
+    outside = 0
+    for k in sorted(old.keys() & new.keys()):
+        o, n = old[k], new[k]
+        mark = ""
+        if not o["t_overlap_min_ms"] <= n["t_overlap_ms"] <= o["t_overlap_max_ms"]:
+            mark, outside = "*", outside + 1
+        out.append(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {k[4]} | {o['count']}/{n['count']} | "
+                   f"{o['t_overlap_ms']:.3f} ({o['t_overlap_min_ms']:.3f}..{o['t_overlap_max_ms']:.3f}) | "
+                   f"{n['t_overlap_ms']:.3f}{mark} | {ratio(n['t_overlap_ms'], o['t_overlap_ms'])} | "
+                   f"{ratio(n['t_seq_ms'], o['t_seq_ms'])} | {ratio(n['t_compute_ms'], o['t_compute_ms'])} | "
+                   f"{ratio(n['t_comm_ms'], o['t_comm_ms'])} | {o['compute_slowdown']:.2f}/{n['compute_slowdown']:.2f} | "
+                   f"{o['comm_slowdown']:.2f}/{n['comm_slowdown']:.2f} | {o['wrong']}/{n['wrong']} |")
+        if o["count"] != n["count"]:
+            out.append(f"  (count differs: the balance chose {o['count']} before, {n['count']} now)")
+
+    old_cases, new_cases = defaultdict(list), defaultdict(list)
+    for k, r in old.items():
+        old_cases[case(k)].append(r)
+    for k, r in new.items():
+        new_cases[case(k)].append(r)
+    out.append("\n| case | old best (separated?) | new best | same |")
+    out.append("|---|---|---|---|")
+    for c in sorted(old_cases.keys() & new_cases.keys()):
+        old_best, separated = best(old_cases[c])
+        new_best, _ = best(new_cases[c])
+        same = old_best["policy"] == new_best["policy"]
+        out.append(f"| {' '.join(map(str, c))} | {old_best['policy']} ({'yes' if separated else 'no'}) | "
+                   f"{new_best['policy']} | {'yes' if same else 'NO'} |")
+        if separated and not same:
+            problems.append(f"{label}: {' '.join(map(str, c))}: the best policy was {old_best['policy']} "
+                            f"(separated by the old run's spread), now {new_best['policy']}")
+    out.append(f"\n{label}: {outside} of {len(old.keys() & new.keys())} new medians outside the old run's "
+               "min..max (*)")
+    return problems
+
+
+def main(argv):
+    if len(argv) < 3 or len(argv) % 3:
+        sys.exit(__doc__)
+    out, problems = [], []
+    for i in range(0, len(argv), 3):
+        label, old_path, new_path = argv[i:i + 3]
+        try:
+            with open(old_path) as f:
+                old_doc = json.load(f)
+            with open(new_path) as f:
+                new_doc = json.load(f)
+        except (OSError, ValueError) as e:
+            problems.append(f"{label}: cannot read the results: {e}")
+            continue
+        problems += compare(label, old_doc, new_doc, out)
+    print("\n".join(out))
+    for p in problems:
+        print("DIFFERS:", p)
+    print("ab:", "FAILED" if problems else "OK (same rows, 0 wrong elements, the same separated best policies)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
