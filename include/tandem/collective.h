@@ -20,6 +20,9 @@ enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll,
 inline constexpr Collective kCollectives[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
                                               Collective::AllToAll, Collective::Broadcast};
 inline constexpr int kCollectiveCount = 5;
+// The collectives the copy-engine route takes and the benchmark measures: all but the broadcast.
+inline constexpr Collective kRoutableCollectives[] = {Collective::AllReduce, Collective::ReduceScatter,
+                                                      Collective::AllGather, Collective::AllToAll};
 
 // "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast": tandem's names.
 const char* to_string(Collective);
