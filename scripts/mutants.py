@@ -35,9 +35,13 @@ A .mutant file:
 
 Each section is whole lines, matched without its final line break (so a snippet may be part of a
 line); an empty mutant section deletes the snippet.
-`tests` lists GoogleTest executables (CMake targets, built and run from <build>/tests) and Python test
-scripts (paths ending in .py, run with python3 from the source root). A mutant is caught when any
-of them fails (or times out). Exit status: 0 when every mutant selected was caught, 1 otherwise.
+`tests` lists GoogleTest executables (CMake targets, built and run from <build>/tests), Python test
+scripts (paths ending in .py, run with python3 from the source root) and the Python package's pytest
+files (paths under tests/python/, run as ctest runs them: the build's Python, its PYTHONPATH, the
+package assembled in the build tree, which is rebuilt first; TANDEM_REQUIRE_TORCH=1, so that a test
+skipped for want of PyTorch fails the check without mutants rather than let every mutant pass). A
+mutant is caught when any of them fails (or times out). Exit status: 0 when every mutant selected
+was caught, 1 otherwise.
 """
 import argparse
 import json
@@ -52,6 +56,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "tests" / "mutants"
 TEST_TIMEOUT_S = 300
+PACKAGE_TESTS = "tests/python/"
+# The target that assembles the Python package in the build tree (python/CMakeLists.txt).
+PACKAGE_TARGET = "tandem_python_core"
 
 
 def read(path):
@@ -97,7 +104,14 @@ class Mutant:
             raise SystemExit(f"{path}: the mutant is the original")
 
     def targets(self):
-        return [t for t in self.tests if not t.endswith(".py")]
+        built = [t for t in self.tests if not t.endswith(".py")]
+        if any(is_package_test(t) for t in self.tests):
+            built.append(PACKAGE_TARGET)
+        return built
+
+
+def is_package_test(test):
+    return test.startswith(PACKAGE_TESTS) and test.endswith(".py")
 
 
 def load_catalogue():
@@ -129,12 +143,12 @@ class Journal:
         self.path.unlink()
 
 
-def run(cmd, timeout=None, cwd=ROOT):
+def run(cmd, timeout=None, cwd=ROOT, env=None):
     """(return code or None on timeout, combined output). The command runs in a process group of its
     own, ended whole on a timeout or an interruption: a compiler left running would otherwise write
     an object built from a mutant after the source was restored, newer than it, so never rebuilt."""
     p = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                         start_new_session=True)
+                         start_new_session=True, env=env)
     try:
         out, _ = p.communicate(timeout=timeout)
         return p.returncode, out
@@ -164,15 +178,33 @@ def build(build_dir, targets, jobs):
     return run(["cmake", "--build", str(build_dir), "-j", str(jobs), "--target", *targets])
 
 
+def package_test_command(build_dir):
+    """(command less its folder argument, environment) of ctest's python_package test
+    (tests/CMakeLists.txt): the Python tandem._core was built for, with the build tree's package."""
+    code, out = run(["ctest", "--test-dir", str(build_dir), "-R", "^python_package$", "--show-only=json-v1"])
+    tests = json.loads(out)["tests"] if code == 0 else []
+    if not tests:
+        raise SystemExit(f"{build_dir} has no python_package test (no Python with nanobind at configure time?)")
+    env = dict(os.environ, TANDEM_REQUIRE_TORCH="1")
+    for prop in tests[0].get("properties", []):
+        if prop["name"] == "ENVIRONMENT":
+            env.update(v.split("=", 1) for v in prop["value"])
+    return tests[0]["command"][:-1], env
+
+
 def run_tests(build_dir, tests):
     """Names of the tests that failed or timed out."""
     failed = []
     for test in tests:
-        if test.endswith(".py"):
+        env = None
+        if is_package_test(test):
+            pytest, env = package_test_command(build_dir)
+            cmd = pytest + [str(ROOT / test)]
+        elif test.endswith(".py"):
             cmd = [sys.executable, str(ROOT / test)]
         else:
             cmd = [str(build_dir / "tests" / test)]
-        code, _ = run(cmd, timeout=TEST_TIMEOUT_S)
+        code, _ = run(cmd, timeout=TEST_TIMEOUT_S, env=env)
         if code is None:
             failed.append(test + " (timeout)")
         elif code != 0:

@@ -106,3 +106,69 @@ def test_fsdp_without_copy_engine_installs_nothing():
     assert tt.install_fsdp_collectives(FakeFSDPModule(), "priority") == tandem.parse_policy("priority")
     with pytest.raises(TypeError, match="not an FSDP2 module"):
         tt.install_fsdp_collectives(torch.nn.Linear(2, 2), "priority")
+
+
+class Device:
+    """torch.cuda.get_device_properties' answer, for a machine without a GPU."""
+
+    def __init__(self, sms):
+        self.multi_processor_count = sms
+
+
+@pytest.fixture
+def carveout(monkeypatch):
+    """The SM carveout tandem.torch sets, on a stand-in device of 132 SMs (an H200's)."""
+    set_to = []
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: Device(132))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "a 132-SM GPU")
+    monkeypatch.setattr(torch._C, "_set_sm_carveout_experimental", set_to.append, raising=False)
+    return set_to
+
+
+def test_sm_target_leaves_the_gemms_that_many_sms(carveout):
+    assert tt.apply_process_settings("sm-target:100+priority", device=0) == tandem.parse_policy("priority+sm-target:100")
+    assert carveout == [32]
+    tt.apply_process_settings("sm-target:132", device=0)
+    assert carveout == [32, 0]
+    # No sm-target: the carveout is left alone.
+    tt.apply_process_settings("priority", device=0)
+    assert carveout == [32, 0]
+    with pytest.raises(ValueError, match="sm-target:133 is more than the 132 SMs"):
+        tt.apply_process_settings("sm-target:133", device=0)
+    assert carveout == [32, 0]
+
+
+def test_nccl_version_codes():
+    # NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9; torch.cuda.nccl.version() gives a tuple.
+    assert tt._nccl_version_code((2, 28, 9)) == 22809
+    assert tt._nccl_version_code((2, 21, 5)) == 22105
+    assert tt._nccl_version_code(22809) == 22809
+
+
+class Mesh:
+    """A DeviceMesh's get_group: FSDP shards over its last dimension (HSDP: (replicate, shard))."""
+
+    def __init__(self, *groups):
+        self.groups = groups
+        self.ndim = len(groups)
+
+    def get_group(self, dim):
+        return self.groups[dim]
+
+
+def test_fsdp_shards_over_the_meshs_last_dimension():
+    class Parameter:
+        def __init__(self, mesh):
+            self.device_mesh = mesh
+
+    class Module:
+        def __init__(self, *parameters):
+            self._parameters = parameters
+
+        def parameters(self):
+            return iter(self._parameters)
+
+    assert tt._fsdp_shard_group(Module(Parameter(Mesh("replicate", "shard")))) == "shard"
+    assert tt._fsdp_shard_group(Module(Parameter(Mesh("shard")))) == "shard"
+    assert tt._fsdp_shard_group(Module(object(), Parameter(Mesh("a", "b")))) == "b"
+    assert tt._fsdp_shard_group(Module()) is None
