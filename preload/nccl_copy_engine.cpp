@@ -308,7 +308,7 @@ ncclResult_t finish_group(ncclResult_t nccl_result) {
   std::vector<ncclComm_t> nccl_comms;
   held.swap(t_held);
   nccl_comms.swap(t_nccl_comms);
-  if (held.empty()) return nccl_result;
+  if (held.empty()) return ncclSuccess;
   const auto count_all = [&](RouteOutcome outcome) {
     for (const HeldCall& h : held) counters().count_collective(Collective(h.call.kind), outcome, h.bytes);
   };
@@ -316,7 +316,7 @@ ncclResult_t finish_group(ncclResult_t nccl_result) {
     log(LogLevel::Warn, "ncclGroupEnd failed (%d): the group's %zu routed collectives were not run", int(nccl_result),
         held.size());
     count_all(RouteOutcome::RouteFailed);
-    return nccl_result;
+    return ncclSuccess;  // nothing of the routed part ran: NCCL's failure is the group's
   }
   const InsideTandem inside;
   try {
@@ -335,7 +335,7 @@ ncclResult_t finish_group(ncclResult_t nccl_result) {
     for (Slot* slot : used) account(*slot);
     if (result == TANDEM_ROUTE_DONE) {
       count_all(RouteOutcome::CopyEngine);
-      return nccl_result;
+      return ncclSuccess;
     }
     for (Slot* slot : used) slot->failed = true;
     count_all(RouteOutcome::RouteFailed);

@@ -86,7 +86,8 @@ void note_grouped_for_nccl(ncclComm_t comm);
 // ncclGroupEnd returned ncclInProgress, so the route waits (bounded) until NCCL reports that part
 // issued: on one stream the two parts would otherwise take different orders on different ranks.
 // `nccl_result`: what the program's ncclGroupEnd got from NCCL; an error drops the routed calls
-// (the group failed). Returns what the program gets.
+// (the group failed). Returns the routed part's result: ncclSuccess when it ran (or there was none,
+// or it was dropped), else the error the program gets for it (nccl_group_result.h combines the two).
 ncclResult_t finish_group(ncclResult_t nccl_result);
 
 // The program destroys (`healthy`) or aborts `comm`: its route goes first (collective like the

@@ -46,6 +46,7 @@
 #include "hook_handlers.h"
 #include "log.h"
 #include "nccl_copy_engine.h"
+#include "nccl_group_result.h"
 #include "nccl_route.h"
 #include "nccl_settings.h"
 #include "runtime.h"
@@ -593,13 +594,13 @@ ncclResult_t handle_ncclGroupEnd() {
       counters().count_collective(static_cast<Collective>(h.call.kind), RouteOutcome::SeveralDevicesGroup, h.bytes);
     }
   }
-  ncclResult_t result = as_program(program_errno, [&] { return real(); });
+  const ncclResult_t result = as_program(program_errno, [&] { return real(); });
   if (!outermost) return result;
   const int nccl_errno = errno;
-  result = finish_group(result);
+  const ncclResult_t routed = finish_group(result);
   errno = nccl_errno;
   // A forwarded call NCCL refused would have failed at the call in the program's eyes; it reports at the end.
-  return result == ncclSuccess || result == ncclInProgress ? (forwarded == ncclSuccess ? result : forwarded) : result;
+  return static_cast<ncclResult_t>(group_end_result(result, routed, forwarded));
 }
 
 ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,

@@ -28,13 +28,13 @@ const std::vector<std::string> kNoSettings = {"concurrent",    "sequential", "pr
 
 // One policy per NCCL field, each differing from the default in that field alone (and from each other).
 const std::vector<std::string> kOneSettingEach = {
-    "nccl-ctas:2..",                // minCTAs alone
-    "nccl-ctas:..16",               // maxCTAs alone
-    "nccl-cga:1",                   // cluster size
-    "nccl-cta-policy:efficiency",   // CTA policy
-    "nccl-cta-policy:zero",         // CTA policy
-    "nccl-symmetric",               // windows registered
-    "copy-engine",                  // copy engines (windows and CTA policy zero)
+    "nccl-ctas:2..",               // minCTAs alone
+    "nccl-ctas:..16",              // maxCTAs alone
+    "nccl-cga:1",                  // cluster size
+    "nccl-cta-policy:efficiency",  // CTA policy
+    "nccl-cta-policy:zero",        // CTA policy
+    "nccl-symmetric",              // windows registered
+    "copy-engine",                 // copy engines (windows and CTA policy zero)
 };
 
 TEST(NcclSettings, PoliciesWithoutNcclSettingsUseTheCallersCommunicator) {
@@ -56,16 +56,17 @@ TEST(NcclSettings, EveryFieldAloneMakesTheSettingsNotTheDefault) {
 TEST(NcclSettings, PoliciesDifferingInOneFieldGetCommunicatorsOfTheirOwn) {
   for (size_t i = 0; i < kOneSettingEach.size(); ++i)
     for (size_t j = i + 1; j < kOneSettingEach.size(); ++j)
-      EXPECT_NE(nccl_settings_key(parse_policy(kOneSettingEach[i])), nccl_settings_key(parse_policy(kOneSettingEach[j])))
+      EXPECT_NE(nccl_settings_key(parse_policy(kOneSettingEach[i])),
+                nccl_settings_key(parse_policy(kOneSettingEach[j])))
           << kOneSettingEach[i] << " and " << kOneSettingEach[j] << " would share a communicator";
 }
 
 TEST(NcclSettings, EachValueOfAFieldIsItsOwnCommunicator) {
   // Same fields set, different values: CTA counts, cluster sizes. 1..2 and 12.. have the same digits.
-  const std::vector<std::string> values = {"nccl-ctas:2..8",  "nccl-ctas:2..16", "nccl-ctas:4..8", "nccl-ctas:8..8",
-                                           "nccl-ctas:8..",   "nccl-ctas:..8",   "nccl-cga:1",     "nccl-cga:2",
-                                           "nccl-cga:4",      "nccl-ctas:1..12", "nccl-ctas:11..12",
-                                           "nccl-ctas:1..2",  "nccl-ctas:12.."};
+  const std::vector<std::string> values = {"nccl-ctas:2..8", "nccl-ctas:2..16", "nccl-ctas:4..8",   "nccl-ctas:8..8",
+                                           "nccl-ctas:8..",  "nccl-ctas:..8",   "nccl-cga:1",       "nccl-cga:2",
+                                           "nccl-cga:4",     "nccl-ctas:1..12", "nccl-ctas:11..12", "nccl-ctas:1..2",
+                                           "nccl-ctas:12.."};
   std::vector<std::string> keys;
   for (const auto& text : values) keys.push_back(nccl_settings_key(parse_policy(text)));
   for (size_t i = 0; i < keys.size(); ++i)
@@ -75,11 +76,11 @@ TEST(NcclSettings, EachValueOfAFieldIsItsOwnCommunicator) {
 TEST(NcclSettings, CombinedFieldsEachCount) {
   const std::string all = "nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:efficiency";
   const std::string key = nccl_settings_key(parse_policy(all));
-  for (const char* without : {"nccl-ctas:..16+nccl-cga:1+nccl-cta-policy:efficiency",
-                              "nccl-ctas:2..+nccl-cga:1+nccl-cta-policy:efficiency",
-                              "nccl-ctas:2..16+nccl-cta-policy:efficiency", "nccl-ctas:2..16+nccl-cga:1",
-                              "nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:zero",
-                              "nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:efficiency+nccl-symmetric"})
+  for (const char* without :
+       {"nccl-ctas:..16+nccl-cga:1+nccl-cta-policy:efficiency", "nccl-ctas:2..+nccl-cga:1+nccl-cta-policy:efficiency",
+        "nccl-ctas:2..16+nccl-cta-policy:efficiency", "nccl-ctas:2..16+nccl-cga:1",
+        "nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:zero",
+        "nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:efficiency+nccl-symmetric"})
     EXPECT_NE(nccl_settings_key(parse_policy(without)), key) << without;
 }
 
@@ -94,13 +95,16 @@ TEST(NcclSettings, ControlsOutsideNcclShareTheCommunicator) {
 
 TEST(NcclSettings, CopyEnginesNeverShareWithOtherWindowedSettings) {
   // copy-engine brings CTA policy zero itself: naming it again changes nothing.
-  EXPECT_EQ(nccl_settings_key(parse_policy("copy-engine")), nccl_settings_key(parse_policy("copy-engine+nccl-cta-policy:zero")));
+  EXPECT_EQ(nccl_settings_key(parse_policy("copy-engine")),
+            nccl_settings_key(parse_policy("copy-engine+nccl-cta-policy:zero")));
   // Windows registered by nccl-symmetric under CTA policy zero are not the copy-engine route's windows.
   EXPECT_NE(nccl_settings_key(parse_policy("copy-engine")),
             nccl_settings_key(parse_policy("nccl-symmetric+nccl-cta-policy:zero")));
-  EXPECT_NE(nccl_settings_key(parse_policy("copy-engine+nccl-symmetric")), nccl_settings_key(parse_policy("nccl-symmetric")));
+  EXPECT_NE(nccl_settings_key(parse_policy("copy-engine+nccl-symmetric")),
+            nccl_settings_key(parse_policy("nccl-symmetric")));
   // A windowed policy never shares with the same settings without windows.
-  EXPECT_NE(nccl_settings_key(parse_policy("nccl-symmetric+nccl-cga:1")), nccl_settings_key(parse_policy("nccl-cga:1")));
+  EXPECT_NE(nccl_settings_key(parse_policy("nccl-symmetric+nccl-cga:1")),
+            nccl_settings_key(parse_policy("nccl-cga:1")));
   EXPECT_NE(nccl_settings_key(parse_policy("copy-engine")), nccl_settings_key(parse_policy("nccl-cta-policy:zero")));
 }
 

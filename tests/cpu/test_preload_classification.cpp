@@ -78,6 +78,20 @@ TEST(preload_classification, IncludeAndExcludeSelection) {
   // Patterns are tried on the demangled name too.
   EXPECT_TRUE(selected_by_patterns({"kernel(float*)"}, none, "_Z6kernelPf", "kernel(float*)"));
   EXPECT_FALSE(selected_by_patterns(none, {"kernel(*"}, "_Z6kernelPf", "kernel(float*)"));
+  // ... and on the mangled one, as the driver names the kernel (cuobjdump, nsys and ncu show it so).
+  EXPECT_FALSE(selected_by_patterns(none, {"_Z6kernel*"}, "_Z6kernelPf", "kernel(float*)"));
+  EXPECT_TRUE(selected_by_patterns({"_Z6kernelPf"}, none, "_Z6kernelPf", "kernel(float*)"));
+  EXPECT_FALSE(selected_by_patterns({"_Z6kernelPi"}, none, "_Z6kernelPf", "kernel(float*)"));
+  // A pattern matching neither form selects nothing; one excluded form excludes the kernel.
+  EXPECT_FALSE(selected_by_patterns({"kernel"}, none, "_Z6kernelPf", "kernel(float*)"));
+  EXPECT_FALSE(selected_by_patterns({"kernel(*"}, {"_Z*Pf"}, "_Z6kernelPf", "kernel(float*)"));
+}
+
+TEST(preload_classification, DemanglingGivesTheSignature) {
+  EXPECT_EQ(demangle("_Z6kernelPf"), "kernel(float*)");
+  EXPECT_EQ(demangle("_Z12fill_computePjmj"), "fill_compute(unsigned int*, unsigned long, unsigned int)");
+  EXPECT_EQ(demangle("ncclDevKernel_Generic"), "ncclDevKernel_Generic");  // extern "C": as it is
+  EXPECT_EQ(demangle("_Znot a mangled name"), "_Znot a mangled name");    // left as it is
 }
 
 }  // namespace

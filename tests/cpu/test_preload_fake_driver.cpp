@@ -288,6 +288,20 @@ TEST(preload_fake_driver_policies, ExcludedKernelsGetNoControl) {
   EXPECT_EQ(r.stats["nccl_not_elevated"]["excluded"], 4);
 }
 
+TEST(preload_fake_driver_policies, PatternsMatchTheMangledNameToo) {
+  // _Z12fill_computePjmj is "fill_compute(unsigned int*, unsigned long, unsigned int)" demangled: a
+  // pattern copied from a profiler's mangled listing excludes it as well.
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2 'TANDEM_EXCLUDE=_Z12fill_compute*'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json run = as_json(r);
+  EXPECT_EQ(only(run, "compute")["smem"], 0);
+  EXPECT_EQ(only(run, "captured")["smem"], kShape2Smem);
+  const ClientRun included = run_client("TANDEM_POLICY=shape:2 'TANDEM_INCLUDE=_Z8captured*'");
+  ASSERT_EQ(included.status, 0) << included.err;
+  EXPECT_EQ(only(as_json(included), "compute")["smem"], 0);
+  EXPECT_EQ(only(as_json(included), "captured")["smem"], kShape2Smem);
+}
+
 TEST(preload_fake_driver_policies, IncludeSelectsKernels) {
   const ClientRun r = run_client("TANDEM_POLICY=shape:2 'TANDEM_INCLUDE=captured*'");
   ASSERT_EQ(r.status, 0) << r.err;

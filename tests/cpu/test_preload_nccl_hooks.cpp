@@ -190,10 +190,13 @@ TEST_F(preload_nccl_hooks, TheProgramsConfigKeepsWhatThePolicyDoesNotName) {
 
 TEST_F(preload_nccl_hooks, SplitScalableAndInitAll) {
   const json splits = calls_of(settings(), "ncclCommSplit");
-  ASSERT_EQ(splits.size(), 3u);
+  ASSERT_EQ(splits.size(), 5u);
   EXPECT_EQ(splits[0]["config"], nullptr);  // NCCL copies the (configured) parent's
   EXPECT_EQ(splits[1]["config"]["maxCTAs"], 16);
   EXPECT_EQ(splits[1]["config"]["blocking"], 1);
+  // Splits of unconfigured parents without a configuration of their own reach NCCL as they are.
+  EXPECT_EQ(splits[3]["config"], nullptr);
+  EXPECT_EQ(splits[4]["config"], nullptr);
   const json scalable = calls_of(settings(), "ncclCommInitRankScalable");
   ASSERT_EQ(scalable.size(), 1u);
   EXPECT_EQ(scalable[0]["config"]["cgaClusterSize"], 1);  // the program gave none
@@ -212,19 +215,22 @@ TEST_F(preload_nccl_hooks, AnInitialisingCommunicatorIsNeverQueried) {
 TEST_F(preload_nccl_hooks, CommunicatorsAreCountedWithTheSettingsApplied) {
   const json& c = settings().stats["nccl_communicators"];
   ASSERT_TRUE(c.is_object()) << settings().raw.err;
-  // plain, configured, 2.17, garbage, split x2 (nocolor makes none), InitAll x2, scalable.
-  EXPECT_EQ(c["created"], 9);
-  // garbage (not a config) and InitAll's two are left as they are.
+  // plain, configured, 2.17, garbage, split x2 (nocolor makes none), InitAll x2, scalable, and the splits
+  // of InitAll's communicator and of one the hooks never saw.
+  EXPECT_EQ(c["created"], 11);
+  // garbage (not a config), InitAll's two and the two splits of unconfigured parents are left as they
+  // are; the split of the configured parent inherits its settings.
   EXPECT_EQ(c["configured"], 6);
-  EXPECT_EQ(c["unconfigured"], 3);
-  EXPECT_EQ(c["destroyed"], 9);
+  EXPECT_EQ(c["unconfigured"], 5);
+  EXPECT_EQ(c["destroyed"], 11);
   EXPECT_EQ(c["settings"], kSettings);
-  EXPECT_NE(settings().raw.err.find("nccl communicators: 9 created, 6 configured (" + std::string(kSettings) +
-                                    "), 3 left unconfigured, 9 destroyed"),
+  EXPECT_NE(settings().raw.err.find("nccl communicators: 11 created, 6 configured (" + std::string(kSettings) +
+                                    "), 5 left unconfigured, 11 destroyed"),
             std::string::npos)
       << settings().raw.err;
   EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommInitRank"], 1);
-  EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommDestroy"], 8);
+  EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommSplit"], 5);
+  EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommDestroy"], 10);
   EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommAbort"], 1);
 }
 
@@ -311,6 +317,7 @@ constexpr int kBf16 = 9, kFp16 = 6, kFp32 = 7, kInt64 = 4, kUint8 = 1;
 constexpr int kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAllToAll = 3;
 constexpr int kSum = 0, kAverage = 1, kPreMulSum = 2;
 constexpr int kInternalError = 3;  // ncclInternalError
+constexpr int kSystemError = 2;    // ncclSystemError
 
 class preload_nccl_routing : public ::testing::Test {
  protected:
@@ -363,7 +370,15 @@ TEST_F(preload_nccl_routing, TheProgramSeesNcclsResultsExceptWhereTheRouteFailed
   // error; the program's errno stays as it was (NCCL was not called for it).
   expected["failing"] = {{"result", kInternalError}, {"errno", 1234}};
   expected["group_failing_end"]["result"] = kInternalError;
+  // A call held for the route and handed back to NCCL at the end of its group (several devices):
+  // NCCL's refusal reaches the program at ncclGroupEnd rather than at the call.
+  expected["group_refused_first"] = {{"result", 0}, {"errno", 0}};
+  expected["group_refused_end"] = {{"result", kInvalidArgument}, {"errno", 0}};
   EXPECT_EQ(routed().out["steps"], expected) << routed().out["steps"].dump(1);
+  // Without the interposer: at the call, with NCCL's errno.
+  EXPECT_EQ(unrouted().out["steps"]["group_refused_first"], json({{"result", kInvalidArgument}, {"errno", 61}}));
+  // NCCL's own failure at the group's end is the program's, errno included, route or not.
+  EXPECT_EQ(unrouted().out["steps"]["group_nccl_fails_end"], json({{"result", kSystemError}, {"errno", 61}}));
 }
 
 TEST_F(preload_nccl_routing, SumsAveragesAndUnevenCountsRunOnTheRoute) {
@@ -495,30 +510,52 @@ TEST_F(preload_nccl_routing, AFailedRouteReportsAnErrorAndLeavesLaterCallsToNccl
   EXPECT_EQ(teardown[4]["healthy"], false);
 }
 
+TEST_F(preload_nccl_routing, WhenNcclsGroupFailsTheRoutedCallsAreNotRunAndRoutingGoesOn) {
+  // The group's routed call is dropped: NCCL's group end, and no route.run_group after it.
+  EXPECT_EQ(functions(section(routed(), "group_nccl_fails")), (Functions{"ncclGroupStart", "ncclGroupEnd"}));
+  EXPECT_NE(routed().raw.err.find("ncclGroupEnd failed (2): the group's 1 routed collectives were not run"),
+            std::string::npos)
+      << routed().raw.err;
+  // The communicator's route did not fail: the next call, after the group, takes it (outside any group).
+  const json after = section(routed(), "after_failed_group");
+  ASSERT_EQ(functions(after), (Functions{"route.run"})) << after.dump(1);
+  EXPECT_EQ(after[0]["kind"], kAllGather);
+  EXPECT_EQ(after[0]["count"], 4);
+}
+
+TEST_F(preload_nccl_routing, AHeldCallNcclRefusesAtTheGroupsEndIsReportedThere) {
+  // Over several devices the held calls go into NCCL's group as the program issued them, before its end.
+  const json group = section(routed(), "group_several_devices_refused");
+  ASSERT_EQ(functions(group), (Functions{"ncclGroupStart", "ncclAllReduce", "ncclAllReduce", "ncclGroupEnd"}))
+      << group.dump(1);
+  EXPECT_EQ(group[1]["count"], 999);
+  EXPECT_EQ(group[2]["count"], 8);
+}
+
 TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   const json& c = routed().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << routed().raw.err;
-  // 19 all-reduces: 8 routed; a failed group's call and the two on the failed route: route-failed; a
-  // group over two devices: NCCL's.
-  EXPECT_EQ(c["ncclAllReduce"]["calls"], 19);
+  // 22 all-reduces: 8 routed; the calls of the two failed groups (the route's and NCCL's) and the two
+  // on the failed route: route-failed; two groups over two devices: NCCL's.
+  EXPECT_EQ(c["ncclAllReduce"]["calls"], 22);
   EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 8);
   const json expected_nccl = {{"op-not-supported", {{"calls", 3}, {"bytes", 16 * 2 + 8 * 4 + 8 * 4}}},
                               {"no-sum-kernel", {{"calls", 1}, {"bytes", 8 * 8}}},
                               {"empty", {{"calls", 1}, {"bytes", 0}}},
                               {"capture-not-ready", {{"calls", 1}, {"bytes", 8 * 2}}},
-                              {"route-failed", {{"calls", 3}, {"bytes", 777 * 4 * 2 + 9 * 4}}},
-                              {"several-devices-group", {{"calls", 2}, {"bytes", 2 * 8 * 2}}}};
+                              {"route-failed", {{"calls", 4}, {"bytes", 777 * 4 * 2 + 9 * 4 + 8 * 2}}},
+                              {"several-devices-group", {{"calls", 4}, {"bytes", 2 * 8 * 2 + 999 * 4 + 8 * 2}}}};
   EXPECT_EQ(c["ncclAllReduce"]["nccl"], expected_nccl) << c["ncclAllReduce"].dump(1);
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["calls"], 3);
   // reduce-scatter bytes are the input's: 4 fp32 x 2 ranks, 5 fp32 x 3 ranks, 4 bf16 x 2 ranks.
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["bytes"], 32 + 60 + 16);
-  EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 3);
+  EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 4);
   EXPECT_EQ(c["ncclAlltoAll"]["copy_engine"]["calls"], 1);
   // Broadcasts, ncclBroadcast's and ncclBcast's, counted once each and left to NCCL.
   EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"kind-not-routed", {{"calls", 2}, {"bytes", 2 * 16 * 4}}}}));
   const json& reach = routed().stats["copy_engine_reach"];
-  EXPECT_EQ(reach["calls"], 8 + 3 + 3 + 1);
-  EXPECT_EQ(reach["total_calls"], 19 + 3 + 3 + 1 + 2);
+  EXPECT_EQ(reach["calls"], 8 + 3 + 4 + 1);
+  EXPECT_EQ(reach["total_calls"], 22 + 3 + 4 + 1 + 2);
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "preload/nccl_group_result.h"
 #include "preload/nccl_registry.h"
 #include "preload/nccl_route.h"
 #include "preload/nccl_settings.h"
@@ -279,6 +280,23 @@ TEST(preload_nccl_stats, ResetAfterForkClearsNcclCounts) {
   fill_counters(c, s);
   EXPECT_TRUE(s.collectives.empty());
   EXPECT_EQ(s.communicators_created, 0u);
+}
+
+TEST(preload_nccl_route, WhatTheProgramsGroupEndReturns) {
+  // nccl.h's values: ncclSuccess 0, ncclSystemError 2, ncclInternalError 3, ncclInvalidArgument 4,
+  // ncclInProgress 7.
+  constexpr int ok = 0, system = 2, internal = 3, invalid = 4, in_progress = 7;
+  EXPECT_EQ(group_end_result(ok, ok, ok), ok);
+  EXPECT_EQ(group_end_result(in_progress, ok, ok), in_progress);  // a non-blocking group stays in progress
+  // NCCL's own failure: the group failed, whatever the held calls did.
+  EXPECT_EQ(group_end_result(system, ok, ok), system);
+  EXPECT_EQ(group_end_result(system, internal, invalid), system);
+  // The routed part failed partway: the program gets its error, also while NCCL's part is in progress.
+  EXPECT_EQ(group_end_result(ok, internal, ok), internal);
+  EXPECT_EQ(group_end_result(in_progress, internal, ok), internal);
+  // A held call NCCL refused once handed back: the refusal the program would have had at the call.
+  EXPECT_EQ(group_end_result(ok, ok, invalid), invalid);
+  EXPECT_EQ(group_end_result(in_progress, ok, invalid), invalid);
 }
 
 }  // namespace

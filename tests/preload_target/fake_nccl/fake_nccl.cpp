@@ -44,6 +44,7 @@ json describe_config(const ncclConfig_t* c) {
 }
 
 int g_next_device = 0;
+ncclResult_t g_next_group_end = ncclSuccess;  // fake_nccl_fail_next_group_end
 
 ncclComm_t make(int nranks, int rank, const ncclConfig_t* config) {
   auto* c = new FakeComm;
@@ -104,6 +105,8 @@ void fake_nccl_finish_init(ncclComm_t comm) { fake(comm)->initialising = false; 
 void fake_nccl_set_device(ncclComm_t comm, int device) { fake(comm)->device = device; }
 
 void fake_nccl_record(const char* json_object) { record(json::parse(json_object)); }
+
+void fake_nccl_fail_next_group_end(ncclResult_t result) { g_next_group_end = result; }
 
 ncclResult_t ncclGetVersion(int* version) {
   if (!version) return ncclInvalidArgument;
@@ -228,7 +231,10 @@ ncclResult_t ncclGroupStart() {
 }
 ncclResult_t ncclGroupEnd() {
   record({{"fn", "ncclGroupEnd"}});
-  return ncclSuccess;
+  const ncclResult_t result = g_next_group_end;
+  g_next_group_end = ncclSuccess;
+  if (result != ncclSuccess) errno = kFakeNcclErrno;
+  return result;
 }
 
 // What tandem's copy-engine route library links besides the above (libtandem_nccl_route.so loads

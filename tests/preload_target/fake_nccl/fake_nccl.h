@@ -17,6 +17,9 @@ ncclComm_t fake_nccl_unseen_comm(int nranks, int rank);
 void fake_nccl_finish_init(ncclComm_t comm);
 // The CUDA device a communicator says it is on (ncclCommCuDevice); each is made on a device of its own.
 void fake_nccl_set_device(ncclComm_t comm, int device);
+// The next ncclGroupEnd fails with `result` and sets errno to kFakeNcclErrno, as an NCCL whose group
+// failed at its end (an asynchronous error, a peer gone).
+void fake_nccl_fail_next_group_end(ncclResult_t result);
 // Appends a JSON object (text) to the call log: how the fake route library (fake_route.cpp) records
 // what it ran, in one sequence with what NCCL received.
 void fake_nccl_record(const char* json_object);

@@ -95,6 +95,12 @@ int main() {
   ncclComm_t all[2] = {};
   step("init_all", [&] { return ncclCommInitAll(all, 2, nullptr); });
   step("init_rank_scalable", [&] { return ncclCommInitRankScalable(&scalable, 2, 1, 1, &id, nullptr); });
+  // Splits without a configuration of parents the settings never reached: ncclCommInitAll's (unconfigured)
+  // and one made without the hooks. NCCL copies the parent's configuration, so neither child is configured.
+  ncclComm_t split_of_unconfigured = nullptr, split_of_unseen = nullptr;
+  step("split_of_unconfigured", [&] { return ncclCommSplit(all[0], 3, 0, &split_of_unconfigured, nullptr); });
+  ncclComm_t unseen_parent = fake_nccl_unseen_comm(2, 0);
+  step("split_of_unseen", [&] { return ncclCommSplit(unseen_parent, 4, 0, &split_of_unseen, nullptr); });
 
   // Collectives on `plain` (2 ranks, rank 0). Buffers are never touched by the fake.
   step("all_reduce_bf16", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, plain, nullptr); });
@@ -124,7 +130,8 @@ int main() {
   step("finalize", [&] { return ncclCommFinalize(plain); });
   step("destroy", [&] { return ncclCommDestroy(plain); });
   step("abort", [&] { return ncclCommAbort(configured); });
-  for (ncclComm_t c : {old_header, garbage, inherits, split_configured, all[0], all[1], scalable})
+  for (ncclComm_t c : {old_header, garbage, inherits, split_configured, all[0], all[1], scalable, split_of_unconfigured,
+                       split_of_unseen})
     if (c) ncclCommDestroy(c);
 
   const json out = {{"version", version},

@@ -125,6 +125,25 @@ int main() {
   step("group_devices_second", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclAvg, other_device, s2); });
   step("group_devices_end", [&] { return ncclGroupEnd(); });
 
+  // NCCL refuses one of the calls of a group over several devices, handed back to it at the group's end:
+  // the program learns it from ncclGroupEnd (without the interposer, from the call itself).
+  mark("group_several_devices_refused");
+  step("group_refused_start", [&] { return ncclGroupStart(); });
+  step("group_refused_first",
+       [&] { return ncclAllReduce(send, recv, kFakeNcclFailingCount, ncclFloat32, ncclSum, two, s1); });
+  step("group_refused_second", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, other_device, s2); });
+  step("group_refused_end", [&] { return ncclGroupEnd(); });
+
+  // NCCL's own ncclGroupEnd fails: the group's routed call is never run, the program gets NCCL's error
+  // and errno; the communicator's route is not to blame, and the next call after the group takes it.
+  mark("group_nccl_fails");
+  step("group_nccl_fails_start", [&] { return ncclGroupStart(); });
+  step("group_nccl_fails_call", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, s1); });
+  fake_nccl_fail_next_group_end(ncclSystemError);
+  step("group_nccl_fails_end", [&] { return ncclGroupEnd(); });
+  mark("after_failed_group");
+  step("after_failed_group", [&] { return ncclAllGather(send, recv, 4, ncclFloat16, two, s1); });
+
   // A non-blocking communicator, once ready.
   mark("non_blocking");
   step("non_blocking", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, non_blocking, s1); });
