@@ -559,6 +559,26 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
 }
 
+// `tandem run --stats F -- bash -c 'CLIENT; echo $$'`: the shell is the process tandem run started (the
+// root, which always reports), the client a child that created communicators. The child's numbers are
+// the stats file's; the root shell, exiting last with nothing seen, must not replace them with zeros.
+TEST(preload_nccl_hooks_stats_file, TheChildThatWorkedWritesItNotTheRootShell) {
+  const fs::path stats = fs::temp_directory_path() / ("tandem_nccl_stats_" + std::to_string(getpid()) + ".json");
+  fs::remove(stats);
+  const Result r =
+      run_shell("env -u LD_LIBRARY_PATH -u TANDEM_POLICY " + sh_quoted(TANDEM_CLI_PATH) +
+                " run --log-level error --policy " + sh_quoted(kSettings) + " --stats " + sh_quoted(stats.string()) +
+                " -- bash -c " + sh_quoted(sh_quoted(kFakeClient) + " >/dev/null; echo $$"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(fs::exists(stats)) << r.err;
+  const json written = json::parse(read_file(stats));
+  fs::remove(stats);
+  const long root_shell = std::stol(r.out);
+  EXPECT_NE(written["pid"].get<long>(), root_shell) << "the root shell's zeros replaced the client's numbers";
+  EXPECT_EQ(written["nccl_communicators"]["created"], 11);
+  EXPECT_EQ(written["nccl_collectives"]["ncclAllReduce"]["calls"], 10);
+}
+
 TEST(preload_nccl_hooks_versions, ARouteOnAnNcclOlderThan228IsRefusedWithItsVersion) {
   const ClientRun r = run_client(kFakeClient, "copy-engine", "FAKE_NCCL_VERSION=22703");
   ASSERT_EQ(r.raw.status, 0) << r.raw.err;
