@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -220,6 +221,20 @@ TEST_F(FileRendezvous, FolderOpenToOthersIsRefused) {
   EXPECT_NE(error.find("has mode 755"), std::string::npos) << error;
   EXPECT_NE(error.find(dir_), std::string::npos) << error;
   EXPECT_FALSE(fs::exists(dir_ + "/id")) << "the NCCL id was written into a folder others can read";
+}
+
+TEST_F(FileRendezvous, FolderReadableByItsGroupIsRefused) {
+  // Not open to everyone, but to every member of the user's group: the NCCL id is still exposed.
+  for (const mode_t mode : {0750, 0740, 0710, 0720}) {
+    ASSERT_EQ(mkdir(dir_.c_str(), 0700), 0);
+    ASSERT_EQ(chmod(dir_.c_str(), mode), 0);
+    const std::string error = only_rank_error(options(0, 1));
+    char octal[8];
+    std::snprintf(octal, sizeof octal, "%03o", static_cast<unsigned>(mode));
+    EXPECT_NE(error.find(std::string("has mode ") + octal), std::string::npos) << octal << ": " << error;
+    EXPECT_FALSE(fs::exists(dir_ + "/id")) << octal << ": the NCCL id was written into a folder its group can read";
+    fs::remove_all(dir_);
+  }
 }
 
 TEST_F(FileRendezvous, SymbolicLinkInPlaceOfTheFolderIsRefused) {

@@ -103,6 +103,9 @@ TEST(LaunchEnv, PmiWithLocalRank) {
   EXPECT_EQ(b.local_rank, 1);
   const LaunchEnv c = detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}});
   EXPECT_EQ(c.local_rank, -1);  // unknown: the rank is used for the device
+  // Both set (Intel MPI over a PMI of its own): MPI_LOCALRANKID, the first of the list, decides.
+  const LaunchEnv d = detect({{"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"MPI_LOCALRANKID", "1"}, {"PMI_LOCAL_RANK", "0"}});
+  EXPECT_EQ(d.local_rank, 1);
 }
 
 TEST(LaunchEnv, InnerLauncherWinsOverSlurm) {
@@ -185,6 +188,23 @@ TEST(ChooseDevice, LocalRankByDefault) {
   EXPECT_EQ(choose_device(process(3, 4, 1), r, 2), 1);
   // Unknown local rank: the rank.
   EXPECT_EQ(choose_device(process(1, 2, -1), r, 2), 1);
+}
+
+TEST(ChooseDevice, LocalRankZeroOnASecondNodeTakesTheFirstGpu) {
+  // Rank 2 of 4, 2 per node: the second node's first process drives its GPU 0, not "GPU 2".
+  LaunchRequest r;
+  EXPECT_EQ(choose_device(process(2, 4, 0), r, 2), 0);
+  EXPECT_EQ(choose_device(process(8, 16, 0), r, 8), 0);
+  // As each launcher says it: local rank 0 read from its variables, global rank beyond the GPUs.
+  const Vars torchrun = merged(kTorchrun, {{"RANK", "2"}, {"LOCAL_RANK", "0"}});
+  const Vars ompi = merged(
+      kOmpi, {{"OMPI_COMM_WORLD_RANK", "2"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}});
+  const Vars slurm = merged(kSlurm, {{"SLURM_PROCID", "4"}, {"SLURM_LOCALID", "0"}});
+  for (const Vars& vars : {torchrun, ompi, slurm}) {
+    const LaunchEnv e = detect(vars);
+    EXPECT_EQ(e.local_rank, 0) << to_string(e.mode);
+    EXPECT_EQ(choose_device(e, r, 2), 0) << to_string(e.mode);
+  }
 }
 
 TEST(ChooseDevice, OneVisibleGpuServesAnyLocalRank) {

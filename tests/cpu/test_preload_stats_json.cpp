@@ -91,7 +91,8 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
   EXPECT_EQ(j["copy_engine_route"],
             json({{"captured", 126}, {"staged_bytes", 123}, {"pool_bytes", 124}, {"registrations", 125}}));
   EXPECT_EQ(j["last_nccl_footprint"], "640 threads, 96 regs/thread");
-  EXPECT_EQ(j["kernels"][1], json({{"name", "ncclDevKernel"}, {"kind", "nccl"}, {"launches", 128}, {"decision", "elevated"}}));
+  EXPECT_EQ(j["kernels"][1],
+            json({{"name", "ncclDevKernel"}, {"kind", "nccl"}, {"launches", 128}, {"decision", "elevated"}}));
 }
 
 TEST(preload_stats_json, CollectivesByRouteAndTheReach) {
