@@ -98,6 +98,32 @@ TEST(InputBounds, StepFactorAndTheSweepItMakes) {
   EXPECT_TRUE(has(user_error_of([&] { tb::validate(o); }), "at most 1024GiB"));
 }
 
+TEST(InputBounds, TheSweepsSizesAreCountedOnTheSweep) {
+  tb::BenchOptions o;
+  o.min_bytes = 1 << 20;
+  o.max_bytes = 1ull << 40;
+  // 1 MiB to 1 TiB by 1.1495 and by 1.1487 list 100 sizes (log(2^20) / log(f) is 99.5 and 99.999, plus
+  // the first): a sweep of exactly the bound is valid.
+  for (double valid : {1.1495, 1.1487, 1.1503080009701034}) {
+    o.step_factor = valid;
+    EXPECT_EQ(tb::size_sweep(o.min_bytes, o.max_bytes, o.step_factor).size(), tb::kMaxSweepSizes) << valid;
+    EXPECT_NO_THROW(tb::validate(o)) << valid;
+  }
+  // 2^(1/5): the 101st size lands on 1 TiB itself (within the sweep's tolerance), and is said as 101.
+  o.step_factor = 1.148698354997035;
+  ASSERT_EQ(tb::size_sweep(o.min_bytes, o.max_bytes, o.step_factor).size(), tb::kMaxSweepSizes + 1);
+  EXPECT_TRUE(has(user_error_of([&] { tb::validate(o); }), "makes 101 sizes; at most 100"));
+  o.step_factor = 1.148;
+  EXPECT_TRUE(has(user_error_of([&] { tb::validate(o); }), "makes 101 sizes; at most 100"));
+  // One size, and the longest sweep the bounds allow (1 B to 1 TiB by 1.01), counted without trouble.
+  o.min_bytes = o.max_bytes = 4096;
+  EXPECT_NO_THROW(tb::validate(o));
+  o.min_bytes = 1;
+  o.max_bytes = 1ull << 40;
+  o.step_factor = tb::kMinStepFactor;
+  EXPECT_TRUE(has(user_error_of([&] { tb::validate(o); }), "sizes; at most 100"));
+}
+
 TEST(InputBounds, TimeoutIsFinitePositiveAndAtMostAWeek) {
   tb::BenchOptions o;
   for (double bad : {0.0, -1.0, std::numeric_limits<double>::infinity(), std::nan(""), 1e10, 604800.5}) {
