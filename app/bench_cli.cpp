@@ -130,6 +130,7 @@ void add_bench_options(CLI::App* cmd, const std::shared_ptr<BenchCli>& cli) {
   cmd->add_option("-T,--timeout", o.timeout_s,
                   "Seconds before an unfinished step aborts the communicators: above 0, at most 604800 (a week)")
       ->capture_default_str()
+      ->check(decimal_number())
       ->group(ranks);
 
   cmd->add_option("--json", o.json_path,

@@ -5,8 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <set>
 
@@ -58,19 +60,23 @@ std::vector<OverlapPolicy> candidates_of(const ProgramTuneCli& cli) {
   return out;
 }
 
-// --logs DIR (created if missing), else a fresh private folder (mode 0700) under the temporary directory.
+// --logs DIR (created if missing; docs/SECURITY.md: a folder others cannot write or plant files in),
+// else a fresh private folder (mkdtemp: mode 0700) in $TMPDIR (or /tmp).
 std::string logs_folder(const std::string& given) {
   if (given.empty()) {
-    std::string pattern = (fs::temp_directory_path() / "tandem-tune-XXXXXX").string();
-    TANDEM_REQUIRE(::mkdtemp(pattern.data()), "cannot create a folder for the run logs from " + pattern);
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    std::string pattern = base + "/tandem-tune-XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+      TANDEM_USER_ERROR("cannot create a folder for the run logs in " +
+                        (tmpdir && *tmpdir ? "TMPDIR=" + quoted_value(base) : std::string("/tmp")) + " (" +
+                        std::strerror(errno) + "); set TMPDIR to a folder you can write, or give --logs DIR");
     return pattern;
   }
-  std::error_code ec;
-  fs::create_directories(given, ec);
-  TANDEM_CHECK_INPUT(
-      fs::is_directory(given) && ::access(given.c_str(), W_OK | X_OK) == 0,
-      "--logs " + quoted_value(given) + " is not a folder this user can write" + (ec ? " (" + ec.message() + ")" : ""));
-  return fs::absolute(given).lexically_normal().string();
+  const std::string absolute = fs::absolute(given).lexically_normal().string();
+  make_private_folder(absolute,
+                      {"--logs folder", "plant files among the run logs", "choose another folder with --logs", 022});
+  return absolute;
 }
 
 std::string value_text(double v) {
@@ -111,9 +117,13 @@ OverlapPolicy chosen_policy(const std::vector<bench::PolicyStats>& stats, const 
 
 void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCli>& cli) {
   cmd->add_option("--metric", cli->metric,
-                  "Regular expression (ECMAScript) with one capture group around a number the program prints, e.g. "
-                  "'\"step_ms_median\": ([0-9.]+)'; a run's value is the median of its matches in stdout and stderr")
+                  "Regular expression (an ECMAScript subset, docs/RUN.md) with one capture group around a decimal "
+                  "number the program prints, e.g. '\"step_ms_median\": ([0-9.]+)'; a run's value is the median of "
+                  "its matches in stdout and stderr")
       ->default_str("the wall time of each run")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? "is empty: leave --metric out to measure wall time" : ""; }, "",
+          "not empty"))
       ->group(kGroup);
   cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
                 "The metric is a throughput: higher wins (default: lower wins)")
@@ -123,6 +133,7 @@ void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCl
                       "; each runs the baseline (the program without tandem), then every candidate in an order "
                       "rotated per round")
       ->capture_default_str()
+      ->check(decimal_number())
       ->group(kGroup);
   cmd->add_option("--candidates", cli->candidates, "Policies to try, comma-separated, each one `tandem run` applies")
       ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings")
@@ -161,8 +172,7 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     if (!cli.metric.empty()) o.metric = bench::ProgramMetric(cli.metric, cli.higher_is_better);
     TANDEM_CHECK_INPUT(!cli.higher_is_better || !cli.metric.empty(),
                        "--metric-higher-is-better needs --metric (wall time is always lower-is-better)");
-    require_writable(shared.policy_file, "--out");
-    if (!shared.json_path.empty()) require_writable(shared.json_path, "--json");
+    require_writable_outputs({{"--out", shared.policy_file}, {"--json", shared.json_path}});
     // The candidates run under `tandem run`: its interposer must be there before the first run.
     locate_preload_library();
   });

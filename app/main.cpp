@@ -1,5 +1,7 @@
 // `tandem`: the single command-line entry. Only this file exits the process.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -22,6 +24,12 @@ void print_error(const std::string& message, const std::string& suffix = "") {
   std::fprintf(stderr, "tandem: error: %s%s\n", tandem::printable(message, kMessageChars).c_str(), suffix.c_str());
 }
 
+bool has_subcommand(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(name)) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,6 +49,10 @@ int main(int argc, char** argv) {
   tandem::cli::add_run_command(app, exit_code);
   tandem::cli::add_tune_command(app, exit_code);
   try {
+    // CLI11 would take an unknown word for a missing subcommand ("A subcommand is required").
+    if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1]))
+      TANDEM_USER_ERROR("unknown subcommand " + tandem::quoted_value(argv[1]) +
+                        ": expected bench, info, plan, run or tune (see --help)");
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
@@ -54,6 +66,12 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::exception& e) {
     print_error(e.what());
+    return 1;
+  }
+  // What was printed must have reached its destination: `tandem plan > /dev/full` is a failure.
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    print_error(std::string("cannot write the standard output: ") + (errno ? std::strerror(errno) : "a write failed"));
     return 1;
   }
   return exit_code;

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "environment.h"
@@ -140,6 +141,12 @@ PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
   if (const auto exclude = lookup(env::kExclude)) config.exclude_patterns = split_patterns(*exclude);
   if (const auto stats = lookup(env::kStatsFile); stats && !trim(*stats).empty())
     config.stats_file = expand_pid(trim(*stats), pid);
+  if (const auto earlier = lookup(env::kStatsEarlier); earlier && !earlier->empty()) {
+    unsigned long long device = 0, inode = 0;
+    char end = 0;
+    if (std::sscanf(earlier->c_str(), "%llu:%llu%c", &device, &inode, &end) == 2)
+      config.stats_earlier = std::make_pair(device, inode);
+  }
   if (const auto root = lookup(env::kRootPid); root && !root->empty()) {
     char* end = nullptr;
     const long value = std::strtol(root->c_str(), &end, 10);

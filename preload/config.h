@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tandem/policy.h"
@@ -34,6 +35,9 @@ struct PreloadConfig {
   std::string stats_file;  // "" for none; "%p" already replaced by the pid
   ShapeWhen shape_when = ShapeWhen::Always;
   std::optional<long> root_pid;  // the process `tandem run` started
+  // TANDEM_STATS_EARLIER: the identity of the stats file an earlier run left, which the root process
+  // may replace (device, inode).
+  std::optional<std::pair<unsigned long long, unsigned long long>> stats_earlier;
   std::vector<Problem> problems;
 
   bool elevates_collectives() const { return policy.comm_priority; }

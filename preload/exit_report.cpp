@@ -9,6 +9,7 @@
 //   - any process at log level info or debug.
 // The stats file is written by a process that saw launches, or by the root process when no other
 // process wrote it (so a child's real numbers are not replaced by the root shell's zeros).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -72,7 +73,15 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   return s;
 }
 
-bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+// Whether the root process may write the stats file although it launched nothing: when no file is
+// there, or only the one an earlier run left (TANDEM_STATS_EARLIER). A file with another identity
+// was written by a process of this run that did launch, and its numbers stay.
+bool root_may_write(const PreloadConfig& config) {
+  struct stat st {};
+  if (::lstat(config.stats_file.c_str(), &st) != 0) return true;
+  return config.stats_earlier && config.stats_earlier->first == static_cast<unsigned long long>(st.st_dev) &&
+         config.stats_earlier->second == static_cast<unsigned long long>(st.st_ino);
+}
 
 // Written to a fresh temporary file and renamed (tandem/safe_file.h): a reader never sees half a
 // document, and a folder, a link or a device at that path is refused, never replaced.
@@ -90,7 +99,7 @@ void report() {
                         counters().communicators_created.load(std::memory_order_relaxed) > 0;
   const bool is_root = config.root_pid && *config.root_pid == static_cast<long>(getpid());
   const bool print = config.log_level != LogLevel::Error && (launched || is_root || config.log_level >= LogLevel::Info);
-  const bool write = !config.stats_file.empty() && (launched || (is_root && !file_exists(config.stats_file)));
+  const bool write = !config.stats_file.empty() && (launched || (is_root && root_may_write(config)));
   if (!print && !write) return;
   // A process that never launched never initialised, so its configuration problems (an invalid
   // TANDEM_POLICY...) were not logged yet; say them before the summary that reflects them.

@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "harness/metrics.h"
 #include "harness/tuner.h"
@@ -16,11 +15,6 @@
 namespace tandem::bench {
 namespace {
 
-// std::regex matches recursively: a line of megabytes (a progress bar without line breaks) could
-// exhaust the stack. A metric is printed on a short line; longer lines are searched in their first
-// this many characters.
-constexpr size_t kMaxLineChars = 64 * 1024;
-
 // A candidate's run without --timeout: this many times the slowest baseline run, plus kSlackSeconds.
 constexpr double kAutoTimeoutFactor = 3;
 constexpr double kSlackSeconds = 60;
@@ -29,16 +23,6 @@ std::string number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
-}
-
-std::optional<double> parse_number(const std::string& text) {
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin) return std::nullopt;
-  while (*end == ' ' || *end == '\t') ++end;
-  if (*end != '\0' || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 // Whether `a` is better than `b`.
@@ -52,58 +36,6 @@ std::string percent_text(double gain, double reference) {
 }
 
 }  // namespace
-
-ProgramMetric::ProgramMetric(const std::string& pattern, bool higher_is_better)
-    : pattern_(pattern), higher_is_better_(higher_is_better) {
-  TANDEM_CHECK_INPUT(!pattern.empty(), "--metric is empty: give a regular expression with one capture group");
-  try {
-    regex_ = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    TANDEM_USER_ERROR("--metric " + quoted_value(pattern) + " is not a valid regular expression (" + e.what() + ")");
-  }
-  TANDEM_CHECK_INPUT(regex_.mark_count() == 1,
-                     "--metric " + quoted_value(pattern) + " has " + std::to_string(regex_.mark_count()) +
-                         " capture groups; it needs exactly one, around the number (use (?:...) for others)");
-}
-
-std::string ProgramMetric::describe() const {
-  if (is_wall_time()) return "wall time (s), lower is better";
-  return "--metric " + quoted_value(pattern_) + (higher_is_better_ ? ", higher is better" : ", lower is better");
-}
-
-std::vector<double> ProgramMetric::values_in_text(const std::string& text,
-                                                  std::vector<std::string>* not_numbers) const {
-  std::vector<double> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find_first_of("\r\n", start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, std::min(end - start, kMaxLineChars));
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), regex_); it != std::sregex_iterator(); ++it) {
-      const std::string captured = (*it)[1].str();
-      if (const auto v = parse_number(captured))
-        out.push_back(*v);
-      else if (not_numbers)
-        not_numbers->push_back(captured);
-    }
-    start = end + 1;
-  }
-  return out;
-}
-
-std::vector<double> ProgramMetric::values_in_file(const std::string& path,
-                                                  std::vector<std::string>* not_numbers) const {
-  std::ifstream in(path, std::ios::binary);
-  TANDEM_REQUIRE(in, "cannot read the run log '" + path + "'");
-  std::vector<double> out;
-  // Line by line through std::getline (a log may be far larger than memory should hold); values_in_text
-  // splits the '\r'-separated redraws within a line.
-  for (std::string line; std::getline(in, line);) {
-    const auto values = values_in_text(line, not_numbers);
-    out.insert(out.end(), values.begin(), values.end());
-  }
-  return out;
-}
 
 std::vector<OverlapPolicy> program_candidates() {
   std::vector<OverlapPolicy> out = parse_policy_list("priority");
@@ -178,6 +110,7 @@ class ProgramTuner {
     run.process = run_process(signals, argv, run.log, timeout);
     if (run.process.interrupted) return false;
     judge(run, timeout);
+    if (signals.interrupted()) return false;  // its log was not read to the end: it does not count
     if (candidate == 0) {
       if (!run.failure.empty())
         TANDEM_USER_ERROR("the baseline run (the program without tandem, round " + std::to_string(round) +
