@@ -8,6 +8,7 @@
 #include "environment.h"
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
+#include "tandem/printable.h"
 
 namespace tandem::preload {
 namespace {
@@ -33,8 +34,8 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
   if (config.policy_text.front() == '@') {
     config.policy_valid = false;
     config.policy = OverlapPolicy{};
-    config.problems.push_back({LogLevel::Error, std::string(env::kPolicy) + "='" + config.policy_text +
-                                                    "' names a file, running with no controls: the interposer "
+    config.problems.push_back({LogLevel::Error, std::string(env::kPolicy) + "=" + quoted_value(config.policy_text) +
+                                                    " names a file, running with no controls: the interposer "
                                                     "reads no files; give the policy text, or use `tandem run "
                                                     "--policy @FILE`, which reads it"});
     return;
@@ -46,14 +47,36 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
     config.policy_valid = false;
     config.policy = OverlapPolicy{};  // no controls at all
     config.problems.push_back(
-        {LogLevel::Error, std::string(env::kPolicy) + "='" + config.policy_text +
-                              "' is invalid, running with no controls: " + without_location(e.what())});
+        {LogLevel::Error, std::string(env::kPolicy) + "=" + quoted_value(config.policy_text) +
+                              " is invalid, running with no controls: " + printable(without_location(e.what()))});
     return;
   }
   std::vector<IgnoredToken> ignored;
   config.policy = interposable_part(parsed, &ignored);
   for (const auto& token : ignored)
     config.problems.push_back({LogLevel::Warn, "policy token '" + token.token + "' " + token.reason});
+}
+
+// The NCCL variables that override what the policy's nccl-* tokens write into a communicator's
+// configuration: NCCL reads them after the configuration and lets them win.
+void find_overriding_nccl_variables(const EnvironmentLookup& lookup, PreloadConfig& config) {
+  const OverlapPolicy& p = config.policy;
+  const std::pair<bool, const char*> settings[] = {
+      {p.nccl_min_ctas.has_value(), "NCCL_MIN_CTAS"},
+      {p.nccl_max_ctas.has_value(), "NCCL_MAX_CTAS"},
+      {p.nccl_cga_cluster_size.has_value(), "NCCL_CGA_CLUSTER_SIZE"},
+      {p.nccl_cta_policy != NcclCtaPolicy::Default, "NCCL_CTA_POLICY"},
+  };
+  for (const auto& [named, variable] : settings) {
+    if (!named) continue;
+    const auto value = lookup(variable);
+    if (value && !value->empty()) config.nccl_variables.push_back(std::string(variable) + "=" + printable(*value, 40));
+  }
+  if (config.nccl_variables.empty()) return;
+  std::string names;
+  for (const auto& v : config.nccl_variables) names += (names.empty() ? "" : ", ") + v;
+  config.problems.push_back({LogLevel::Warn, "NCCL's variables win over the policy's nccl-* settings: " + names +
+                                                 " (unset them to let the policy configure the communicators)"});
 }
 
 }  // namespace
@@ -120,21 +143,22 @@ OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<Ignored
 PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
   PreloadConfig config;
   parse_policy_variable(lookup(env::kPolicy), config);
+  find_overriding_nccl_variables(lookup, config);
 
   if (const auto level = lookup(env::kLogLevel); level && !trim(*level).empty()) {
     if (const auto parsed = parse_log_level(*level)) {
       config.log_level = *parsed;
     } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kLogLevel) + "='" + *level +
-                                                     "' is not one of error|warn|info|debug; using warn"});
+      config.problems.push_back({LogLevel::Warn, std::string(env::kLogLevel) + "=" + quoted_value(*level) +
+                                                     " is not one of error|warn|info|debug; using warn"});
     }
   }
   if (const auto when = lookup(env::kShapeWhen); when && !trim(*when).empty()) {
     if (const auto parsed = parse_shape_when(*when)) {
       config.shape_when = *parsed;
     } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kShapeWhen) + "='" + *when +
-                                                     "' is not one of always|in-flight; using always"});
+      config.problems.push_back({LogLevel::Warn, std::string(env::kShapeWhen) + "=" + quoted_value(*when) +
+                                                     " is not one of always|in-flight; using always"});
     }
   }
   if (const auto include = lookup(env::kInclude)) config.include_patterns = split_patterns(*include);

@@ -39,6 +39,9 @@ struct PreloadConfig {
   // may replace (device, inode).
   std::optional<std::pair<unsigned long long, unsigned long long>> stats_earlier;
   std::vector<Problem> problems;
+  // NCCL's own variables the user set that override the policy's nccl-* settings, as NAME=value
+  // (printable): NCCL lets its variables win over a communicator's configuration.
+  std::vector<std::string> nccl_variables;
 
   bool elevates_collectives() const { return policy.comm_priority; }
   bool shapes_compute() const { return policy.shape.kind != ShapeTarget::Kind::None; }

@@ -21,6 +21,7 @@
 #include "nccl_settings.h"
 #include "runtime.h"
 #include "tandem/nccl_config.h"
+#include "tandem/printable.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::preload {
@@ -54,13 +55,14 @@ std::string describe_footprint(uint64_t packed) {
 Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   Snapshot s;
   s.pid = static_cast<long>(getpid());
-  s.policy = config.policy_text;
+  s.policy = printable(config.policy_text, 2000);  // from the environment: anything, of any length
   s.policy_valid = config.policy_valid;
   s.shape_when = to_string(config.shape_when);
   s.log_level = to_string(config.log_level);
   fill_counters(counters(), s);
   const OverlapPolicy settings = communicator_settings(config.policy);
   if (!uses_default_nccl_settings(settings)) s.communicator_settings = to_string(settings);
+  s.nccl_variables = config.nccl_variables;
   if (!rt) return s;
   s.last_collective_footprint = describe_footprint(rt->last_collective.load(std::memory_order_relaxed));
   rt->functions.for_each([&](FunctionRecord& r) {
@@ -87,7 +89,7 @@ bool root_may_write(const PreloadConfig& config) {
 // document, and a folder, a link or a device at that path is refused, never replaced.
 void write_stats_file(const std::string& path, const std::string& text) {
   const std::string error = try_write_file_atomically(path, text);
-  if (!error.empty()) log(LogLevel::Warn, "stats file not written: %s", error.c_str());
+  if (!error.empty()) log(LogLevel::Warn, "stats file not written: %s", printable(error, 1000).c_str());
 }
 
 void report() {

@@ -1,5 +1,7 @@
 #include "nccl_route.h"
 
+#include "stats.h"
+
 namespace tandem::preload {
 
 const char* to_string(CollectiveKind kind) {
@@ -80,7 +82,8 @@ RouteOutcome decide_route(const CollectiveRequest& r, const RouteFacts& facts) {
 
 uint64_t payload_bytes(const CollectiveRequest& r) {
   const uint64_t ranks = r.kind == CollectiveKind::AllReduce || r.nranks <= 0 ? 1 : static_cast<uint64_t>(r.nranks);
-  return static_cast<uint64_t>(r.count) * r.element_bytes * ranks;
+  // Saturating (stats.h): a count no buffer has (SIZE_MAX) must not wrap into a small total.
+  return saturating_product(saturating_product(static_cast<uint64_t>(r.count), r.element_bytes), ranks);
 }
 
 }  // namespace tandem::preload

@@ -25,6 +25,18 @@ nlohmann::json reasons_json(const std::vector<std::pair<std::string, uint64_t>>&
   return j;
 }
 
+// A byte total as the summary shows it; a saturated one says so.
+std::string bytes_text(uint64_t bytes) {
+  return bytes == kSaturated ? "more than " + std::to_string(kSaturated - 1) + " B (saturated)"
+                             : std::to_string(bytes) + " B";
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 nlohmann::json kernel_json(const KernelSummary& k) {
   return {{"name", k.name}, {"kind", k.kind}, {"launches", k.launches}, {"decision", k.decision}};
 }
@@ -139,15 +151,18 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            std::to_string(s.cublaslt_descriptors_capped) + " cuBLASLt descriptors (" +
                            std::to_string(s.cublas_cap_failures) + " failed)");
   if (s.communicators_created || !s.collectives.empty())
-    out += line(s.pid, "nccl communicators: " + std::to_string(s.communicators_created) + " created, " +
-                           std::to_string(s.communicators_configured) + " configured (" +
-                           (s.communicator_settings.empty() ? "no nccl-* settings" : s.communicator_settings) + "), " +
-                           std::to_string(s.communicators_unconfigured) + " left unconfigured, " +
-                           std::to_string(s.communicators_destroyed) + " destroyed");
+    out += line(
+        s.pid,
+        "nccl communicators: " + std::to_string(s.communicators_created) + " created, " +
+            std::to_string(s.communicators_configured) + " configured (" +
+            (s.communicator_settings.empty() ? "no nccl-* settings" : s.communicator_settings) + "), " +
+            std::to_string(s.communicators_unconfigured) + " left unconfigured, " +
+            std::to_string(s.communicators_destroyed) + " destroyed" +
+            (s.nccl_variables.empty() ? "" : "; NCCL's variables win over these settings: " + join(s.nccl_variables)));
   for (const auto& c : s.collectives) {
     const uint64_t by_nccl = c.calls - c.copy_engine;
-    out += line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
-                           " B; copy-engine " + std::to_string(c.copy_engine) + ", nccl " + std::to_string(by_nccl) +
+    out += line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + bytes_text(c.bytes) + "; copy-engine " +
+                           std::to_string(c.copy_engine) + ", nccl " + std::to_string(by_nccl) +
                            (by_nccl ? " (" + join_reasons(c.nccl_routes) + ")" : ""));
   }
   uint64_t routed = 0;
@@ -181,9 +196,13 @@ std::string render_json(const Snapshot& s) {
   }
   nlohmann::json collectives = nlohmann::json::object();
   for (const auto& c : s.collectives)
-    collectives[c.name] = {
-        {"calls", c.calls}, {"bytes", c.bytes}, {"copy_engine", c.copy_engine}, {"nccl", reasons_json(c.nccl_routes)}};
+    collectives[c.name] = {{"calls", c.calls},
+                           {"bytes", c.bytes},
+                           {"bytes_saturated", c.bytes == kSaturated},
+                           {"copy_engine", c.copy_engine},
+                           {"nccl", reasons_json(c.nccl_routes)}};
   nlohmann::json j = {
+      {"schema_version", kStatsSchemaVersion},
       {"pid", s.pid},
       {"policy", s.policy},
       {"policy_valid", s.policy_valid},
@@ -213,7 +232,8 @@ std::string render_json(const Snapshot& s) {
         {"configured", s.communicators_configured},
         {"unconfigured", s.communicators_unconfigured},
         {"destroyed", s.communicators_destroyed},
-        {"settings", s.communicator_settings}}},
+        {"settings", s.communicator_settings},
+        {"overridden_by_variables", s.nccl_variables}}},
       {"nccl_collectives", collectives},
       {"copy_engine_route",
        {{"staged_bytes", s.copy_engine_staged_bytes},
@@ -223,7 +243,9 @@ std::string render_json(const Snapshot& s) {
       {"top_kernels", top},
       {"kernels", kernels},
   };
-  return j.dump(2) + "\n";
+  // Text from the environment (a policy, a kernel name) is shown escaped by the snapshot; replacing
+  // any invalid UTF-8 left is the last guard: the file is always written.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace tandem::preload

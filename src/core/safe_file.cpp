@@ -1,6 +1,7 @@
 #include "tandem/safe_file.h"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "tandem/error.h"
 
@@ -62,17 +64,31 @@ std::string refusal_for_existing(const std::string& path) {
   return quoted(path) + " is not a regular file (a FIFO, socket or device)";
 }
 
-// The mode open(2) would give a new file: 0666 without the process's umask bits. umask(2) can only
-// be read by setting it, which races with other threads, so it is read from /proc.
-mode_t new_file_mode() {
-  mode_t mask = 022;
-  if (FILE* status = std::fopen("/proc/self/status", "re")) {
-    char line[128];
-    while (std::fgets(line, sizeof line, status))
-      if (std::strncmp(line, "Umask:", 6) == 0) mask = static_cast<mode_t>(std::strtoul(line + 6, nullptr, 8));
-    std::fclose(status);
+// A new temporary file "<folder>/.<name>.tmp.XXXXXX", created with O_CREAT | O_EXCL | O_NOFOLLOW:
+// it fails rather than open a file or a link someone planted under that name. Mode 0666 as open(2)
+// gives it, less the umask (or as the folder's default ACL says): nothing needs reading the umask,
+// which the interposer could only do through /proc at exit. -1 with errno on failure.
+int create_temporary(const std::string& folder, const std::string& name, std::string& temporary) {
+  static const char kDigits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    unsigned char random[6] = {};
+    if (::getrandom(random, sizeof random, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof random)) {
+      // No entropy yet (early boot): the pid, the time and the attempt still make collisions rare,
+      // and O_EXCL makes them harmless.
+      timespec now{};
+      ::clock_gettime(CLOCK_MONOTONIC, &now);
+      const unsigned long long mix = static_cast<unsigned long long>(now.tv_nsec) ^
+                                     (static_cast<unsigned long long>(::getpid()) << 20) ^
+                                     static_cast<unsigned long long>(attempt);
+      for (size_t i = 0; i < sizeof random; ++i) random[i] = static_cast<unsigned char>(mix >> (8 * i));
+    }
+    std::string suffix;
+    for (unsigned char r : random) suffix += kDigits[r % (sizeof kDigits - 1)];
+    temporary = folder + "/." + name + ".tmp." + suffix;
+    const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
   }
-  return 0666 & ~mask;
+  return -1;
 }
 
 }  // namespace
@@ -81,11 +97,9 @@ std::string try_write_file_atomically(const std::string& path, std::string_view 
   try {
     if (path.empty()) return "no file name given";
     if (std::string refusal = refusal_for_existing(path); !refusal.empty()) return "cannot write " + refusal;
-    // The temporary file sits beside the destination (rename() cannot cross file systems). mkostemp
-    // creates it with O_CREAT | O_EXCL and mode 0600: it fails rather than open a file or a link
-    // that someone planted under that name.
-    std::string temporary = folder_of(path) + "/." + base_of(path) + ".tmp.XXXXXX";
-    const int fd = ::mkostemp(temporary.data(), O_CLOEXEC);
+    // The temporary file sits beside the destination (rename() cannot cross file systems).
+    std::string temporary;
+    const int fd = create_temporary(folder_of(path), base_of(path), temporary);
     if (fd < 0) return "cannot create a file in " + quoted(folder_of(path)) + ": " + std::strerror(errno);
     size_t written = 0;
     int write_error = 0;
@@ -98,7 +112,6 @@ std::string try_write_file_atomically(const std::string& path, std::string_view 
       }
       written += static_cast<size_t>(n);
     }
-    if (!write_error && ::fchmod(fd, new_file_mode()) != 0) write_error = errno;
     if (::close(fd) != 0 && !write_error) write_error = errno;
     // rename() replaces the destination's directory entry: a link put there since the check above is
     // replaced, not followed; another user's file in a sticky folder is refused (EPERM).

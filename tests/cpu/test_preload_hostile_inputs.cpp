@@ -1,0 +1,127 @@
+// The interposer's answers to hostile values (docs/RELIABILITY.md): environment variables with
+// escapes and invalid UTF-8, NCCL variables that override the policy, CTA bounds of the program's that
+// contradict the policy's, collective sizes whose byte totals would wrap.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "preload/config.h"
+#include "preload/nccl_route.h"
+#include "preload/nccl_settings.h"
+#include "preload/stats.h"
+#include "tandem/printable.h"
+#include "test_preload_paths.h"
+#include "test_run_contract_shell.h"
+
+namespace tandem::preload {
+namespace {
+
+using tandem_run_contract_test::run_shell;
+using tandem_run_contract_test::ScratchFolder;
+using tandem_run_contract_test::sh_quoted;
+using tandem_test::read_text;
+
+PreloadConfig parse(const std::map<std::string, std::string>& vars) {
+  return parse_config(
+      [&](const char* name) -> std::optional<std::string> {
+        const auto it = vars.find(name);
+        if (it == vars.end()) return std::nullopt;
+        return it->second;
+      },
+      4242);
+}
+
+TEST(preload_hostile, EchoedVariablesArePrintable) {
+  const auto c = parse({{"TANDEM_POLICY", "shape:2\x1b[31m\n+x"},
+                        {"TANDEM_LOG_LEVEL", "loud\x1b]0;title\x07"},
+                        {"TANDEM_SHAPE_WHEN", std::string("nev\0er", 6)}});
+  ASSERT_EQ(c.problems.size(), 3u);
+  for (const auto& p : c.problems) EXPECT_TRUE(is_printable(p.message)) << p.message;
+  EXPECT_NE(c.problems[0].message.find("TANDEM_POLICY='shape:2\\x1b[31m\\n+x' is invalid"), std::string::npos)
+      << c.problems[0].message;
+}
+
+TEST(preload_hostile, NcclVariablesThatOverrideThePolicyAreNamed) {
+  const auto c = parse({{"TANDEM_POLICY", "nccl-ctas:..4+nccl-cga:1"},
+                        {"NCCL_MAX_CTAS", "16"},
+                        {"NCCL_CGA_CLUSTER_SIZE", "4"},
+                        {"NCCL_CTA_POLICY", "1"}});  // the policy names no CTA policy: no conflict
+  EXPECT_EQ(c.nccl_variables, (std::vector<std::string>{"NCCL_MAX_CTAS=16", "NCCL_CGA_CLUSTER_SIZE=4"}));
+  bool warned = false;
+  for (const auto& p : c.problems)
+    warned = warned || (p.level == LogLevel::Warn &&
+                        p.message.find("NCCL's variables win over the policy's nccl-* settings: NCCL_MAX_CTAS=16, "
+                                       "NCCL_CGA_CLUSTER_SIZE=4") != std::string::npos);
+  EXPECT_TRUE(warned);
+  Snapshot s;
+  s.communicators_created = 1;
+  s.communicator_settings = "nccl-ctas:..4+nccl-cga:1";
+  s.nccl_variables = c.nccl_variables;
+  EXPECT_NE(render_text(s, 10).find("NCCL's variables win over these settings: NCCL_MAX_CTAS=16, NCCL_CGA_CLUSTER_SIZE=4"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(render_json(s))["nccl_communicators"]["overridden_by_variables"].size(), 2u);
+  EXPECT_TRUE(parse({{"TANDEM_POLICY", "priority"}, {"NCCL_MAX_CTAS", "16"}}).nccl_variables.empty());
+}
+
+TEST(preload_hostile, TheProgramsCtaBoundsFollowThePolicys) {
+  ncclConfig_t program = NCCL_CONFIG_INITIALIZER;
+  program.minCTAs = 32;
+  auto c = overlay_config(parse_policy("nccl-ctas:..4"), &program);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->get()->minCTAs, 4);  // clamped to the policy's maximum
+  EXPECT_EQ(c->get()->maxCTAs, 4);
+  program = NCCL_CONFIG_INITIALIZER;
+  program.maxCTAs = 2;
+  c = overlay_config(parse_policy("nccl-ctas:8.."), &program);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->get()->minCTAs, 8);
+  EXPECT_EQ(c->get()->maxCTAs, 8);  // raised to the policy's minimum
+  program = NCCL_CONFIG_INITIALIZER;
+  program.minCTAs = 2;
+  c = overlay_config(parse_policy("nccl-ctas:..4"), &program);
+  EXPECT_EQ(c->get()->minCTAs, 2);  // consistent already: the program's own bound stays
+}
+
+TEST(preload_hostile, ByteTotalsSaturateInsteadOfWrapping) {
+  CollectiveRequest r;
+  r.kind = CollectiveKind::AllGather;
+  r.count = SIZE_MAX;
+  r.element_bytes = 2;
+  r.nranks = 8;
+  EXPECT_EQ(payload_bytes(r), kSaturated);
+  Counters counters;
+  counters.count_collective(CollectiveKind::AllReduce, RouteOutcome::NotRequested, kSaturated - 10);
+  counters.count_collective(CollectiveKind::AllReduce, RouteOutcome::NotRequested, 382);
+  Snapshot s;
+  fill_counters(counters, s);
+  ASSERT_FALSE(s.collectives.empty());
+  EXPECT_EQ(s.collectives[0].bytes, kSaturated);
+  EXPECT_NE(render_text(s, 10).find("ncclAllReduce: 2 calls, more than 18446744073709551614 B (saturated)"),
+            std::string::npos)
+      << render_text(s, 10);
+  const auto j = nlohmann::json::parse(render_json(s));
+  EXPECT_EQ(j["nccl_collectives"]["ncclAllReduce"]["bytes_saturated"], true);
+  EXPECT_EQ(j["schema_version"], kStatsSchemaVersion);
+}
+
+// The stats file of a process whose TANDEM_POLICY is not UTF-8: written, valid JSON, the policy escaped.
+TEST(preload_hostile, ANonUtf8PolicyStillWritesTheStatsFile) {
+  ScratchFolder scratch;
+  const std::string stats = scratch.path("s.json").string();
+  const auto r = run_shell("sh -c 'exec env TANDEM_ROOT_PID=$$ LD_PRELOAD=" +
+                           sh_quoted(tandem_preload_test::preload_library_path()) +
+                           " TANDEM_POLICY=\"$(printf \"prio\\377rity\")\" TANDEM_LOG_LEVEL=error TANDEM_STATS_FILE=" +
+                           stats + " /bin/true'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(read_text(stats));
+  EXPECT_EQ(j["policy"], "prio\\xffrity");
+  EXPECT_EQ(j["policy_valid"], false);
+  EXPECT_EQ(j["schema_version"], kStatsSchemaVersion);
+}
+
+}  // namespace
+}  // namespace tandem::preload
