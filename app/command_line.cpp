@@ -18,6 +18,8 @@ void set_command_line(int argc, char** argv) {
   stored() = bench::shell_command(args);
 }
 
+void set_command_line_text(const std::string& line) { stored() = line; }
+
 const std::string& command_line() { return stored(); }
 
 const CLI::Validator& decimal_number() {

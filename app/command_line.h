@@ -5,6 +5,8 @@
 
 namespace tandem::cli {
 void set_command_line(int argc, char** argv);
+// The same, already joined: how the GPU commands module learns it (gpu_commands.h).
+void set_command_line_text(const std::string& line);
 const std::string& command_line();
 
 // A number written in decimal: digits with an optional sign, point and exponent. CLI11 alone would

@@ -51,9 +51,7 @@ bool object_defines(const dl_phdr_info& info, const char* name) {
   if (!dynamic || dynamic == _DYNAMIC) return false;
   // glibc rewrites these addresses in place when it maps an object; a read-only dynamic section
   // (the vDSO) keeps them relative to the object's base.
-  const auto address = [&](ElfW(Addr) value) {
-    return value < info.dlpi_addr ? info.dlpi_addr + value : value;
-  };
+  const auto address = [&](ElfW(Addr) value) { return value < info.dlpi_addr ? info.dlpi_addr + value : value; };
   const ElfW(Sym)* symbols = nullptr;
   const char* strings = nullptr;
   const uint32_t* gnu = nullptr;

@@ -41,8 +41,8 @@ std::set<std::string> lines_with(const std::string& command, const std::string& 
 // The libraries an ELF file names in DT_NEEDED (readelf, from binutils, as the build uses).
 std::set<std::string> needed(const std::string& file) {
   std::set<std::string> out;
-  for (const auto& line : lines_with("readelf -dW " + sh_quoted(file) + " | sed -n 's/.*(NEEDED).*\\[\\(.*\\)\\]/N:\\1/p'",
-                                     "N:"))
+  for (const auto& line :
+       lines_with("readelf -dW " + sh_quoted(file) + " | sed -n 's/.*(NEEDED).*\\[\\(.*\\)\\]/N:\\1/p'", "N:"))
     out.insert(line);
   return out;
 }
@@ -106,8 +106,9 @@ TEST(preload_environments, NothingIsOpenedAtExitWithoutAStatsFile) {
   if (run_shell("command -v strace").status != 0) GTEST_SKIP() << "strace not installed";
   ScratchFolder scratch;
   const std::string trace = scratch.path("trace").string();
-  const Result r = run_shell("strace -f -qq -e trace=open,openat -o " + trace + " env LD_PRELOAD=" + sh_quoted(kPreload) +
-                             " TANDEM_ROOT_PID= TANDEM_LOG_LEVEL=error /bin/true");
+  const Result r =
+      run_shell("strace -f -qq -e trace=open,openat -o " + trace + " env LD_PRELOAD=" + sh_quoted(kPreload) +
+                " TANDEM_ROOT_PID= TANDEM_LOG_LEVEL=error /bin/true");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(tandem_test::read_text(trace).find("/proc/self/status"), std::string::npos);
   // With a stats file: that file, and still no /proc (the new file's mode comes from open(2) itself).

@@ -61,8 +61,9 @@ TEST(preload_hostile, NcclVariablesThatOverrideThePolicyAreNamed) {
   s.communicators_created = 1;
   s.communicator_settings = "nccl-ctas:..4+nccl-cga:1";
   s.nccl_variables = c.nccl_variables;
-  EXPECT_NE(render_text(s, 10).find("NCCL's variables win over these settings: NCCL_MAX_CTAS=16, NCCL_CGA_CLUSTER_SIZE=4"),
-            std::string::npos);
+  EXPECT_NE(
+      render_text(s, 10).find("NCCL's variables win over these settings: NCCL_MAX_CTAS=16, NCCL_CGA_CLUSTER_SIZE=4"),
+      std::string::npos);
   EXPECT_EQ(nlohmann::json::parse(render_json(s))["nccl_communicators"]["overridden_by_variables"].size(), 2u);
   EXPECT_TRUE(parse({{"TANDEM_POLICY", "priority"}, {"NCCL_MAX_CTAS", "16"}}).nccl_variables.empty());
 }
@@ -112,10 +113,10 @@ TEST(preload_hostile, ByteTotalsSaturateInsteadOfWrapping) {
 TEST(preload_hostile, ANonUtf8PolicyStillWritesTheStatsFile) {
   ScratchFolder scratch;
   const std::string stats = scratch.path("s.json").string();
-  const auto r = run_shell("sh -c 'exec env TANDEM_ROOT_PID=$$ LD_PRELOAD=" +
-                           sh_quoted(tandem_preload_test::preload_library_path()) +
-                           " TANDEM_POLICY=\"$(printf \"prio\\377rity\")\" TANDEM_LOG_LEVEL=error TANDEM_STATS_FILE=" +
-                           stats + " /bin/true'");
+  const auto r = run_shell(
+      "sh -c 'exec env TANDEM_ROOT_PID=$$ LD_PRELOAD=" + sh_quoted(tandem_preload_test::preload_library_path()) +
+      " TANDEM_POLICY=\"$(printf \"prio\\377rity\")\" TANDEM_LOG_LEVEL=error TANDEM_STATS_FILE=" + stats +
+      " /bin/true'");
   ASSERT_EQ(r.status, 0) << r.err;
   const auto j = nlohmann::json::parse(read_text(stats));
   EXPECT_EQ(j["policy"], "prio\\xffrity");
