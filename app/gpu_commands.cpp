@@ -44,7 +44,8 @@ const GpuCommands& gpu_commands() {
   }
   std::string where;
   for (const auto& t : tried) where += (where.empty() ? "" : ", ") + t;
-  TANDEM_THROW("cannot find libtandem_gpu_commands.so (looked for " + where + "); build the tandem_gpu_commands target");
+  TANDEM_THROW("cannot find libtandem_gpu_commands.so (looked for " + where +
+               "); build the tandem_gpu_commands target");
 }
 
 }  // namespace tandem::cli

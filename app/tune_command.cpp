@@ -25,8 +25,6 @@
 namespace tandem::cli {
 namespace {
 
-
-
 // What a case's policy file says was tuned: the case and the GPUs.
 std::string case_line(const bench::Row& r, const bench::RunInfo& info) {
   return r.workload + " x " + r.collective + " " + bench::size_text(r.bytes) + " " + r.dtype + " on " +
