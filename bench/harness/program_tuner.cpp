@@ -220,8 +220,8 @@ ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, boo
   return d;
 }
 
-std::string program_stats_text(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
-                               const ProgramMetric& metric) {
+std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
+                                             const ProgramMetric& metric) {
   std::vector<const PolicyStats*> ranked;
   for (size_t i = 1; i < stats.size(); ++i) ranked.push_back(&stats[i]);
   // Qualified candidates best first, then the disqualified in their order.
@@ -230,28 +230,24 @@ std::string program_stats_text(const std::vector<PolicyStats>& stats, const Prog
     return a->disqualified.empty() && better(a->median, b->median, metric.higher_is_better());
   });
   ranked.insert(ranked.begin(), &stats[0]);
-  char line[512];
-  std::string out;
-  std::snprintf(line, sizeof line, "# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread",
-                "vs base", "status");
-  out += line;
   const double base = stats[0].median;
+  std::vector<ProgramPolicyLine> table;
   for (const PolicyStats* s : ranked) {
-    std::string status = s->candidate == 0 ? "baseline (no tandem)" : s->disqualified.empty() ? "ok" : "disqualified";
-    if (decision.winner && stats[*decision.winner].candidate == s->candidate) status = "WINNER";
-    if (!s->disqualified.empty()) status += ": " + s->disqualified;
-    if (s->values.empty()) {
-      std::snprintf(line, sizeof line, "  %-40s %12s %12s %12s %12s %8s  ", s->policy.c_str(), "-", "-", "-", "-", "-");
-    } else {
-      char vs[16] = "-";
-      if (s->candidate != 0 && base != 0)
-        std::snprintf(vs, sizeof vs, "%+.1f%%", 100.0 * (s->median - base) / std::fabs(base));
-      std::snprintf(line, sizeof line, "  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", s->policy.c_str(), s->median,
-                    s->min, s->max, s->spread(), vs);
-    }
-    out += line + printable(status, 1000) + "\n";
+    ProgramPolicyLine line;
+    line.policy = s->policy;
+    line.status = s->candidate == 0 ? "baseline (no tandem)" : s->disqualified.empty() ? "ok" : "disqualified";
+    if (decision.winner && stats[*decision.winner].candidate == s->candidate) line.status = "WINNER";
+    if (!s->disqualified.empty()) line.status += ": " + s->disqualified;
+    line.measured = !s->values.empty();
+    line.median = s->median;
+    line.min = s->min;
+    line.max = s->max;
+    line.spread = s->spread();
+    if (line.measured && s->candidate != 0 && base != 0)
+      line.vs_baseline_percent = 100.0 * (s->median - base) / std::fabs(base);
+    table.push_back(line);
   }
-  return out;
+  return table;
 }
 
 nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,

@@ -16,6 +16,7 @@
 
 #include "harness/program_metric.h"
 #include "harness/program_process.h"
+#include "report/program_tune_report.h"
 #include "tandem/policy.h"
 
 namespace tandem::bench {
@@ -96,9 +97,10 @@ ProgramTuneResult tune_program(const ProgramTuneOptions& options, const ProgramT
 // The run's log file name in the logs folder: "round1-baseline.log", "round2-shape-2+priority.log".
 std::string program_run_log_name(int round, const std::string& policy);
 
-// Fixed-column table of the stats, best first after the baseline, for the report on stdout.
-std::string program_stats_text(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
-                               const ProgramMetric& metric);
+// The results table's lines (report/program_tune_report.h): the baseline, then the candidates best
+// first, the disqualified last.
+std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
+                                             const ProgramMetric& metric);
 
 // The runs and stats as JSON: the "policies", "runs" and "decision" members of the --json document.
 nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,
