@@ -38,12 +38,14 @@ void ProgramTuneConsoleReporter::report_context(const ProgramTuneContext& c) {
                c.info.date.c_str());
   std::fprintf(out_, "# program    %s\n", printable(c.program, 1000).c_str());
   std::fprintf(out_, "# metric     %s\n", printable(c.metric, 1000).c_str());
-  std::fprintf(out_, "# rounds     %d: the baseline (the program without tandem), then %zu candidates rotated per round\n",
+  std::fprintf(out_,
+               "# rounds     %d: the baseline (the program without tandem), then %zu candidates rotated per round\n",
                c.rounds, c.candidates);
   if (c.timeout_s > 0)
     std::fprintf(out_, "# timeout    %s s per run\n", value_text(c.timeout_s).c_str());
   else
-    std::fprintf(out_, "# timeout    none for the baseline; a candidate run after 3 x the slowest baseline run + 60 s\n");
+    std::fprintf(out_,
+                 "# timeout    none for the baseline; a candidate run after 3 x the slowest baseline run + 60 s\n");
   std::fprintf(out_, "# logs       %s\n", printable(c.logs, 1000).c_str());
   std::fflush(out_);
 }

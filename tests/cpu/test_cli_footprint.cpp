@@ -44,6 +44,18 @@ TEST(cli_footprint, SubcommandsWithoutTheGpuStartUnderATightAddressSpaceLimit) {
   }
 }
 
+// An empty environment (no HOME, no TMPDIR: a cron job, a container's entry point): /tmp stands in.
+TEST(cli_footprint, SubcommandsNeedNeitherHomeNorTmpdir) {
+  ScratchFolder dir;
+  for (const std::string command :
+       {"run --log-level error -- /bin/true", "tune -q --rounds 1 --candidates priority -- /bin/true",
+        "plan --gpu h200 --kernel threads=256,regs=64"}) {
+    const Result r =
+        run_shell("cd " + sh_quoted(dir.str()) + " && env -i PATH=/usr/bin:/bin " + sh_quoted(kTandem) + " " + command);
+    EXPECT_EQ(r.status, 0) << command << ": " << r.err;
+  }
+}
+
 // A subcommand that needs the GPU libraries where they cannot be loaded: one line naming the module.
 TEST(cli_footprint, AGpuSubcommandThatCannotLoadItsLibrariesSaysSo) {
   const Result r = run_shell(kLimit + sh_quoted(kTandem) + " info");

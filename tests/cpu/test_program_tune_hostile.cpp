@@ -178,13 +178,16 @@ TEST(program_tune_hostile, CarriageReturnOutputIsReadInBoundedMemory) {
 TEST(program_tune_hostile, WorkersInTheirOwnSessionEndWithTheRun) {
   ScratchFolder dir;
   const std::string d = sh_quoted(dir.str());
+  // The baseline leaves a worker behind and exits; the candidate starts another and hangs until the
+  // time limit.
   const std::string program = "sh -c 'setsid sleep 60 & echo $! > " + d +
-                              "/left; if [ -n \"$TANDEM_POLICY\" ]; then setsid sleep 61 & echo $! > " + d +
-                              "/hung; wait; fi'";
+                              "/left-${TANDEM_POLICY:-baseline}; if [ -n \"$TANDEM_POLICY\" ]; then setsid sleep 61 & "
+                              "echo $! > " +
+                              d + "/hung; wait; fi'";
   const Result r = tune(dir, "--logs logs --rounds 1 --timeout 3 --candidates priority", program);
   EXPECT_EQ(r.status, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("timed out after 3 s"), std::string::npos) << r.out;
-  for (const char* name : {"left", "hung"}) {
+  for (const char* name : {"left-baseline", "left-priority", "hung"}) {
     const pid_t worker = static_cast<pid_t>(std::atoi(read_text(dir.path(name)).c_str()));
     ASSERT_GT(worker, 0) << name;
     EXPECT_TRUE(gone_within(worker, 10)) << name << ": the worker outlived its run";
