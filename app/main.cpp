@@ -24,6 +24,16 @@ void print_error(const std::string& message, const std::string& suffix = "") {
   std::fprintf(stderr, "tandem: error: %s%s\n", tandem::printable(message, kMessageChars).c_str(), suffix.c_str());
 }
 
+// What was printed must have reached its destination: `tandem plan > /dev/full` is a failure.
+int output_written(int exit_code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    print_error(std::string("cannot write the standard output: ") + (errno ? std::strerror(errno) : "a write failed"));
+    return 1;
+  }
+  return exit_code;
+}
+
 bool has_subcommand(const CLI::App& app, const std::string& name) {
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
     if (sub->check_name(name)) return true;
@@ -55,7 +65,7 @@ int main(int argc, char** argv) {
                         ": expected bench, info, plan, run or tune (see --help)");
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return output_written(app.exit(e));  // --help and --version print here
   } catch (const tandem::UserError& e) {
     print_error(e.message());  // the user's mistake: the line names it; where tandem noticed is noise
     return 1;
@@ -68,11 +78,5 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return 1;
   }
-  // What was printed must have reached its destination: `tandem plan > /dev/full` is a failure.
-  errno = 0;
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    print_error(std::string("cannot write the standard output: ") + (errno ? std::strerror(errno) : "a write failed"));
-    return 1;
-  }
-  return exit_code;
+  return output_written(exit_code);
 }
