@@ -28,8 +28,7 @@ TEST(cli_hostile, OutputToAFullDeviceIsAFailure) {
   for (const std::string command : {"plan --gpu h200 --kernel threads=256,regs=64", "--help", "info --help"}) {
     const Result r = run_shell(kTandem + " " + command + " > /dev/full");
     EXPECT_EQ(r.status, 1) << command;
-    EXPECT_NE(r.err.find("tandem: error: cannot write the standard output: No space left on device"),
-              std::string::npos)
+    EXPECT_NE(r.err.find("tandem: error: cannot write the standard output: No space left on device"), std::string::npos)
         << command << ": " << r.err;
   }
 }
