@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "commands.h"
-#include "harness/bench_options.h"
 #include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/footprint_text.h"
@@ -179,7 +178,7 @@ void run_plan(const PlanOptions& opt) {
   TANDEM_CHECK_INPUT(residency(gpu, comm).blocks_per_sm >= 1, "comm " + footprint_to_string(comm) +
                                                                   " cannot be resident on " + key + " (" +
                                                                   to_string(residency(gpu, comm).limiter) + ")");
-  checking_input([&] { bench::check_output_files({{"--json", opt.json_path}}); });
+  checking_input([&] { require_writable_outputs({{"--json", opt.json_path}}); });
 
   const auto chosen = least_shaping_with_room(gpu, kernel, comm);
   const auto levels = plan_levels(gpu, kernel, comm, chosen);

@@ -14,6 +14,7 @@
 #include "commands.h"
 #include "run_child.h"
 #include "run_environment.h"
+#include "run_stats_check.h"
 #include "run_timeline.h"
 #include "tandem/error.h"
 #include "tandem/policy.h"
@@ -38,6 +39,9 @@ void print_environment(const std::vector<EnvChange>& changes) {
 }
 
 int run(RunOptions options) {
+  // First, before tandem writes anything: a closed stderr or pipe must not end `tandem run`, and
+  // the program must still get the signal dispositions `tandem run` was given (run_child.h).
+  process::Supervisor supervisor(run_signal_plan());
   // Everything is checked before the program starts. The policy (and an @FILE, read here once) is
   // handed to the interposer as its canonical text: the interposer reads no file.
   // What fails here is the user's input (a policy, a file, TANDEM_PRELOAD_LIB): one plain line.
@@ -45,20 +49,17 @@ int run(RunOptions options) {
   options.policy = to_string(policy);
   const std::string library = checking_input([] { return locate_preload_library(); });
   options.stats_file = absolute_path(options.stats_file);
-  if (!options.stats_file.empty()) {
-    checking_input([&] { require_writable(options.stats_file, "--stats"); });
-    // A stats file left by an earlier run must not pass for this run's (with %p each process writes
-    // its own file, so there is nothing to remove). require_writable has refused anything but a
-    // regular file, so only such a file is removed.
-    if (options.stats_file.find("%p") == std::string::npos) ::unlink(options.stats_file.c_str());
-  }
+  if (!options.stats_file.empty()) checking_input([&] { require_stats_path(options.stats_file); });
+  // A stats file left by an earlier run is kept until this run's replaces it (run_stats_check.h).
+  const StatsFileWatch stats_watch(options.stats_file, options.log_level != "error");
   const RunTimeline timeline = checking_input([&] { return prepare_timeline(options); });
   auto environment = child_environment(options, policy, library, std::getenv("LD_PRELOAD"));
   for (auto& change : timeline_environment(timeline, library, std::getenv(env::kNvtxInjection)))
     environment.push_back(std::move(change));
   if (options.log_level == "info" || options.log_level == "debug") print_environment(environment);
-  const int status = run_child(options.command, environment);
+  const int status = run_child(supervisor, options.command, environment);
   finish_timeline(timeline);
+  stats_watch.warn_if_not_rewritten();
   return status;
 }
 

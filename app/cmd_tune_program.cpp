@@ -5,14 +5,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <set>
 
 #include "command_line.h"
 #include "harness/program_tuner.h"
 #include "harness/tune_progress.h"
+#include "report/program_tune_report.h"
 #include "report/report.h"
 #include "run_environment.h"
 #include "tandem/build_info.h"
@@ -59,19 +63,23 @@ std::vector<OverlapPolicy> candidates_of(const ProgramTuneCli& cli) {
   return out;
 }
 
-// --logs DIR (created if missing), else a fresh private folder (mode 0700) under the temporary directory.
+// --logs DIR (created if missing; docs/SECURITY.md: a folder others cannot write or plant files in),
+// else a fresh private folder (mkdtemp: mode 0700) in $TMPDIR (or /tmp).
 std::string logs_folder(const std::string& given) {
   if (given.empty()) {
-    std::string pattern = (fs::temp_directory_path() / "tandem-tune-XXXXXX").string();
-    TANDEM_REQUIRE(::mkdtemp(pattern.data()), "cannot create a folder for the run logs from " + pattern);
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+    std::string pattern = base + "/tandem-tune-XXXXXX";
+    if (!::mkdtemp(pattern.data()))
+      TANDEM_USER_ERROR("cannot create a folder for the run logs in " +
+                        (tmpdir && *tmpdir ? "TMPDIR=" + quoted_value(base) : std::string("/tmp")) + " (" +
+                        std::strerror(errno) + "); set TMPDIR to a folder you can write, or give --logs DIR");
     return pattern;
   }
-  std::error_code ec;
-  fs::create_directories(given, ec);
-  TANDEM_CHECK_INPUT(
-      fs::is_directory(given) && ::access(given.c_str(), W_OK | X_OK) == 0,
-      "--logs " + quoted_value(given) + " is not a folder this user can write" + (ec ? " (" + ec.message() + ")" : ""));
-  return fs::absolute(given).lexically_normal().string();
+  const std::string absolute = fs::absolute(given).lexically_normal().string();
+  make_private_folder(absolute,
+                      {"--logs folder", "plant files among the run logs", "choose another folder with --logs", 022});
+  return absolute;
 }
 
 std::string value_text(double v) {
@@ -117,9 +125,13 @@ OverlapPolicy chosen_policy(const std::vector<bench::PolicyStats>& stats, const 
 
 void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCli>& cli) {
   cmd->add_option("--metric", cli->metric,
-                  "Regular expression (ECMAScript) with one capture group around a number the program prints, e.g. "
-                  "'\"step_ms_median\": ([0-9.]+)'; a run's value is the median of its matches in stdout and stderr")
+                  "Regular expression (an ECMAScript subset, docs/RUN.md) with one capture group around a decimal "
+                  "number the program prints, e.g. '\"step_ms_median\": ([0-9.]+)'; a run's value is the median of "
+                  "its matches in stdout and stderr")
       ->default_str("the wall time of each run")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.empty() ? "is empty: leave --metric out to measure wall time" : ""; }, "",
+          "not empty"))
       ->group(kGroup);
   cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
                 "The metric is a throughput: higher wins (default: lower wins)")
@@ -141,6 +153,7 @@ void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCl
                       "; each runs the baseline (the program without tandem), then every candidate in an order "
                       "rotated per round")
       ->capture_default_str()
+      ->check(decimal_number())
       ->group(kGroup);
   cmd->add_option("--candidates", cli->candidates, "Policies to try, comma-separated, each one `tandem run` applies")
       ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings")
@@ -191,8 +204,7 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     TANDEM_CHECK_INPUT(cli.step_range.empty() || bench::from_timeline(o.objective),
                        "--step-range is read only with --objective step-time or exposed-comm");
     o.step_range = cli.step_range;
-    require_writable(shared.policy_file, "--out");
-    if (!shared.json_path.empty()) require_writable(shared.json_path, "--json");
+    require_writable_outputs({{"--out", shared.policy_file}, {"--json", shared.json_path}});
     // The candidates run under `tandem run`: its interposer must be there before the first run.
     locate_preload_library();
   });
@@ -210,22 +222,21 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   info.command = command_line();
   info.date = bench::utc_now_iso8601();
 
-  const std::string program = bench::shell_command(o.command);
-  std::printf("# tandem tune %s (%s), %s\n", info.tandem_version.c_str(), info.commit.c_str(), info.date.c_str());
-  std::printf("# program    %s\n", printable(program, 1000).c_str());
-  std::printf("# metric     %s\n", printable(measure_text(o), 1000).c_str());
-  std::printf("# rounds     %d: the baseline (the program without tandem), then %zu candidates rotated per round\n",
-              o.rounds, o.candidates.size());
-  if (o.timeout_s > 0)
-    std::printf("# timeout    %s s per run\n", value_text(o.timeout_s).c_str());
-  else
-    std::printf("# timeout    none for the baseline; a candidate run after 3 x the slowest baseline run + 60 s\n");
-  std::printf("# logs       %s\n", printable(o.logs_dir, 1000).c_str());
-  std::fflush(stdout);
+  // The '#' header, progress lines and the closing table go through the report layer's reporter.
+  bench::ProgramTuneConsoleReporter reporter(shared.progress);
+  bench::ProgramTuneContext context;
+  context.info = info;
+  context.program = bench::shell_command(o.command);
+  context.metric = measure_text(o);
+  context.rounds = o.rounds;
+  context.candidates = o.candidates.size();
+  context.timeout_s = o.timeout_s;
+  context.logs = o.logs_dir;
+  reporter.report_context(context);
 
-  const auto write_quietly = [](const std::string& path, const std::string& text) {
+  const auto write_quietly = [&](const std::string& path, const std::string& text) {
     const std::string why = try_write_file_atomically(path, text);
-    if (!why.empty()) std::fprintf(stderr, "tandem tune: warning: %s\n", printable(why, 1000).c_str());
+    if (!why.empty()) reporter.report_warning(why);
   };
   const auto document = [&](const bench::ProgramTuneResult& result, const std::vector<bench::PolicyStats>& stats,
                             const bench::ProgramDecision& decision, bool complete) {
@@ -273,7 +284,7 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     line += ", ~" +
             bench::duration_text(elapsed / static_cast<double>(done) * static_cast<double>(runs_in_all - done)) +
             " left";
-    std::fprintf(stderr, "tandem tune: %s\n", printable(line, 2000).c_str());
+    reporter.report_progress(line);
   };
 
   const bench::ProgramTuneResult result = bench::tune_program(o, sinks);
@@ -281,42 +292,43 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
   const bool finished = !result.interrupted;
 
-  std::printf("#\n# %s after %d of %d rounds\n", finished ? "results" : "INTERRUPTED: results", result.rounds_done,
-              o.rounds);
-  std::fputs(bench::program_stats_text(stats, decision, o.metric).c_str(), stdout);
-  if (!result.runs.empty() && result.runs.front().process.exit_status != 0)
-    std::printf("# note: the program exits with status %d without tandem; a candidate had to do the same\n",
-                result.runs.front().process.exit_status);
-  if (result.rounds_done > 0) {
-    const OverlapPolicy chosen = chosen_policy(stats, decision);
-    const std::string text = tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen);
-    std::printf("# decision: %s\n", printable(decision.reason, 2000).c_str());
-    if (finished) {
+  bench::ProgramTuneEnd end;
+  end.finished = finished;
+  end.rounds_done = result.rounds_done;
+  end.rounds = o.rounds;
+  end.runs = result.runs.size();
+  end.table = bench::program_table(stats, decision, o.metric);
+  end.baseline_exit_status = result.runs.empty() ? 0 : result.runs.front().process.exit_status;
+  end.decision = decision.reason;
+  end.logs = o.logs_dir;
+  if (decision.winner) end.winner = stats[*decision.winner].policy;
+  // The files first, the report after: a file that cannot be written is the last line the user sees,
+  // after the results, and no "wrote" line claims it.
+  std::exception_ptr write_failure;
+  try {
+    if (result.rounds_done > 0) {
+      const OverlapPolicy chosen = chosen_policy(stats, decision);
+      const std::string text = tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen);
       // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
-      write_file_atomically(shared.policy_file, text);
-      std::printf("# wrote %s: %s\n", printable(shared.policy_file, 1000).c_str(), to_string(chosen).c_str());
-    } else {
-      write_quietly(shared.policy_file, text);
-      std::printf("# wrote %s (UNFINISHED, the best so far): %s\n", printable(shared.policy_file, 1000).c_str(),
-                  to_string(chosen).c_str());
+      if (finished)
+        write_file_atomically(shared.policy_file, text);
+      else
+        write_quietly(shared.policy_file, text);
+      end.policy_file = shared.policy_file;
+      end.chosen = to_string(chosen);
     }
-  } else {
-    std::printf("# no round finished: no policy file written\n");
+    if (!shared.json_path.empty()) {
+      if (finished)
+        write_file_atomically(shared.json_path, document(result, stats, decision, true));
+      else
+        write_quietly(shared.json_path, document(result, stats, decision, false));
+    }
+  } catch (...) {
+    write_failure = std::current_exception();
   }
-  if (!shared.json_path.empty()) {
-    if (finished)
-      write_file_atomically(shared.json_path, document(result, stats, decision, true));
-    else
-      write_quietly(shared.json_path, document(result, stats, decision, false));
-  }
-  std::printf("# logs in %s\n", printable(o.logs_dir, 1000).c_str());
-  if (!finished) {
-    std::printf("# INTERRUPTED after %d of %d rounds\n", result.rounds_done, o.rounds);
-    return kInterruptedStatus;
-  }
-  std::printf("# OK: %zu runs in %d rounds, %s\n", result.runs.size(), result.rounds_done,
-              decision.winner ? ("winner " + stats[*decision.winner].policy).c_str() : "no policy beats the baseline");
-  return 0;
+  reporter.report_end(end);
+  if (write_failure) std::rethrow_exception(write_failure);
+  return finished ? 0 : kInterruptedStatus;
 }
 
 }  // namespace tandem::cli

@@ -18,5 +18,31 @@ void set_command_line(int argc, char** argv) {
   stored() = bench::shell_command(args);
 }
 
+void set_command_line_text(const std::string& line) { stored() = line; }
+
 const std::string& command_line() { return stored(); }
+
+const CLI::Validator& decimal_number() {
+  static const CLI::Validator validator(
+      [](const std::string& text) -> std::string {
+        size_t i = 0, digits = 0;
+        const auto run = [&] {
+          for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) ++digits;
+        };
+        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+        run();
+        if (i < text.size() && text[i] == '.') ++i, run();
+        bool ok = digits > 0;
+        if (ok && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+          ++i;
+          if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+          digits = 0;
+          run();
+          ok = digits > 0;
+        }
+        return ok && i == text.size() ? "" : "is not a decimal number: " + text;
+      },
+      "", "decimal");
+  return validator;
+}
 }  // namespace tandem::cli

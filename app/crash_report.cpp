@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "process/child_process.h"
 #include "tandem/build_info.h"
 
 namespace tandem::cli {
@@ -18,14 +19,7 @@ constexpr int kSignals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 char header[256];
 size_t header_length = 0;
 
-void write_all(const char* text, size_t length) {
-  while (length > 0) {
-    const ssize_t written = write(STDERR_FILENO, text, length);
-    if (written <= 0) return;
-    text += written;
-    length -= size_t(written);
-  }
-}
+void write_all(const char* text, size_t length) { process::write_all(STDERR_FILENO, text, length); }
 
 const char* signal_name(int sig) {
   switch (sig) {

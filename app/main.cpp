@@ -1,5 +1,7 @@
 // `tandem`: the single command-line entry. Only this file exits the process.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <string>
 
@@ -22,6 +24,22 @@ void print_error(const std::string& message, const std::string& suffix = "") {
   std::fprintf(stderr, "tandem: error: %s%s\n", tandem::printable(message, kMessageChars).c_str(), suffix.c_str());
 }
 
+// What was printed must have reached its destination: `tandem plan > /dev/full` is a failure.
+int output_written(int exit_code) {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    print_error(std::string("cannot write the standard output: ") + (errno ? std::strerror(errno) : "a write failed"));
+    return 1;
+  }
+  return exit_code;
+}
+
+bool has_subcommand(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(name)) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,9 +59,13 @@ int main(int argc, char** argv) {
   tandem::cli::add_run_command(app, exit_code);
   tandem::cli::add_tune_command(app, exit_code);
   try {
+    // CLI11 would take an unknown word for a missing subcommand ("A subcommand is required").
+    if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1]))
+      TANDEM_USER_ERROR("unknown subcommand " + tandem::quoted_value(argv[1]) +
+                        ": expected bench, info, plan, run or tune (see --help)");
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return output_written(app.exit(e));  // --help and --version print here
   } catch (const tandem::UserError& e) {
     print_error(e.message());  // the user's mistake: the line names it; where tandem noticed is noise
     return 1;
@@ -56,5 +78,5 @@ int main(int argc, char** argv) {
     print_error(e.what());
     return 1;
   }
-  return exit_code;
+  return output_written(exit_code);
 }

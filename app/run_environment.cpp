@@ -1,11 +1,13 @@
 #include "run_environment.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "preload_library_check.h"
 #include "tandem/error.h"
+#include "tandem/printable.h"
 #include "tandem/run_contract.h"
 #include "tandem/text.h"
 
@@ -21,9 +23,16 @@ bool usable_file(const fs::path& p) {
 }
 
 // LD_PRELOAD separates entries with spaces or colons; a path containing either cannot be preloaded.
+// The loader expands $ORIGIN, $LIB and $PLATFORM (also as ${LIB}) in each entry: a path with a '$'
+// would load another file than the one checked here, so it is refused, whatever follows the '$'.
 void require_preloadable(const std::string& path) {
-  TANDEM_REQUIRE(path.find_first_of(" :") == std::string::npos,
-                 "the interposer's path '" + path + "' contains a space or a colon, which LD_PRELOAD cannot carry");
+  TANDEM_REQUIRE(
+      path.find_first_of(" :") == std::string::npos,
+      "the interposer's path " + quoted_value(path) + " contains a space or a colon, which LD_PRELOAD cannot carry");
+  TANDEM_REQUIRE(path.find('$') == std::string::npos,
+                 "the interposer's path " + quoted_value(path) +
+                     " contains a '$': the loader would expand it ($LIB, $ORIGIN, $PLATFORM) and could load another "
+                     "file than the one checked");
 }
 
 // A library is preloaded only once it is known to be our interposer (preload_library_check.h).
@@ -50,16 +59,24 @@ std::string prepend_preload(const std::string& library, const char* existing) {
   return value;
 }
 
+// "<device>:<inode>" of a stats file an earlier run left, "" if there is none (or with %p).
+std::string earlier_stats_identity(const std::string& path) {
+  struct stat st {};
+  if (path.empty() || path.find("%p") != std::string::npos || ::lstat(path.c_str(), &st) != 0) return "";
+  return std::to_string(static_cast<unsigned long long>(st.st_dev)) + ":" +
+         std::to_string(static_cast<unsigned long long>(st.st_ino));
+}
+
 }  // namespace
 
 std::string locate_preload_library() {
   const std::string override_path = env::preload_library_override();
   if (!override_path.empty()) {
     TANDEM_REQUIRE(usable_file(override_path),
-                   std::string(env::kPreloadLib) + "='" + override_path + "' is not a readable file");
+                   std::string(env::kPreloadLib) + "=" + quoted_value(override_path) + " is not a readable file");
     const std::string absolute = fs::absolute(override_path).lexically_normal().string();
     require_preloadable(absolute);
-    require_interposer(absolute, std::string(env::kPreloadLib) + "='" + override_path + "'");
+    require_interposer(absolute, std::string(env::kPreloadLib) + "=" + quoted_value(override_path));
     return absolute;
   }
   std::error_code ec;
@@ -105,6 +122,7 @@ std::vector<EnvChange> child_environment(const RunOptions& options, const Overla
   changes.emplace_back(env::kInclude, optional_value(join(options.include, ",")));
   changes.emplace_back(env::kExclude, optional_value(join(options.exclude, ",")));
   changes.emplace_back(env::kStatsFile, optional_value(options.stats_file));
+  changes.emplace_back(env::kStatsEarlier, optional_value(earlier_stats_identity(options.stats_file)));
   // nccl-* tokens are applied by the interposer when the program creates a communicator
   // (preload/nccl_hooks.cpp), through ncclConfig_t: no NCCL_* variable is set, since NCCL lets its
   // variables override the configuration and a user's own variables must keep that last word.

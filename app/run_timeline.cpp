@@ -120,11 +120,7 @@ RunTimeline prepare_timeline(const RunOptions& options) {
     const std::string key = bench::rendezvous_key(*launch, bench::process_environment());
     t.folder = (fs::temp_directory_path() / ("tandem-timeline-" + std::to_string(static_cast<long>(::getuid()))) / key)
                    .string();
-    bench::PrivateFolderWords words;
-    words.what = "timeline folder";
-    words.secret = "the job's timelines";
-    words.choose_another = "set TMPDIR to another folder";
-    bench::make_private_folders(t.folder, words);
+    make_private_folder(t.folder, {"timeline folder", "read the job's timelines", "set TMPDIR to another folder"});
     return t;
   }
   std::string pattern = (fs::temp_directory_path() / "tandem-timeline-XXXXXX").string();

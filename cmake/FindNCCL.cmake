@@ -49,5 +49,7 @@ if(NCCL_VERSION VERSION_LESS TANDEM_NCCL_MIN_VERSION)
 endif()
 message(STATUS "NCCL ${NCCL_VERSION}: ${NCCL_LIBRARY}")
 add_library(NCCL::nccl SHARED IMPORTED GLOBAL)
+# nccl.h includes cuda_runtime.h, cuda_fp16.h and cuda_bf16.h: the toolkit's headers are part of
+# NCCL's interface. NCCL inside the toolkit finds them beside it; PyTorch's nvidia-nccl wheel does not.
 set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION ${NCCL_LIBRARY}
-                      INTERFACE_INCLUDE_DIRECTORIES ${NCCL_INCLUDE_DIR})
+                      INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR};${CUDAToolkit_INCLUDE_DIRS}")

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
+#include "tandem/printable.h"
 #include "tandem/run_contract.h"
 #include "tandem/text.h"
 
@@ -26,8 +28,8 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
   if (config.policy_text.front() == '@') {
     config.policy_valid = false;
     config.policy = OverlapPolicy{};
-    config.problems.push_back({LogLevel::Error, std::string(env::kPolicy) + "='" + config.policy_text +
-                                                    "' names a file, running with no controls: the interposer "
+    config.problems.push_back({LogLevel::Error, std::string(env::kPolicy) + "=" + quoted_value(config.policy_text) +
+                                                    " names a file, running with no controls: the interposer "
                                                     "reads no files; give the policy text, or use `tandem run "
                                                     "--policy @FILE`, which reads it"});
     return;
@@ -39,8 +41,8 @@ void parse_policy_variable(const std::optional<std::string>& value, PreloadConfi
     config.policy_valid = false;
     config.policy = OverlapPolicy{};  // no controls at all
     config.problems.push_back(
-        {LogLevel::Error, std::string(env::kPolicy) + "='" + config.policy_text +
-                              "' is invalid, running with no controls: " + without_location(e.what())});
+        {LogLevel::Error, std::string(env::kPolicy) + "=" + quoted_value(config.policy_text) +
+                              " is invalid, running with no controls: " + printable(without_location(e.what()))});
     return;
   }
   std::vector<IgnoredToken> ignored;
@@ -66,8 +68,8 @@ void parse_timeline_variables(const EnvironmentLookup& lookup, long pid, Preload
     if (const auto parsed = parse_timeline_mode(*mode)) {
       config.timeline = *parsed;
     } else {
-      config.problems.push_back(
-          {LogLevel::Warn, std::string(env::kTimeline) + "='" + *mode + "' is not one of off|on|trace; no timeline"});
+      config.problems.push_back({LogLevel::Warn, std::string(env::kTimeline) + "=" + quoted_value(*mode) +
+                                                     " is not one of off|on|trace; no timeline"});
     }
   }
   if (const auto dir = lookup(env::kTimelineDir); dir && !trim(*dir).empty())
@@ -76,6 +78,27 @@ void parse_timeline_variables(const EnvironmentLookup& lookup, long pid, Preload
   if (const auto tool = lookup(env::kCudaInjection)) config.cuda_injection = std::string(trim(*tool));
   if (const auto nvtx = lookup(env::kNvtxInjection)) config.nvtx_injection = std::string(trim(*nvtx));
   config.rank = launcher_rank(lookup);
+}
+
+// The NCCL variables that override what the policy's nccl-* tokens write into a communicator's
+// configuration: NCCL reads them after the configuration and lets them win.
+void find_overriding_nccl_variables(const EnvironmentLookup& lookup, PreloadConfig& config) {
+  const OverlapPolicy& p = config.policy;
+  const std::pair<bool, const char*> settings[] = {
+      {p.nccl_min_ctas.has_value(), "NCCL_MIN_CTAS"},
+      {p.nccl_max_ctas.has_value(), "NCCL_MAX_CTAS"},
+      {p.nccl_cga_cluster_size.has_value(), "NCCL_CGA_CLUSTER_SIZE"},
+      {p.nccl_cta_policy != NcclCtaPolicy::Default, "NCCL_CTA_POLICY"},
+  };
+  for (const auto& [named, variable] : settings) {
+    if (!named) continue;
+    const auto value = lookup(variable);
+    if (value && !value->empty()) config.nccl_variables.push_back(std::string(variable) + "=" + printable(*value, 40));
+  }
+  if (config.nccl_variables.empty()) return;
+  config.problems.push_back(
+      {LogLevel::Warn, "NCCL's variables win over the policy's nccl-* settings: " + join(config.nccl_variables, ", ") +
+                           " (unset them to let the policy configure the communicators)"});
 }
 
 }  // namespace
@@ -151,27 +174,34 @@ OverlapPolicy interposable_part(const OverlapPolicy& policy, std::vector<Ignored
 PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
   PreloadConfig config;
   parse_policy_variable(lookup(env::kPolicy), config);
+  find_overriding_nccl_variables(lookup, config);
 
   if (const auto level = lookup(env::kLogLevel); level && !trim(*level).empty()) {
     if (const auto parsed = parse_log_level(*level)) {
       config.log_level = *parsed;
     } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kLogLevel) + "='" + *level +
-                                                     "' is not one of error|warn|info|debug; using warn"});
+      config.problems.push_back({LogLevel::Warn, std::string(env::kLogLevel) + "=" + quoted_value(*level) +
+                                                     " is not one of error|warn|info|debug; using warn"});
     }
   }
   if (const auto when = lookup(env::kShapeWhen); when && !trim(*when).empty()) {
     if (const auto parsed = parse_shape_when(*when)) {
       config.shape_when = *parsed;
     } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kShapeWhen) + "='" + *when +
-                                                     "' is not one of always|in-flight; using always"});
+      config.problems.push_back({LogLevel::Warn, std::string(env::kShapeWhen) + "=" + quoted_value(*when) +
+                                                     " is not one of always|in-flight; using always"});
     }
   }
   if (const auto include = lookup(env::kInclude)) config.include_patterns = split_patterns(*include);
   if (const auto exclude = lookup(env::kExclude)) config.exclude_patterns = split_patterns(*exclude);
   if (const auto stats = lookup(env::kStatsFile); stats && !trim(*stats).empty())
     config.stats_file = expand_pid(trim(*stats), pid);
+  if (const auto earlier = lookup(env::kStatsEarlier); earlier && !earlier->empty()) {
+    unsigned long long device = 0, inode = 0;
+    char end = 0;
+    if (std::sscanf(earlier->c_str(), "%llu:%llu%c", &device, &inode, &end) == 2)
+      config.stats_earlier = std::make_pair(device, inode);
+  }
   if (const auto root = lookup(env::kRootPid); root && !root->empty()) {
     char* end = nullptr;
     const long value = std::strtol(root->c_str(), &end, 10);

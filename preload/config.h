@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "tandem/policy.h"
@@ -42,7 +43,13 @@ struct PreloadConfig {
   std::string cuda_injection;  // CUDA_INJECTION64_PATH: a tool that owns CUPTI ("" for none)
   std::string nvtx_injection;  // NVTX_INJECTION64_PATH as found
   std::optional<int> rank;     // from the launcher's variables, to label the timeline
+  // TANDEM_STATS_EARLIER: the identity of the stats file an earlier run left, which the root process
+  // may replace (device, inode).
+  std::optional<std::pair<unsigned long long, unsigned long long>> stats_earlier;
   std::vector<Problem> problems;
+  // NCCL's own variables the user set that override the policy's nccl-* settings, as NAME=value
+  // (printable): NCCL lets its variables win over a communicator's configuration.
+  std::vector<std::string> nccl_variables;
 
   bool elevates_collectives() const { return policy.comm_priority; }
   bool shapes_compute() const { return policy.shape.kind != ShapeTarget::Kind::None; }

@@ -119,7 +119,10 @@ Answer answer_without_us(void* handle, const char* name, const void* caller) {
   // A handle: glibc searches that object's scope, whoever calls. Only the
   // program's handle (dlopen(NULL)) has this library in its scope.
   void* found = real_dlsym()(handle, name);
-  if (!is_own_hook(found)) {
+  // Null without an error: glibc found this library's export, whose resolver answered that nothing
+  // else defines the name (symbol_presence.h). The error glibc would report is settled below.
+  const bool found_ours_absent = !found && real_dlerror()() == nullptr;
+  if (!is_own_hook(found) && !found_ours_absent) {
     a.found = found;
     if (!found) a.failing_handle = handle;
     return a;

@@ -9,6 +9,7 @@
 //   - any process at log level info or debug.
 // The stats file is written by a process that saw launches, or by the root process when no other
 // process wrote it (so a child's real numbers are not replaced by the root shell's zeros).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include "nccl_settings.h"
 #include "runtime.h"
 #include "tandem/nccl_config.h"
+#include "tandem/printable.h"
 #include "tandem/safe_file.h"
 #include "timeline.h"
 
@@ -54,7 +56,7 @@ std::string describe_footprint(uint64_t packed) {
 Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   Snapshot s;
   s.pid = static_cast<long>(getpid());
-  s.policy = config.policy_text;
+  s.policy = printable(config.policy_text, 2000);  // from the environment: anything, of any length
   s.policy_valid = config.policy_valid;
   s.shape_when = to_string(config.shape_when);
   s.log_level = to_string(config.log_level);
@@ -62,6 +64,7 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   const OverlapPolicy settings = communicator_settings(config.policy);
   if (!uses_default_nccl_settings(settings)) s.communicator_settings = to_string(settings);
   s.copy_engine_requested = config.policy.copy_engine;
+  s.nccl_variables = config.nccl_variables;
   if (!rt) return s;
   s.last_collective_footprint = describe_footprint(rt->last_collective.load(std::memory_order_relaxed));
   rt->functions.for_each([&](FunctionRecord& r) {
@@ -74,13 +77,21 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   return s;
 }
 
-bool file_exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+// Whether the root process may write the stats file although it launched nothing: when no file is
+// there, or only the one an earlier run left (TANDEM_STATS_EARLIER). A file with another identity
+// was written by a process of this run that did launch, and its numbers stay.
+bool root_may_write(const PreloadConfig& config) {
+  struct stat st {};
+  if (::lstat(config.stats_file.c_str(), &st) != 0) return true;
+  return config.stats_earlier && config.stats_earlier->first == static_cast<unsigned long long>(st.st_dev) &&
+         config.stats_earlier->second == static_cast<unsigned long long>(st.st_ino);
+}
 
 // Written to a fresh temporary file and renamed (tandem/safe_file.h): a reader never sees half a
 // document, and a folder, a link or a device at that path is refused, never replaced.
 void write_stats_file(const std::string& path, const std::string& text) {
   const std::string error = try_write_file_atomically(path, text);
-  if (!error.empty()) log(LogLevel::Warn, "stats file not written: %s", error.c_str());
+  if (!error.empty()) log(LogLevel::Warn, "stats file not written: %s", printable(error, 1000).c_str());
 }
 
 void report() {
@@ -92,7 +103,7 @@ void report() {
                         counters().communicators_created.load(std::memory_order_relaxed) > 0;
   const bool is_root = config.root_pid && *config.root_pid == static_cast<long>(getpid());
   const bool print = config.log_level != LogLevel::Error && (launched || is_root || config.log_level >= LogLevel::Info);
-  const bool write = !config.stats_file.empty() && (launched || (is_root && !file_exists(config.stats_file)));
+  const bool write = !config.stats_file.empty() && (launched || (is_root && root_may_write(config)));
   if (!print && !write) return;
   // A process that never launched never initialised, so its configuration problems (an invalid
   // TANDEM_POLICY...) were not logged yet; say them before the summary that reflects them.

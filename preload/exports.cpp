@@ -2,14 +2,15 @@
 // handler. These, dlsym (dlsym_hook.cpp) and dlerror (dl_error.cpp) are the library's only exports; the
 // version script made from the same list (version_script.in) keeps everything else local.
 //
-// Each symbol is defined in C++ as tandem_hook_<name> (hidden) and exported through an alias whose
-// assembler name is exactly <name>. The C++ names never collide with the declarations in <cuda.h>,
+// Each symbol is defined in C++ as tandem_hook_<name> (hidden) and exported as an indirect function
+// whose assembler name is exactly <name>. The C++ names never collide with the declarations in <cuda.h>,
 // and addresses taken inside the library (hook_address) resolve to our definitions even if another
 // object earlier in the search order defines the same names.
 #include <cerrno>
 
 #include "errno_for_caller.h"
 #include "hook_handlers.h"
+#include "symbol_presence.h"
 
 #define TANDEM_HOOK_EXPORT __attribute__((visibility("default")))
 
@@ -40,13 +41,20 @@ int errno_for_caller(int at_entry) {
 }
 }  // namespace tandem::preload
 
-#define TANDEM_DEFINE_EXPORT(name, ret, params, args)                              \
-  extern "C" __attribute__((visibility("hidden"))) ret tandem_hook_##name params { \
-    const ErrnoKept kept;                                                          \
-    return ::tandem::preload::handle_##name args;                                  \
-  }                                                                                \
-  extern "C" TANDEM_HOOK_EXPORT ret tandem_export_##name params __asm__(#name)     \
-      __attribute__((alias("tandem_hook_" #name)));
+// The export is an indirect function (symbol_presence.h): its resolver, run by the loader when it
+// binds a reference, hands out the hook, or null where no other object defines the function, so
+// that a weak reference to an absent library stays null as without the interposer.
+#define TANDEM_DEFINE_EXPORT(name, ret, params, args)                                                      \
+  extern "C" __attribute__((visibility("hidden"))) ret tandem_hook_##name params {                         \
+    const ErrnoKept kept;                                                                                  \
+    return ::tandem::preload::handle_##name args;                                                          \
+  }                                                                                                        \
+  extern "C" __attribute__((visibility("hidden"))) decltype(&tandem_hook_##name) tandem_resolve_##name() { \
+    return reinterpret_cast<decltype(&tandem_hook_##name)>(                                                \
+        ::tandem::preload::export_target(#name, reinterpret_cast<void*>(&tandem_hook_##name)));            \
+  }                                                                                                        \
+  extern "C" TANDEM_HOOK_EXPORT ret tandem_export_##name params __asm__(#name)                             \
+      __attribute__((ifunc("tandem_resolve_" #name)));
 TANDEM_DRIVER_HOOKS(TANDEM_DEFINE_EXPORT)
 TANDEM_LIBRARY_HOOKS(TANDEM_DEFINE_EXPORT)
 #undef TANDEM_DEFINE_EXPORT

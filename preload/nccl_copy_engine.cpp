@@ -164,7 +164,9 @@ void account(Slot& slot) {
   tandem_nccl_route_stats now{};
   library().get_stats(slot.route, &now);
   Counters& c = counters();
-  c.copy_engine_staged_bytes.fetch_add(uint64_t(now.staged_bytes - slot.last.staged_bytes), std::memory_order_relaxed);
+  // The staged total saturates (stats.h) rather than wrap into a small number. The pool's delta may
+  // be negative (a pool given back when it grows): added modulo 2^64, it subtracts.
+  Counters::add_saturating(c.copy_engine_staged_bytes, uint64_t(now.staged_bytes - slot.last.staged_bytes));
   c.copy_engine_pool_bytes.fetch_add(uint64_t(now.pool_bytes - slot.last.pool_bytes), std::memory_order_relaxed);
   c.copy_engine_registrations.fetch_add(uint64_t(now.registrations - slot.last.registrations),
                                         std::memory_order_relaxed);

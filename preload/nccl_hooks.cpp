@@ -506,7 +506,7 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
   } catch (...) {
     d.outcome = RouteOutcome::NotRequested;
   }
-  d.bytes = size_elements(kind, count, request.nranks) * request.element_bytes;
+  d.bytes = collective_bytes(kind, count, request.nranks, request.element_bytes);
   return d;
 }
 

@@ -1,5 +1,7 @@
 #include "nccl_route.h"
 
+#include "stats.h"
+
 namespace tandem::preload {
 
 Reduction reduction_of(int nccl_op, bool known_pre_mul_sum) {
@@ -8,6 +10,12 @@ Reduction reduction_of(int nccl_op, bool known_pre_mul_sum) {
   if (nccl_op == kAvg) return Reduction::Average;
   if (nccl_op >= kNumOps && known_pre_mul_sum) return Reduction::PreMulSum;
   return Reduction::Unsupported;
+}
+
+uint64_t collective_bytes(Collective kind, uint64_t count, int nranks, uint64_t element_bytes) {
+  // size_elements is count times 1 or nranks: that factor, then the products, saturating (stats.h) so
+  // that a count no buffer has (SIZE_MAX) does not wrap into a small total.
+  return saturating_product(saturating_product(count, size_elements(kind, 1, nranks)), element_bytes);
 }
 
 }  // namespace tandem::preload

@@ -27,11 +27,17 @@ nlohmann::json reasons_json(const std::vector<std::pair<std::string, uint64_t>>&
   return j;
 }
 
+// A byte total as the summary shows it; a saturated one says so.
+std::string bytes_text(uint64_t bytes) {
+  return bytes == kSaturated ? "more than " + std::to_string(kSaturated - 1) + " B (saturated)"
+                             : std::to_string(bytes) + " B";
+}
+
 std::string join_routes(const std::vector<RouteCount>& routes) {
   std::string out;
   for (const auto& r : routes) {
     if (!out.empty()) out += ", ";
-    out += r.route + " " + std::to_string(r.calls) + " / " + std::to_string(r.bytes) + " B";
+    out += r.route + " " + std::to_string(r.calls) + " / " + bytes_text(r.bytes);
   }
   return out;
 }
@@ -47,9 +53,9 @@ Reach reach_of(const Snapshot& s) {
   Reach r;
   for (const auto& c : s.collectives) {
     r.calls += c.copy_engine.calls;
-    r.bytes += c.copy_engine.bytes;
+    r.bytes = saturating_sum(r.bytes, c.copy_engine.bytes);
     r.total_calls += c.calls;
-    r.total_bytes += c.bytes;
+    r.total_bytes = saturating_sum(r.total_bytes, c.bytes);
   }
   return r;
 }
@@ -142,7 +148,7 @@ void fill_counters(const Counters& c, Snapshot& s) {
       const RouteCount count{to_string(outcome), load(c.collective_routes[k * kRouteOutcomeCount + o]),
                              load(c.collective_route_bytes[k * kRouteOutcomeCount + o])};
       summary.calls += count.calls;
-      summary.bytes += count.bytes;
+      summary.bytes = saturating_sum(summary.bytes, count.bytes);
       if (outcome == RouteOutcome::CopyEngine)
         summary.copy_engine = count;
       else if (count.calls)
@@ -183,24 +189,29 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            std::to_string(s.communicators_configured) + " configured (" +
                            (s.communicator_settings.empty() ? "no nccl-* settings" : s.communicator_settings) + "), " +
                            std::to_string(s.communicators_unconfigured) + " left unconfigured, " +
-                           std::to_string(s.communicators_destroyed) + " destroyed");
+                           std::to_string(s.communicators_destroyed) + " destroyed" +
+                           (s.nccl_variables.empty()
+                                ? ""
+                                : "; NCCL's variables win over these settings: " + join(s.nccl_variables, ", ")));
   for (const auto& c : s.collectives) {
-    const uint64_t by_nccl = c.calls - c.copy_engine.calls, nccl_bytes = c.bytes - c.copy_engine.bytes;
-    out +=
-        line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + std::to_string(c.bytes) +
-                        " B; copy-engine " + std::to_string(c.copy_engine.calls) + " (" +
-                        std::to_string(c.copy_engine.bytes) + " B), nccl " + std::to_string(by_nccl) + " (" +
-                        std::to_string(nccl_bytes) + " B" + (by_nccl ? ": " + join_routes(c.nccl_routes) : "") + ")");
+    uint64_t nccl_bytes = 0;
+    for (const auto& r : c.nccl_routes) nccl_bytes = saturating_sum(nccl_bytes, r.bytes);
+    const uint64_t by_nccl = c.calls - c.copy_engine.calls;
+    out += line(s.pid, c.name + ": " + std::to_string(c.calls) + " calls, " + bytes_text(c.bytes) + "; copy-engine " +
+                           std::to_string(c.copy_engine.calls) + " (" + bytes_text(c.copy_engine.bytes) + "), nccl " +
+                           std::to_string(by_nccl) + " (" + bytes_text(nccl_bytes) +
+                           (by_nccl ? ": " + join_routes(c.nccl_routes) : "") + ")");
   }
   const Reach reach = reach_of(s);
   if (s.copy_engine_requested && reach.total_bytes)
     out += line(s.pid, "copy-engine reach: " + percent(reach) + " of the collective bytes (" +
-                           std::to_string(reach.bytes) + " of " + std::to_string(reach.total_bytes) + " B, " +
+                           std::to_string(reach.bytes) + " of " + std::to_string(reach.total_bytes) + " B" +
+                           (reach.total_bytes == kSaturated ? " (saturated)" : "") + ", " +
                            std::to_string(reach.calls) + " of " + std::to_string(reach.total_calls) + " calls)");
   if (reach.calls || s.copy_engine_pool_bytes)
     out += line(s.pid, "copy-engine route: " + std::to_string(reach.calls) + " calls (" +
                            std::to_string(s.copy_engine_captured) + " captured into graphs), " +
-                           std::to_string(s.copy_engine_staged_bytes) + " B staged, window pool " +
+                           bytes_text(s.copy_engine_staged_bytes) + " staged, window pool " +
                            std::to_string(s.copy_engine_pool_bytes) + " B (" +
                            std::to_string(s.copy_engine_registrations) + " registrations)");
   const size_t shown = std::min(top_n, s.kernels.size());
@@ -229,11 +240,15 @@ std::string render_json(const Snapshot& s) {
   for (const auto& c : s.collectives) {
     nlohmann::json nccl = nlohmann::json::object();
     for (const auto& r : c.nccl_routes) nccl[r.route] = route_json(r);
-    collectives[c.name] = {
-        {"calls", c.calls}, {"bytes", c.bytes}, {"copy_engine", route_json(c.copy_engine)}, {"nccl", nccl}};
+    collectives[c.name] = {{"calls", c.calls},
+                           {"bytes", c.bytes},
+                           {"bytes_saturated", c.bytes == kSaturated},
+                           {"copy_engine", route_json(c.copy_engine)},
+                           {"nccl", nccl}};
   }
   const Reach reach = reach_of(s);
   nlohmann::json j = {
+      {"schema_version", kStatsSchemaVersion},
       {"pid", s.pid},
       {"policy", s.policy},
       {"policy_valid", s.policy_valid},
@@ -263,7 +278,8 @@ std::string render_json(const Snapshot& s) {
         {"configured", s.communicators_configured},
         {"unconfigured", s.communicators_unconfigured},
         {"destroyed", s.communicators_destroyed},
-        {"settings", s.communicator_settings}}},
+        {"settings", s.communicator_settings},
+        {"overridden_by_variables", s.nccl_variables}}},
       {"nccl_collectives", collectives},
       {"copy_engine_reach",
        {{"requested", s.copy_engine_requested},
@@ -271,6 +287,7 @@ std::string render_json(const Snapshot& s) {
         {"bytes", reach.bytes},
         {"total_calls", reach.total_calls},
         {"total_bytes", reach.total_bytes},
+        {"bytes_saturated", reach.total_bytes == kSaturated},
         {"share_of_bytes", share(reach)}}},
       {"copy_engine_route",
        {{"captured", s.copy_engine_captured},
@@ -282,7 +299,9 @@ std::string render_json(const Snapshot& s) {
       {"kernels", kernels},
   };
   if (!s.timeline.is_null()) j["timeline"] = s.timeline;
-  return j.dump(2) + "\n";
+  // Text from the environment (a policy, a kernel name) is shown escaped by the snapshot; replacing
+  // any invalid UTF-8 left is the last guard: the file is always written.
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace tandem::preload

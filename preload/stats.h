@@ -29,6 +29,18 @@ enum class ElevationOutcome : uint8_t {
 const char* to_string(ElevationOutcome);
 inline constexpr int kElevationOutcomeCount = static_cast<int>(ElevationOutcome::kCount);
 
+// A byte total that reached this value stopped counting (a count no buffer has, e.g. SIZE_MAX).
+inline constexpr uint64_t kSaturated = UINT64_MAX;
+
+// a * b, or kSaturated when the product does not fit.
+inline uint64_t saturating_product(uint64_t a, uint64_t b) { return a != 0 && b > kSaturated / a ? kSaturated : a * b; }
+// a + b, or kSaturated when the sum does not fit.
+inline uint64_t saturating_sum(uint64_t a, uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
+
+// The version of the --stats document (docs/BENCH_JSON.md, tandem run --stats): raised when a field
+// changes meaning or goes away.
+inline constexpr int kStatsSchemaVersion = 1;
+
 struct Counters {
   std::atomic<uint64_t> launches{0};
   std::array<std::atomic<uint64_t>, kHookCount> calls_by_hook{};  // launches per entry point, resolutions, cuBLAS calls
@@ -59,11 +71,17 @@ struct Counters {
   std::atomic<uint64_t> copy_engine_captured{0};  // routed calls captured into CUDA graphs
 
   static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
+  // Adds without wrapping: a total that would pass UINT64_MAX stays there, and reads as saturated.
+  static void add_saturating(std::atomic<uint64_t>& c, uint64_t amount) {
+    uint64_t now = c.load(std::memory_order_relaxed);
+    while (!c.compare_exchange_weak(now, saturating_sum(now, amount), std::memory_order_relaxed)) {
+    }
+  }
   void reset();  // after fork, in the child
   void count_collective(Collective kind, RouteOutcome outcome, uint64_t bytes) {
     const int slot = static_cast<int>(kind) * kRouteOutcomeCount + static_cast<int>(outcome);
     bump(collective_routes[slot]);
-    collective_route_bytes[slot].fetch_add(bytes, std::memory_order_relaxed);
+    add_saturating(collective_route_bytes[slot], bytes);
   }
 };
 
@@ -119,6 +137,8 @@ struct Snapshot {
   uint64_t communicators_unconfigured = 0;
   uint64_t communicators_destroyed = 0;
   std::string communicator_settings;  // the nccl-* settings of the policy, "" for none
+  // NCCL variables the user set that override those settings ("NCCL_MAX_CTAS=16"): NCCL's win.
+  std::vector<std::string> nccl_variables;
   uint64_t copy_engine_staged_bytes = 0;
   uint64_t copy_engine_pool_bytes = 0;
   uint64_t copy_engine_registrations = 0;

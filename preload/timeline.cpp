@@ -19,6 +19,7 @@
 #include "nvtx_steps.h"
 #include "real_symbols.h"
 #include "runtime.h"
+#include "tandem/printable.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::preload {
@@ -183,10 +184,11 @@ int mark_call(int* version) {
 // Why the timeline must not take CUPTI in this process, or "".
 std::string reason_to_step_aside(const PreloadConfig& c) {
   if (!c.cuda_injection.empty())
-    return "a tool injected into CUDA owns CUPTI (CUDA_INJECTION64_PATH=" + c.cuda_injection +
+    return "a tool injected into CUDA owns CUPTI (CUDA_INJECTION64_PATH=" + printable(c.cuda_injection, 1000) +
            ": Nsight Systems, Nsight Compute or another profiler)";
   if (!c.nvtx_injection.empty() && real_path(c.nvtx_injection) != real_path(own_file()))
-    return "another tool takes NVTX and with it CUPTI (NVTX_INJECTION64_PATH=" + c.nvtx_injection + ")";
+    return "another tool takes NVTX and with it CUPTI (NVTX_INJECTION64_PATH=" + printable(c.nvtx_injection, 1000) +
+           ")";
   if (g_program_owns_cupti.load(std::memory_order_acquire))
     return "the program's own profiler (torch.profiler's Kineto or another CUPTI client) registered CUPTI's "
            "activity callbacks first";
@@ -233,7 +235,7 @@ int start_locked(const PreloadConfig& c) {
     log(LogLevel::Warn,
         "timeline: NVTX_INJECTION64_PATH is not set, so no NVTX range reaches tandem and "
         "--step-range '%s' matches nothing: `tandem run --timeline` sets it",
-        c.step_range.c_str());
+        printable(c.step_range, 1000).c_str());
   return kRecording;
 }
 
@@ -274,7 +276,7 @@ void write_files(const PreloadConfig& c, const ProcessTimeline& t, const RawTime
   const std::string pid = std::to_string(t.pid);
   const std::string why =
       try_write_file_atomically(base + "timeline-" + pid + ".json", timeline_json(t).dump(1) + "\n");
-  if (!why.empty()) log(LogLevel::Warn, "timeline file not written: %s", why.c_str());
+  if (!why.empty()) log(LogLevel::Warn, "timeline file not written: %s", printable(why, 1000).c_str());
   if (c.timeline != TimelineMode::Trace || raw.activities.empty()) return;
   // Renamed into place once complete: `tandem run` never reads half of it.
   const std::string part = base + "trace-" + pid + ".jsonl", partial = part + ".partial";

@@ -5,7 +5,7 @@
 # in $OUT (the device tool returns 8): the results' JSON, summary.log and logs.tgz with everything.
 #
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
-#     sections: environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
+#     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
 #               scenario-clocks pytorch reach timeline ab
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
@@ -18,6 +18,9 @@
 #     timeline (not in full: a call of its own) = `tandem run --timeline` on a program of known overlap,
 #     on DDP and FSDP2 (TANDEM_TIMELINE_PARTS, default figures,overhead; compile and hta as further calls)
 #     ab (not in full: a call of its own) = old and new binaries built here and run interleaved
+#     build (not in full: a call of its own) = the README's install-deps, configure and build steps on
+#       a clean copy of this tree in a temporary folder, with this machine's own NCCL (PyTorch's
+#       nvidia-nccl wheel) and python3, then `ctest -L gpu` there
 set -uo pipefail
 mode=${1:-quick}
 shift || true
@@ -64,6 +67,47 @@ merged["notes"] = [n for d in docs for n in d.get("notes", [])]
 print(json.dumps(merged, indent=1))
 PY
 }
+
+if want build; then
+section "build: a clean copy, this machine's NCCL wheel and python3, then ctest -L gpu"
+# The files of this tree as git knows them (tracked, and untracked but not ignored: the carried copy
+# of a working tree), never its build/ or outputs; a tree without .git is copied as it is, less those.
+work=$(mktemp -d)
+mkdir -p "$work/src"
+if git -C "$root" rev-parse --git-dir > /dev/null 2>&1; then
+  git -C "$root" ls-files -co --exclude-standard -z | (cd "$root" && tar --null -T - -cf -) | tar -C "$work/src" -xf -
+else
+  tar -C "$root" --exclude=./build --exclude=./gpu-check-out -cf - . | tar -C "$work/src" -xf -
+fi
+# PyTorch's NCCL (the nvidia-nccl wheel of the python3 on PATH) even where the toolkit has one too:
+# the layout whose NCCL::nccl lacked CUDA's include folder. sm_90 only, so that the build fits one call.
+wheel=$(python3 -c "import importlib.util as u; s = u.find_spec('nvidia.nccl'); print(list(s.submodule_search_locations)[0])" 2> /dev/null || true)
+nccl_root=()
+[ -n "$wheel" ] && nccl_root=(-DNCCL_ROOT="$wheel")
+echo "NCCL from: ${wheel:-(no nvidia-nccl wheel: the search of cmake/FindNCCL.cmake)}; python3: $(command -v python3)" \
+  | tee -a "$logs/summary.log"
+if (cd "$work/src" && scripts/install-deps.sh) > "$logs/build-deps.log" 2>&1 \
+  && cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 "${nccl_root[@]}" \
+    > "$logs/build-configure.log" 2>&1 \
+  && cmake --build "$work/build" -j "$(nproc)" > "$logs/build-build.log" 2>&1; then
+  grep -E '^-- NCCL ' "$logs/build-configure.log" | tee -a "$logs/summary.log"
+  # The minutes-long ones have their own sections (interposer-programs, faults).
+  if ctest --test-dir "$work/build" -L gpu -E 'InterposerPrograms|faults_gpu' --output-on-failure -j 2 --timeout 300 \
+    > "$logs/build-ctest.log" 2>&1; then
+    echo "build ok; $(grep -E 'tests passed' "$logs/build-ctest.log")" | tee -a "$logs/summary.log"
+  else
+    echo "build ok; ctest -L gpu FAILED: $(grep -E 'tests passed|tests failed' "$logs/build-ctest.log")" | tee -a "$logs/summary.log"
+    grep -E '^\s+[0-9]+ - ' "$logs/build-ctest.log" | head -n 20 | tee -a "$logs/summary.log"
+    status=1
+  fi
+else
+  echo "build FAILED (see build-deps.log, build-configure.log, build-build.log):" | tee -a "$logs/summary.log"
+  tail -n 15 "$logs/build-deps.log" "$logs/build-configure.log" "$logs/build-build.log" 2> /dev/null \
+    | tee -a "$logs/summary.log"
+  status=1
+fi
+rm -rf "$work"
+fi
 
 if want environment; then
 section "environment"

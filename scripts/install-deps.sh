@@ -1,36 +1,100 @@
 #!/usr/bin/env bash
-# Installs what tandem needs to build, from Debian/Ubuntu packages, only where it is missing (so it
-# also runs on machines that cannot install anything, once they have the packages). The CUDA
-# toolkit (nvcc, cuBLASLt) must already be installed: it is not a distribution package here. NCCL,
-# when missing, comes from PyPI (below).
-set -euo pipefail
-# clang and libclang-rt-dev (libFuzzer, the sanitizer runtimes): tests/fuzz/run.sh. python3-dev: the
-# Python package's extension (python/). clang-format: scripts/format-check.sh (CI).
-packages=(cmake ninja-build g++ git libcli11-dev nlohmann-json3-dev libgtest-dev libopenmpi-dev python3-matplotlib
-          clang libclang-rt-dev python3-dev clang-format)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+# Installs what tandem needs to build and test, from Debian/Ubuntu packages, only where it is
+# missing. Each need is checked by what it provides (a command, a header, a Python module), not only
+# by its package, so a machine that has everything some other way (a GPU machine whose cmake and
+# ninja come from pip, whose NCCL is PyTorch's wheel) is left alone: nothing is installed, nothing is
+# asked of apt-get or PyPI. Where something is missing and cannot be installed (no apt-get, no root
+# or sudo, no network), it says plainly what is missing and what for; it fails only for what the
+# build itself needs. The CUDA toolkit (nvcc, cuBLASLt) must already be installed: it is not a
+# distribution package here. NCCL, when missing, comes from PyPI (below).
+set -uo pipefail
+
+# package|provides|required-or-optional (what for)|probe (a shell test that succeeds when it is there)
+needs=(
+  "cmake|cmake >= 3.22|required|cmake_ok"
+  "ninja-build|ninja|required|command -v ninja"
+  "g++|a C++17 compiler|required|command -v g++"
+  "libcli11-dev|CLI11 (CLI/CLI.hpp)|required|header CLI/CLI.hpp"
+  "nlohmann-json3-dev|nlohmann/json (nlohmann/json.hpp)|required|header nlohmann/json.hpp"
+  "libgtest-dev|GoogleTest (gtest/gtest.h)|required|header gtest/gtest.h"
+  "git|git (the commit in results)|required|command -v git"
+  "libopenmpi-dev|Open MPI (mpirun launches)|optional|header_or_mpicc"
+  "python3-matplotlib|matplotlib (the plot_results test)|optional|python_has matplotlib"
+  "python3-dev|Python.h (the Python package's extension)|optional|python_headers"
+  "clang|clang++ (the fuzz targets, tests/fuzz/run.sh)|optional|command -v clang++"
+  "libclang-rt-dev|libFuzzer and the sanitizer runtimes (tests/fuzz/run.sh)|optional|fuzzer_runtime"
+  "clang-format|clang-format (scripts/format-check.sh)|optional|command -v clang-format"
+)
+
+cmake_ok() {
+  command -v cmake >/dev/null || return 1
+  local v
+  v=$(cmake --version | sed -n 's/^cmake version \([0-9]*\.[0-9]*\).*/\1/p')
+  [ -n "$v" ] && [ "$(printf '%s\n3.22\n' "$v" | sort -V | head -n1)" = "3.22" ]
+}
+header() {
+  local h=$1 dir
+  for dir in /usr/include /usr/local/include ${CPATH:+${CPATH//:/ }} ${CPLUS_INCLUDE_PATH:+${CPLUS_INCLUDE_PATH//:/ }}; do
+    [ -f "$dir/$h" ] && return 0
+  done
+  return 1
+}
+header_or_mpicc() { header mpi.h || header openmpi/mpi.h || command -v mpicc >/dev/null; }
+python_has() { /usr/bin/python3 -c "import $1" 2>/dev/null || python3 -c "import $1" 2>/dev/null; }
+python_headers() { python3 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" 2>/dev/null; }
+fuzzer_runtime() { compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a" >/dev/null; }
+installed_package() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+missing_required=() missing_optional=() describe=()
+for need in "${needs[@]}"; do
+  IFS='|' read -r package provides kind probe <<<"$need"
+  if installed_package "$package" || eval "$probe" >/dev/null 2>&1; then continue; fi
+  describe+=("$package: $provides, $kind")
+  if [ "$kind" = required ]; then missing_required+=("$package"); else missing_optional+=("$package"); fi
 done
+
+# Installing needs apt-get and root (or sudo without a password).
+sudo=""
+[ "$(id -u)" = 0 ] || sudo=sudo
+can_install() { command -v apt-get >/dev/null && { [ -z "$sudo" ] || sudo -n true 2>/dev/null; }; }
+missing=("${missing_required[@]}" "${missing_optional[@]}")
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "install-deps: installing ${missing[*]}" >&2
-  sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  installed=false
+  if can_install; then
+    echo "install-deps: installing ${missing[*]}" >&2
+    if $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null; then
+      installed=true
+    fi
+  fi
+  if ! $installed; then
+    echo "install-deps: missing, and this machine cannot install it (no apt-get, no root or sudo, or no network):" >&2
+    for line in "${describe[@]}"; do echo "  $line" >&2; done
+    if [ ${#missing_required[@]} -gt 0 ]; then
+      echo "install-deps: the build needs the required ones; install them by other means and run this again" >&2
+      exit 1
+    fi
+    echo "install-deps: the build goes on without the optional ones (their tests fail or are not built)" >&2
+  fi
 fi
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc, cuBLAS) is required: install CUDA >= 12.4 first" >&2
   exit 1
 fi
 
-# tandem's own virtual environment, for what comes from PyPI (NCCL, nanobind, pytest).
+# tandem's own virtual environment, for what comes from PyPI (NCCL, nanobind, pytest). Made only
+# when something must be installed into it, and removed again if that fails (an empty one would
+# hide the python3 the build would otherwise use).
 venv="$HOME/.cache/tandem/venv"
-make_venv() {
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    sudo=""; [ "$(id -u)" = 0 ] || sudo=sudo
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null
-    python3 -m venv "$venv"
+pip_install() {
+  local fresh=false
+  if [ ! -x "$venv/bin/python" ]; then
+    fresh=true
+    python3 -m venv "$venv" 2>/dev/null || {
+      can_install && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3-venv >/dev/null &&
+        python3 -m venv "$venv"
+    } || { $fresh && rm -rf "$venv"; return 1; }
   fi
+  "$venv/bin/python" -m pip install -q "$@" || { $fresh && rm -rf "$venv"; return 1; }
 }
 
 # NCCL is not part of the CUDA toolkit. Where none is found (NCCL_ROOT, the toolkit, the system, a
@@ -50,14 +114,19 @@ sys.exit(0 if s and os.path.exists(os.path.join(list(s.submodule_search_location
 if ! nccl_found; then
   cuda_major=$("$nvcc_bin" --version | sed -n 's/.*release \([0-9]*\)\..*/\1/p')
   echo "install-deps: NCCL not found; installing nvidia-nccl-cu$cuda_major from PyPI into $venv" >&2
-  make_venv
-  "$venv/bin/python" -m pip install -q "nvidia-nccl-cu$cuda_major>=2.28"
+  pip_install "nvidia-nccl-cu$cuda_major>=2.28" || {
+    echo "install-deps: NCCL >= 2.28 is required and could not be installed from PyPI: install it, or set NCCL_ROOT" >&2
+    exit 1
+  }
 fi
 
-# The Python package's build and tests (python/, tests/python): nanobind and pytest, in the same
-# virtual environment, where python/CMakeLists.txt looks for them first.
-if ! "$venv/bin/python" -c "import nanobind, pytest" 2>/dev/null; then
+# The Python package's build and tests (python/, tests/python): nanobind and pytest, in the Python
+# the build uses (tandem's virtual environment when there is one, else python3). Optional.
+python_for_build="$venv/bin/python"
+[ -x "$python_for_build" ] || python_for_build=python3
+if ! "$python_for_build" -c "import nanobind, pytest" 2>/dev/null; then
   echo "install-deps: installing nanobind and pytest from PyPI into $venv" >&2
-  [ -x "$venv/bin/python" ] || make_venv
-  "$venv/bin/python" -m pip install -q nanobind pytest
+  pip_install nanobind pytest ||
+    echo "install-deps: nanobind and pytest are missing and PyPI is not reachable: the Python package's extension and tests are not built (optional)" >&2
 fi
+exit 0

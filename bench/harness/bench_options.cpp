@@ -191,14 +191,7 @@ void validate(const BenchOptions& o) {
 }
 
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& files) {
-  std::map<std::string, std::string> flag_of;
-  for (const auto& [flag, path] : files) {
-    if (path.empty()) continue;
-    const std::string why = why_not_writable(path);
-    TANDEM_CHECK_INPUT(why.empty(), flag + ": " + printable(why, 4 * kShownChars));
-    const auto [at, added] = flag_of.emplace(path, flag);
-    TANDEM_CHECK_INPUT(added, at->second + " and " + flag + " name the same file " + quoted_value(path));
-  }
+  checking_input([&] { require_writable_outputs(files); });
 }
 
 }  // namespace tandem::bench

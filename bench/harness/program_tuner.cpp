@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 
 #include "harness/metrics.h"
 #include "harness/tuner.h"
@@ -16,11 +15,6 @@
 namespace tandem::bench {
 namespace {
 
-// std::regex matches recursively: a line of megabytes (a progress bar without line breaks) could
-// exhaust the stack. A metric is printed on a short line; longer lines are searched in their first
-// this many characters.
-constexpr size_t kMaxLineChars = 64 * 1024;
-
 // A candidate's run without --timeout: this many times the slowest baseline run, plus kSlackSeconds.
 constexpr double kAutoTimeoutFactor = 3;
 constexpr double kSlackSeconds = 60;
@@ -29,16 +23,6 @@ std::string number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
-}
-
-std::optional<double> parse_number(const std::string& text) {
-  const char* begin = text.c_str();
-  char* end = nullptr;
-  const double v = std::strtod(begin, &end);
-  if (end == begin) return std::nullopt;
-  while (*end == ' ' || *end == '\t') ++end;
-  if (*end != '\0' || !std::isfinite(v)) return std::nullopt;
-  return v;
 }
 
 // Whether `a` is better than `b`.
@@ -52,58 +36,6 @@ std::string percent_text(double gain, double reference) {
 }
 
 }  // namespace
-
-ProgramMetric::ProgramMetric(const std::string& pattern, bool higher_is_better)
-    : pattern_(pattern), higher_is_better_(higher_is_better) {
-  TANDEM_CHECK_INPUT(!pattern.empty(), "--metric is empty: give a regular expression with one capture group");
-  try {
-    regex_ = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    TANDEM_USER_ERROR("--metric " + quoted_value(pattern) + " is not a valid regular expression (" + e.what() + ")");
-  }
-  TANDEM_CHECK_INPUT(regex_.mark_count() == 1,
-                     "--metric " + quoted_value(pattern) + " has " + std::to_string(regex_.mark_count()) +
-                         " capture groups; it needs exactly one, around the number (use (?:...) for others)");
-}
-
-std::string ProgramMetric::describe() const {
-  if (is_wall_time()) return "wall time (s), lower is better";
-  return "--metric " + quoted_value(pattern_) + (higher_is_better_ ? ", higher is better" : ", lower is better");
-}
-
-std::vector<double> ProgramMetric::values_in_text(const std::string& text,
-                                                  std::vector<std::string>* not_numbers) const {
-  std::vector<double> out;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find_first_of("\r\n", start);
-    if (end == std::string::npos) end = text.size();
-    const std::string line = text.substr(start, std::min(end - start, kMaxLineChars));
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), regex_); it != std::sregex_iterator(); ++it) {
-      const std::string captured = (*it)[1].str();
-      if (const auto v = parse_number(captured))
-        out.push_back(*v);
-      else if (not_numbers)
-        not_numbers->push_back(captured);
-    }
-    start = end + 1;
-  }
-  return out;
-}
-
-std::vector<double> ProgramMetric::values_in_file(const std::string& path,
-                                                  std::vector<std::string>* not_numbers) const {
-  std::ifstream in(path, std::ios::binary);
-  TANDEM_REQUIRE(in, "cannot read the run log '" + path + "'");
-  std::vector<double> out;
-  // Line by line through std::getline (a log may be far larger than memory should hold); values_in_text
-  // splits the '\r'-separated redraws within a line.
-  for (std::string line; std::getline(in, line);) {
-    const auto values = values_in_text(line, not_numbers);
-    out.insert(out.end(), values.begin(), values.end());
-  }
-  return out;
-}
 
 std::vector<OverlapPolicy> program_candidates() {
   std::vector<OverlapPolicy> out = parse_policy_list("priority");
@@ -186,6 +118,7 @@ class ProgramTuner {
     run.process = run_process(signals, argv, run.log, timeout);
     if (run.process.interrupted) return false;
     judge(run, timeout);
+    if (signals.interrupted()) return false;  // its log was not read to the end: it does not count
     if (candidate == 0) {
       if (!run.failure.empty())
         TANDEM_USER_ERROR("the baseline run (the program without tandem, round " + std::to_string(round) +
@@ -308,8 +241,8 @@ ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, boo
   return d;
 }
 
-std::string program_stats_text(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
-                               const ProgramMetric& metric) {
+std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
+                                             const ProgramMetric& metric) {
   std::vector<const PolicyStats*> ranked;
   for (size_t i = 1; i < stats.size(); ++i) ranked.push_back(&stats[i]);
   // Qualified candidates best first, then the disqualified in their order.
@@ -318,28 +251,24 @@ std::string program_stats_text(const std::vector<PolicyStats>& stats, const Prog
     return a->disqualified.empty() && better(a->median, b->median, metric.higher_is_better());
   });
   ranked.insert(ranked.begin(), &stats[0]);
-  char line[512];
-  std::string out;
-  std::snprintf(line, sizeof line, "# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread",
-                "vs base", "status");
-  out += line;
   const double base = stats[0].median;
+  std::vector<ProgramPolicyLine> table;
   for (const PolicyStats* s : ranked) {
-    std::string status = s->candidate == 0 ? "baseline (no tandem)" : s->disqualified.empty() ? "ok" : "disqualified";
-    if (decision.winner && stats[*decision.winner].candidate == s->candidate) status = "WINNER";
-    if (!s->disqualified.empty()) status += ": " + s->disqualified;
-    if (s->values.empty()) {
-      std::snprintf(line, sizeof line, "  %-40s %12s %12s %12s %12s %8s  ", s->policy.c_str(), "-", "-", "-", "-", "-");
-    } else {
-      char vs[16] = "-";
-      if (s->candidate != 0 && base != 0)
-        std::snprintf(vs, sizeof vs, "%+.1f%%", 100.0 * (s->median - base) / std::fabs(base));
-      std::snprintf(line, sizeof line, "  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", s->policy.c_str(), s->median,
-                    s->min, s->max, s->spread(), vs);
-    }
-    out += line + printable(status, 1000) + "\n";
+    ProgramPolicyLine line;
+    line.policy = s->policy;
+    line.status = s->candidate == 0 ? "baseline (no tandem)" : s->disqualified.empty() ? "ok" : "disqualified";
+    if (decision.winner && stats[*decision.winner].candidate == s->candidate) line.status = "WINNER";
+    if (!s->disqualified.empty()) line.status += ": " + s->disqualified;
+    line.measured = !s->values.empty();
+    line.median = s->median;
+    line.min = s->min;
+    line.max = s->max;
+    line.spread = s->spread();
+    if (line.measured && s->candidate != 0 && base != 0)
+      line.vs_baseline_percent = 100.0 * (s->median - base) / std::fabs(base);
+    table.push_back(line);
   }
-  return out;
+  return table;
 }
 
 nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,

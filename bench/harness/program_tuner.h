@@ -11,40 +11,16 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "harness/program_metric.h"
 #include "harness/program_objective.h"
 #include "harness/program_process.h"
+#include "report/program_tune_report.h"
 #include "tandem/policy.h"
 
 namespace tandem::bench {
-
-// What a run is measured by: a regular expression with one capture group around a number, found
-// anywhere in the run's output (stdout and stderr), or the run's wall time.
-class ProgramMetric {
- public:
-  ProgramMetric() = default;  // wall time, lower is better
-  // Throws tandem::UserError (one line naming the pattern) for an invalid pattern or one without
-  // exactly one capture group.
-  ProgramMetric(const std::string& pattern, bool higher_is_better);
-  bool is_wall_time() const { return pattern_.empty(); }
-  bool higher_is_better() const { return higher_is_better_; }
-  const std::string& pattern() const { return pattern_; }
-  // "step_ms_median" style description for output: the pattern, or "wall time (s)".
-  std::string describe() const;
-  // Every number the capture group matched in the file, line by line ('\n' or '\r' ends a line, so a
-  // progress bar's redraws count as lines). A match whose capture is not a number is skipped and
-  // reported in `not_numbers` (its text).
-  std::vector<double> values_in_file(const std::string& path, std::vector<std::string>* not_numbers = nullptr) const;
-  std::vector<double> values_in_text(const std::string& text, std::vector<std::string>* not_numbers = nullptr) const;
-
- private:
-  std::string pattern_;
-  bool higher_is_better_ = false;
-  std::regex regex_;
-};
 
 // The policies tried by default: every control `tandem run` applies to an unmodified program
 // (priority, shaping levels with and without priority, shape:auto+priority, NCCL's CTA settings on
@@ -127,9 +103,10 @@ ProgramTuneResult tune_program(const ProgramTuneOptions& options, const ProgramT
 // The run's log file name in the logs folder: "round1-baseline.log", "round2-shape-2+priority.log".
 std::string program_run_log_name(int round, const std::string& policy);
 
-// Fixed-column table of the stats, best first after the baseline, for the report on stdout.
-std::string program_stats_text(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
-                               const ProgramMetric& metric);
+// The results table's lines (report/program_tune_report.h): the baseline, then the candidates best
+// first, the disqualified last.
+std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
+                                             const ProgramMetric& metric);
 
 // The runs and stats as JSON: the "policies", "runs" and "decision" members of the --json document.
 nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,

@@ -61,59 +61,11 @@ std::string hex_decode(const std::string& hex) {
 }
 
 // The rendezvous folder carries NCCL's unique id, with which anyone can join the job's
-// communicators, and the join files rank 0 trusts. Another user must neither read nor write it.
-// A folder that others could have made in our place (any folder inside a sticky or world-writable
-// folder such as /tmp, and the rendezvous folder itself) is used only if it is a real folder (not a
-// symbolic link), ours, and closed to group and others. Missing folders are created with mode 0700.
-// Folders above that, in a path the user chose, are the user's business.
-void require_private_folder(const std::string& folder, const struct stat& st, const PrivateFolderWords& words) {
-  const std::string named = words.what + " '" + folder + "'";
-  if (S_ISLNK(st.st_mode)) TANDEM_THROW(named + " is a symbolic link; remove it, or " + words.choose_another);
-  if (!S_ISDIR(st.st_mode)) TANDEM_THROW(named + " exists and is not a folder");
-  if (st.st_uid != geteuid())
-    TANDEM_THROW(named + " belongs to user id " + std::to_string(st.st_uid) +
-                 ", not to you: another user may have created it to read " + words.secret + "; " +
-                 words.choose_another);
-  if (st.st_mode & 077) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
-    TANDEM_THROW(named + " has mode " + mode + ": others could read " + words.secret + "; run `chmod 700 '" + folder +
-                 "'` or remove it");
-  }
+// communicators, and the join files rank 0 trusts. Another user must neither read nor write it
+// (tandem/safe_file.h: make_private_folder).
+void make_private_folders(const std::string& dir) {
+  make_private_folder(dir, {"rendezvous folder", "read this job's NCCL id", "choose another folder with --rendezvous"});
 }
-
-bool others_can_create_in(const struct stat& parent) {
-  return (parent.st_mode & S_ISVTX) || (parent.st_mode & S_IWOTH);
-}
-
-}  // namespace
-
-void make_private_folders(const std::string& dir, const PrivateFolderWords& words) {
-  TANDEM_REQUIRE(!dir.empty(), "empty " + words.what + " name");
-  struct stat parent {};
-  bool have_parent = stat(dir[0] == '/' ? "/" : ".", &parent) == 0;
-  for (size_t pos = 0; pos != std::string::npos;) {
-    pos = dir.find('/', pos + 1);
-    const std::string part = dir.substr(0, pos);
-    if (part.empty() || part.back() == '/') continue;  // "//" in the path
-    const bool is_leaf = pos == std::string::npos || dir.find_first_not_of('/', pos) == std::string::npos;
-    const bool exposed = is_leaf || (have_parent && others_can_create_in(parent));
-    if (mkdir(part.c_str(), 0700) != 0 && errno != EEXIST)
-      TANDEM_THROW("cannot create the " + words.what + " '" + part + "': " + std::strerror(errno));
-    struct stat st {};
-    if (lstat(part.c_str(), &st) != 0)
-      TANDEM_THROW("cannot inspect the " + words.what + " '" + part + "': " + std::strerror(errno));
-    if (exposed) require_private_folder(part, st, words);
-    // Through a link the user made (outside shared folders), the link's target is the parent.
-    if (S_ISLNK(st.st_mode) && stat(part.c_str(), &st) != 0)
-      TANDEM_THROW("cannot inspect the " + words.what + " '" + part + "': " + std::strerror(errno));
-    parent = st;
-    have_parent = true;
-    if (is_leaf) break;
-  }
-}
-
-namespace {
 
 // Every file is created beside its final name under a fresh O_EXCL name and renamed: a reader sees
 // the old file, the new one, or none (tandem/safe_file.h).

@@ -20,19 +20,6 @@
 
 namespace tandem::bench {
 
-// How make_private_folders names a folder in its messages.
-struct PrivateFolderWords {
-  std::string what = "rendezvous folder";
-  std::string secret = "this job's NCCL id";  // what others could read in it
-  std::string choose_another = "choose another folder with --rendezvous";
-};
-
-// `dir` and the folders above it, created with mode 0700 where missing. A folder that others could
-// have made in our place (the leaf, and any folder inside a sticky or world-writable folder such as
-// /tmp) is used only if it is a real folder (not a symbolic link), ours, and closed to group and
-// others; else tandem::Error, in `words`.
-void make_private_folders(const std::string& dir, const PrivateFolderWords& words = {});
-
 struct FileRendezvousOptions {
   std::string dir;  // created if missing
   int rank = 0;

@@ -16,7 +16,9 @@ bool uses_default_nccl_settings(const OverlapPolicy& policy);
 
 // Writes the policy's settings over `config` and leaves every other field as the caller set it
 // (blocking, netName, ...). A setting the policy does not name is left alone, so a program's own
-// choices survive unless the policy overrides them.
+// choices survive unless the policy overrides them; the one exception keeps the CTA range
+// consistent: a bound of the caller's that contradicts the policy's bound is moved to it (the
+// caller's minCTAs 32 under nccl-ctas:..4 becomes 4, its maxCTAs 2 under nccl-ctas:8.. becomes 8).
 void apply_nccl_settings(const OverlapPolicy& policy, ncclConfig_t& config);
 
 // Equal keys <=> one communicator can serve both policies; "" for the default settings. Windows

@@ -13,6 +13,7 @@
 #include "tandem/error.h"
 #include "tandem/nccl_config.h"
 #include "tandem/policy.h"
+#include "tandem/printable.h"
 
 namespace nb = nanobind;
 
@@ -29,7 +30,8 @@ auto parsing_user_text(Parse&& parse) -> decltype(parse()) {
   try {
     return parse();
   } catch (const tandem::Error& e) {
-    throw nb::value_error(e.message().c_str());
+    // One printable line: a NUL would end the C string, a line break would forge another line.
+    throw nb::value_error(tandem::printable(e.message(), 2000).c_str());
   }
 }
 
@@ -115,7 +117,14 @@ NB_MODULE(_core, m) {
           "has.")
       .def("__str__", [](const OverlapPolicy& p) { return tandem::to_string(p); })
       .def("__repr__", [](const OverlapPolicy& p) { return "tandem.Policy('" + tandem::to_string(p) + "')"; })
-      .def("__eq__", [](const OverlapPolicy& a, const OverlapPolicy& b) { return a == b; })
+      // Anything but a Policy: NotImplemented, so that Python answers False (== "x") rather than raise.
+      .def(
+          "__eq__",
+          [](const OverlapPolicy& a, nb::handle b) -> nb::object {
+            if (!nb::isinstance<OverlapPolicy>(b)) return nb::borrow(Py_NotImplemented);
+            return nb::bool_(a == nb::cast<const OverlapPolicy&>(b));
+          },
+          nb::arg("other").none())
       .def("__hash__", [](const OverlapPolicy& p) { return nb::hash(nb::str(tandem::to_string(p).c_str())); });
 
   m.def(

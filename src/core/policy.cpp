@@ -9,6 +9,7 @@
 
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
+#include "tandem/printable.h"
 #include "tandem/safe_file.h"
 #include "tandem/text.h"
 
@@ -24,7 +25,8 @@ struct SyntaxError {
 
 [[noreturn]] void fail(std::string message) { throw SyntaxError{std::move(message)}; }
 
-std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+// A user's text, quoted, printable and cut (tandem/printable.h): a policy may come from anywhere.
+std::string in_quotes(std::string_view text) { return quoted_value(text); }
 
 std::string with_accepted_list(const std::string& message) {
   // Listed at the end of every syntax error, so a user who mistyped one token sees every form at once.

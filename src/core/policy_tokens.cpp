@@ -5,6 +5,8 @@
 #include <charconv>
 #include <limits>
 
+#include "tandem/printable.h"
+
 namespace tandem {
 
 namespace {
@@ -22,7 +24,8 @@ constexpr int64_t kMaxShapeBytes = std::numeric_limits<int>::max();
 
 [[noreturn]] void invalid(std::string why) { throw InvalidTokenValue{std::move(why)}; }
 
-std::string in_quotes(std::string_view text) { return "'" + std::string(text) + "'"; }
+// A user's text, quoted, printable and cut (tandem/printable.h): a policy may come from anywhere.
+std::string in_quotes(std::string_view text) { return quoted_value(text); }
 
 bool is_all_digits(std::string_view text) {
   if (text.empty()) return false;

@@ -1,6 +1,6 @@
 #include "tandem/cuda_check.h"
 
-#include <cublas_api.h>
+// throw_cublas is in cublas_check.cpp: what links only the NCCL-side controls needs no cuBLASLt.
 
 #include "tandem/library_checks.h"
 #include "tandem/nccl_check.h"
@@ -23,11 +23,6 @@ void throw_nccl(ncclResult_t err, ncclComm_t comm, const char* expr, const char*
   const char* last = ncclGetLastError(comm);
   if (last && *last) what += std::string(" (") + last + ")";
   throw_error(file, line, what);
-}
-
-void throw_cublas(cublasStatus_t err, const char* expr, const char* file, int line) {
-  throw_error(file, line,
-              std::string(expr) + " failed: " + cublasLtGetStatusName(err) + ": " + cublasLtGetStatusString(err));
 }
 
 }  // namespace tandem::detail

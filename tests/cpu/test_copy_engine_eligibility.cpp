@@ -3,7 +3,9 @@
 // what the route can compute, not from the code.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "tandem/copy_engine_eligibility.h"
@@ -100,6 +102,20 @@ TEST(CopyEngineEligibility, EveryOutcomeHasItsOwnTokenAndAnExplanation) {
   EXPECT_STREQ(to_string(RouteOutcome::OpNotSupported), "op-not-supported");
   EXPECT_STREQ(to_string(RouteOutcome::CaptureNotReady), "capture-not-ready");
   EXPECT_STREQ(to_string(Reduction::PreMulSum), "pre-multiplied sum");
+}
+
+TEST(CopyEngineEligibility, EveryReasonToStayWithNcclIsInRunsTable) {
+  const std::string path = std::string(TANDEM_FIXTURE_DIR) + "/../../docs/RUN.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  for (int i = 0; i < kRouteOutcomeCount; ++i) {
+    const auto outcome = static_cast<RouteOutcome>(i);
+    if (outcome == RouteOutcome::CopyEngine) continue;
+    EXPECT_NE(text.str().find(std::string("| `") + to_string(outcome) + "` |"), std::string::npos)
+        << to_string(outcome) << " is missing from docs/RUN.md's table of reasons";
+  }
 }
 
 }  // namespace

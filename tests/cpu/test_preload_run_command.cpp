@@ -224,14 +224,24 @@ TEST(preload_run_command, RelativeStatsPathIsTakenFromTandemsDirectory) {
   EXPECT_TRUE(fs::exists(scratch.path("rel.json")));
 }
 
-TEST(preload_run_command, StaleStatsFileIsRemovedFirst) {
+// A stats file an earlier run left is never removed before the program starts (a program killed
+// before its exit report would lose it): only this run's statistics replace it, and when none come
+// `tandem run` says so.
+TEST(preload_run_command, StaleStatsFileIsKeptAndNamedWhenNoProcessWrites) {
   ScratchFolder scratch;
   const fs::path stats = scratch.path("stale.json");
   std::ofstream(stats) << "{\"stale\": true}";
-  // dash's `exit` skips destructors: no process writes, so no file may remain.
-  const Result r = run(tandem_run("--log-level error --stats " + stats.string(), "sh -c 'exit 0'"));
+  // dash's `exit` skips destructors: no process writes.
+  const Result r = run(tandem_run("--stats " + stats.string(), "sh -c 'exit 0'"));
   ASSERT_EQ(r.status, 0) << r.err;
-  if (fs::exists(stats)) EXPECT_EQ(read_text(stats).find("stale"), std::string::npos);
+  EXPECT_EQ(read_text(stats), "{\"stale\": true}");
+  EXPECT_NE(r.err.find("tandem run: warning: --stats '" + stats.string() + "' still holds an earlier run's statistics"),
+            std::string::npos)
+      << r.err;
+  // A run that writes replaces it, without the warning.
+  const Result written = run(tandem_run("--stats " + stats.string(), "true"));
+  EXPECT_EQ(read_text(stats).find("stale"), std::string::npos);
+  EXPECT_EQ(written.err.find("warning: --stats"), std::string::npos) << written.err;
 }
 
 // The interposer reading an invalid TANDEM_POLICY itself (no `tandem run` to validate it first):

@@ -233,7 +233,7 @@ TEST(program_tune, UserErrorsAreOneLineBeforeAnyRun) {
   struct Case {
     std::string options, expected;
   } cases[] = {
-      {"--metric '([0-9'", "tandem: error: --metric '([0-9' is not a valid regular expression"},
+      {"--metric '([0-9'", "tandem: error: --metric '([0-9' has an unclosed '['"},
       {"--metric 'step_ms'", "tandem: error: --metric 'step_ms' has 0 capture groups; it needs exactly one"},
       {"--metric '(a)(b)'", "tandem: error: --metric '(a)(b)' has 2 capture groups"},
       {"--rounds 0", "tandem: error: --rounds 0 is out of bounds"},

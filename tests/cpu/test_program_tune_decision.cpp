@@ -37,10 +37,10 @@ TEST(program_metric, FindsEveryMatchPerLineCarriageReturnsIncluded) {
   EXPECT_EQ(not_numbers, (std::vector<std::string>{"x"}));
 }
 
-TEST(program_metric, AVeryLongLineIsSearchedInItsFirstPartWithoutExhaustingTheStack) {
+TEST(program_metric, AVeryLongLineIsSearchedWithoutExhaustingTheStack) {
   const ProgramMetric metric("v=([0-9]+)", false);
   const std::string text = "v=1" + std::string(1 << 20, 'a') + "v=2\nv=3\n";
-  EXPECT_EQ(metric.values_in_text(text), (std::vector<double>{1, 3}));
+  EXPECT_EQ(metric.values_in_text(text), (std::vector<double>{1, 2, 3}));
 }
 
 TEST(program_metric, RefusesPatternsWithoutExactlyOneCaptureGroup) {

@@ -77,7 +77,8 @@ TEST(preload_nccl_gpu, SettingsReachTheCommunicatorsAndResultsStayExact) {
                           "unconfigured, 2 destroyed"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("ncclAllReduce: 6 calls, 50331648 B; copy-engine 0, nccl 6 (not-requested 6)"),
+  EXPECT_NE(r.output.find("ncclAllReduce: 6 calls, 50331648 B; copy-engine 0 (0 B), nccl 6 (50331648 B: "
+                          "not-requested 6 / 50331648 B)"),
             std::string::npos)
       << r.output;
   std::ifstream in(stats);
@@ -90,6 +91,7 @@ TEST(preload_nccl_gpu, SettingsReachTheCommunicatorsAndResultsStayExact) {
   for (const char* name : {"ncclAllReduce", "ncclAllGather", "ncclReduceScatter"}) {
     EXPECT_EQ(s["nccl_collectives"][name]["calls"], 6) << name;
     EXPECT_EQ(s["nccl_collectives"][name]["bytes"], 6 * 8 * 1024 * 1024) << name;
+    EXPECT_EQ(s["nccl_collectives"][name]["nccl"]["not-requested"]["calls"], 6) << name;
   }
   EXPECT_GT(s["launches"]["nccl"].get<int>(), 0);  // NCCL's kernels still pass through the launch hooks
 }

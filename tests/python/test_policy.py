@@ -81,6 +81,24 @@ def test_bad_policy_is_one_plain_line(text, named):
     assert not LOCATION.search(message), message
 
 
+@pytest.mark.parametrize("text", ["pri\nority", "pri\x00ority", "\x1b[31mpriority", "p" * 100000])
+def test_hostile_policy_text_is_one_printable_bounded_line(text):
+    with pytest.raises(ValueError) as caught:
+        tandem.parse_policy(text)
+    message = str(caught.value)
+    assert message.isprintable(), repr(message)
+    assert len(message) < 2000
+    assert "unknown policy token" in message or "invalid" in message
+
+
+def test_comparing_with_another_type_is_not_an_error():
+    p = tandem.parse_policy("priority")
+    assert (p == "priority") is False
+    assert p != "x"
+    assert p != None  # noqa: E711
+    assert p in [None, tandem.parse_policy("priority")]
+
+
 def test_policy_files(tmp_path, monkeypatch):
     path = tmp_path / "best.policy"
     path.write_text("# written by tandem tune\n\npriority+nccl-ctas:16\n")

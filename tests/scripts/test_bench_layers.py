@@ -60,6 +60,11 @@ class Layers(unittest.TestCase):
     def test_reporting_knows_no_ranks_and_no_measurement(self):
         self.assertEqual(violations("bench/report", MEASUREMENT | {"ranks"}), [])
 
+    def test_the_process_module_knows_no_benchmark_and_no_command(self):
+        # src/process serves `tandem run` (app) and `tandem tune -- CMD` (harness): it lies below both.
+        self.assertTrue(any(sources("src/process")))
+        self.assertEqual(violations("src/process", MEASUREMENT | {"ranks", "report", "app"}), [])
+
     def test_the_checker_sees_a_forbidden_include(self):
         # The regular expression must match includes as the sources write them.
         self.assertEqual(INCLUDE.findall('#include "harness/metrics.h"\n#include <vector>\n'), ["harness/metrics.h"])

@@ -48,6 +48,10 @@ inline constexpr std::array<const char*, 3> kTimelineModeNames = {"off", "on", "
 
 // Set by `tandem run` in its child: that process always reports a summary, even with no launch.
 inline constexpr const char* kRootPid = "TANDEM_ROOT_PID";
+// Set by `tandem run` with --stats when the file exists: "<device>:<inode>" of that earlier run's file,
+// which the process `tandem run` started replaces even when it launched nothing (a file with
+// another identity was written by a process of this run, and stays).
+inline constexpr const char* kStatsEarlier = "TANDEM_STATS_EARLIER";
 // Read by `tandem run` only: the interposer library to preload instead of the one found next to it.
 inline constexpr const char* kPreloadLib = "TANDEM_PRELOAD_LIB";
 

@@ -12,6 +12,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace tandem {
 
@@ -37,6 +39,35 @@ std::string why_not_writable(const std::string& path);
 
 // Throws tandem::Error with why_not_writable's line, if any.
 void require_writable(const std::string& path, const std::string& what);
+
+// The result files of one run, as (flag, path); empty paths are skipped. Each must be writable now
+// (require_writable), and no two may be the same file ("x" and "./x", or two links to one file).
+// Throws tandem::Error with one line naming the flags.
+void require_writable_outputs(const std::vector<std::pair<std::string, std::string>>& files);
+
+// Who may use a folder tandem keeps private things in (the rendezvous folder, tune's run logs), for
+// make_private_folder's messages.
+struct PrivateFolderRole {
+  std::string name;     // "rendezvous folder"
+  std::string risk;     // what others could do with it: "read this job's NCCL id"
+  std::string instead;  // what the user can do: "choose another folder with --rendezvous"
+  // Permission bits the group and others must not have: 077 (no access at all) for secrets, 022 (no
+  // writing) where only planted files matter.
+  unsigned forbidden_mode = 077;
+};
+
+// Creates `dir` and any missing folder above it (mode 0700). A folder that others could have made in
+// our place (the leaf, and any folder inside a sticky or world-writable one such as /tmp) is used
+// only if it is a real folder (not a symbolic link), owned by this user, without the role's
+// forbidden permission bits. Folders above that, in a path the user chose, are the user's business. Throws
+// tandem::Error with one line naming the folder and what is wrong.
+void make_private_folder(const std::string& dir, const PrivateFolderRole& role);
+
+// Opens a new, empty file at `path` for writing (mode & ~umask, O_CREAT | O_EXCL | O_NOFOLLOW,
+// O_CLOEXEC). A regular file already there is removed first, never truncated: a hard link to it
+// elsewhere keeps its content. A symbolic link, folder, FIFO, socket or device there is refused, never
+// followed or opened (no hang on a FIFO). Returns the descriptor; throws tandem::Error naming `path`.
+int open_new_file(const std::string& path, unsigned mode);
 
 // Reads a regular file (a link to one is fine) of at most `max_bytes`. A FIFO, a device, a folder or
 // a larger file is refused with one plain line naming it: never a hang on a FIFO without a writer,

@@ -11,22 +11,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "client_steps.h"
 #include "fake_nccl.h"
 
 namespace {
 
 using json = nlohmann::json;
 
-json g_steps = json::object();
-
-// Runs one NCCL call with errno set to `errno_before`, and records its result and errno after.
-template <class Call>
-ncclResult_t step(const std::string& name, const Call& call, int errno_before = 0) {
-  errno = errno_before;
-  const ncclResult_t result = call();
-  g_steps[name] = {{"result", static_cast<int>(result)}, {"errno", errno}};
-  return result;
-}
+using fake_nccl_client::step;
+json& g_steps = fake_nccl_client::steps();
 
 ncclConfig_t program_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;

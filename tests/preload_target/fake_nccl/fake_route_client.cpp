@@ -13,21 +13,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "client_steps.h"
 #include "fake_nccl.h"
 
 namespace {
 
 using json = nlohmann::json;
 
-json g_steps = json::object();
-
-template <class Call>
-ncclResult_t step(const std::string& name, const Call& call, int errno_before = 0) {
-  errno = errno_before;
-  const ncclResult_t result = call();
-  g_steps[name] = {{"result", static_cast<int>(result)}, {"errno", errno}};
-  return result;
-}
+using fake_nccl_client::step;
+json& g_steps = fake_nccl_client::steps();
 
 // A mark in the log, so the test can find where each step's calls start.
 void mark(const std::string& name) { fake_nccl_record(json({{"fn", "mark"}, {"step", name}}).dump().c_str()); }

@@ -1,0 +1,61 @@
+// `tandem tune -- CMD`'s reporter (report/program_tune_report.h): what reaches stdout and stderr.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "report/program_tune_report.h"
+
+namespace {
+
+using tandem::bench::ProgramTuneConsoleReporter;
+using tandem::bench::ProgramTuneContext;
+using tandem::bench::ProgramTuneEnd;
+
+// What `report` wrote to a temporary FILE.
+template <typename Report>
+std::string captured(Report report) {
+  std::FILE* f = std::tmpfile();
+  report(f);
+  std::fflush(f);
+  std::rewind(f);
+  std::string text;
+  for (int c; (c = std::fgetc(f)) != EOF;) text += static_cast<char>(c);
+  std::fclose(f);
+  return text;
+}
+
+TEST(program_tune_report, TheHeaderEchoesTheProgramPrintable) {
+  ProgramTuneContext c;
+  c.program = "prog \x1b[31m\nforged";
+  c.metric = "wall time (s), lower is better";
+  c.rounds = 3;
+  c.candidates = 2;
+  c.logs = "/tmp/logs";
+  const std::string out = captured([&](std::FILE* f) { ProgramTuneConsoleReporter(true, f, f).report_context(c); });
+  EXPECT_NE(out.find("# program    prog \\x1b[31m\\nforged\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("# timeout    none for the baseline"), std::string::npos);
+}
+
+TEST(program_tune_report, QuietDropsProgressButNotWarnings) {
+  const std::string out = captured([](std::FILE* f) {
+    ProgramTuneConsoleReporter quiet(false, f, f);
+    quiet.report_progress("round 1/3");
+    quiet.report_warning("cannot write 'x'");
+  });
+  EXPECT_EQ(out, "tandem tune: warning: cannot write 'x'\n");
+}
+
+TEST(program_tune_report, AFileNotWrittenIsNotClaimed) {
+  ProgramTuneEnd e;
+  e.finished = true;
+  e.rounds_done = e.rounds = 1;
+  e.runs = 2;
+  e.decision = "no policy beats the baseline";
+  e.logs = "/tmp/logs";
+  const std::string out = captured([&](std::FILE* f) { ProgramTuneConsoleReporter(true, f, f).report_end(e); });
+  EXPECT_EQ(out.find("# wrote"), std::string::npos) << out;
+  EXPECT_NE(out.find("# OK: 2 runs in 1 rounds, no policy beats the baseline\n"), std::string::npos) << out;
+}
+
+}  // namespace
