@@ -113,8 +113,7 @@ class ProgramTuner {
       argv.insert(argv.end(), {"--policy", run.policy, "--"});
     }
     argv.insert(argv.end(), o_.command.begin(), o_.command.end());
-    double timeout = o_.timeout_s;
-    if (timeout <= 0 && candidate > 0) timeout = kAutoTimeoutFactor * slowest_baseline_s_ + kSlackSeconds;
+    const double timeout = run_time_limit(o_, result_.runs, candidate > 0);
     run.process = run_process(signals, argv, run.log, timeout);
     if (run.process.interrupted) return false;
     judge(run, timeout);
@@ -124,7 +123,6 @@ class ProgramTuner {
         TANDEM_USER_ERROR("the baseline run (the program without tandem, round " + std::to_string(round) +
                           "): " + run.failure);
       if (round == 1) reference_status_ = run.process.exit_status;
-      slowest_baseline_s_ = std::max(slowest_baseline_s_, run.process.wall_s);
     }
     result_.runs.push_back(run);
     if (sinks_.on_run) sinks_.on_run(result_.runs.back(), result_);
@@ -175,10 +173,18 @@ class ProgramTuner {
   const ProgramTuneSinks& sinks_;
   ProgramTuneResult result_;
   int reference_status_ = 0;  // the baseline's exit status in round 1
-  double slowest_baseline_s_ = 0;
 };
 
 }  // namespace
+
+double run_time_limit(const ProgramTuneOptions& options, const std::vector<ProgramRun>& runs_so_far, bool candidate) {
+  if (options.timeout_s > 0) return options.timeout_s;
+  if (!candidate) return 0;
+  double slowest_baseline = 0;
+  for (const ProgramRun& r : runs_so_far)
+    if (r.candidate == 0) slowest_baseline = std::max(slowest_baseline, r.process.wall_s);
+  return kAutoTimeoutFactor * slowest_baseline + kSlackSeconds;
+}
 
 ProgramTuneResult tune_program(const ProgramTuneOptions& options, const ProgramTuneSinks& sinks) {
   return ProgramTuner(options, sinks).run();

@@ -81,6 +81,11 @@ struct ProgramDecision {
   std::string reason;
 };
 
+// The time limit of the next run, in seconds (0: none): --timeout when given; else none for the
+// baseline, and for a candidate 3 times the slowest baseline run so far plus 60 s, so that a policy
+// that hangs the program cannot hang the tune while a slow program still has room.
+double run_time_limit(const ProgramTuneOptions& options, const std::vector<ProgramRun>& runs_so_far, bool candidate);
+
 // Per-policy statistics over the runs of finished rounds ([0] the baseline, then the candidates in
 // the options' order). A candidate that failed any run is disqualified with that run's reason.
 std::vector<PolicyStats> program_stats(const ProgramTuneOptions& options, const ProgramTuneResult& result);
