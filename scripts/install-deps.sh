@@ -129,4 +129,45 @@ if ! "$python_for_build" -c "import nanobind, pytest" 2>/dev/null; then
   pip_install nanobind pytest ||
     echo "install-deps: nanobind and pytest are missing and PyPI is not reachable: the Python package's extension and tests are not built (optional)" >&2
 fi
+
+# PyTorch, for tandem.torch's tests (tests/python), which CI runs and fails when they skip
+# (TANDEM_REQUIRE_TORCH=1 in .ci/run). Left alone where the build's Python has it (the GPU machine's).
+# PyPI's torch for Linux x86_64 is a CUDA build that depends on every CUDA library; `import torch`
+# loads only those its own objects link, so torch comes without its dependencies, then those at the
+# versions torch names, less Triton and cuda-bindings (torch.compile's GPU code, CUDA Python) and
+# the cuSOLVER and NVTX extras (CUDA linear algebra, loaded on first use; NVTX ranges): 2.2 GB
+# downloaded and 3.7 GB installed in about 45 s, against 2.6 GB, 4.6 GB and 70 s for all of them.
+# 2.11.0: the GPU machine's PyTorch, with its NCCL 2.28.9.
+torch_version=2.11.0
+torch_dependencies() {
+  "$venv/bin/python" - <<'PY'
+import importlib.metadata as metadata
+import re
+
+skipped = {"triton", "cuda-bindings"}
+skipped_extras = {"cusolver", "nvtx"}
+for requirement in metadata.requires("torch") or []:
+    spec, _, marker = requirement.partition(";")
+    name = re.match(r"[A-Za-z0-9_.-]+", spec.strip()).group(0)
+    if "extra ==" in marker or name.lower() in skipped:
+        continue
+    print(re.sub(r"\[([^\]]*)\]",
+                 lambda m: "[" + ",".join(e for e in m.group(1).split(",") if e.strip() not in skipped_extras) + "]",
+                 spec.strip()))
+PY
+}
+python_for_build="$venv/bin/python"
+[ -x "$python_for_build" ] || python_for_build=python3
+if ! "$python_for_build" -c "import torch" 2>/dev/null; then
+  echo "install-deps: installing PyTorch $torch_version (CPU use: what import torch loads) from PyPI into $venv" >&2
+  if pip_install --no-deps "torch==$torch_version" &&
+    mapfile -t torch_needs < <(torch_dependencies) && [ ${#torch_needs[@]} -gt 0 ] &&
+    pip_install --no-warn-conflicts "${torch_needs[@]}" &&
+    { "$venv/bin/python" -c "import nanobind, pytest" 2>/dev/null || pip_install nanobind pytest; } &&
+    "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    :
+  else
+    echo "install-deps: PyTorch could not be installed: tandem.torch's tests skip, and fail under TANDEM_REQUIRE_TORCH=1 (CI)" >&2
+  fi
+fi
 exit 0
