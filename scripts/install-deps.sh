@@ -136,7 +136,7 @@ fi
 # loads only those its own objects link, so torch comes without its dependencies, then those at the
 # versions torch names, less Triton and cuda-bindings (torch.compile's GPU code, CUDA Python) and
 # the cuSOLVER and NVTX extras (CUDA linear algebra, loaded on first use; NVTX ranges): 2.2 GB
-# downloaded and 3.7 GB installed in about 45 s, against 2.6 GB, 4.6 GB and 70 s for all of them.
+# downloaded and 3.7 GB installed in under a minute, against 2.6 GB, 4.6 GB and 70 s for all of them.
 # 2.11.0: the GPU machine's PyTorch, with its NCCL 2.28.9.
 torch_version=2.11.0
 torch_dependencies() {
