@@ -136,7 +136,10 @@ class Journal:
     def apply(self, mutant, text):
         write(self.path, json.dumps({mutant.file: text}))
         match = snippet_pattern(mutant.original).search(text)
-        write(ROOT / mutant.file, text[:match.start()] + mutant.replacement + text[match.end():])
+        # The match starts at the snippet's first word, after the file's own indentation: the
+        # replacement's first line comes without its own, or Python would see it indented twice.
+        replacement = mutant.replacement.lstrip(" \t")
+        write(ROOT / mutant.file, text[:match.start()] + replacement + text[match.end():])
 
     def revert(self, mutant, text):
         write(ROOT / mutant.file, text)
