@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -173,9 +174,22 @@ TEST(program_tune_hostile, CarriageReturnOutputIsReadInBoundedMemory) {
   EXPECT_LT(usage.ru_maxrss, 400 * 1024) << "KiB at most in tandem or a process it waited for";
 }
 
+// While alive, this process is a subreaper: an orphan of the tree it starts comes to it rather than
+// to the machine's init. Some inits (a sandbox's, a container's) end orphans at once, which would
+// pass a test of whether tandem ends them.
+struct OrphansComeHere {
+  OrphansComeHere() { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+  ~OrphansComeHere() {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  }
+};
+
 // A worker that leaves the run's process group (setsid) still ends with the run: at the time limit,
 // and when the program exits and leaves it behind.
 TEST(program_tune_hostile, WorkersInTheirOwnSessionEndWithTheRun) {
+  const OrphansComeHere orphans_come_here;
   ScratchFolder dir;
   const std::string d = sh_quoted(dir.str());
   // The baseline leaves a worker behind and exits; the candidate starts another and hangs until the
@@ -191,6 +205,10 @@ TEST(program_tune_hostile, WorkersInTheirOwnSessionEndWithTheRun) {
     const pid_t worker = static_cast<pid_t>(std::atoi(read_text(dir.path(name)).c_str()));
     ASSERT_GT(worker, 0) << name;
     EXPECT_TRUE(gone_within(worker, 10)) << name << ": the worker outlived its run";
+    if (alive(worker)) {
+      ::kill(worker, SIGKILL);
+      ::waitpid(worker, nullptr, 0);
+    }
   }
 }
 
