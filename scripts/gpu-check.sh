@@ -267,13 +267,13 @@ fi
 if want run; then
 section "tandem run: unmodified programs"
 # Launch overhead: an empty-kernel loop with and without the interposer (target: <= 0.3 us added).
-for mode in plain priority shape; do
-  case $mode in
+for variant in plain priority shape; do
+  case $variant in
     plain) cmd=("$root/build/bin/launch_overhead") ;;
     priority) cmd=("$tandem" run --policy priority --log-level error -- "$root/build/bin/launch_overhead") ;;
     shape) cmd=("$tandem" run --policy shape:2+priority --log-level error -- "$root/build/bin/launch_overhead") ;;
   esac
-  printf 'launch overhead %-9s %s\n' "$mode" "$(timeout 120 "${cmd[@]}" 2>&1 | tail -n 1)" | tee -a "$logs/summary.log"
+  printf 'launch overhead %-9s %s\n' "$variant" "$(timeout 120 "${cmd[@]}" 2>&1 | tail -n 1)" | tee -a "$logs/summary.log"
 done
 # A CUDA + NCCL program written without tandem (examples/overlap), with and without `tandem run`,
 # and the same case in tandem bench for the gain to compare against.

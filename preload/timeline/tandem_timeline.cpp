@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -231,25 +232,38 @@ bool bind(tandem_timeline_resolve_fn resolve, Fn& fn, const char* name) {
   return fn != nullptr;
 }
 
-// The API records of every memory copy and memset call (driver and runtime): with them CUPTI emits
-// the external correlation records that tie a copy to tandem's communication work. Program copies
-// are rare next to kernel launches, so this costs little; kernel launches are never traced this way.
-void enable_copy_api_records(Recorder& r) {
+bool is_copy_api(const char* name) {
+  return name && (std::strstr(name, "Memcpy") || std::strstr(name, "memcpy") || std::strstr(name, "Memset") ||
+                  std::strstr(name, "memset"));
+}
+
+// API records of the chosen calls of one domain (driver or runtime) and of no other: with them CUPTI
+// emits the external correlation records that tie a copy to tandem's communication work, or a step's
+// mark to its place among the process's calls. Kernel launches are never traced this way.
+//
+// The whole kind first, then every API but the chosen ones off: the timeline starts at the program's
+// first CUDA call, so CUPTI attaches to a process whose CUDA is initialised already, and there
+// cuptiActivityEnableDriverApi/EnableRuntimeApi alone give no records at all (CUDA 13.0, driver
+// 580.159, H200, 2026-12-01), while turning APIs off under an enabled kind works. The kind is enabled
+// before the per-API calls because enabling it afterwards would override them.
+bool enable_api_records(Recorder& r, CUpti_ActivityKind kind, CUpti_CallbackDomain domain, uint32_t api_count,
+                        const std::function<bool(CUpti_CallbackId, const char*)>& chosen) {
   const Cupti& c = r.cupti;
-  const auto wanted = [](const char* name) {
-    return name && (std::strstr(name, "Memcpy") || std::strstr(name, "memcpy") || std::strstr(name, "Memset") ||
-                    std::strstr(name, "memset"));
-  };
-  for (uint32_t id = 1; id < CUPTI_DRIVER_TRACE_CBID_SIZE; ++id) {
+  const auto enable_api = domain == CUPTI_CB_DOMAIN_DRIVER_API ? c.enable_driver_api : c.enable_runtime_api;
+  auto& enabled = domain == CUPTI_CB_DOMAIN_DRIVER_API ? r.enabled_driver_apis : r.enabled_runtime_apis;
+  if (c.enable(kind) != CUPTI_SUCCESS) return false;
+  r.enabled_kinds.push_back(kind);
+  bool any = false;
+  for (uint32_t id = 1; id < api_count; ++id) {
     const char* name = nullptr;
-    if (c.callback_name(CUPTI_CB_DOMAIN_DRIVER_API, id, &name) != CUPTI_SUCCESS || !wanted(name)) continue;
-    if (c.enable_driver_api(id, 1) == CUPTI_SUCCESS) r.enabled_driver_apis.push_back(id);
+    if (c.callback_name(domain, id, &name) != CUPTI_SUCCESS) name = nullptr;
+    const bool on = chosen(id, name);
+    if (enable_api(id, on ? 1 : 0) == CUPTI_SUCCESS && on) {
+      enabled.push_back(id);
+      any = true;
+    }
   }
-  for (uint32_t id = 1; id < CUPTI_RUNTIME_TRACE_CBID_SIZE; ++id) {
-    const char* name = nullptr;
-    if (c.callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, id, &name) != CUPTI_SUCCESS || !wanted(name)) continue;
-    if (c.enable_runtime_api(id, 1) == CUPTI_SUCCESS) r.enabled_runtime_apis.push_back(id);
-  }
+  return any;
 }
 
 // Everything start enabled, disabled again (at stop, or after a failed start).
@@ -351,11 +365,19 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_start(tandem_timeline_resolve_fn reso
         correlate = mark = false;
       }
     }
-    if (correlate) enable_copy_api_records(*r);
-    if (mark && c.enable_driver_api(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion, 1) == CUPTI_SUCCESS)
-      r->enabled_driver_apis.push_back(CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion);
-    else
-      mark = false;
+    // The driver's copies (when correlating) and the marks' call; the runtime's copies.
+    const bool with_marks = mark;
+    bool driver_ok = true;
+    if (correlate || mark)
+      driver_ok = enable_api_records(*r, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_CB_DOMAIN_DRIVER_API,
+                                     CUPTI_DRIVER_TRACE_CBID_SIZE, [&](CUpti_CallbackId id, const char* name) {
+                                       return (with_marks && id == CUPTI_DRIVER_TRACE_CBID_cuDriverGetVersion) ||
+                                              (correlate && is_copy_api(name));
+                                     });
+    mark = mark && driver_ok;
+    if (correlate)
+      enable_api_records(*r, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE,
+                         [](CUpti_CallbackId, const char* name) { return is_copy_api(name); });
     r->correlating.store(correlate, std::memory_order_release);
     r->marking.store(mark, std::memory_order_release);
     r->recording.store(true, std::memory_order_release);

@@ -23,7 +23,11 @@ CUpti_BuffersCallbackRequestFunc g_request = nullptr;
 CUpti_BuffersCallbackCompleteFunc g_complete = nullptr;
 int g_registrations = 0;
 std::set<int> g_enabled;
-std::set<uint32_t> g_driver_apis, g_runtime_apis;
+// As the real CUPTI attached to a process whose CUDA is initialised already (the interposer's case):
+// an API's calls give records only while its domain's kind (CUPTI_ACTIVITY_KIND_DRIVER, _RUNTIME) is
+// enabled and the API was not turned off under it; turning an API on alone gives nothing, and
+// enabling the kind turns every API of the domain on again.
+std::set<uint32_t> g_driver_apis_off, g_runtime_apis_off;
 std::vector<std::vector<uint8_t>> g_pending;
 std::deque<std::string> g_names;  // kernel and range names: stable for the process's life
 uint32_t g_next_correlation = 1000;
@@ -51,7 +55,9 @@ size_t padded(size_t n) { return (n + 7) & ~size_t(7); }
 constexpr uint32_t kMemcpyCbid = 1, kDriverGetVersionCbid = 2, kMemsetCbid = 3;
 uint32_t issue_call(uint32_t cbid) {
   const uint32_t correlation = g_next_correlation++;
-  if (!g_driver_apis.count(cbid) || !enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return correlation;
+  if (!enabled(CUPTI_ACTIVITY_KIND_DRIVER) || g_driver_apis_off.count(cbid) ||
+      !enabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION))
+    return correlation;
   // As CUPTI: one record per kind, with the id on top of that kind's stack.
   std::set<int> kinds;
   for (auto it = t_pushed.rbegin(); it != t_pushed.rend(); ++it) {
@@ -91,6 +97,8 @@ FAKE_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequ
 FAKE_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   const std::lock_guard<std::mutex> lock(g_mutex);
   g_enabled.insert(static_cast<int>(kind));
+  if (kind == CUPTI_ACTIVITY_KIND_DRIVER) g_driver_apis_off.clear();
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) g_runtime_apis_off.clear();
   return CUPTI_SUCCESS;
 }
 
@@ -182,18 +190,18 @@ FAKE_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
 FAKE_EXPORT CUptiResult cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
   const std::lock_guard<std::mutex> lock(g_mutex);
   if (enable)
-    g_driver_apis.insert(cbid);
+    g_driver_apis_off.erase(cbid);
   else
-    g_driver_apis.erase(cbid);
+    g_driver_apis_off.insert(cbid);
   return CUPTI_SUCCESS;
 }
 
 FAKE_EXPORT CUptiResult cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
   const std::lock_guard<std::mutex> lock(g_mutex);
   if (enable)
-    g_runtime_apis.insert(cbid);
+    g_runtime_apis_off.erase(cbid);
   else
-    g_runtime_apis.erase(cbid);
+    g_runtime_apis_off.insert(cbid);
   return CUPTI_SUCCESS;
 }
 
@@ -254,7 +262,11 @@ FAKE_EXPORT int fake_cupti_enabled(int kind) {
 
 FAKE_EXPORT int fake_cupti_api_records_enabled() {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  return static_cast<int>(g_driver_apis.size() + g_runtime_apis.size());
+  const auto recorded = [](CUpti_ActivityKind kind, const std::set<uint32_t>& off, uint32_t api_count) {
+    return enabled(kind) ? static_cast<int>(api_count - 1 - off.size()) : 0;
+  };
+  return recorded(CUPTI_ACTIVITY_KIND_DRIVER, g_driver_apis_off, CUPTI_DRIVER_TRACE_CBID_SIZE) +
+         recorded(CUPTI_ACTIVITY_KIND_RUNTIME, g_runtime_apis_off, CUPTI_RUNTIME_TRACE_CBID_SIZE);
 }
 
 FAKE_EXPORT int fake_cupti_nvtx_inits() {

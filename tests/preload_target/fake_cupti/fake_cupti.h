@@ -24,7 +24,7 @@ void fake_cupti_set_dropped(uint64_t dropped);
 // What the fake saw.
 int fake_cupti_registrations();        // cuptiActivityRegisterCallbacks calls
 int fake_cupti_enabled(int kind);      // whether an activity kind is enabled now
-int fake_cupti_api_records_enabled();  // driver + runtime callback ids enabled for API records now
+int fake_cupti_api_records_enabled();  // driver + runtime callback ids whose calls give API records now
 int fake_cupti_nvtx_inits();           // InitializeInjectionNvtx2 calls
 int fake_cupti_correlation_depth();    // ids pushed and not popped, on this thread
 
