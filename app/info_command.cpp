@@ -19,7 +19,7 @@ void print_registries() {
   std::printf("# workloads\n");
   for (const auto& w : bench::workload_registry()) std::printf("  %-12s %s\n", w.name, w.summary);
   std::printf("# collectives\n");
-  for (Collective c : kRoutableCollectives) std::printf("  %s\n", to_string(c));
+  for (Collective c : kBenchmarkCollectives) std::printf("  %s\n", to_string(c));
   std::printf("# policies\n%s", policy_grammar_help().c_str());
 }
 

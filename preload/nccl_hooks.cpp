@@ -452,11 +452,12 @@ struct Decision {
 // the communicator. Never throws; a communicator's size is asked at the first collective on it
 // (describe).
 Decision decide(Collective kind, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
-                ncclComm_t comm, cudaStream_t stream, Hook via) {
+                int root, ncclComm_t comm, cudaStream_t stream, Hook via) {
   Decision d;
   RouteRequest request;
   request.kind = kind;
   request.count = count;
+  request.root = root;
   request.element_bytes = nccl_type_bytes(type);
   request.has_sum_kernel = from_nccl(type).has_value();
   d.call.kind = static_cast<int>(kind);
@@ -465,6 +466,7 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
   d.call.count = count;
   d.call.dtype = type;
   d.call.scalar = 1;
+  d.call.root = root;
   d.call.stream = stream;
   try {
     Runtime& rt = runtime();
@@ -513,12 +515,13 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
 // One collective hook: the route decision, the copy-engine route when it is chosen (held until the
 // group's end inside a group), else NCCL (`forward`). The route's failure partway reaches the program
 // as an NCCL error (logged by the route).
+// `op` is read for reductions, `root` for broadcasts.
 template <class Forward>
 ncclResult_t collective(int program_errno, Collective kind, Hook via, const void* send, void* recv, size_t count,
-                        ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                        ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
                         const Forward& forward) {
   const CommunicationRegion region;  // the collective's copies count as communication (timeline.h)
-  const Decision d = decide(kind, send, recv, count, type, op, comm, stream, via);
+  const Decision d = decide(kind, send, recv, count, type, op, root, comm, stream, via);
   if (d.outcome == RouteOutcome::CopyEngine) {
     ncclResult_t result = ncclSuccess;
     if (inside_group()) {
@@ -565,10 +568,11 @@ ncclResult_t forward_held(const HeldCall& h) {
                          c.stream);
     case Collective::AllGather:
       return tandem_call(real_ncclAllGather(), "ncclAllGather", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
+    case Collective::Broadcast:
+      return tandem_call(real_ncclBroadcast(), "ncclBroadcast", c.send, c.recv, c.count, c.dtype, c.root, h.comm,
+                         c.stream);
     case Collective::AllToAll:
       break;
-    case Collective::Broadcast:
-      return ncclInvalidUsage;  // never held: the route takes no broadcast
   }
   return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
 }
@@ -612,7 +616,7 @@ ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t c
   const auto real = real_ncclAllReduce();
   if (!real) return missing("ncclAllReduce");
   return collective(program_errno, Collective::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype, op,
-                    comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
+                    0, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
@@ -625,7 +629,7 @@ ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size
   const auto real = real_ncclReduceScatter();
   if (!real) return missing("ncclReduceScatter");
   return collective(program_errno, Collective::ReduceScatter, Hook::ncclReduceScatter, sendbuff, recvbuff, recvcount,
-                    datatype, op, comm, stream,
+                    datatype, op, 0, comm, stream,
                     [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
 }
 
@@ -638,7 +642,8 @@ ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t s
   const auto real = real_ncclAllGather();
   if (!real) return missing("ncclAllGather");
   return collective(program_errno, Collective::AllGather, Hook::ncclAllGather, sendbuff, recvbuff, sendcount, datatype,
-                    ncclSum, comm, stream, [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
+                    ncclSum, 0, comm, stream,
+                    [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
 }
 
 ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
@@ -650,12 +655,12 @@ ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t co
   const auto real = real_ncclAlltoAll();
   if (!real) return missing("ncclAlltoAll");
   return collective(program_errno, Collective::AllToAll, Hook::ncclAlltoAll, sendbuff, recvbuff, count, datatype,
-                    ncclSum, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
+                    ncclSum, 0, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
-// Broadcasts are counted (DDP broadcasts its parameters and buffers through them) and stay with
-// NCCL: the route has no copy-engine broadcast. ncclBcast is NCCL's older in-place form; should NCCL
-// reach its own ncclBroadcast through this library's hook from it, the call is not counted twice.
+// Broadcasts (DDP broadcasts its parameters and buffers through them, Megatron its batches) take the
+// route like the others. ncclBcast is NCCL's older in-place form; should NCCL reach its own
+// ncclBroadcast through this library's hook from it, the call is not counted twice.
 ncclResult_t handle_ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
   if (inside_tandem())
@@ -665,7 +670,7 @@ ncclResult_t handle_ncclBroadcast(const void* sendbuff, void* recvbuff, size_t c
   const auto real = real_ncclBroadcast();
   if (!real) return missing("ncclBroadcast");
   return collective(program_errno, Collective::Broadcast, Hook::ncclBroadcast, sendbuff, recvbuff, count, datatype,
-                    ncclSum, comm, stream,
+                    ncclSum, root, comm, stream,
                     [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
 }
 
@@ -676,8 +681,8 @@ ncclResult_t handle_ncclBcast(void* buff, size_t count, ncclDataType_t datatype,
   Counters::bump(counters().calls_by_hook[index_of(Hook::ncclBcast)]);
   const auto real = real_ncclBcast();
   if (!real) return missing("ncclBcast");
-  return collective(program_errno, Collective::Broadcast, Hook::ncclBcast, buff, buff, count, datatype, ncclSum, comm,
-                    stream, [&] {
+  return collective(program_errno, Collective::Broadcast, Hook::ncclBcast, buff, buff, count, datatype, ncclSum, root,
+                    comm, stream, [&] {
                       const InsideTandem nested;  // NCCL's own ncclBroadcast call, if it reaches the hook
                       return real(buff, count, datatype, root, comm, stream);
                     });

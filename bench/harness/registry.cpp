@@ -47,7 +47,7 @@ const WorkloadEntry& find_workload(const std::string& name) {
 
 Collective find_collective(const std::string& name) {
   std::string accepted;
-  for (Collective c : kRoutableCollectives) {
+  for (Collective c : kBenchmarkCollectives) {
     if (name == to_string(c)) return c;
     accepted += (accepted.empty() ? "" : ", ") + std::string(to_string(c));
   }

@@ -14,15 +14,15 @@
 namespace tandem {
 
 // The order is the route library's C ABI (preload/route/tandem_nccl_route.h): append only. The
-// copy-engine route takes the first four; a broadcast is counted (DDP broadcasts its parameters and
-// buffers), and stays with NCCL.
+// copy-engine route takes all five (a broadcast: DDP broadcasts its parameters and buffers, Megatron
+// its batches); the benchmark measures the first four.
 enum class Collective : uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll, Broadcast };
 inline constexpr Collective kCollectives[] = {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather,
                                               Collective::AllToAll, Collective::Broadcast};
 inline constexpr int kCollectiveCount = 5;
-// The collectives the copy-engine route takes and the benchmark measures: all but the broadcast.
-inline constexpr Collective kRoutableCollectives[] = {Collective::AllReduce, Collective::ReduceScatter,
-                                                      Collective::AllGather, Collective::AllToAll};
+// The collectives the benchmark measures: all but the broadcast.
+inline constexpr Collective kBenchmarkCollectives[] = {Collective::AllReduce, Collective::ReduceScatter,
+                                                       Collective::AllGather, Collective::AllToAll};
 
 // "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast": tandem's names.
 const char* to_string(Collective);
@@ -31,7 +31,7 @@ const char* to_string(Collective);
 const char* nccl_function(Collective);
 // tandem's name, or the same with '_' for '-' (Python's spelling); nullopt otherwise.
 std::optional<Collective> parse_collective(std::string_view name);
-// All-reduce and reduce-scatter combine the ranks' data; the other two only move it.
+// All-reduce and reduce-scatter combine the ranks' data; the others only move it.
 bool reduces(Collective);
 
 // Elements of each rank's send and receive buffer.

@@ -29,6 +29,7 @@ struct RouteRequest {
   Reduction reduction = Reduction::Sum;  // read for all-reduce and reduce-scatter only
   int nranks = 0;                        // 0: the communicator's size is not known
   bool in_place = false;                 // NCCL's in-place rule for the kind (tandem::is_in_place)
+  int root = 0;                          // broadcast: the rank whose data every rank receives
 };
 
 // What the caller knows beyond the call's arguments.
@@ -43,13 +44,13 @@ struct RouteFacts {
 enum class RouteOutcome : uint8_t {
   CopyEngine,           // tandem's copy-engine collective
   NotRequested,         // the policy has no `copy-engine`: NCCL's kernels, as without tandem
-  KindNotRouted,        // a broadcast: the route has no copy-engine broadcast
   UnknownCommunicator,  // its size is not known (created where the interposer did not see it, or not ready)
   OpNotSupported,       // min, max, product or another op the route does not compute
   NoSumKernel,          // a reduction of a type other than bf16, fp16, fp32 (integers, fp64, fp8)
   UnknownType,          // a data type whose size is not known
   Empty,                // count 0: nothing to move, NCCL returns at once
   InPlaceAllToAll,      // one buffer for both sides: NCCL's own rules for it apply
+  RootOutOfRange,       // a broadcast from a rank the communicator does not have: NCCL reports it
   CaptureNotReady,      // captured into a CUDA graph before the route's lanes and pool were set up
   SeveralDevicesGroup,  // one thread's NCCL group drives ranks on several devices: the route would run them
                         // one after the other, and each waits for the others (the interposer's groups)

@@ -16,11 +16,16 @@
 //                (average, pre-multiplied sum) in fp32, accumulated in fp32, rounded once: the
 //                scaling costs no pass of its own
 //   AllGather    NCCL's in-place all-gather of chunk `rank` (`elements` long) of `to` on copy engines
+//   Scatter      NCCL's scatter from `root` on copy engines: chunk r of the root's `from` (`elements`
+//                long) lands in chunk r of rank r's `to`; `from` is read on the root alone
 //
 // Reductions: reduce-scatter = Exchange into the scratch + Sum; all-reduce = that over chunks of
 // ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is never copied
 // out) + AllGather. An all-reduce whose input is staged anyway pads its chunks to 16 bytes, so the
-// sum kernel moves 16 bytes a load.
+// sum kernel moves 16 bytes a load. Broadcast = Scatter of the root's data in chunks of
+// ceil(count / nranks) (padded likewise) + AllGather: each rank's links carry the data about once,
+// as in NCCL's ring, where a root sending the whole buffer to each peer would carry it nranks - 1
+// times. Only the root stages its input; the collective steps are the same on every rank.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -39,14 +44,18 @@ struct PlanAt {
 };
 
 struct PlanStep {
-  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather };
+  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather, Scatter };
   Op op = Op::Stage;
   PlanAt from, to, own;
   uint64_t elements = 0;
   uint64_t stride = 0;            // Exchange: elements between the chunks for consecutive roots
   int own_index = -1;             // Sum
   bool own_chunk_copied = false;  // Exchange
+  int root = -1;                  // Scatter
 };
+// Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter), rather
+// than work of this rank's own (Stage, Sum), of which ranks may make different numbers.
+bool is_collective_step(PlanStep::Op);
 const char* to_string(PlanStep::Op);
 
 struct PlanRequest {
@@ -58,10 +67,11 @@ struct PlanRequest {
   bool send_in_window = false;  // the send buffer lies wholly in the route's window memory
   bool recv_in_window = false;
   bool in_place = false;  // NCCL's in-place rule for the kind
+  int root = 0;           // broadcast: the rank whose data every rank receives
 };
 
 struct CopyEnginePlan {
-  uint64_t chunk = 0;  // reductions: elements per rank summed (padded for an all-reduce)
+  uint64_t chunk = 0;  // reductions and broadcast: elements per rank (padded for an all-reduce and a broadcast)
   // The pool parts the steps use, in elements (0: unused).
   uint64_t input_elements = 0, output_elements = 0, scratch_elements = 0;
   std::vector<PlanStep> steps;

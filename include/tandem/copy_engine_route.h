@@ -7,9 +7,9 @@
 //
 // What one call does, all enqueued on the caller's `stream`: the steps of its copy-engine plan
 // (tandem/copy_engine_plan.h): the input staged into window memory unless it already lies in memory
-// from window_buffer(), the exchange on copy engines on lanes split from the caller's communicator,
-// the sum of a reduction (scaled for an average or a pre-multiplied sum), and the output copied out
-// unless `recv` lies in window memory.
+// from window_buffer(), the exchange (a broadcast: the scatter from its root) on copy engines on
+// lanes split from the caller's communicator, the sum of a reduction (scaled for an average or a
+// pre-multiplied sum), and the output copied out unless `recv` lies in window memory.
 // The staging buffers and the scratch are one pool of ncclMemAlloc memory registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
 // registered again) only when a call needs more, by half again at least: registration is expensive
@@ -87,6 +87,7 @@ struct CopyEngineCall {
   float scalar = 1;
   // PreMulSum with NCCL's ncclScalarDevice: the scalar in device memory, of the element type.
   const void* device_scalar = nullptr;
+  int root = 0;  // broadcast: the rank whose data every rank receives (`send` is read there alone)
   cudaStream_t stream = nullptr;
 };
 

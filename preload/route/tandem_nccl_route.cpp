@@ -35,6 +35,7 @@ tandem::CopyEngineCall call_of(const tandem_nccl_route_call& c) {
   call.reduction = static_cast<tandem::Reduction>(c.reduction);
   call.scalar = c.scalar;
   call.device_scalar = c.device_scalar;
+  call.root = c.root;
   call.stream = c.stream;
   return call;
 }

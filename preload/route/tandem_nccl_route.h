@@ -19,7 +19,7 @@ extern "C" {
 
 // Raised whenever a type or signature below changes: the interposer refuses a library of another
 // version.
-#define TANDEM_NCCL_ROUTE_ABI_VERSION 2
+#define TANDEM_NCCL_ROUTE_ABI_VERSION 3
 
 typedef struct tandem_nccl_route tandem_nccl_route;
 
@@ -31,7 +31,7 @@ enum tandem_nccl_route_result {
 
 // One collective (tandem::CopyEngineCall).
 typedef struct tandem_nccl_route_call {
-  int kind;  // tandem::Collective: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all
+  int kind;  // tandem::Collective: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all, 4 broadcast
   const void* send;
   void* recv;
   size_t count;  // NCCL's count for the kind
@@ -39,6 +39,7 @@ typedef struct tandem_nccl_route_call {
   int reduction;              // tandem::Reduction (all-reduce, reduce-scatter)
   float scalar;               // PreMulSum: the scalar; PreDivSum: the divisor
   const void* device_scalar;  // PreMulSum: the scalar in device memory, or NULL
+  int root;                   // broadcast: the rank whose data every rank receives
   cudaStream_t stream;
 } tandem_nccl_route_call;
 

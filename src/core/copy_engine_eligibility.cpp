@@ -24,8 +24,6 @@ const char* to_string(RouteOutcome outcome) {
       return "copy-engine";
     case RouteOutcome::NotRequested:
       return "not-requested";
-    case RouteOutcome::KindNotRouted:
-      return "kind-not-routed";
     case RouteOutcome::UnknownCommunicator:
       return "unknown-communicator";
     case RouteOutcome::OpNotSupported:
@@ -38,6 +36,8 @@ const char* to_string(RouteOutcome outcome) {
       return "empty";
     case RouteOutcome::InPlaceAllToAll:
       return "in-place-all-to-all";
+    case RouteOutcome::RootOutOfRange:
+      return "root-out-of-range";
     case RouteOutcome::CaptureNotReady:
       return "capture-not-ready";
     case RouteOutcome::SeveralDevicesGroup:
@@ -58,8 +58,6 @@ const char* explain(RouteOutcome outcome) {
       return "taken by tandem's copy-engine collective";
     case RouteOutcome::NotRequested:
       return "the policy has no copy-engine";
-    case RouteOutcome::KindNotRouted:
-      return "the route has no copy-engine broadcast";
     case RouteOutcome::UnknownCommunicator:
       return "the communicator's size is not known";
     case RouteOutcome::OpNotSupported:
@@ -72,6 +70,8 @@ const char* explain(RouteOutcome outcome) {
       return "an empty collective has nothing to move";
     case RouteOutcome::InPlaceAllToAll:
       return "an in-place all-to-all is left to NCCL's own rules";
+    case RouteOutcome::RootOutOfRange:
+      return "a broadcast from a rank outside the communicator is left to NCCL, which reports it";
     case RouteOutcome::CaptureNotReady:
       return "captured into a CUDA graph before the route was set up (run the step once before capturing it)";
     case RouteOutcome::SeveralDevicesGroup:
@@ -88,7 +88,6 @@ const char* explain(RouteOutcome outcome) {
 
 RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   if (!facts.requested) return RouteOutcome::NotRequested;
-  if (r.kind == Collective::Broadcast) return RouteOutcome::KindNotRouted;
   if (r.nranks <= 0) return RouteOutcome::UnknownCommunicator;
   if (reduces(r.kind)) {
     if (r.reduction == Reduction::Unsupported) return RouteOutcome::OpNotSupported;
@@ -98,6 +97,7 @@ RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   if (r.element_bytes == 0) return RouteOutcome::UnknownType;
   if (r.count == 0) return RouteOutcome::Empty;
   if (r.kind == Collective::AllToAll && r.in_place) return RouteOutcome::InPlaceAllToAll;
+  if (r.kind == Collective::Broadcast && (r.root < 0 || r.root >= r.nranks)) return RouteOutcome::RootOutOfRange;
   if (facts.failed) return RouteOutcome::RouteFailed;
   if (facts.unavailable) return RouteOutcome::RouteUnavailable;
   if (facts.capture_not_ready) return RouteOutcome::CaptureNotReady;

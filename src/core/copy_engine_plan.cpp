@@ -52,6 +52,16 @@ PlanStep all_gather(PlanAt buffer, uint64_t elements) {
   return s;
 }
 
+PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
+  PlanStep s;
+  s.op = PlanStep::Op::Scatter;
+  s.from = from;
+  s.to = to;
+  s.elements = elements;
+  s.root = root;
+  return s;
+}
+
 PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
 
 CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
@@ -163,7 +173,48 @@ CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
   return p;
 }
 
+CopyEnginePlan plan_broadcast(const PlanRequest& r) {
+  CopyEnginePlan p;
+  const uint64_t n = uint64_t(r.nranks);
+  p.chunk = ceil_div(r.count, n);
+  const bool even = p.chunk * n == r.count;
+  // The buffer the scatter fills chunk by chunk and the all-gather completes: the caller's output
+  // when it is window memory the chunks fill exactly, else a pool part (the padding is never copied out).
+  PlanAt output = at(PlanBuffer::Recv);
+  if (!r.recv_in_window || !even) {
+    output = at(PlanBuffer::PoolOutput);
+    p.output_elements = p.chunk * n;
+  }
+  // NCCL reads the scatter's input on the root alone: elsewhere it names the output, never read.
+  PlanAt input = output;
+  if (r.rank == r.root) {
+    if (r.send_in_window && even) {
+      input = at(PlanBuffer::Send);  // in place when it is the output: the root's own chunk stays
+    } else {
+      // Staged into the output itself, so the scatter is in place on the root.
+      p.steps.push_back(stage(at(PlanBuffer::Send), output, r.count));
+    }
+  }
+  p.steps.push_back(scatter(input, output, p.chunk, r.root));
+  p.steps.push_back(all_gather(output, p.chunk));
+  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+  return p;
+}
+
 }  // namespace
+
+bool is_collective_step(PlanStep::Op op) {
+  switch (op) {
+    case PlanStep::Op::Exchange:
+    case PlanStep::Op::AllGather:
+    case PlanStep::Op::Scatter:
+      return true;
+    case PlanStep::Op::Stage:
+    case PlanStep::Op::Sum:
+      break;
+  }
+  return false;
+}
 
 const char* to_string(PlanBuffer b) {
   switch (b) {
@@ -190,9 +241,11 @@ const char* to_string(PlanStep::Op op) {
     case PlanStep::Op::Sum:
       return "sum";
     case PlanStep::Op::AllGather:
+      return "all-gather";
+    case PlanStep::Op::Scatter:
       break;
   }
-  return "all-gather";
+  return "scatter";
 }
 
 CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
@@ -200,7 +253,9 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
                  "copy-engine plan: rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks));
   TANDEM_REQUIRE(r.count > 0 && r.element_bytes > 0, "copy-engine plan: an empty collective");
   TANDEM_REQUIRE(!(r.kind == Collective::AllToAll && r.in_place), "copy-engine plan: an in-place all-to-all");
-  TANDEM_REQUIRE(r.kind != Collective::Broadcast, "copy-engine plan: a broadcast");
+  TANDEM_REQUIRE(
+      r.kind != Collective::Broadcast || (r.root >= 0 && r.root < r.nranks),
+      "copy-engine plan: a broadcast from rank " + std::to_string(r.root) + " of " + std::to_string(r.nranks));
   switch (r.kind) {
     case Collective::AllReduce:
       return plan_all_reduce(r);
@@ -208,8 +263,9 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
       return plan_reduce_scatter(r);
     case Collective::AllGather:
       return plan_all_gather(r);
-    case Collective::AllToAll:
     case Collective::Broadcast:
+      return plan_broadcast(r);
+    case Collective::AllToAll:
       break;
   }
   return plan_all_to_all(r);

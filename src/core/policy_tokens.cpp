@@ -310,9 +310,10 @@ std::vector<PolicyToken> make_rows() {
        [](P& p) { p.copy_engine = false; },
        11,
        RunTreatment::Interposer,
-       "the program's all-reduces and reduce-scatters (sums), all-gathers and all-to-alls of bf16, fp16 or fp32 run "
-       "on the copy-engine route (copied through window memory of its own, on lanes split from the program's "
-       "communicator); any other call, or one inside an NCCL group, stays with NCCL, its reason in the summary",
+       "the program's all-reduces and reduce-scatters (sums, averages, pre-multiplied sums of bf16, fp16, fp32), "
+       "all-gathers, all-to-alls and broadcasts (any type) run on the copy-engine route, also inside NCCL groups "
+       "and CUDA graphs (copied through window memory of its own, on lanes split from the program's "
+       "communicator); any other call stays with NCCL, its reason in the summary",
        kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows,
        kAppliedInPyTorch},
   };

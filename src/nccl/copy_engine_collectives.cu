@@ -260,6 +260,17 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
         await_communicator(comm, lanes.rules(), "copy-engine all-gather");
         break;
       }
+      case PlanStep::Op::Scatter: {
+        // On lane 0, like the all-gather that follows it on the same stream: this rank's chunk of
+        // `to` from the root. NCCL reads `from` on the root alone; there the scatter is in place when
+        // `from` is `to` (the root's chunk stays where it is).
+        ncclComm_t comm = lanes.comms().front();
+        char* own = to + size_t(lanes.rank()) * step.elements * element_bytes;
+        TANDEM_NCCL_CHECK(comm, ncclScatter(address_of(buffers, step.from, element_bytes), own, step.elements, type,
+                                            step.root, comm, stream));
+        await_communicator(comm, lanes.rules(), "copy-engine scatter from rank " + std::to_string(step.root));
+        break;
+      }
     }
   }
 }

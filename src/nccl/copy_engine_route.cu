@@ -194,6 +194,7 @@ struct CopyEngineRoute::State {
     r.send_in_window = in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * r.element_bytes);
     r.recv_in_window = in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * r.element_bytes);
     r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
+    r.root = c.root;
     return plan_copy_engine_collective(r);
   }
 
@@ -206,6 +207,7 @@ struct CopyEngineRoute::State {
     r.reduction = c.reduction;
     r.nranks = nranks;
     r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
+    r.root = c.root;
     return r;
   }
 

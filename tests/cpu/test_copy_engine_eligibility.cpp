@@ -67,6 +67,25 @@ TEST(CopyEngineEligibility, GathersAndAllToAllMoveAnyTypeOfKnownSizeAndIgnoreThe
   EXPECT_EQ(decide_route(gather), RouteOutcome::CopyEngine);
 }
 
+TEST(CopyEngineEligibility, BroadcastsFromAnyRankOfTheCommunicatorMoveAnyTypeOfKnownSize) {
+  for (int nranks : {1, 2, 3, 8})
+    for (int root = 0; root < nranks; ++root)
+      for (uint64_t count : {1u, 7u, 4096u}) {
+        RouteRequest r = request(Collective::Broadcast, count, nranks, Reduction::Unsupported, 8, false);
+        r.root = root;
+        r.in_place = root % 2 == 0;  // ncclBcast's form, and ncclBroadcast's out-of-place one
+        EXPECT_EQ(decide_route(r), RouteOutcome::CopyEngine) << "root " << root << " of " << nranks;
+      }
+  RouteRequest r = request(Collective::Broadcast, 8, 4);
+  for (int root : {-1, 4, 1000}) {
+    r.root = root;
+    EXPECT_EQ(decide_route(r), RouteOutcome::RootOutOfRange) << "root " << root;
+  }
+  r.root = 0;
+  r.element_bytes = 0;
+  EXPECT_EQ(decide_route(r), RouteOutcome::UnknownType);
+}
+
 TEST(CopyEngineEligibility, EmptyCallsAndUnknownCommunicatorsStayWithNccl) {
   EXPECT_EQ(decide_route(request(Collective::AllReduce, 0, 2)), RouteOutcome::Empty);
   EXPECT_EQ(decide_route(request(Collective::AllGather, 8, 0)), RouteOutcome::UnknownCommunicator);

@@ -1,10 +1,11 @@
-// The copy-engine plans (tandem/copy_engine_plan.h), executed on CPU: every rank's steps run in
-// lockstep on host arrays, with NCCL's semantics for each step, and the result must be exactly the
-// collective's (integer-valued data, so every order of summation is exact). Covers every kind, counts
-// that do not split over the ranks, 1 to 8 ranks, in place or not, buffers inside the route's windows
-// or not, scaled reductions (the receiving rank's scalar on every term, as the sum kernel applies it);
-// and checks that no step reads
-// memory nothing wrote into a result, reads or writes outside a buffer, or writes where it reads.
+// The copy-engine plans (tandem/copy_engine_plan.h), executed on CPU: every rank's plan runs on host
+// arrays, its NCCL calls in lockstep with the other ranks', with NCCL's semantics for each step, and
+// the result must be exactly the collective's (integer-valued data, so every order of summation is
+// exact). Covers every kind, counts that do not split over the ranks, 1 to 8 ranks, every broadcast
+// root, in place or not, buffers inside the route's windows or not, scaled reductions (the
+// receiving rank's scalar on every term, as the sum kernel applies it); and checks that no step
+// reads memory nothing wrote into a result, reads or writes outside a buffer, or writes where it
+// reads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -45,12 +46,14 @@ struct Case {
   uint64_t count;
   int nranks;
   bool in_place, send_in_window, recv_in_window, scaled;
+  int root = 0;  // broadcast
 };
 
 std::string describe(const Case& c) {
   return std::string(to_string(c.kind)) + " count " + std::to_string(c.count) + " ranks " + std::to_string(c.nranks) +
          (c.in_place ? " in-place" : "") + (c.send_in_window ? " send-in-window" : "") +
-         (c.recv_in_window ? " recv-in-window" : "") + (c.scaled ? " scaled" : "");
+         (c.recv_in_window ? " recv-in-window" : "") + (c.scaled ? " scaled" : "") +
+         (c.kind == Collective::Broadcast ? " root " + std::to_string(c.root) : "");
 }
 
 double input_value(int rank, uint64_t i) { return double((rank + 1) * 1000 + int64_t(i % 997)); }
@@ -109,78 +112,113 @@ double expected(const Case& c, int r, uint64_t i) {
       return sum;
     case Collective::AllGather:
       return in(int(i / c.count), i % c.count);
-    case Collective::AllToAll:
     case Collective::Broadcast:
+      return in(c.root, i);
+    case Collective::AllToAll:
       break;
   }
   return in(int(i / c.count), uint64_t(r) * c.count + i % c.count);
 }
 
-// Runs every rank's plan in lockstep. Each step's reads happen before its writes (the GPU's copies
-// of one step run concurrently).
-void execute(const Case& c, std::vector<CopyEnginePlan>& plans, std::vector<RankMemory>& ranks) {
-  const size_t steps = plans[0].steps.size();
-  for (const auto& p : plans) ASSERT_EQ(p.steps.size(), steps) << "every rank makes the same calls";
-  for (size_t s = 0; s < steps; ++s) {
-    const PlanStep& step0 = plans[0].steps[s];
-    for (const auto& p : plans) {
-      ASSERT_EQ(p.steps[s].op, step0.op) << "step " << s;
-      ASSERT_EQ(p.steps[s].elements, step0.elements) << "step " << s;
-      ASSERT_EQ(p.steps[s].stride, step0.stride) << "step " << s;
-    }
-    struct Write {
-      int rank;
-      PlanAt to;
-      uint64_t index;
-      double value;
-    };
-    std::vector<Write> writes;
-    for (int r = 0; r < c.nranks; ++r) {
-      const PlanStep& st = plans[size_t(r)].steps[s];
-      RankMemory& mem = ranks[size_t(r)];
-      switch (st.op) {
-        case PlanStep::Op::Stage:
-          for (uint64_t i = 0; i < st.elements; ++i) writes.push_back({r, st.to, i, mem.at(st.from, i)});
-          break;
-        case PlanStep::Op::Exchange:
-          // Root r receives chunk r of every rank j into its chunk j.
-          for (int j = 0; j < c.nranks; ++j) {
-            if (j == r && !st.own_chunk_copied) continue;
-            const PlanStep& sender = plans[size_t(j)].steps[s];
-            for (uint64_t i = 0; i < st.elements; ++i)
-              writes.push_back(
-                  {r,
-                   {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
-                   i,
-                   ranks[size_t(j)].at({sender.from.buffer, sender.from.offset + uint64_t(r) * st.stride}, i)});
-          }
-          break;
-        case PlanStep::Op::Sum:
-          for (uint64_t i = 0; i < st.elements; ++i) {
-            double total = 0;
-            for (int j = 0; j < c.nranks; ++j)
-              total += (j == st.own_index ? mem.at(st.own, i)
-                                          : mem.at({st.from.buffer, st.from.offset + uint64_t(j) * st.elements}, i)) *
-                       (c.scaled ? scale_of(r) : 1);
-            writes.push_back({r, st.to, i, total});
-          }
-          break;
-        case PlanStep::Op::AllGather:
-          // Chunk j of every rank's buffer becomes rank j's chunk j.
-          for (int j = 0; j < c.nranks; ++j) {
-            if (j == r) continue;
-            const PlanStep& sender = plans[size_t(j)].steps[s];
-            for (uint64_t i = 0; i < st.elements; ++i)
-              writes.push_back(
-                  {r,
-                   {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
-                   i,
-                   ranks[size_t(j)].at({sender.to.buffer, sender.to.offset + uint64_t(j) * st.elements}, i)});
-          }
-          break;
+struct Write {
+  int rank;
+  PlanAt to;
+  uint64_t index;
+  double value;
+};
+
+// Rank r's part of one step: what it writes, read before any of it is written (the GPU's copies of
+// one step run concurrently). A collective step reads the peers' buffers as they are at that step.
+void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const std::vector<size_t>& at_step,
+                 std::vector<RankMemory>& ranks, int r, std::vector<Write>& writes) {
+  const PlanStep& st = plans[size_t(r)].steps[at_step[size_t(r)]];
+  RankMemory& mem = ranks[size_t(r)];
+  const auto peer_step = [&](int j) -> const PlanStep& { return plans[size_t(j)].steps[at_step[size_t(j)]]; };
+  switch (st.op) {
+    case PlanStep::Op::Stage:
+      for (uint64_t i = 0; i < st.elements; ++i) writes.push_back({r, st.to, i, mem.at(st.from, i)});
+      break;
+    case PlanStep::Op::Exchange:
+      // Root r receives chunk r of every rank j into its chunk j.
+      for (int j = 0; j < c.nranks; ++j) {
+        if (j == r && !st.own_chunk_copied) continue;
+        const PlanStep& sender = peer_step(j);
+        for (uint64_t i = 0; i < st.elements; ++i)
+          writes.push_back(
+              {r,
+               {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
+               i,
+               ranks[size_t(j)].at({sender.from.buffer, sender.from.offset + uint64_t(r) * st.stride}, i)});
       }
+      break;
+    case PlanStep::Op::Sum:
+      for (uint64_t i = 0; i < st.elements; ++i) {
+        double total = 0;
+        for (int j = 0; j < c.nranks; ++j)
+          total += (j == st.own_index ? mem.at(st.own, i)
+                                      : mem.at({st.from.buffer, st.from.offset + uint64_t(j) * st.elements}, i)) *
+                   (c.scaled ? scale_of(r) : 1);
+        writes.push_back({r, st.to, i, total});
+      }
+      break;
+    case PlanStep::Op::AllGather:
+      // Chunk j of every rank's buffer becomes rank j's chunk j.
+      for (int j = 0; j < c.nranks; ++j) {
+        if (j == r) continue;
+        const PlanStep& sender = peer_step(j);
+        for (uint64_t i = 0; i < st.elements; ++i)
+          writes.push_back({r,
+                            {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
+                            i,
+                            ranks[size_t(j)].at({sender.to.buffer, sender.to.offset + uint64_t(j) * st.elements}, i)});
+      }
+      break;
+    case PlanStep::Op::Scatter: {
+      // Chunk r of the root's input lands in chunk r of this rank's output: nothing moves where the
+      // root's own chunk is already in place.
+      const PlanStep& root = peer_step(st.root);
+      const PlanAt from{root.from.buffer, root.from.offset + uint64_t(r) * st.elements};
+      const PlanAt to{st.to.buffer, st.to.offset + uint64_t(r) * st.elements};
+      const bool in_place = r == st.root && from.buffer == to.buffer && from.offset == to.offset;
+      if (!in_place)
+        for (uint64_t i = 0; i < st.elements; ++i) writes.push_back({r, to, i, ranks[size_t(st.root)].at(from, i)});
+      break;
     }
+  }
+}
+
+// Runs every rank's plan: each rank's own steps (stage, sum) as far as its next collective step,
+// then that collective step on every rank at once, which must be the same call on every rank.
+void execute(const Case& c, std::vector<CopyEnginePlan>& plans, std::vector<RankMemory>& ranks) {
+  std::vector<size_t> at_step(size_t(c.nranks), 0);
+  const auto done = [&](int r) { return at_step[size_t(r)] == plans[size_t(r)].steps.size(); };
+  const auto apply = [&](const std::vector<Write>& writes) {
     for (const Write& w : writes) ranks[size_t(w.rank)].at(w.to, w.index) = w.value;
+  };
+  for (;;) {
+    for (int r = 0; r < c.nranks; ++r)
+      while (!done(r) && !is_collective_step(plans[size_t(r)].steps[at_step[size_t(r)]].op)) {
+        std::vector<Write> writes;
+        step_writes(c, plans, at_step, ranks, r, writes);
+        apply(writes);
+        ++at_step[size_t(r)];
+      }
+    int finished = 0;
+    for (int r = 0; r < c.nranks; ++r) finished += done(r) ? 1 : 0;
+    if (finished == c.nranks) return;
+    ASSERT_EQ(finished, 0) << "every rank makes the same collective calls";
+    const PlanStep& first = plans[0].steps[at_step[0]];
+    for (int r = 0; r < c.nranks; ++r) {
+      const PlanStep& st = plans[size_t(r)].steps[at_step[size_t(r)]];
+      ASSERT_EQ(st.op, first.op) << "rank " << r << " step " << at_step[size_t(r)];
+      ASSERT_EQ(st.elements, first.elements) << "rank " << r;
+      ASSERT_EQ(st.stride, first.stride) << "rank " << r;
+      ASSERT_EQ(st.root, first.root) << "rank " << r;
+    }
+    std::vector<Write> writes;
+    for (int r = 0; r < c.nranks; ++r) step_writes(c, plans, at_step, ranks, r, writes);
+    apply(writes);
+    for (size_t& s : at_step) ++s;
   }
 }
 
@@ -198,6 +236,7 @@ void check(const Case& c) {
     req.send_in_window = c.send_in_window;
     req.recv_in_window = c.recv_in_window;
     req.in_place = c.in_place;
+    req.root = c.root;
     plans.push_back(plan_copy_engine_collective(req));
     ranks.push_back(memory_for(c, r, plans.back()));
   }
@@ -213,6 +252,39 @@ void check(const Case& c) {
     for (int r = 0; r < c.nranks; ++r)
       for (uint64_t i = 0; i < send_elements(c.kind, c.count, c.nranks); ++i)
         ASSERT_EQ(ranks[size_t(r)].arrays["send"][i], input_value(r, i)) << "rank " << r << " send " << i;
+}
+
+TEST(CopyEnginePlan, BroadcastFromEveryRootGivesTheRootsData) {
+  for (int nranks : {1, 2, 3, 4, 5, 8})
+    for (int root = 0; root < nranks; ++root)
+      for (uint64_t count : {1u, 2u, 3u, 7u, 8u, 13u, 16u, 97u, 256u})
+        for (bool in_place : {false, true})
+          for (bool send_in : {false, true})
+            for (bool recv_in : {false, true}) {
+              if (in_place && send_in != recv_in) continue;
+              check({Collective::Broadcast, count, nranks, in_place, send_in, recv_in, false, root});
+              if (HasFatalFailure()) return;
+            }
+}
+
+TEST(CopyEnginePlan, OnlyTheBroadcastsRootStagesItsInput) {
+  PlanRequest r;
+  r.kind = Collective::Broadcast;
+  r.count = 10;  // not a multiple of 4: padded chunks of 3
+  r.nranks = 4;
+  r.root = 2;
+  r.element_bytes = 4;
+  for (int rank = 0; rank < 4; ++rank) {
+    r.rank = rank;
+    const CopyEnginePlan p = plan_copy_engine_collective(r);
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_EQ(p.chunk, 3u);
+    EXPECT_EQ(p.output_elements, 12u) << "the same pool on every rank";
+    EXPECT_EQ(p.input_elements, 0u);
+    ASSERT_EQ(p.steps.size(), rank == 2 ? 4u : 3u);
+    EXPECT_EQ(p.steps.front().op, rank == 2 ? PlanStep::Op::Stage : PlanStep::Op::Scatter);
+    EXPECT_EQ(p.steps[p.steps.size() - 3].root, 2);
+  }
 }
 
 TEST(CopyEnginePlan, EveryKindCountRankCountAndPlacementGivesTheCollectivesResult) {
@@ -296,6 +368,11 @@ TEST(CopyEnginePlan, BadRequestsAreRefused) {
   PlanRequest a2a = request(Collective::AllToAll, 8, 2);
   a2a.in_place = true;
   EXPECT_THROW(plan_copy_engine_collective(a2a), Error);
+  PlanRequest broadcast = request(Collective::Broadcast, 8, 2);
+  broadcast.root = 2;
+  EXPECT_THROW(plan_copy_engine_collective(broadcast), Error);
+  broadcast.root = -1;
+  EXPECT_THROW(plan_copy_engine_collective(broadcast), Error);
 }
 
 TEST(CopyEnginePlan, WindowContainmentIsWhole) {

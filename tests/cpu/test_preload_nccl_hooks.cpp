@@ -314,7 +314,7 @@ TEST_F(preload_nccl_hooks, TheRouteLibraryBindsToTheProgramsNcclNeverASecondOne)
 // NCCL received and what the route ran. Constants are nccl.h's and tandem's enum values.
 
 constexpr int kBf16 = 9, kFp16 = 6, kFp32 = 7, kInt64 = 4, kUint8 = 1;
-constexpr int kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAllToAll = 3;
+constexpr int kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kAllToAll = 3, kBroadcast = 4;
 constexpr int kSum = 0, kAverage = 1, kPreMulSum = 2;
 constexpr int kInternalError = 3;  // ncclInternalError
 constexpr int kSystemError = 2;    // ncclSystemError
@@ -419,20 +419,26 @@ TEST_F(preload_nccl_routing, PreMultipliedSumsCarryTheirScalarToTheRoute) {
   ASSERT_EQ(functions(destroyed), (Functions{"ncclRedOpDestroy", "ncclAllReduce"})) << destroyed.dump(1);
 }
 
-TEST_F(preload_nccl_routing, GathersAndAllToAllMoveAnyType) {
+TEST_F(preload_nccl_routing, GathersAllToAllAndBroadcastsMoveAnyType) {
   const json moves = section(routed(), "moves");
-  ASSERT_EQ(functions(moves), (Functions{"route.run", "route.run"})) << moves.dump(1);
+  ASSERT_EQ(functions(moves), (Functions{"route.run", "route.run", "route.run", "route.run"})) << moves.dump(1);
   EXPECT_EQ(moves[0]["kind"], kAllGather);
   EXPECT_EQ(moves[0]["dtype"], kInt64);
   EXPECT_EQ(moves[1]["kind"], kAllToAll);
   EXPECT_EQ(moves[1]["dtype"], kUint8);
+  // ncclBroadcast and ncclBcast (NCCL's in-place form), each with its root.
+  EXPECT_EQ(moves[2]["kind"], kBroadcast);
+  EXPECT_EQ(moves[2]["root"], 1);
+  EXPECT_EQ(moves[3]["kind"], kBroadcast);
+  EXPECT_EQ(moves[3]["root"], 0);
 }
 
 TEST_F(preload_nccl_routing, WhatTheRouteCannotTakeReachesNcclUntouched) {
   const json keeps = section(routed(), "nccl_keeps");
-  ASSERT_EQ(functions(keeps), (Functions{"ncclAllReduce", "ncclAllReduce", "ncclAllReduce", "ncclBroadcast",
-                                         "ncclBcast", "ncclAllReduce"}))
+  ASSERT_EQ(functions(keeps),
+            (Functions{"ncclAllReduce", "ncclAllReduce", "ncclAllReduce", "ncclBroadcast", "ncclAllReduce"}))
       << keeps.dump(1);
+  EXPECT_EQ(keeps[3]["root"], 2) << "a root the communicator does not have: NCCL's to report";
   EXPECT_EQ(keeps, section(unrouted(), "nccl_keeps"));
 }
 
@@ -448,9 +454,11 @@ TEST_F(preload_nccl_routing, AGroupsRoutedCallsRunAfterNcclsGroupEnd) {
   ASSERT_EQ(functions(mixed), (Functions{"ncclGroupStart", "ncclAllReduce", "ncclGroupEnd", "route.run_group"}))
       << mixed.dump(1);
   EXPECT_EQ(mixed[1]["op"], 2);  // ncclMax
-  ASSERT_EQ(mixed[3]["calls"].size(), 2u);
+  ASSERT_EQ(mixed[3]["calls"].size(), 3u);
   EXPECT_EQ(mixed[3]["calls"][0]["kind"], kAllReduce);
   EXPECT_EQ(mixed[3]["calls"][1]["kind"], kAllGather);
+  EXPECT_EQ(mixed[3]["calls"][2]["kind"], kBroadcast);
+  EXPECT_EQ(mixed[3]["calls"][2]["root"], 1);
 }
 
 TEST_F(preload_nccl_routing, NestedGroupsRunAtTheOutermostEnd) {
@@ -477,11 +485,15 @@ TEST_F(preload_nccl_routing, AThreadDrivingSeveralDevicesKeepsItsGroupInNccl) {
   // The route would run rank 0's collective before rank 1's, each waiting for the other: the held
   // calls go into NCCL's group, as the program issued them, before its end.
   const json group = section(routed(), "group_several_devices");
-  ASSERT_EQ(functions(group),
-            (Functions{"ncclGroupStart", "route.create", "ncclAllReduce", "ncclAllReduce", "ncclGroupEnd"}))
+  ASSERT_EQ(functions(group), (Functions{"ncclGroupStart", "route.create", "ncclAllReduce", "ncclAllReduce",
+                                         "ncclBroadcast", "ncclGroupEnd"}))
       << group.dump(1);
   EXPECT_EQ(group[2]["op"], 4);  // ncclAvg, as the program gave it
   EXPECT_EQ(group[3]["count"], 8);
+  // ncclBcast's call, as ncclBroadcast in place with its root.
+  EXPECT_EQ(group[4]["root"], 1);
+  EXPECT_EQ(group[4]["in_place"], true);
+  EXPECT_EQ(group[4]["count"], 5);
 }
 
 TEST_F(preload_nccl_routing, NonBlockingCommunicatorsTakeTheRoute) {
@@ -551,11 +563,14 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["bytes"], 32 + 60 + 16);
   EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 4);
   EXPECT_EQ(c["ncclAlltoAll"]["copy_engine"]["calls"], 1);
-  // Broadcasts, ncclBroadcast's and ncclBcast's, counted once each and left to NCCL.
-  EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"kind-not-routed", {{"calls", 2}, {"bytes", 2 * 16 * 4}}}}));
+  // Broadcasts, ncclBroadcast's and ncclBcast's, counted once each: two alone and one in a group
+  // routed, a bad root and one in a group over two devices left to NCCL.
+  EXPECT_EQ(c["ncclBroadcast"]["copy_engine"], json({{"calls", 3}, {"bytes", 2 * 16 * 4 + 6}}));
+  EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"root-out-of-range", {{"calls", 1}, {"bytes", 16 * 4}}},
+                                              {"several-devices-group", {{"calls", 1}, {"bytes", 5 * 4}}}}));
   const json& reach = routed().stats["copy_engine_reach"];
-  EXPECT_EQ(reach["calls"], 8 + 3 + 4 + 1);
-  EXPECT_EQ(reach["total_calls"], 22 + 3 + 4 + 1 + 2);
+  EXPECT_EQ(reach["calls"], 8 + 3 + 4 + 1 + 3);
+  EXPECT_EQ(reach["total_calls"], 22 + 3 + 4 + 1 + 5);
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
 }
 

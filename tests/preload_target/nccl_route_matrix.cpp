@@ -1,7 +1,8 @@
 // One rank of an unmodified NCCL program (one process a rank; ranks may share a GPU when each has its
 // own NCCL_HOSTID) that issues every kind of call the copy-engine route behind `tandem run --policy
 // copy-engine` takes: all-reduce and reduce-scatter with sum, average and pre-multiplied sums (host
-// and device scalars, a different scalar on each rank), all-gather and all-to-all of several types;
+// and device scalars, a different scalar on each rank), all-gather, all-to-all and broadcast (from the
+// first and the last rank; in place through ncclBcast) of several types;
 // counts of 1, a prime, a multiple of the ranks and one that does not split; out of place and in
 // place; eagerly, inside ncclGroupStart/End, and captured into a CUDA graph that replays three times
 // on fresh inputs; and a group of several collectives. Each result is compared on the host with the
@@ -92,14 +93,15 @@ float load(const Type& t, const unsigned char* p) {
   return x;
 }
 
-enum class Kind { AllReduce, ReduceScatter, AllGather, AllToAll };
+enum class Kind { AllReduce, ReduceScatter, AllGather, AllToAll, Broadcast };
 enum class Op { Sum, Avg, PreMulHost, PreMulDevice };
 enum class Mode { Eager, Grouped, Captured };
 const char* name_of(Kind k) {
   return k == Kind::AllReduce       ? "all_reduce"
          : k == Kind::ReduceScatter ? "reduce_scatter"
          : k == Kind::AllGather     ? "all_gather"
-                                    : "all_to_all";
+         : k == Kind::AllToAll      ? "all_to_all"
+                                    : "broadcast";
 }
 const char* name_of(Op o) {
   return o == Op::Sum ? "sum" : o == Op::Avg ? "avg" : o == Op::PreMulHost ? "premul_host" : "premul_device";
@@ -114,6 +116,7 @@ struct Case {
   bool in_place;
   Mode mode;
   std::string name;
+  int root = 0;  // broadcast
 };
 
 int g_rank = 0, g_nranks = 1;
@@ -168,6 +171,7 @@ Expected expected_reduction(const Case& c, const std::vector<std::vector<unsigne
 }
 
 std::vector<unsigned char> expected_move(const Case& c, const std::vector<std::vector<unsigned char>>& inputs, int r) {
+  if (c.kind == Kind::Broadcast) return inputs[size_t(c.root)];
   const size_t chunk = c.count * c.type.bytes;
   std::vector<unsigned char> out(recv_elements(c) * c.type.bytes);
   for (int j = 0; j < g_nranks; ++j) {
@@ -236,6 +240,13 @@ void issue(const Case& c, const Buffers& b, ncclRedOp_t op) {
       break;
     case Kind::AllToAll:
       check(ncclAlltoAll(in, out, c.count, c.type.nccl, g_comm, g_stream), c.name);
+      break;
+    case Kind::Broadcast:
+      // In place through ncclBcast, NCCL's older form, which DDP's coalesced broadcasts use.
+      if (c.in_place)
+        check(ncclBcast(out, c.count, c.type.nccl, c.root, g_comm, g_stream), c.name);
+      else
+        check(ncclBroadcast(in, out, c.count, c.type.nccl, c.root, g_comm, g_stream), c.name);
       break;
   }
 }
@@ -354,10 +365,17 @@ std::vector<Case> cases() {
             if (in_place && kind == Kind::AllToAll) continue;  // undefined in NCCL
             out.push_back({kind, Op::Sum, type, count, in_place, mode, ""});
           }
+    // From the first rank and the last, a count that splits over no rank count and one that does.
+    for (const Type& type : {kBf16, kFp32, kInt64, kUint8})
+      for (size_t count : {size_t(1), size_t(7919), 4096 * n})
+        for (int root : {0, g_nranks - 1})
+          for (bool in_place : {false, true})
+            out.push_back({Kind::Broadcast, Op::Sum, type, count, in_place, mode, "", root});
   }
   for (Case& c : out)
     c.name = std::string(name_of(c.kind)) + "_" + (reduces(c) ? std::string(name_of(c.op)) + "_" : "") + c.type.name +
-             "_" + std::to_string(c.count) + (c.in_place ? "_in_place_" : "_") + name_of(c.mode);
+             "_" + std::to_string(c.count) + (c.kind == Kind::Broadcast ? "_root" + std::to_string(c.root) : "") +
+             (c.in_place ? "_in_place_" : "_") + name_of(c.mode);
   return out;
 }
 

@@ -73,14 +73,13 @@ ncclResult_t query(const char* fn, ncclComm_t comm, int* out, int FakeComm::*fie
   return ncclSuccess;
 }
 
+// `root` >= 0: a broadcast's, recorded too.
 ncclResult_t collective(const char* fn, const void* send, const void* recv, size_t count, ncclDataType_t type, int op,
-                        ncclComm_t comm) {
-  record({{"fn", fn},
-          {"count", count},
-          {"type", static_cast<int>(type)},
-          {"op", op},
-          {"in_place", send == recv},
-          {"comm_known", comm != nullptr}});
+                        ncclComm_t comm, int root = -1) {
+  json call = {{"fn", fn}, {"count", count},           {"type", static_cast<int>(type)},
+               {"op", op}, {"in_place", send == recv}, {"comm_known", comm != nullptr}};
+  if (root >= 0) call["root"] = root;
+  record(call);
   if (count == kFakeNcclFailingCount) {
     errno = kFakeNcclErrno;
     return ncclInvalidArgument;
@@ -196,12 +195,12 @@ ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataT
   return collective("ncclAllGather", send, recv, count, type, -1, comm);
 }
 // ncclBcast reaches the broadcast through the static helper, as NCCL's own does.
-ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int, ncclComm_t comm,
+ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
                            cudaStream_t) {
-  return collective("ncclBroadcast", send, recv, count, type, -1, comm);
+  return collective("ncclBroadcast", send, recv, count, type, -1, comm, root);
 }
-ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t type, int, ncclComm_t comm, cudaStream_t) {
-  return collective("ncclBcast", buff, buff, count, type, -1, comm);
+ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t type, int root, ncclComm_t comm, cudaStream_t) {
+  return collective("ncclBcast", buff, buff, count, type, -1, comm, root);
 }
 ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataType_t type, ncclComm_t comm,
                           cudaStream_t) {
@@ -243,6 +242,10 @@ ncclResult_t ncclGroupEnd() {
 const char* ncclGetLastError(ncclComm_t) { return "fake NCCL"; }
 ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
   record({{"fn", "ncclGather"}});
+  return ncclInvalidUsage;
+}
+ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  record({{"fn", "ncclScatter"}});
   return ncclInvalidUsage;
 }
 ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {

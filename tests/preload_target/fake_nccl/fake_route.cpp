@@ -35,6 +35,7 @@ json describe(const tandem_nccl_route_call& c) {
             {"stream", reinterpret_cast<uintptr_t>(c.stream)}};
   if (c.reduction == 2 || c.reduction == 3) j["scalar"] = c.scalar;  // PreMulSum, PreDivSum
   if (c.device_scalar) j["device_scalar"] = reinterpret_cast<uintptr_t>(c.device_scalar);
+  if (c.kind == 4) j["root"] = c.root;  // a broadcast
   return j;
 }
 

@@ -78,12 +78,13 @@ int main() {
   mark("moves");
   step("all_gather_int64", [&] { return ncclAllGather(send, recv, 3, ncclInt64, two, s1); });
   step("all_to_all_uint8", [&] { return ncclAlltoAll(send, recv, 5, ncclUint8, two, s1); });
+  step("broadcast", [&] { return ncclBroadcast(send, recv, 16, ncclFloat32, 1, two, s1); });
+  step("bcast", [&] { return ncclBcast(recv, 16, ncclFloat32, 0, two, s1); });
   mark("nccl_keeps");
   step("max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, two, s1); });
   step("fp64_sum", [&] { return ncclAllReduce(send, recv, 8, ncclFloat64, ncclSum, two, s1); });
   step("empty", [&] { return ncclAllReduce(send, recv, 0, ncclFloat32, ncclSum, two, s1); });
-  step("broadcast", [&] { return ncclBroadcast(send, recv, 16, ncclFloat32, 0, two, s1); });
-  step("bcast", [&] { return ncclBcast(recv, 16, ncclFloat32, 0, two, s1); });
+  step("broadcast_bad_root", [&] { return ncclBroadcast(send, recv, 16, ncclFloat32, 2, two, s1); });
   step("captured_before_setup",
        [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, kFakeCapturingStream); });
 
@@ -98,6 +99,7 @@ int main() {
   step("group_mixed_sum", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, two, s1); });
   step("group_mixed_gather", [&] { return ncclAllGather(send, recv, 4, ncclBfloat16, two, s1); });
   step("group_mixed_max", [&] { return ncclAllReduce(send, recv, 8, ncclFloat32, ncclMax, two, s1); });
+  step("group_mixed_broadcast", [&] { return ncclBroadcast(send, recv, 6, ncclUint8, 1, two, s1); });
   step("group_mixed_end", [&] { return ncclGroupEnd(); });
   mark("group_nested");
   step("group_nested_outer_start", [&] { return ncclGroupStart(); });
@@ -117,6 +119,7 @@ int main() {
   step("group_devices_start", [&] { return ncclGroupStart(); });
   step("group_devices_first", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclAvg, two, s1); });
   step("group_devices_second", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclAvg, other_device, s2); });
+  step("group_devices_bcast", [&] { return ncclBcast(recv, 5, ncclInt32, 1, other_device, s2); });
   step("group_devices_end", [&] { return ncclGroupEnd(); });
 
   // NCCL refuses one of the calls of a group over several devices, handed back to it at the group's end:
