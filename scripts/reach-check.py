@@ -73,9 +73,10 @@ ALWAYS_ENV = {**pc.ALWAYS_ENV, "NVSHMEM_DISABLE_NVLS": "1"}
 TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "fsdp_all_gather": "_all_gather_base",
                          "fsdp_reduce_scatter": "_reduce_scatter_base"}
 TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
-# PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the four functions tandem
-# hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll); every other one (broadcast, reduce,
-# gather, scatter, send, recv, ...) goes through a function that `tandem run` neither routes nor counts.
+# PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the functions tandem
+# hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll, ncclBroadcast); every other one
+# (reduce, gather, scatter, send, recv, ...) goes through a function that `tandem run` neither routes nor
+# counts.
 HOOKED_OPERATIONS = {
     "all_reduce": "ncclAllReduce", "allreduce_coalesced": "ncclAllReduce", "all_reduce_coalesced": "ncclAllReduce",
     "all_reduce_barrier": "ncclAllReduce",
@@ -85,6 +86,7 @@ HOOKED_OPERATIONS = {
     "all_gather_into_tensor_coalesced": "ncclAllGather", "allgather_into_tensor_coalesced": "ncclAllGather",
     "ALLGATHER_coalesced": "ncclAllGather",
     "all_to_all": "ncclAlltoAll",  # all_to_all_single with equal splits, NCCL >= 2.28
+    "broadcast": "ncclBroadcast",  # DDP's parameter broadcast, dist.broadcast
 }
 TOLERANCE_RULE = (
     "At 2 ranks every result must equal stock's bitwise: a sum of two values is one rounded addition in "
@@ -381,7 +383,7 @@ def sum_operations(reports, key="process_group"):
 
 
 def unhooked(operations):
-    """The operations that reach NCCL through a function tandem does not hook (broadcast, send, ...)."""
+    """The operations that reach NCCL through a function tandem does not hook (reduce, send, ...)."""
     return {k: v for k, v in (operations or {}).items() if k not in HOOKED_OPERATIONS}
 
 

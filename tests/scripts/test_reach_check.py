@@ -122,9 +122,11 @@ class Aggregation(unittest.TestCase):
         self.assertAlmostEqual(route["share_of_bytes"], 800 / 1024)
 
     def test_unseen_operations_and_functions(self):
+        # Broadcasts are hooked (and routed); a reduce or a send is not.
         self.assertEqual(rc.unhooked({"all_reduce": {"calls": 1, "bytes": 4}, "broadcast": {"calls": 2, "bytes": 8},
+                                      "reduce": {"calls": 3, "bytes": 12}, "send": {"calls": 1, "bytes": 4},
                                       "allreduce_coalesced": {"calls": 1, "bytes": 4}}),
-                         {"broadcast": {"calls": 2, "bytes": 8}})
+                         {"reduce": {"calls": 3, "bytes": 12}, "send": {"calls": 1, "bytes": 4}})
         route = rc.aggregate_stats(rc.read_stats(FIXTURES)[0])
         issued = rc.issued_totals([{"ncclAllReduce": {"calls": 10, "bytes": 1}, "ncclAlltoAll": {"calls": 3, "bytes": 9}},
                                    {"ncclAllReduce": {"calls": 10, "bytes": 1}}])
@@ -264,7 +266,7 @@ if routed:
                 "calls": 3, "bytes": 96, "copy_engine": {{"calls": 3, "bytes": 96}}, "nccl": {{}}}}}},
                 "copy_engine_reach": {{"requested": True, "calls": 3, "bytes": 96, "total_bytes": 96}}}}, f)
 digest = "other" if routed and n == 3 else "same"
-rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "broadcast": {{"calls": 1, "bytes": 64}}}},
+rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "reduce": {{"calls": 1, "bytes": 64}}}},
         "issued": {{"ncclAllReduce": {{"calls": 3, "bytes": 96}}, "ncclAlltoAll": {{"calls": 2, "bytes": 8}}}}}}
 result = {{"program": "torch_collectives", "ok": True, "ranks": [rank] * n,
           "checks": {{"sum": {{"wrong": 0, "elements": 8, "max_error": 0.0, "digests": [digest] * n}}}}}}
@@ -299,13 +301,13 @@ class WholeRun(unittest.TestCase):
                          (3, 9, 1.0))
         self.assertEqual(routed["vs_stock"], "within tolerance")
         self.assertEqual(rows["torch-collectives/2/tandem-run"]["vs_stock"], "bitwise")
-        # What the interposer cannot see: the ranks' broadcasts (flight recorder), the all-to-alls they issued.
-        self.assertEqual(routed["unseen"], {"operations": {"broadcast": {"calls": 3, "bytes": 192}},
+        # What the interposer cannot see: the ranks' reduces (flight recorder), the all-to-alls they issued.
+        self.assertEqual(routed["unseen"], {"operations": {"reduce": {"calls": 3, "bytes": 192}},
                                             "functions": {"ncclAlltoAll": {"calls": 6}}})
         self.assertEqual(rows["torch-collectives/2/stock"]["process_group"]["all_reduce"], {"calls": 6, "bytes": 192})
         self.assertIn("| torch-collectives | 3 | tandem-run | 9 / 288 B | 9 / 288 B | 100.00 % | none | "
-                      "broadcast 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
-        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | broadcast 2 / 128 B | "
+                      "reduce 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
+        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | reduce 2 / 128 B | "
                       "reference |", table.stdout)
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
