@@ -70,8 +70,8 @@ PROGRAMS = {
 ALWAYS_ENV = {**pc.ALWAYS_ENV, "NVSHMEM_DISABLE_NVLS": "1"}
 # tandem.torch's collectives -> the process-group operation its fallback calls (so that a call the route
 # refused, which PyTorch's flight recorder also records, is counted once).
-TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "fsdp_all_gather": "_all_gather_base",
-                         "fsdp_reduce_scatter": "_reduce_scatter_base"}
+TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "ddp_broadcast": "broadcast",
+                         "fsdp_all_gather": "_all_gather_base", "fsdp_reduce_scatter": "_reduce_scatter_base"}
 TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
 # PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the functions tandem
 # hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll, ncclBroadcast); every other one
@@ -388,7 +388,7 @@ def unhooked(operations):
 
 
 def aggregate_tandem_torch(reports):
-    """tandem.torch's stats() of every rank, summed, as a route record: its three collectives (routed, or
+    """tandem.torch's stats() of every rank, summed, as a route record: its own collectives (routed, or
     given to NCCL with a reason), plus every other collective the ranks' process groups handed to NCCL
     (their flight recorders, reason `process-group`). A call the route refused is in both records: it
     is taken out of the process group's (TANDEM_TORCH_FALLBACK)."""

@@ -46,7 +46,7 @@ def parse_args(argv=None):
     parser.add_argument("--bucket-cap-mb", type=float, default=25.0, help="DDP bucket size (default 25)")
     parser.add_argument("--tandem", metavar="POLICY", default=None,
                         help="apply a tandem policy through tandem.torch (init_process_group, then "
-                             "register_ddp_hook or install_fsdp_collectives)")
+                             "sync_module_states and register_ddp_hook, or install_fsdp_collectives)")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="nccl",
                         help="nccl on GPUs (default); gloo runs on the CPU, for smoke tests only")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the program gives up (default 600)")
@@ -84,9 +84,11 @@ def parallelize(args, model, device, tt):
     if args.parallel == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
 
+        # Through tandem.torch, DDP's start-up broadcast of the parameters too: DDP leaves it to the caller.
         wrapped = DDP(model, device_ids=[device.index] if device.type == "cuda" else None,
-                      bucket_cap_mb=args.bucket_cap_mb)
+                      bucket_cap_mb=args.bucket_cap_mb, init_sync=tt is None)
         if tt is not None:
+            tt.sync_module_states(wrapped, args.tandem)
             tt.register_ddp_hook(wrapped, args.tandem)
         autocast = device.type == "cuda"
     else:

@@ -125,7 +125,7 @@ NB_MODULE(_cuda, m) {
       .def(
           "run",
           [](Route& r, const std::string& kind, uintptr_t send, uintptr_t recv, size_t count, int dtype,
-             uintptr_t stream, const std::string& reduction, float scalar, uintptr_t device_scalar) {
+             uintptr_t stream, const std::string& reduction, float scalar, uintptr_t device_scalar, int root) {
             tandem::CopyEngineCall call;
             call.kind = collective_named(kind);
             call.send = as_pointer<const void>(send);
@@ -135,6 +135,7 @@ NB_MODULE(_cuda, m) {
             call.reduction = reduction_named(reduction);
             call.scalar = scalar;
             call.device_scalar = as_pointer<const void>(device_scalar);
+            call.root = root;
             call.stream = stream_of(stream);
             const tandem::RouteOutcome outcome = r.get().check(call);
             if (outcome != tandem::RouteOutcome::CopyEngine) return std::string(tandem::to_string(outcome));
@@ -142,12 +143,13 @@ NB_MODULE(_cuda, m) {
             return std::string(tandem::to_string(outcome));
           },
           nb::arg("kind"), nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"),
-          nb::arg("reduction") = "sum", nb::arg("scalar") = 1.0f, nb::arg("device_scalar") = 0, release_gil(),
+          nb::arg("reduction") = "sum", nb::arg("scalar") = 1.0f, nb::arg("device_scalar") = 0, nb::arg("root") = 0,
+          release_gil(),
           "runs the collective on the route and returns 'copy-engine', or returns why the route does not take it "
           "(tandem::RouteOutcome's token: nothing is enqueued then; the caller hands the call to NCCL). kind: "
-          "all_reduce, reduce_scatter, all_gather, all_to_all; count and dtype as NCCL's; reduction: sum, "
-          "average, premul_sum (scalar: the factor as a value of the dtype, or device_scalar: its address), "
-          "prediv_sum (scalar: the divisor)")
+          "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast; count and dtype as NCCL's; reduction: "
+          "sum, average, premul_sum (scalar: the factor as a value of the dtype, or device_scalar: its address), "
+          "prediv_sum (scalar: the divisor); root: a broadcast's, the group rank whose data every rank receives")
       .def(
           "window_buffer",
           [](Route& r, size_t bytes) { return reinterpret_cast<uintptr_t>(r.get().window_buffer(bytes)); },

@@ -18,10 +18,11 @@ sm-target:N                 ``torch._C._set_sm_carveout_experimental(SMs - N)``:
                             cuBLASLt GEMMs target N SMs (process-wide)
 copy-engine                 tandem's copy-engine route (tandem._cuda.CopyEngineRoute, one per
                             process group) as the DDP hook's all-reduce (the division by the
-                            world size fused into it, on a comm stream of its own) and as
-                            FSDP2's all-gather (in window memory, unstaged) and reduce-scatter
-                            (sum, average, pre-multiplied sum); what the route refuses takes
-                            NCCL (``stats()``)
+                            world size fused into it, on a comm stream of its own), as DDP's
+                            start-up broadcast (``sync_module_states``) and as FSDP2's
+                            all-gather (in window memory, unstaged) and reduce-scatter (sum,
+                            average, pre-multiplied sum); what the route refuses takes NCCL
+                            (``stats()``)
 shape:*                     refused: only the interposer pads PyTorch's launches (tandem run)
 green:N, sequential,        refused: PyTorch decides where and in which order its kernels run
 comm-first, nccl-symmetric  (the reasons are in the error messages)
@@ -62,6 +63,7 @@ __all__ = [
     "register_ddp_hook",
     "reset_stats",
     "stats",
+    "sync_module_states",
 ]
 
 # ncclConfig_t's C field names (Policy.nccl_config, from tandem's library) -> the names
@@ -317,10 +319,11 @@ def _route_for(group, tensors):
     return copy_engine_route(group), ""
 
 
-def _run_on_route(stat, kind, group, send, recv, count, dtype, reduction="sum", scalar=1.0, device_scalar=0):
+def _run_on_route(stat, kind, group, send, recv, count, dtype, reduction="sum", scalar=1.0, device_scalar=0, root=0):
     """Runs one collective on the group's copy-engine route, on the current stream, and counts it under ``stat``
     in ``stats()``: "" when it ran, else why not (nothing was enqueued: the caller hands it to NCCL). Whether
-    the route takes a call depends only on the call's arguments and the group, so every rank decides alike."""
+    the route takes a call depends only on the call's arguments and the group, so every rank decides alike.
+    ``root``: a broadcast's, as a rank of ``group``."""
     if nccl_dtype(dtype) is None:
         reason = f"{dtype} has no NCCL type"
     else:
@@ -328,7 +331,7 @@ def _run_on_route(stat, kind, group, send, recv, count, dtype, reduction="sum", 
         if not reason:
             stream = torch.cuda.current_stream(send.device)
             outcome = route.run(kind, send.data_ptr(), recv.data_ptr(), count, nccl_dtype(dtype), stream.cuda_stream,
-                                reduction, scalar, device_scalar)
+                                reduction, scalar, device_scalar, root)
             reason = "" if outcome == ROUTED else outcome
     _count(stat, reason or ROUTED, _nbytes(send, recv))
     return reason
@@ -413,6 +416,40 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
                                      hook=_copy_engine_hook)
     else:
         ddp_model.register_comm_hook(state=process_group, hook=default_hooks.allreduce_hook)
+    return parsed
+
+
+def sync_module_states(module, policy, process_group=None, src=0):
+    """What DDP's construction does by default, through the policy's route: every parameter and buffer of
+    ``module`` (a ``DistributedDataParallel`` or the module it wraps) broadcast from rank ``src`` (a global
+    rank, as ``dist.broadcast`` takes it) to the group, so that every rank starts from ``src``'s model. For
+    a model wrapped with ``DistributedDataParallel(module, ..., init_sync=False)``, which then leaves this
+    broadcast to the caller; the parameters DDP was told to ignore are left alone, as DDP leaves them.
+
+    With ``copy-engine`` each tensor is broadcast by the group's copy-engine route (a scatter from ``src``,
+    then an in-place all-gather, on copy engines), on the current stream; a tensor the route does not take
+    (not on the GPU, not contiguous) takes the group's ``dist.broadcast``, and ``stats()["ddp_broadcast"]``
+    counts both, by reason. Without it, every tensor takes ``dist.broadcast``. Collective: every rank of the
+    group calls it with the same module structure."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    parsed = _pytorch_policy(policy)
+    group = _group(process_group)
+    ignored = set()
+    if isinstance(module, DistributedDataParallel):
+        ignored = set(getattr(module, "parameters_to_ignore", ()))
+        module = module.module
+    root = dist.get_group_rank(group, src)
+    with torch.no_grad():
+        for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
+            if name in ignored or tensor.numel() == 0:
+                continue
+            reason = "not-requested"
+            if parsed.copy_engine:
+                reason = _run_on_route("ddp_broadcast", "broadcast", group, tensor, tensor, tensor.numel(),
+                                       tensor.dtype, root=root)
+            if reason:
+                dist.broadcast(tensor, src=src, group=group)
     return parsed
 
 

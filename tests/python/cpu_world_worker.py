@@ -42,6 +42,22 @@ def local_gradients(rank):
     return [p.grad.flatten().tolist() for p in model.parameters()]
 
 
+def synced_states(rank):
+    """DDP's start-up broadcast left to tandem.torch (init_sync=False): every rank builds the model with values
+    of its own, and after the sync every rank holds rank 1's; the parameter DDP was told to ignore keeps each
+    rank's own. CPU tensors take the group's broadcast. The DDP is gone before the group is destroyed."""
+    tt.reset_stats()
+    torch.manual_seed(10 + rank)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2), torch.nn.Linear(2, 1))
+    model[1].running_mean.fill_(rank + 1.0)
+    DDP._set_params_and_buffers_to_ignore_for_model(model, ["2.bias"])
+    ddp = DDP(model, init_sync=False)
+    before = {name: t.flatten().tolist() for name, t in model.state_dict().items()}
+    tt.sync_module_states(ddp, "copy-engine", src=1)
+    after = {name: t.flatten().tolist() for name, t in model.state_dict().items()}
+    return {"states_before_sync": before, "states_after_sync": after, "sync_stats": tt.stats()}
+
+
 def main(rank, world_size, store, out_dir):
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world_size)
     group = dist.group.WORLD
@@ -78,6 +94,8 @@ def main(rank, world_size, store, out_dir):
     all_gather(gathered_output, rank_values(rank, 2).to(torch.bfloat16), group)
     result["all_gather"] = gathered_output.float().tolist()
     result["fsdp_stats"] = tt.stats()
+
+    result.update(synced_states(rank))
 
     dist.destroy_process_group()
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:

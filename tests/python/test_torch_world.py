@@ -91,3 +91,19 @@ def test_fsdp_all_gather_places_each_ranks_chunk(ranks):
         assert rank["all_gather"] == [1.0, 2.0, 2.0, 4.0, 3.0, 6.0]
         assert rank["fsdp_stats"]["fsdp_all_gather"] == {"a cpu tensor": 1}
         assert rank["fsdp_stats"]["bytes"]["fsdp_all_gather"] == {"a cpu tensor": 6 * 2}
+
+
+def test_sync_module_states_gives_every_rank_the_sources_model(ranks):
+    source = ranks[1]["states_before_sync"]
+    assert ranks[0]["states_before_sync"] != source, "every rank starts from a model of its own"
+    for rank_index, rank in enumerate(ranks):
+        after = rank["states_after_sync"]
+        for name, values in after.items():
+            if name == "2.bias":  # ignored by DDP: each rank keeps its own
+                assert values == rank["states_before_sync"][name], name
+            else:
+                assert values == source[name], f"rank {rank_index}: {name}"
+        assert after["1.running_mean"] == [2.0, 2.0]
+        # Linear and BatchNorm weights and biases, the last weight, BatchNorm's three buffers (the
+        # ignored bias not among them): CPU tensors, so the group's broadcast.
+        assert rank["sync_stats"]["ddp_broadcast"] == {"a cpu tensor": 8}
