@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "harness/program_tuner.h"
+#include "program_tune_stats.h"
 #include "tandem/error.h"
 
 namespace {
@@ -15,18 +16,7 @@ using tandem::bench::decide_program_policy;
 using tandem::bench::PolicyStats;
 using tandem::bench::ProgramMetric;
 
-PolicyStats stats(int candidate, const std::string& policy, std::vector<double> values, double median,
-                  const std::string& disqualified = "") {
-  PolicyStats s;
-  s.candidate = candidate;
-  s.policy = policy;
-  s.values = values;
-  s.median = median;
-  s.min = *std::min_element(values.begin(), values.end());
-  s.max = *std::max_element(values.begin(), values.end());
-  s.disqualified = disqualified;
-  return s;
-}
+using tandem_test::stats;
 
 TEST(program_metric, FindsEveryMatchPerLineCarriageReturnsIncluded) {
   const ProgramMetric metric("step ([^ ]+) ms", false);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "harness/program_tuner.h"
+#include "program_tune_stats.h"
 
 namespace {
 
@@ -21,17 +22,7 @@ using tandem::bench::ProgramTuneOptions;
 using tandem::bench::ProgramTuneResult;
 using tandem::bench::run_time_limit;
 
-// min, median and max of `values` (three or fewer, median given).
-PolicyStats stats(int candidate, const std::string& policy, std::vector<double> values, double median) {
-  PolicyStats s;
-  s.candidate = candidate;
-  s.policy = policy;
-  s.values = values;
-  s.median = median;
-  s.min = *std::min_element(values.begin(), values.end());
-  s.max = *std::max_element(values.begin(), values.end());
-  return s;
-}
+using tandem_test::stats;
 
 std::string winner(const std::vector<PolicyStats>& all, bool higher_is_better = false) {
   const auto d = decide_program_policy(all, higher_is_better);

@@ -1,0 +1,25 @@
+#pragma once
+// One policy's statistics as `tandem tune -- CMD` gathers them (harness/program_tuner.h), for the
+// tests of its decision and rules: min and max from `values`, the median given.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "harness/program_tuner.h"
+
+namespace tandem_test {
+
+inline tandem::bench::PolicyStats stats(int candidate, const std::string& policy, std::vector<double> values,
+                                        double median, const std::string& disqualified = "") {
+  tandem::bench::PolicyStats s;
+  s.candidate = candidate;
+  s.policy = policy;
+  s.values = values;
+  s.median = median;
+  s.min = *std::min_element(values.begin(), values.end());
+  s.max = *std::max_element(values.begin(), values.end());
+  s.disqualified = disqualified;
+  return s;
+}
+
+}  // namespace tandem_test
