@@ -91,9 +91,10 @@ if (cd "$work/src" && scripts/install-deps.sh) > "$logs/build-deps.log" 2>&1 \
     > "$logs/build-configure.log" 2>&1 \
   && cmake --build "$work/build" -j "$(nproc)" > "$logs/build-build.log" 2>&1; then
   grep -E '^-- NCCL ' "$logs/build-configure.log" | tee -a "$logs/summary.log"
-  # The minutes-long ones have their own sections (interposer-programs, faults).
+  # The minutes-long ones have their own sections (interposer-programs, faults). The log goes to $OUT as
+  # it grows, so a call that ends before ctest does still brings back what passed and what failed.
   if ctest --test-dir "$work/build" -L gpu -E 'InterposerPrograms|faults_gpu' --output-on-failure -j 2 --timeout 300 \
-    > "$logs/build-ctest.log" 2>&1; then
+    2>&1 | tee "$out/build-ctest.log" > "$logs/build-ctest.log"; then  # pipefail: ctest's status
     echo "build ok; $(grep -E 'tests passed' "$logs/build-ctest.log")" | tee -a "$logs/summary.log"
   else
     echo "build ok; ctest -L gpu FAILED: $(grep -E 'tests passed|tests failed' "$logs/build-ctest.log")" | tee -a "$logs/summary.log"
