@@ -444,11 +444,9 @@ def sync_module_states(module, policy, process_group=None, src=0):
         for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
             if name in ignored or tensor.numel() == 0:
                 continue
-            reason = "not-requested"
-            if parsed.copy_engine:
-                reason = _run_on_route("ddp_broadcast", "broadcast", group, tensor, tensor, tensor.numel(),
-                                       tensor.dtype, root=root)
-            if reason:
+            # _run_on_route answers why the route did not take it ("" when it did).
+            if not parsed.copy_engine or _run_on_route("ddp_broadcast", "broadcast", group, tensor, tensor,
+                                                       tensor.numel(), tensor.dtype, root=root):
                 dist.broadcast(tensor, src=src, group=group)
     return parsed
 
