@@ -159,6 +159,17 @@ ncclResult_t tandem_call(Fn real, const char* name, Args... args) {
   return real ? real(args...) : missing(name);
 }
 
+// Every NCCL hook begins so: tandem's own calls (the route's, a held call handed back) go straight to
+// NCCL uncounted; the program's call is counted under its hook, its errno kept in `program_errno`
+// (NCCL's answer is given to it with that errno, as_program), and `real` is NCCL's own function. A
+// macro, because it returns from the hook. `...`: the hook's arguments, for tandem's own call.
+#define TANDEM_NCCL_HOOK_BEGIN(name, ...)                                       \
+  if (inside_tandem()) return tandem_call(real_##name(), #name, ##__VA_ARGS__); \
+  const int program_errno = errno;                                              \
+  Counters::bump(counters().calls_by_hook[index_of(Hook::name)]);               \
+  const auto real = real_##name();                                              \
+  if (!real) return missing(#name)
+
 // NCCL reads only the configuration fields of its own version and ignores the rest: say once when
 // the process's NCCL is too old for a setting, rather than let it vanish.
 void warn_if_nccl_lacks(const OverlapPolicy& settings, Hook via) {
@@ -214,12 +225,7 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
 
 ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank,
                                            ncclConfig_t* config) {
-  if (inside_tandem())
-    return tandem_call(real_ncclCommInitRankConfig(), "ncclCommInitRankConfig", comm, nranks, comm_id, rank, config);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankConfig)]);
-  const auto real = real_ncclCommInitRankConfig();
-  if (!real) return missing("ncclCommInitRankConfig");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommInitRankConfig, comm, nranks, comm_id, rank, config);
   return create_with_settings(program_errno, comm, Hook::ncclCommInitRankConfig, config,
                               [&](ncclConfig_t* c) { return real(comm, nranks, comm_id, rank, c); });
 }
@@ -229,11 +235,7 @@ ncclResult_t handle_ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUni
 // with that initializer under our settings keeps the program's semantics. Without settings the
 // program's call goes to ncclCommInitRank itself.
 ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId comm_id, int rank) {
-  if (inside_tandem()) return tandem_call(real_ncclCommInitRank(), "ncclCommInitRank", comm, nranks, comm_id, rank);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRank)]);
-  const auto real = real_ncclCommInitRank();
-  if (!real) return missing("ncclCommInitRank");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommInitRank, comm, nranks, comm_id, rank);
   bool wanted = false;
   try {
     wanted = !settings().text.empty();
@@ -256,13 +258,7 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
 
 ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, int n_ids, ncclUniqueId* comm_ids,
                                              ncclConfig_t* config) {
-  if (inside_tandem())
-    return tandem_call(real_ncclCommInitRankScalable(), "ncclCommInitRankScalable", comm, nranks, rank, n_ids, comm_ids,
-                       config);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitRankScalable)]);
-  const auto real = real_ncclCommInitRankScalable();
-  if (!real) return missing("ncclCommInitRankScalable");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommInitRankScalable, comm, nranks, rank, n_ids, comm_ids, config);
   return create_with_settings(program_errno, comm, Hook::ncclCommInitRankScalable, config,
                               [&](ncclConfig_t* c) { return real(comm, nranks, rank, n_ids, comm_ids, c); });
 }
@@ -271,11 +267,7 @@ ncclResult_t handle_ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int r
 // NCCL; rebuilding it from ncclCommInitRankConfig would need the interposer to switch devices. Its
 // communicators are counted as left unconfigured, and the user is told once.
 ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devlist) {
-  if (inside_tandem()) return tandem_call(real_ncclCommInitAll(), "ncclCommInitAll", comms, ndev, devlist);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommInitAll)]);
-  const auto real = real_ncclCommInitAll();
-  if (!real) return missing("ncclCommInitAll");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommInitAll, comms, ndev, devlist);
   const ncclResult_t result = as_program(program_errno, [&] { return real(comms, ndev, devlist); });
   try {
     const Settings s = settings();
@@ -297,11 +289,7 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
 // was created through these hooks: the call goes through unchanged then, and the child is counted
 // as configured exactly when its parent was.
 ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  if (inside_tandem()) return tandem_call(real_ncclCommSplit(), "ncclCommSplit", comm, color, key, newcomm, config);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommSplit)]);
-  const auto real = real_ncclCommSplit();
-  if (!real) return missing("ncclCommSplit");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommSplit, comm, color, key, newcomm, config);
   if (config)
     return create_with_settings(program_errno, newcomm, Hook::ncclCommSplit, config,
                                 [&](ncclConfig_t* c) { return real(comm, color, key, newcomm, c); });
@@ -333,31 +321,19 @@ void forget(ncclComm_t comm) {
 
 // Finalize flushes a communicator; it stays usable for destroy only, so it stays known.
 ncclResult_t handle_ncclCommFinalize(ncclComm_t comm) {
-  if (inside_tandem()) return tandem_call(real_ncclCommFinalize(), "ncclCommFinalize", comm);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommFinalize)]);
-  const auto real = real_ncclCommFinalize();
-  if (!real) return missing("ncclCommFinalize");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommFinalize, comm);
   return as_program(program_errno, [&] { return real(comm); });
 }
 
 ncclResult_t handle_ncclCommDestroy(ncclComm_t comm) {
-  if (inside_tandem()) return tandem_call(real_ncclCommDestroy(), "ncclCommDestroy", comm);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommDestroy)]);
-  const auto real = real_ncclCommDestroy();
-  if (!real) return missing("ncclCommDestroy");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommDestroy, comm);
   drop_copy_engine_route(comm, true);
   forget(comm);
   return as_program(program_errno, [&] { return real(comm); });
 }
 
 ncclResult_t handle_ncclCommAbort(ncclComm_t comm) {
-  if (inside_tandem()) return tandem_call(real_ncclCommAbort(), "ncclCommAbort", comm);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclCommAbort)]);
-  const auto real = real_ncclCommAbort();
-  if (!real) return missing("ncclCommAbort");
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommAbort, comm);
   drop_copy_engine_route(comm, false);
   forget(comm);
   return as_program(program_errno, [&] { return real(comm); });
@@ -399,13 +375,7 @@ float scalar_value(const void* scalar, ncclDataType_t dtype) {
 // (ncclScalarHostImmediate); a device scalar stays where it is, read when the route's kernel runs.
 ncclResult_t handle_ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
                                              ncclScalarResidence_t residence, ncclComm_t comm) {
-  if (inside_tandem())
-    return tandem_call(real_ncclRedOpCreatePreMulSum(), "ncclRedOpCreatePreMulSum", op, scalar, datatype, residence,
-                       comm);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclRedOpCreatePreMulSum)]);
-  const auto real = real_ncclRedOpCreatePreMulSum();
-  if (!real) return missing("ncclRedOpCreatePreMulSum");
+  TANDEM_NCCL_HOOK_BEGIN(ncclRedOpCreatePreMulSum, op, scalar, datatype, residence, comm);
   const ncclResult_t result = as_program(program_errno, [&] { return real(op, scalar, datatype, residence, comm); });
   try {
     if (result == ncclSuccess && op) {
@@ -423,11 +393,7 @@ ncclResult_t handle_ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, nccl
 }
 
 ncclResult_t handle_ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  if (inside_tandem()) return tandem_call(real_ncclRedOpDestroy(), "ncclRedOpDestroy", op, comm);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclRedOpDestroy)]);
-  const auto real = real_ncclRedOpDestroy();
-  if (!real) return missing("ncclRedOpDestroy");
+  TANDEM_NCCL_HOOK_BEGIN(ncclRedOpDestroy, op, comm);
   try {
     // Forgotten first: NCCL may hand the same value to the next op made on this communicator.
     if (Runtime* rt = runtime_if_initialized()) rt->communicators.remove_pre_mul_sum(comm, static_cast<int>(op));
@@ -544,11 +510,7 @@ ncclResult_t collective(int program_errno, Collective kind, Hook via, const void
 // The program's groups (nccl_copy_engine.h): counted after NCCL accepted the start, so a failed start
 // opens none; the routed calls of the group run at its outermost end, after NCCL's part.
 ncclResult_t handle_ncclGroupStart() {
-  if (inside_tandem()) return tandem_call(real_ncclGroupStart(), "ncclGroupStart");
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclGroupStart)]);
-  const auto real = real_ncclGroupStart();
-  if (!real) return missing("ncclGroupStart");
+  TANDEM_NCCL_HOOK_BEGIN(ncclGroupStart);
   const ncclResult_t result = as_program(program_errno, [&] { return real(); });
   if (result == ncclSuccess || result == ncclInProgress) group_started();
   return result;
@@ -582,11 +544,7 @@ ncclResult_t forward_held(const HeldCall& h) {
 // NCCL closes the group level whatever ncclGroupEnd returns (an error ends the group too). At the
 // outermost end, a group that drives ranks on several devices gets its held calls back first.
 ncclResult_t handle_ncclGroupEnd() {
-  if (inside_tandem()) return tandem_call(real_ncclGroupEnd(), "ncclGroupEnd");
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclGroupEnd)]);
-  const auto real = real_ncclGroupEnd();
-  if (!real) return missing("ncclGroupEnd");
+  TANDEM_NCCL_HOOK_BEGIN(ncclGroupEnd);
   const bool outermost = group_ended();
   // The group's collectives, NCCL's and the route's, are issued here (timeline.h).
   const CommunicationRegion region;
@@ -609,25 +567,14 @@ ncclResult_t handle_ncclGroupEnd() {
 
 ncclResult_t handle_ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  if (inside_tandem())
-    return tandem_call(real_ncclAllReduce(), "ncclAllReduce", sendbuff, recvbuff, count, datatype, op, comm, stream);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllReduce)]);
-  const auto real = real_ncclAllReduce();
-  if (!real) return missing("ncclAllReduce");
+  TANDEM_NCCL_HOOK_BEGIN(ncclAllReduce, sendbuff, recvbuff, count, datatype, op, comm, stream);
   return collective(program_errno, Collective::AllReduce, Hook::ncclAllReduce, sendbuff, recvbuff, count, datatype, op,
                     0, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, op, comm, stream); });
 }
 
 ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                       ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
-  if (inside_tandem())
-    return tandem_call(real_ncclReduceScatter(), "ncclReduceScatter", sendbuff, recvbuff, recvcount, datatype, op, comm,
-                       stream);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclReduceScatter)]);
-  const auto real = real_ncclReduceScatter();
-  if (!real) return missing("ncclReduceScatter");
+  TANDEM_NCCL_HOOK_BEGIN(ncclReduceScatter, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   return collective(program_errno, Collective::ReduceScatter, Hook::ncclReduceScatter, sendbuff, recvbuff, recvcount,
                     datatype, op, 0, comm, stream,
                     [&] { return real(sendbuff, recvbuff, recvcount, datatype, op, comm, stream); });
@@ -635,12 +582,7 @@ ncclResult_t handle_ncclReduceScatter(const void* sendbuff, void* recvbuff, size
 
 ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                   ncclComm_t comm, cudaStream_t stream) {
-  if (inside_tandem())
-    return tandem_call(real_ncclAllGather(), "ncclAllGather", sendbuff, recvbuff, sendcount, datatype, comm, stream);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAllGather)]);
-  const auto real = real_ncclAllGather();
-  if (!real) return missing("ncclAllGather");
+  TANDEM_NCCL_HOOK_BEGIN(ncclAllGather, sendbuff, recvbuff, sendcount, datatype, comm, stream);
   return collective(program_errno, Collective::AllGather, Hook::ncclAllGather, sendbuff, recvbuff, sendcount, datatype,
                     ncclSum, 0, comm, stream,
                     [&] { return real(sendbuff, recvbuff, sendcount, datatype, comm, stream); });
@@ -648,12 +590,7 @@ ncclResult_t handle_ncclAllGather(const void* sendbuff, void* recvbuff, size_t s
 
 ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclComm_t comm, cudaStream_t stream) {
-  if (inside_tandem())
-    return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", sendbuff, recvbuff, count, datatype, comm, stream);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclAlltoAll)]);
-  const auto real = real_ncclAlltoAll();
-  if (!real) return missing("ncclAlltoAll");
+  TANDEM_NCCL_HOOK_BEGIN(ncclAlltoAll, sendbuff, recvbuff, count, datatype, comm, stream);
   return collective(program_errno, Collective::AllToAll, Hook::ncclAlltoAll, sendbuff, recvbuff, count, datatype,
                     ncclSum, 0, comm, stream, [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
@@ -663,12 +600,7 @@ ncclResult_t handle_ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t co
 // ncclBroadcast through this library's hook from it, the call is not counted twice.
 ncclResult_t handle_ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, int root,
                                   ncclComm_t comm, cudaStream_t stream) {
-  if (inside_tandem())
-    return tandem_call(real_ncclBroadcast(), "ncclBroadcast", sendbuff, recvbuff, count, datatype, root, comm, stream);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclBroadcast)]);
-  const auto real = real_ncclBroadcast();
-  if (!real) return missing("ncclBroadcast");
+  TANDEM_NCCL_HOOK_BEGIN(ncclBroadcast, sendbuff, recvbuff, count, datatype, root, comm, stream);
   return collective(program_errno, Collective::Broadcast, Hook::ncclBroadcast, sendbuff, recvbuff, count, datatype,
                     ncclSum, root, comm, stream,
                     [&] { return real(sendbuff, recvbuff, count, datatype, root, comm, stream); });
@@ -676,11 +608,7 @@ ncclResult_t handle_ncclBroadcast(const void* sendbuff, void* recvbuff, size_t c
 
 ncclResult_t handle_ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                               cudaStream_t stream) {
-  if (inside_tandem()) return tandem_call(real_ncclBcast(), "ncclBcast", buff, count, datatype, root, comm, stream);
-  const int program_errno = errno;
-  Counters::bump(counters().calls_by_hook[index_of(Hook::ncclBcast)]);
-  const auto real = real_ncclBcast();
-  if (!real) return missing("ncclBcast");
+  TANDEM_NCCL_HOOK_BEGIN(ncclBcast, buff, count, datatype, root, comm, stream);
   return collective(program_errno, Collective::Broadcast, Hook::ncclBcast, buff, buff, count, datatype, ncclSum, root,
                     comm, stream, [&] {
                       const InsideTandem nested;  // NCCL's own ncclBroadcast call, if it reaches the hook
