@@ -556,7 +556,7 @@ section "reach: real programs' collectives through the copy-engine route, 2, 3 a
 # scripts/reach-check.py (docs/PYTORCH.md): a Transformers Llama under DDP and FSDP2 (eager and
 # torch.compile), PyTorch's all_to_all_single, coalesced collectives and a CUDA-graph-captured step, JAX
 # over jax.distributed, examples/overlap; each stock, under `tandem run --policy copy-engine` and (DDP,
-# FSDP2) through tandem.torch. 54 rows, 3 at a time (TANDEM_REACH_JOBS), within 570 s; rows cut short
+# FSDP2) through tandem.torch. 54 rows, 3 at a time (TANDEM_REACH_JOBS), within 570 s (TANDEM_REACH_SECONDS); rows cut short
 # are missing from the JSON ("complete": false): run them with TANDEM_REACH_ONLY (patterns such as
 # 'llama-*-compile,jax/4') in another call. TANDEM_REACH_RANKS changes the rank counts.
 if ! python3 -c "import torch" 2> /dev/null; then
@@ -570,7 +570,7 @@ else
     echo "reach: tandem.torch could not be built (tandem-py-install.log); its rows use $pkg" | tee -a "$logs/summary.log"
     tail -n 5 "$logs/tandem-py-install.log"
   fi
-  timeout $((570 - (SECONDS - started))) python3 "$root/scripts/reach-check.py" --ranks "${TANDEM_REACH_RANKS:-2,3,4}" \
+  timeout $((${TANDEM_REACH_SECONDS:-570} - (SECONDS - started))) python3 "$root/scripts/reach-check.py" --ranks "${TANDEM_REACH_RANKS:-2,3,4}" \
     --only "${TANDEM_REACH_ONLY:-}" --jobs "${TANDEM_REACH_JOBS:-3}" --timeout 240 --pythonpath "$pkg" \
     --tandem-bin "$tandem" --overlap-bin "$root/build/bin/overlap_allreduce" --work-dir "$logs/reach" \
     --out "$logs/reach-$tag.json" > "$logs/reach.md" 2> "$logs/reach.err" || status=1
