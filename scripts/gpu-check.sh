@@ -558,7 +558,9 @@ section "reach: real programs' collectives through the copy-engine route, 2, 3 a
 # over jax.distributed, examples/overlap; each stock, under `tandem run --policy copy-engine` and (DDP,
 # FSDP2) through tandem.torch. 54 rows, 3 at a time (TANDEM_REACH_JOBS), within 570 s (TANDEM_REACH_SECONDS); rows cut short
 # are missing from the JSON ("complete": false): run them with TANDEM_REACH_ONLY (patterns such as
-# 'llama-*-compile,jax/4') in another call. TANDEM_REACH_RANKS changes the rank counts.
+# 'llama-*-compile,jax/4') in another call. TANDEM_REACH_RANKS changes the rank counts, TANDEM_REACH_POLICY
+# the policy (with priority or nccl-* settings: a second table shows whether they reached every communicator
+# and NCCL launch).
 if ! python3 -c "import torch" 2> /dev/null; then
   echo "reach: skipped, python3 cannot import torch" | tee -a "$logs/summary.log"
 else
@@ -572,6 +574,7 @@ else
   fi
   timeout $((${TANDEM_REACH_SECONDS:-570} - (SECONDS - started))) python3 "$root/scripts/reach-check.py" --ranks "${TANDEM_REACH_RANKS:-2,3,4}" \
     --only "${TANDEM_REACH_ONLY:-}" --jobs "${TANDEM_REACH_JOBS:-3}" --timeout 240 --pythonpath "$pkg" \
+    --policy "${TANDEM_REACH_POLICY:-copy-engine}" \
     --tandem-bin "$tandem" --overlap-bin "$root/build/bin/overlap_allreduce" --work-dir "$logs/reach" \
     --out "$logs/reach-$tag.json" > "$logs/reach.md" 2> "$logs/reach.err" || status=1
   grep -E '^\[[0-9]+/[0-9]+\]|^# ' "$logs/reach.err" | tee -a "$logs/summary.log"

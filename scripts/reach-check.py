@@ -124,8 +124,8 @@ def select_rows(rows, only):
     return chosen
 
 
-def tandem_run_prefix(tandem_bin, stats_dir):
-    return [tandem_bin, "run", "--policy", POLICY, "--stats", os.path.join(stats_dir, "stats-%p.json"), "--"]
+def tandem_run_prefix(tandem_bin, policy, stats_dir):
+    return [tandem_bin, "run", "--policy", policy, "--stats", os.path.join(stats_dir, "stats-%p.json"), "--"]
 
 
 def row_launches(row, cfg, stats_dir, port):
@@ -134,13 +134,13 @@ def row_launches(row, cfg, stats_dir, port):
     rank as `tandem run ... -- python`), jax and overlap rows one process per rank."""
     spec = PROGRAMS[row["program"]]
     n, front_end = row["ranks"], row["front_end"]
-    prefix = tandem_run_prefix(cfg["tandem_bin"], stats_dir) if front_end == "tandem-run" else []
+    prefix = tandem_run_prefix(cfg["tandem_bin"], cfg["policy"], stats_dir) if front_end == "tandem-run" else []
     env = dict(ALWAYS_ENV)
     if spec["launch"] == "torchrun":
         program = [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, spec["script"])] + spec["args"]
         program += cfg["llama_args"] if row["program"].startswith("llama") else []
         if front_end == "tandem-torch":
-            program += ["--tandem", POLICY]
+            program += ["--tandem", cfg["policy"]]
             inherited = [os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []
             env["PYTHONPATH"] = os.pathsep.join(cfg["pythonpath"] + inherited)
         head = list(cfg["torchrun"]) + ["--standalone", "--nproc-per-node", str(n)]
@@ -354,7 +354,28 @@ def aggregate_stats(documents):
                        c.get("copy_engine", {}).get("bytes", 0))
             for reason, r in c.get("nccl", {}).items():
                 add_counts(into["nccl"].setdefault(reason, {}), r.get("calls", 0), r.get("bytes", 0))
+    route["controls"] = aggregate_controls(documents)
     return finish_route(route)
+
+
+def aggregate_controls(documents):
+    """Whether the policy's other controls reached everything, summed over the processes: the program's NCCL
+    communicators the nccl-* settings configured (and those NCCL's own variables overrode), and the NCCL
+    launches `priority` elevated (those it did not, by reason)."""
+    controls = {"communicators": {"created": 0, "configured": 0, "unconfigured": 0, "overridden_by_variables": []},
+                "nccl_launches": 0, "elevated": 0, "not_elevated": {}}
+    for doc in documents:
+        comms = doc.get("nccl_communicators", {})
+        for key in ("created", "configured", "unconfigured"):
+            controls["communicators"][key] += comms.get(key, 0)
+        for name in comms.get("overridden_by_variables", []):
+            if name not in controls["communicators"]["overridden_by_variables"]:
+                controls["communicators"]["overridden_by_variables"].append(name)
+        controls["nccl_launches"] += doc.get("launches", {}).get("nccl", 0)
+        controls["elevated"] += doc.get("nccl_elevated", 0)
+        for reason, n in doc.get("nccl_not_elevated", {}).items():
+            controls["not_elevated"][reason] = controls["not_elevated"].get(reason, 0) + n
+    return controls
 
 
 def read_stats(stats_dir):
@@ -628,7 +649,29 @@ def markdown_table(record):
     short = [r["id"] for r in rows if r.get("route") and r["route"].get("share_of_bytes") is not None
              and r["route"]["share_of_bytes"] < 0.99]
     lines += ["", "Rows below 99 % of the bytes through the route: " + (", ".join(short) or "none") + "."]
+    lines += controls_table(rows, record.get("config", {}).get("policy", POLICY))
     return "\n".join(lines)
+
+
+def controls_table(rows, policy):
+    """For a policy with nccl-* settings or priority: per tandem-run row, the communicators they configured
+    and the NCCL launches elevated, so that any that escaped the policy shows."""
+    tokens = [t.split(":")[0] for t in policy.split(",")]
+    if not any(t == "priority" or t.startswith("nccl-") for t in tokens):
+        return []
+    lines = ["", "The policy's other controls (`tandem run`, summed over the ranks):", "",
+             "| program | ranks | communicators configured / created | overridden by NCCL's variables "
+             "| NCCL launches elevated / NCCL launches | not elevated (reason: launches) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        c = (r.get("route") or {}).get("controls")
+        if r["front_end"] != "tandem-run" or not c:
+            continue
+        comms = c["communicators"]
+        lines.append("| %s | %d | %d / %d | %s | %d / %d | %s |" % (
+            r["program"], r["ranks"], comms["configured"], comms["created"],
+            ", ".join(comms["overridden_by_variables"]) or "none", c["elevated"], c["nccl_launches"],
+            "; ".join("%s: %d" % kv for kv in sorted(c["not_elevated"].items())) or "none"))
+    return lines
 
 
 # ---------------------------------------------------------------- the run
@@ -647,6 +690,10 @@ def parse_args(argv):
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--ranks", default="2,3,4", help="rank counts, comma-separated (default 2,3,4)")
     parser.add_argument("--only", default="", help="rows to run: comma-separated patterns over PROGRAM/RANKS/FRONT-END")
+    parser.add_argument("--policy", default=POLICY,
+                        help="the policy of the tandem-run and tandem-torch rows; it must hold copy-engine "
+                             "(default %(default)s; add priority or nccl-* settings to check that they reach every "
+                             "communicator and NCCL launch)")
     parser.add_argument("--jobs", type=int, default=1, help="rows run at once on the GPU (default 1)")
     parser.add_argument("--timeout", type=float, default=240, help="seconds per row before it is killed (default 240)")
     parser.add_argument("--tandem-bin", default=os.path.join(ROOT, "build", "bin", "tandem"))
@@ -671,6 +718,8 @@ def parse_args(argv):
         raise UserError(f"--jobs must be at least 1, not {args.jobs}")
     if args.timeout <= 0:
         raise UserError(f"--timeout must be positive, not {args.timeout}")
+    if "copy-engine" not in [t.split(":")[0].strip() for t in args.policy.split(",")]:
+        raise UserError(f"--policy '{args.policy}' has no copy-engine: the reach is the copy-engine route's")
     args.rows = select_rows(all_rows(args.rank_list), args.only)
     if args.out:
         folder = os.path.dirname(os.path.abspath(args.out))
@@ -689,7 +738,7 @@ def parse_args(argv):
 def config_of(args):
     return {"tandem_bin": args.tandem_bin, "overlap_bin": args.overlap_bin, "pythonpath": args.pythonpath,
             "torchrun": args.torchrun, "python": args.python, "llama_args": shlex.split(args.llama_args),
-            "jax_args": shlex.split(args.jax_args)}
+            "jax_args": shlex.split(args.jax_args), "policy": args.policy}
 
 
 def run_row(row, cfg, work, timeout):
@@ -748,7 +797,7 @@ def main(argv=None):
               "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
               "command": shlex.join([os.path.relpath(sys.argv[0], ROOT)] + argv),
               **pc.provenance(args.tandem_bin, args.python),
-              "config": {"policy": POLICY, "ranks": args.rank_list, "rows": [r["id"] for r in args.rows],
+              "config": {"policy": args.policy, "ranks": args.rank_list, "rows": [r["id"] for r in args.rows],
                          "timeout_s": args.timeout, "jobs": args.jobs, "always_env": ALWAYS_ENV,
                          "programs": {k: {"script": v["script"], "args": v["args"]} for k, v in PROGRAMS.items()},
                          "llama_args": cfg["llama_args"], "jax_args": cfg["jax_args"],

@@ -52,7 +52,7 @@ class Rows(unittest.TestCase):
 
     def test_launch_command_lines(self):
         cfg = {"tandem_bin": "/t/tandem", "overlap_bin": "/t/overlap", "pythonpath": ["/p"], "torchrun": ["torchrun"],
-               "python": "/py", "llama_args": ["--steps", "2"], "jax_args": []}
+               "python": "/py", "llama_args": ["--steps", "2"], "jax_args": [], "policy": "copy-engine"}
         [run] = rc.row_launches({"program": "llama-fsdp2", "ranks": 3, "front_end": "tandem-run"}, cfg, "/s", 1)
         # torchrun starts every rank as `tandem run ... -- python`: one stats file per rank process.
         self.assertEqual(run["argv"][:16], ["torchrun", "--standalone", "--nproc-per-node", "3", "--no-python",
@@ -96,6 +96,11 @@ class Aggregation(unittest.TestCase):
                          (25, 9600, 19, 7990))
         self.assertAlmostEqual(route["share_of_bytes"], 7990 / 9600)
         self.assertEqual((route["processes"], route["captured"], route["requested"]), (2, 3, True))
+        # The other controls: 2 + 1 of 4 communicators configured, one overridden by NCCL_MIN_CTAS; 10 + 6 of
+        # 18 NCCL launches elevated, 2 excluded.
+        self.assertEqual(route["controls"], {
+            "communicators": {"created": 4, "configured": 3, "unconfigured": 1, "overridden_by_variables": ["NCCL_MIN_CTAS"]},
+            "nccl_launches": 18, "elevated": 16, "not_elevated": {"excluded": 2}})
 
     def test_no_stats_no_share(self):
         route = rc.aggregate_stats([])
@@ -195,6 +200,12 @@ class Table(unittest.TestCase):
                       "(ncclReduceScatter) | broadcast 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
                       text)
         self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
+        # The route alone: no table of the other controls.
+        self.assertNotIn("other controls", text)
+        record["config"]["policy"] = "copy-engine,priority,nccl-ctas:..4"
+        text = rc.markdown_table(record)
+        self.assertIn("The policy's other controls", text)
+        self.assertIn("| jax | 2 | 3 / 4 | NCCL_MIN_CTAS | 16 / 18 | excluded: 2 |", text)
 
     def test_table_of_a_file(self):
         with tempfile.TemporaryDirectory() as d:
@@ -351,7 +362,8 @@ class WholeRun(unittest.TestCase):
 
     def test_bad_arguments_are_one_line(self):
         for args, message in ((["--ranks", "1,2"], "at least 2"), (["--ranks", "x"], "comma-separated"),
-                              (["--jobs", "0"], "--jobs"), (["--only", "nothing"], "matches no row")):
+                              (["--jobs", "0"], "--jobs"), (["--only", "nothing"], "matches no row"),
+                              (["--policy", "priority"], "--policy 'priority' has no copy-engine")):
             p = subprocess.run([sys.executable, SCRIPT, "--dry-run"] + args, capture_output=True, text=True)
             self.assertEqual(p.returncode, 2, args)
             self.assertIn(message, p.stderr)
