@@ -202,7 +202,7 @@ class Table(unittest.TestCase):
         self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
         # The route alone: no table of the other controls.
         self.assertNotIn("other controls", text)
-        record["config"]["policy"] = "copy-engine,priority,nccl-ctas:..4"
+        record["config"]["policy"] = "priority+nccl-ctas:..4+copy-engine"
         text = rc.markdown_table(record)
         self.assertIn("The policy's other controls", text)
         self.assertIn("| jax | 2 | 3 / 4 | NCCL_MIN_CTAS | 16 / 18 | excluded: 2 |", text)
