@@ -13,11 +13,11 @@ all_to_all_single, coalesced collectives and a CUDA-graph-captured step
 bytes through the route and through NCCL by reason (summed over the ranks' stats files, or over
 tandem.torch's stats()), the collectives the front end does not see (PyTorch's flight recorder),
 and the results against the stock row of the same program and ranks. Writes JSON (--out), rewritten
-after every run, and prints the Markdown table last; --table renders it from such a file.
+after every run, and prints the Markdown table last; --table renders it from such a file, or one table from the parts of one coverage measured apart.
 
     scripts/reach-check.py --out reach.json                 # every row (~8 min on one H200, --jobs 3)
     scripts/reach-check.py --only 'llama-ddp/*/*,jax' --ranks 2,3 --out part.json
-    scripts/reach-check.py --table reach.json
+    scripts/reach-check.py --table reach.json [part2.json ...]
     scripts/reach-check.py --dry-run --only overlap         # the launches' command lines, nothing run
 """
 import argparse
@@ -637,12 +637,22 @@ def table_row(r):
                                                                       "%.0f" % r.get("seconds", 0)]
 
 
-def markdown_table(record):
-    rows = verdicts(list(record.get("rows", [])))
+def built_from_modified_tree(record):
+    """Whether the binaries came from a modified tree: their version stamp says so ("-dirty"). The checkout
+    the script ran in (`clean_tree`) counts only without a stamp: the GPU machine runs binaries built
+    elsewhere in a copy whose git state is not theirs."""
+    if record.get("tandem"):
+        return "-dirty" in (record.get("commit") or "")
+    return record.get("clean_tree") is False
+
+
+def markdown_table(record, judged=False):
+    """The table of one record (`judged`: its rows' verdicts are set already, as merge_records sets them)."""
+    rows = list(record.get("rows", [])) if judged else verdicts(list(record.get("rows", [])))
     versions = ", ".join("%s %s" % kv for kv in sorted((record.get("versions") or {}).items()) if kv[1])
     lines = ["%s; %s; tandem %s%s; %s; policy %s, ranks sharing one GPU." % (
         ", ".join(record.get("gpus") or ["GPU unknown"]), versions or "versions unknown", record.get("commit") or "?",
-        "" if record.get("clean_tree", True) else " (modified tree)", (record.get("date") or "")[:10],
+        " (modified tree)" if built_from_modified_tree(record) else "", (record.get("date") or "")[:10],
         record.get("config", {}).get("policy", POLICY)), "",
         "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
     lines += ["| " + " | ".join(table_row(r)) + " |" for r in rows]
@@ -768,19 +778,51 @@ def progress_line(i, total, r):
     return f"[{i}/{total}] {r['id']}: {state}, {r['seconds']:.0f} s"
 
 
+def read_record(path):
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read '{path}': {e}")
+    if record.get("kind") != "reach-check":
+        raise UserError(f"'{path}' is not a reach-check record (kind {record.get('kind')!r})")
+    return record
+
+
+def merge_records(records, names):
+    """One record of several runs of one policy (parts of one coverage measured in separate calls): each
+    row judged against the stock row of its own run, the rows in the fixed order, every run's commit named.
+    A row measured in two runs is an error: which one counts would be a guess."""
+    policies = {r.get("config", {}).get("policy", POLICY) for r in records}
+    if len(policies) > 1:
+        raise UserError("--table: the files measure different policies (%s)" % ", ".join(sorted(policies)))
+    seen, rows = {}, []
+    for record, name in zip(records, names):
+        for row in verdicts(list(record.get("rows", []))):
+            if row["id"] in seen:
+                raise UserError(f"--table: row {row['id']} is in both '{seen[row['id']]}' and '{name}'")
+            seen[row["id"]] = name
+            rows.append(row)
+    ranks = sorted({r["ranks"] for r in rows})
+    order = {r["id"]: i for i, r in enumerate(all_rows(ranks))}
+    merged = dict(records[0])
+    merged["rows"] = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
+    commits = []
+    for record in records:
+        if record.get("commit") not in commits:
+            commits.append(record.get("commit"))
+    merged["commit"] = ", ".join(c or "?" for c in commits)
+    merged["clean_tree"] = all(r.get("clean_tree", True) for r in records)
+    return merged
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--table"]:
-        if len(argv) != 2:
-            raise UserError("--table needs one reach-check JSON file")
-        try:
-            with open(argv[1]) as f:
-                record = json.load(f)
-        except (OSError, ValueError) as e:
-            raise UserError(f"cannot read '{argv[1]}': {e}")
-        if record.get("kind") != "reach-check":
-            raise UserError(f"'{argv[1]}' is not a reach-check record (kind {record.get('kind')!r})")
-        print(markdown_table(record))
+        if len(argv) < 2:
+            raise UserError("--table needs reach-check JSON files (one, or the parts of one coverage)")
+        records = [read_record(path) for path in argv[1:]]
+        print(markdown_table(merge_records(records, argv[1:]), judged=True))
         return 0
     args = parse_args(argv)
     cfg = config_of(args)

@@ -207,6 +207,34 @@ class Table(unittest.TestCase):
         self.assertIn("The policy's other controls", text)
         self.assertIn("| jax | 2 | 3 / 4 | NCCL_MIN_CTAS | 16 / 18 | excluded: 2 |", text)
 
+    def test_parts_of_one_coverage_make_one_table(self):
+        def part(commit, ids, policy="copy-engine"):
+            rows = []
+            for rid in ids:
+                program, ranks, front_end = rid.split("/")
+                rows.append({"id": rid, "program": program, "ranks": int(ranks), "front_end": front_end, "ok": True,
+                             "results": {"checks": {"a": {"wrong": 0, "digests": ["d"]}}}, "exit_codes": [0],
+                             "issued": {"ncclAllReduce": {"calls": 1, "bytes": 8}}, "seconds": 1.0})
+            return {"kind": "reach-check", "tandem": f"tandem 0.1.0 ({commit})", "commit": commit,
+                    "clean_tree": False, "config": {"policy": policy}, "rows": rows}
+        first = part("aaa", ["jax/3/stock", "jax/3/tandem-run"])
+        second = part("bbb", ["jax/2/stock", "jax/2/tandem-run"])
+        merged = rc.merge_records([first, second], ["1.json", "2.json"])
+        # The fixed order (ranks 2 before 3), each row judged against its own run's stock row.
+        self.assertEqual([r["id"] for r in merged["rows"]],
+                         ["jax/2/stock", "jax/2/tandem-run", "jax/3/stock", "jax/3/tandem-run"])
+        self.assertEqual([r["vs_stock"] for r in merged["rows"]], ["reference", "bitwise"] * 2)
+        self.assertEqual(merged["commit"], "aaa, bbb")
+        # Binaries with a clean version stamp run in a checkout that is not theirs: not "modified".
+        text = rc.markdown_table(merged, judged=True)
+        self.assertIn("tandem aaa, bbb; ", text)
+        self.assertNotIn("modified tree", text)
+        self.assertIn("modified tree", rc.markdown_table(part("ccc-dirty", ["jax/2/stock"])))
+        with self.assertRaisesRegex(rc.UserError, "row jax/2/stock is in both '2.json' and '3.json'"):
+            rc.merge_records([first, second, second], ["1.json", "2.json", "3.json"])
+        with self.assertRaisesRegex(rc.UserError, "different policies"):
+            rc.merge_records([first, part("ddd", ["jax/4/stock"], "priority+copy-engine")], ["1.json", "4.json"])
+
     def test_table_of_a_file(self):
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
