@@ -95,29 +95,22 @@ const char* to_string(ElevationOutcome outcome) {
 }
 
 void Counters::reset() {
-  launches.store(0, std::memory_order_relaxed);
+#define TANDEM_RESET_COUNTER(field, object, key) field.store(0, std::memory_order_relaxed);
+  TANDEM_STATS_COUNTERS(TANDEM_RESET_COUNTER)
+#undef TANDEM_RESET_COUNTER
   for (auto& c : calls_by_hook) c.store(0, std::memory_order_relaxed);
-  for (auto* c : {&captured, &collective_launches, &compute_launches, &shaped_launch_failures,
-                  &elevated_launch_failures, &cap_refreshes, &untracked_launches, &cublas_handles_capped,
-                  &cublaslt_descriptors_capped, &cublas_cap_failures})
-    c->store(0, std::memory_order_relaxed);
   for (auto& c : shaping) c.store(0, std::memory_order_relaxed);
   for (auto& c : elevation) c.store(0, std::memory_order_relaxed);
   for (auto& c : collective_routes) c.store(0, std::memory_order_relaxed);
   for (auto& c : collective_route_bytes) c.store(0, std::memory_order_relaxed);
-  for (auto* c :
-       {&communicators_created, &communicators_configured, &communicators_unconfigured, &communicators_destroyed,
-        &copy_engine_staged_bytes, &copy_engine_pool_bytes, &copy_engine_registrations, &copy_engine_captured})
-    c->store(0, std::memory_order_relaxed);
 }
 
 void fill_counters(const Counters& c, Snapshot& s) {
-  s.launches = load(c.launches);
+#define TANDEM_LOAD_COUNTER(field, object, key) s.field = load(c.field);
+  TANDEM_STATS_COUNTERS(TANDEM_LOAD_COUNTER)
+#undef TANDEM_LOAD_COUNTER
   s.calls_by_hook.clear();
   for (int i = 0; i < kHookCount; ++i) s.calls_by_hook.emplace_back(kHookNames[i], load(c.calls_by_hook[i]));
-  s.captured = load(c.captured);
-  s.collective_launches = load(c.collective_launches);
-  s.compute_launches = load(c.compute_launches);
   s.compute_shaped = load(c.shaping[static_cast<int>(ShapingOutcome::Shaped)]);
   s.collectives_elevated = load(c.elevation[static_cast<int>(ElevationOutcome::Elevated)]);
   s.skipped.clear();
@@ -132,13 +125,6 @@ void fill_counters(const Counters& c, Snapshot& s) {
     if (outcome == ElevationOutcome::Elevated || outcome == ElevationOutcome::NotRequested) continue;
     if (const uint64_t n = load(c.elevation[i])) s.collectives_not_elevated.emplace_back(to_string(outcome), n);
   }
-  s.shaped_launch_failures = load(c.shaped_launch_failures);
-  s.elevated_launch_failures = load(c.elevated_launch_failures);
-  s.cap_refreshes = load(c.cap_refreshes);
-  s.untracked_launches = load(c.untracked_launches);
-  s.cublas_handles_capped = load(c.cublas_handles_capped);
-  s.cublaslt_descriptors_capped = load(c.cublaslt_descriptors_capped);
-  s.cublas_cap_failures = load(c.cublas_cap_failures);
   s.collectives.clear();
   for (int k = 0; k < kCollectiveCount; ++k) {
     CollectiveSummary summary;
@@ -156,14 +142,6 @@ void fill_counters(const Counters& c, Snapshot& s) {
     }
     if (summary.calls) s.collectives.push_back(std::move(summary));
   }
-  s.communicators_created = load(c.communicators_created);
-  s.communicators_configured = load(c.communicators_configured);
-  s.communicators_unconfigured = load(c.communicators_unconfigured);
-  s.communicators_destroyed = load(c.communicators_destroyed);
-  s.copy_engine_staged_bytes = load(c.copy_engine_staged_bytes);
-  s.copy_engine_pool_bytes = load(c.copy_engine_pool_bytes);
-  s.copy_engine_registrations = load(c.copy_engine_registrations);
-  s.copy_engine_captured = load(c.copy_engine_captured);
 }
 
 std::string render_text(const Snapshot& s, size_t top_n) {
@@ -254,32 +232,12 @@ std::string render_json(const Snapshot& s) {
       {"policy_valid", s.policy_valid},
       {"shape_when", s.shape_when},
       {"log_level", s.log_level},
-      {"launches",
-       {{"total", s.launches},
-        {"nccl", s.collective_launches},
-        {"compute", s.compute_launches},
-        {"captured", s.captured}}},
       {"calls_by_hook", calls},
       {"nccl_elevated", s.collectives_elevated},
       {"nccl_not_elevated", reasons_json(s.collectives_not_elevated)},
       {"compute_shaped", s.compute_shaped},
       {"skipped", reasons_json(s.skipped)},
-      {"failures",
-       {{"shaped_retried_unshaped", s.shaped_launch_failures},
-        {"elevated_retried_as_issued", s.elevated_launch_failures},
-        {"smem_limit_raised_again", s.cap_refreshes},
-        {"untracked_launches", s.untracked_launches}}},
-      {"cublas",
-       {{"handles_capped", s.cublas_handles_capped},
-        {"lt_descriptors_capped", s.cublaslt_descriptors_capped},
-        {"cap_failures", s.cublas_cap_failures}}},
-      {"nccl_communicators",
-       {{"created", s.communicators_created},
-        {"configured", s.communicators_configured},
-        {"unconfigured", s.communicators_unconfigured},
-        {"destroyed", s.communicators_destroyed},
-        {"settings", s.communicator_settings},
-        {"overridden_by_variables", s.nccl_variables}}},
+      {"nccl_communicators", {{"settings", s.communicator_settings}, {"overridden_by_variables", s.nccl_variables}}},
       {"nccl_collectives", collectives},
       {"copy_engine_reach",
        {{"requested", s.copy_engine_requested},
@@ -289,15 +247,13 @@ std::string render_json(const Snapshot& s) {
         {"total_bytes", reach.total_bytes},
         {"bytes_saturated", reach.total_bytes == kSaturated},
         {"share_of_bytes", share(reach)}}},
-      {"copy_engine_route",
-       {{"captured", s.copy_engine_captured},
-        {"staged_bytes", s.copy_engine_staged_bytes},
-        {"pool_bytes", s.copy_engine_pool_bytes},
-        {"registrations", s.copy_engine_registrations}}},
       {"last_nccl_footprint", s.last_collective_footprint},
       {"top_kernels", top},
       {"kernels", kernels},
   };
+#define TANDEM_COUNTER_JSON(field, object, key) j[object][key] = s.field;
+  TANDEM_STATS_COUNTERS(TANDEM_COUNTER_JSON)
+#undef TANDEM_COUNTER_JSON
   if (!s.timeline.is_null()) j["timeline"] = s.timeline;
   // Text from the environment (a policy, a kernel name) is shown escaped by the snapshot; replacing
   // any invalid UTF-8 left is the last guard: the file is always written.

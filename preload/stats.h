@@ -41,34 +41,42 @@ inline uint64_t saturating_sum(uint64_t a, uint64_t b) { return a > kSaturated -
 // changes meaning or goes away.
 inline constexpr int kStatsSchemaVersion = 1;
 
+// The single-number counters: X(field, JSON object, JSON key). Each is a field of Counters (atomic)
+// and of Snapshot (its value), reset after fork, copied into the snapshot and written to the --stats
+// JSON from this one list; the text summary picks its own.
+#define TANDEM_STATS_COUNTERS(X)                                                                       \
+  X(launches, "launches", "total")                                                                     \
+  X(collective_launches, "launches", "nccl")                                                           \
+  X(compute_launches, "launches", "compute")                                                           \
+  X(captured, "launches", "captured") /* into a capturing stream (of those a control applies to) */    \
+  X(shaped_launch_failures, "failures", "shaped_retried_unshaped")                                     \
+  X(elevated_launch_failures, "failures", "elevated_retried_as_issued")                                \
+  X(cap_refreshes, "failures", "smem_limit_raised_again") /* the program lowered a raised limit */     \
+  X(untracked_launches, "failures", "untracked_launches") /* kernel table full, metadata unreadable */ \
+  X(cublas_handles_capped, "cublas", "handles_capped")                                                 \
+  X(cublaslt_descriptors_capped, "cublas", "lt_descriptors_capped")                                    \
+  X(cublas_cap_failures, "cublas", "cap_failures")                                                     \
+  X(communicators_created, "nccl_communicators", "created")                                            \
+  X(communicators_configured, "nccl_communicators", "configured")     /* nccl-* settings applied */    \
+  X(communicators_unconfigured, "nccl_communicators", "unconfigured") /* asked for, not applicable */  \
+  X(communicators_destroyed, "nccl_communicators", "destroyed")       /* destroyed or aborted */       \
+  /* The copy-engine route (nccl_copy_engine.cpp): bytes copied into and out of its window memory, */  \
+  /* window memory its routes hold (each route's pool at its largest, summed), registrations. */       \
+  X(copy_engine_staged_bytes, "copy_engine_route", "staged_bytes")                                     \
+  X(copy_engine_pool_bytes, "copy_engine_route", "pool_bytes")                                         \
+  X(copy_engine_registrations, "copy_engine_route", "registrations")                                   \
+  X(copy_engine_captured, "copy_engine_route", "captured") /* routed calls captured into graphs */
+
 struct Counters {
-  std::atomic<uint64_t> launches{0};
+#define TANDEM_COUNTER_FIELD(field, object, key) std::atomic<uint64_t> field{0};
+  TANDEM_STATS_COUNTERS(TANDEM_COUNTER_FIELD)
+#undef TANDEM_COUNTER_FIELD
   std::array<std::atomic<uint64_t>, kHookCount> calls_by_hook{};  // launches per entry point, resolutions, cuBLAS calls
-  std::atomic<uint64_t> captured{0};  // launches into a capturing stream (of those a control applies to)
-  std::atomic<uint64_t> collective_launches{0};
-  std::atomic<uint64_t> compute_launches{0};
   std::array<std::atomic<uint64_t>, kShapingOutcomeCount> shaping{};
   std::array<std::atomic<uint64_t>, kElevationOutcomeCount> elevation{};
-  std::atomic<uint64_t> shaped_launch_failures{0};    // shaped launch failed, retried unshaped
-  std::atomic<uint64_t> elevated_launch_failures{0};  // elevated launch failed, retried as issued
-  std::atomic<uint64_t> cap_refreshes{0};             // the program lowered a raised smem limit; raised again
-  std::atomic<uint64_t> untracked_launches{0};        // kernel table full or metadata unreadable
-  std::atomic<uint64_t> cublas_handles_capped{0};
-  std::atomic<uint64_t> cublaslt_descriptors_capped{0};
-  std::atomic<uint64_t> cublas_cap_failures{0};
-  // NCCL: calls and bytes (nccl-tests' size of each call) per (collective, route), communicators.
+  // NCCL: calls and bytes (nccl-tests' size of each call) per (collective, route).
   std::array<std::atomic<uint64_t>, kCollectiveCount * kRouteOutcomeCount> collective_routes{};
   std::array<std::atomic<uint64_t>, kCollectiveCount * kRouteOutcomeCount> collective_route_bytes{};
-  std::atomic<uint64_t> communicators_created{0};
-  std::atomic<uint64_t> communicators_configured{0};    // the policy's nccl-* settings applied at creation
-  std::atomic<uint64_t> communicators_unconfigured{0};  // settings asked for but not applicable (ncclCommInitAll...)
-  std::atomic<uint64_t> communicators_destroyed{0};     // destroyed or aborted
-  // The copy-engine route (nccl_copy_engine.cpp): bytes copied into and out of its window memory,
-  // window memory its routes hold (each route's pool at its largest, summed), window registrations.
-  std::atomic<uint64_t> copy_engine_staged_bytes{0};
-  std::atomic<uint64_t> copy_engine_pool_bytes{0};
-  std::atomic<uint64_t> copy_engine_registrations{0};
-  std::atomic<uint64_t> copy_engine_captured{0};  // routed calls captured into CUDA graphs
 
   static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   // Adds without wrapping: a total that would pass UINT64_MAX stays there, and reads as saturated.
@@ -114,35 +122,19 @@ struct Snapshot {
   bool policy_valid = true;
   std::string shape_when;
   std::string log_level;
-  uint64_t launches = 0;
+#define TANDEM_SNAPSHOT_FIELD(field, object, key) uint64_t field = 0;
+  TANDEM_STATS_COUNTERS(TANDEM_SNAPSHOT_FIELD)
+#undef TANDEM_SNAPSHOT_FIELD
   std::vector<std::pair<std::string, uint64_t>> calls_by_hook;  // in hook-list order
-  uint64_t captured = 0;
-  uint64_t collective_launches = 0;
-  uint64_t compute_launches = 0;
   uint64_t collectives_elevated = 0;
   uint64_t compute_shaped = 0;
   std::vector<std::pair<std::string, uint64_t>> skipped;                   // compute, by reason, non-zero only
   std::vector<std::pair<std::string, uint64_t>> collectives_not_elevated;  // by reason, non-zero only
-  uint64_t shaped_launch_failures = 0;
-  uint64_t elevated_launch_failures = 0;
-  uint64_t cap_refreshes = 0;
-  uint64_t untracked_launches = 0;
-  uint64_t cublas_handles_capped = 0;
-  uint64_t cublaslt_descriptors_capped = 0;
-  uint64_t cublas_cap_failures = 0;
   std::vector<CollectiveSummary> collectives;  // functions called at least once, in tandem::Collective order
   bool copy_engine_requested = false;          // the policy names copy-engine (the reach line)
-  uint64_t communicators_created = 0;
-  uint64_t communicators_configured = 0;
-  uint64_t communicators_unconfigured = 0;
-  uint64_t communicators_destroyed = 0;
-  std::string communicator_settings;  // the nccl-* settings of the policy, "" for none
+  std::string communicator_settings;           // the nccl-* settings of the policy, "" for none
   // NCCL variables the user set that override those settings ("NCCL_MAX_CTAS=16"): NCCL's win.
   std::vector<std::string> nccl_variables;
-  uint64_t copy_engine_staged_bytes = 0;
-  uint64_t copy_engine_pool_bytes = 0;
-  uint64_t copy_engine_registrations = 0;
-  uint64_t copy_engine_captured = 0;
   std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
   std::vector<KernelSummary> kernels;     // by launches, descending
   nlohmann::json timeline;                // the timeline's figures (timeline_records.h), null when off
