@@ -41,25 +41,26 @@ def gpu_count():
     return sum(1 for line in out.splitlines() if line.startswith("GPU"))
 
 
-def launch_argv(args, program, policy, timeline, json_file=None, extra=()):
-    """tandem run [--timeline ...] -- torchrun ... PROGRAM ARGS."""
+def launch_argv(args, program, policy, timeline, json_file=None, extra=(), nproc=None):
+    """tandem run [--timeline ...] -- torchrun ... PROGRAM ARGS (nproc ranks, default --nproc)."""
+    nproc = nproc or args.nproc
     argv = [args.tandem, "run", "--policy", policy, "--log-level", "error"]
     if timeline:
         argv += ["--timeline", "--step-range", "step"]
         if json_file:
             argv += ["--timeline-json", json_file]
-    argv += ["--"] + args.torchrun + ["--standalone", "--nproc-per-node", str(args.nproc)]
-    if args.shared_gpu:
+    argv += ["--"] + args.torchrun + ["--standalone", "--nproc-per-node", str(nproc)]
+    if nproc > args.gpus:
         argv.append(os.path.join(ROOT, "tests", "tools", "shared_gpu_rank.py"))
     argv.append(compare.program_path(program))
     return argv + list(args.program_args) + list(extra)
 
 
-def one_run(args, program, policy, timeline, extra=()):
+def one_run(args, program, policy, timeline, extra=(), nproc=None):
     """One launch: its exit code, the program's result line and, with the timeline, the job's figures."""
     with tempfile.TemporaryDirectory(prefix="tandem-timeline-record-") as tmp:
         json_file = os.path.join(tmp, "job.json")
-        argv = launch_argv(args, program, policy, timeline, json_file, extra)
+        argv = launch_argv(args, program, policy, timeline, json_file, extra, nproc)
         env = dict(os.environ, **compare.ALWAYS_ENV)
         start = time.monotonic()
         code, output = compare.run_child(argv, env, args.timeout)
@@ -99,6 +100,13 @@ def overhead(runs):
     return out
 
 
+def ranks_text(o):
+    """The overhead runs' ranks, and whether they shared a GPU (older files: not recorded)."""
+    if "nproc" not in o:
+        return "ranks as above"
+    return f"{o['nproc']} rank{'s' if o['nproc'] != 1 else ''}" + (" sharing one GPU" if o.get("shared_gpu") else "")
+
+
 def fmt(x, spec=".3f"):
     return "—" if x is None else format(x, spec)
 
@@ -113,7 +121,8 @@ def text_table(doc):
                      f"{fmt(r['exposed_communication_ms']):>8} {fmt(r['idle_ms']):>8} {hidden:>7}")
     o = doc.get("overhead")
     if o and "overhead" in o:
-        lines.append(f"overhead of --timeline ({o['rounds']} rounds, {o['program']}): {o['without_median_ms']:.3f} ms "
+        lines.append(f"overhead of --timeline ({o['rounds']} rounds, {o['program']}, {ranks_text(o)}): "
+                     f"{o['without_median_ms']:.3f} ms "
                      f"without, {o['with_median_ms']:.3f} ms with: {100 * o['overhead']:+.2f} % (spreads "
                      f"{o['without_spread_ms']:.3f} / {o['with_spread_ms']:.3f} ms)")
     return "\n".join(lines)
@@ -133,7 +142,7 @@ def markdown_table(doc):
                    f"{fmt(r['exposed_communication_ms'])} | {fmt(r['idle_ms'])} | {hidden} |")
     o = doc.get("overhead")
     if o and "overhead" in o:
-        out += ["", f"Cost of recording ({o['program']}, {o['rounds']} interleaved rounds): median step "
+        out += ["", f"Cost of recording ({o['program']}, {ranks_text(o)}, {o['rounds']} interleaved rounds): median step "
                     f"{o['without_median_ms']:.3f} ms without --timeline, {o['with_median_ms']:.3f} ms with it "
                     f"({100 * o['overhead']:+.2f} %)."]
     return "\n".join(out)
@@ -148,6 +157,9 @@ def parse_args(argv):
     parser.add_argument("--parts", default=",".join(PARTS), help="figures, compile, overhead (comma-separated)")
     parser.add_argument("--programs", default=",".join(PROGRAMS))
     parser.add_argument("--rounds", type=int, default=3, help="overhead: interleaved rounds (at least 3)")
+    parser.add_argument("--overhead-nproc", type=int, default=None,
+                        help="overhead: ranks (default: one per visible GPU, at most --nproc, so that the times "
+                             "are not those of ranks sharing a GPU)")
     parser.add_argument("--timeout", type=float, default=420)
     parser.add_argument("--out", help="JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the Markdown table of these files and stop")
@@ -174,7 +186,9 @@ def main(argv=None):
                 print(markdown_table(json.load(f)))
         return 0
     gpus = gpu_count()
+    args.gpus = gpus
     args.shared_gpu = gpus < args.nproc
+    overhead_nproc = args.overhead_nproc or max(1, min(gpus, args.nproc))
     doc = {"tool": "timeline-record", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
            "command": shlex.join([sys.argv[0]] + (sys.argv[1:] if argv is None else argv)),
            "nproc": args.nproc, "gpus_visible": gpus, "shared_gpu": args.shared_gpu,
@@ -203,13 +217,14 @@ def main(argv=None):
         for round_ in range(args.rounds):
             # Alternate which goes first, so that drift favours neither.
             for timeline in ([False, True] if round_ % 2 == 0 else [True, False]):
-                run = one_run(args, program, "priority", timeline)
+                run = one_run(args, program, "priority", timeline, nproc=overhead_nproc)
                 run["round"] = round_ + 1
                 runs.append(run)
                 doc["runs"].append(run)
                 status |= 0 if run["ok"] else 1
                 save()
-        doc["overhead"] = dict(overhead(runs), program=program, policy="priority")
+        doc["overhead"] = dict(overhead(runs), program=program, policy="priority", nproc=overhead_nproc,
+                               shared_gpu=overhead_nproc > gpus)
     save()
     print(text_table(doc))
     return status

@@ -105,6 +105,21 @@ class TimelineRecord(unittest.TestCase):
         self.assertIn("| ddp_mlp | priority | no | 41.000 | 40.500 | 30.000 | 12.000 | 3.000 | 1.500 | 75.0 % |", table)
         self.assertIn("(+1.00 %)", table)
         self.assertIn("75.0%", timeline_record.text_table(doc))
+        # The cost measured with one rank per GPU says so; with ranks sharing one, that too.
+        doc["overhead"].update(nproc=1, shared_gpu=False)
+        self.assertIn("Cost of recording (ddp_mlp, 1 rank, 3 interleaved rounds)", timeline_record.markdown_table(doc))
+        doc["overhead"].update(nproc=2, shared_gpu=True)
+        self.assertIn("(3 rounds, ddp_mlp, 2 ranks sharing one GPU)", timeline_record.text_table(doc))
+
+    def test_overhead_runs_take_one_rank_per_gpu(self):
+        args = timeline_record.parse_args(["--tandem", "/t/tandem", "--nproc", "2"])
+        args.gpus = 1
+        argv = timeline_record.launch_argv(args, "ddp_mlp", "priority", False, nproc=1)
+        self.assertEqual(argv[argv.index("--nproc-per-node") + 1], "1")
+        self.assertFalse(any(a.endswith("shared_gpu_rank.py") for a in argv))
+        argv = timeline_record.launch_argv(args, "ddp_mlp", "priority", False)
+        self.assertEqual(argv[argv.index("--nproc-per-node") + 1], "2")
+        self.assertTrue(any(a.endswith("shared_gpu_rank.py") for a in argv))
 
 
 if __name__ == "__main__":
