@@ -255,17 +255,23 @@ def text_table(summary):
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+def read_record(path, kind, what="JSON"):
+    """A result file of `kind` (its "kind" field), or a one-line UserError naming the file."""
+    try:
+        with open(path) as f:
+            record = json.load(f)
+    except (OSError, ValueError) as e:
+        raise UserError(f"cannot read {what} '{path}': {e}")
+    if record.get("kind") != kind:
+        raise UserError(f"'{path}' is not a {kind} record (kind {record.get('kind')!r})")
+    return record
+
+
 def markdown_tables(paths):
     """docs/PYTORCH.md's tables: per file, where and how it was measured, then one row per variant."""
     lines = []
     for path in paths:
-        try:
-            with open(path) as f:
-                record = json.load(f)
-        except (OSError, ValueError) as e:
-            raise UserError(f"cannot read comparison JSON '{path}': {e}")
-        if record.get("kind") != "pytorch-compare":
-            raise UserError(f"'{path}' is not a pytorch-compare record (kind {record.get('kind')!r})")
+        record = read_record(path, "pytorch-compare", "comparison JSON")
         versions = ", ".join("%s %s" % kv for kv in sorted(record.get("versions", {}).items()) if kv[1])
         lines += ["%s: %s; %s; tandem %s; %s; %d rounds, %d ranks." % (
             os.path.basename(path), ", ".join(record.get("gpus") or ["GPU unknown"]), versions or "versions unknown",

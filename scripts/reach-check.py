@@ -778,17 +778,6 @@ def progress_line(i, total, r):
     return f"[{i}/{total}] {r['id']}: {state}, {r['seconds']:.0f} s"
 
 
-def read_record(path):
-    try:
-        with open(path) as f:
-            record = json.load(f)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read '{path}': {e}")
-    if record.get("kind") != "reach-check":
-        raise UserError(f"'{path}' is not a reach-check record (kind {record.get('kind')!r})")
-    return record
-
-
 def merge_records(records, names):
     """One record of several runs of one policy (parts of one coverage measured in separate calls): each
     row judged against the stock row of its own run, the rows in the fixed order, every run's commit named.
@@ -821,7 +810,7 @@ def main(argv=None):
     if argv[:1] == ["--table"]:
         if len(argv) < 2:
             raise UserError("--table needs reach-check JSON files (one, or the parts of one coverage)")
-        records = [read_record(path) for path in argv[1:]]
+        records = [pc.read_record(path, "reach-check") for path in argv[1:]]
         print(markdown_table(merge_records(records, argv[1:]), judged=True))
         return 0
     args = parse_args(argv)
