@@ -516,12 +516,16 @@ def main(argv=None):
     return 1 if failed else 0
 
 
-if __name__ == "__main__":
-    # SIGTERM (gpu-check's timeout) as an exception: the running launch is ended, and the JSON keeps
-    # every launch that finished ("complete": false).
+def run_script(main, name):
+    """Runs a measurement script's main: SIGTERM (gpu-check's timeout) as an exception, so that the runs in
+    flight are ended and its JSON keeps what finished ("complete": false); a UserError as one line, exit 2."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         sys.exit(main())
     except UserError as e:
-        print(f"pytorch-compare: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         sys.exit(2)
+
+
+if __name__ == "__main__":
+    run_script(main, "pytorch-compare")

@@ -884,11 +884,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    # SIGTERM (gpu-check's timeout) as an exception: the rows in flight are killed, the JSON keeps the
-    # rows that finished ("complete": false).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    try:
-        sys.exit(main())
-    except UserError as e:
-        print(f"reach-check: {e}", file=sys.stderr)
-        sys.exit(2)
+    pc.run_script(main, "reach-check")
