@@ -4,7 +4,7 @@
 Each program (examples/pytorch/*.py) runs under every variant, one `torchrun --standalone` launch
 each, interleaved round-robin and repeated --rounds times: stock PyTorch; the knobs its users already
 have (TORCH_NCCL_HIGH_PRIORITY=1, NCCL CTA settings through the environment, FSDP2's symmetric-memory
-all-gather); `tandem run --policy P`; the program's own `--tandem P` (tandem.torch); and the bounds
+all-gather, PyTorch's SM carveout for its GEMMs); `tandem run --policy P`; the program's own `--tandem P` (tandem.torch); and the bounds
 (--mode no-comm, --mode comm-only). Per variant: the median over rounds of each launch's median step
 time, its spread, the speed-up over stock, the efficiency against the bound and whether the loss
 after N steps equals stock's. Writes JSON (--out) and prints a table last; --tables renders the
@@ -42,7 +42,11 @@ LOSS_TOLERANCE = 2.0 ** -8
 # Always in the children: NVLink multicast stays off on shared machines.
 ALWAYS_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 PROGRAMS = ("ddp_mlp", "fsdp2_mlp")
-KINDS = ("stock", "high-priority", "nccl-env", "symm-mem", "tandem-run", "tandem-torch", "no-comm", "comm-only")
+KINDS = ("stock", "high-priority", "nccl-env", "symm-mem", "sm-carveout", "tandem-run", "tandem-torch", "no-comm",
+         "comm-only")
+# PyTorch's own SM carveout (torch._C._set_sm_carveout_experimental): its GEMMs leave this many SMs to
+# the collectives, the stock counterpart of tandem's sm-target.
+SM_CARVEOUTS = (16, 32)
 # NCCL's CTA knobs through the environment (name: variables): fewer CTAs need less room beside
 # compute; single CTAs instead of clusters of 4 fit in the gaps it leaves.
 NCCL_ENV_VARIANTS = {
@@ -68,7 +72,7 @@ def policy_label(policy):
     return "@" + os.path.basename(policy[1:]) if policy.startswith("@") else policy
 
 
-def make_variants(program, kinds, policies, tandem_bin, pythonpath, extra_env_variants=None):
+def make_variants(program, kinds, policies, tandem_bin, pythonpath, extra_env_variants=None, carveouts=SM_CARVEOUTS):
     """Every variant of one program, in a fixed order (stock first, the bounds last)."""
     out = []
     if "stock" in kinds:
@@ -81,6 +85,9 @@ def make_variants(program, kinds, policies, tandem_bin, pythonpath, extra_env_va
     if "symm-mem" in kinds and program == "fsdp2_mlp":
         # PyTorch's own copy-engine all-gather: FSDP2's buffers in NCCL symmetric memory, zero-CTA policy.
         out.append(variant("stock+symm-mem-ce", "symm-mem", env={"NCCL_CTA_POLICY": "2"}, program_args=["--symm-mem"]))
+    if "sm-carveout" in kinds:
+        for sms in carveouts:
+            out.append(variant(f"stock+sm-carveout-{sms}", "sm-carveout", program_args=["--sm-carveout", str(sms)]))
     for policy in policies:
         if "tandem-run" in kinds:
             out.append(variant("tandem-run " + policy_label(policy), "tandem-run",
@@ -332,6 +339,9 @@ def parse_args(argv):
     parser.add_argument("--policy-file", action="append", default=[], help="a policy file (tandem tune's), repeatable")
     parser.add_argument("--variants", default=",".join(KINDS),
                         help="kinds of variant to run, comma-separated (default: all of %(default)s)")
+    parser.add_argument("--sm-carveouts", default=",".join(map(str, SM_CARVEOUTS)),
+                        help="the sm-carveout variants' SMs left free of PyTorch's GEMMs, comma-separated "
+                             "(default %(default)s)")
     parser.add_argument("--env-variant", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE]",
                         help="another stock variant with these NCCL/PyTorch variables, repeatable")
     parser.add_argument("--tandem-bin", default=os.path.join(ROOT, "build", "bin", "tandem"),
@@ -357,6 +367,12 @@ def parse_args(argv):
     for k in args.kinds:
         if k not in KINDS:
             raise UserError(f"unknown variant kind '{k}'; accepted: {', '.join(KINDS)}")
+    try:
+        args.carveouts = [int(x) for x in args.sm_carveouts.split(",") if x.strip()]
+    except ValueError:
+        args.carveouts = []
+    if not args.carveouts or any(n < 1 for n in args.carveouts):
+        raise UserError(f"--sm-carveouts '{args.sm_carveouts}' is not a comma-separated list of positive SM counts")
     args.policy_list = ([p.strip() for p in args.policies.split(",") if p.strip()] +
                         ["@" + os.path.abspath(f) for f in args.policy_file])
     args.extra_env = {}
@@ -406,7 +422,8 @@ def program_path(name):
 
 
 def plan(args):
-    variants_of = {p: make_variants(p, args.kinds, args.policy_list, args.tandem_bin, args.pythonpath, args.extra_env)
+    variants_of = {p: make_variants(p, args.kinds, args.policy_list, args.tandem_bin, args.pythonpath, args.extra_env,
+                                    args.carveouts)
                    for p in args.programs}
     return schedule(args.programs, variants_of, args.rounds)
 

@@ -47,6 +47,9 @@ def parse_args(description, argv=None, add_arguments=None):
                              "comm-only: the step's collectives alone (the communication bound)")
     parser.add_argument("--tandem", metavar="POLICY", default=None,
                         help="apply a tandem policy (text or @FILE) through the tandem.torch package")
+    parser.add_argument("--sm-carveout", metavar="SMS", type=int, default=None,
+                        help="PyTorch's own knob: its GEMMs leave SMS SMs free "
+                             "(torch._C._set_sm_carveout_experimental), stock's counterpart of sm-target")
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="nccl",
                         help="nccl on GPUs (default); gloo runs on the CPU, for smoke tests only")
     parser.add_argument("--compile", action="store_true", help="run the model through torch.compile")
@@ -63,6 +66,13 @@ def parse_args(description, argv=None, add_arguments=None):
         parser.error(f"--bucket-cap-mb must be positive, not {args.bucket_cap_mb}")
     if args.tandem is not None and args.backend != "nccl":
         parser.error("--tandem needs --backend nccl")
+    if args.sm_carveout is not None:
+        if args.sm_carveout < 1:
+            parser.error(f"--sm-carveout must be at least 1, not {args.sm_carveout}")
+        if args.tandem is not None:
+            parser.error("--sm-carveout is stock PyTorch's knob; with --tandem, give the policy sm-target:N")
+        if getattr(torch._C, "_set_sm_carveout_experimental", None) is None:
+            parser.error(f"--sm-carveout: PyTorch {torch.__version__} has no torch._C._set_sm_carveout_experimental")
     return args
 
 
@@ -126,6 +136,9 @@ def init(args):
     else:
         device = torch.device("cpu")
         dist.init_process_group(backend="gloo")
+    if args.sm_carveout is not None:
+        # Process-wide, before any GEMM: cuBLAS(Lt) matmuls then run on (SMs - carveout) SMs.
+        torch._C._set_sm_carveout_experimental(args.sm_carveout)
     return tt, device
 
 

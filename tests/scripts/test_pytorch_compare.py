@@ -136,7 +136,8 @@ class Launches(unittest.TestCase):
         vs = pc.make_variants("fsdp2_mlp", pc.KINDS, policies, "/bin/tandem", ["/py"])
         names = [v["name"] for v in vs]
         self.assertEqual(names, ["stock", "stock+high-priority", "stock+nccl-max-ctas-16", "stock+nccl-max-ctas-16-cga-1",
-                                 "stock+symm-mem-ce", "tandem-run priority", "tandem-run @best.policy",
+                                 "stock+symm-mem-ce", "stock+sm-carveout-16", "stock+sm-carveout-32",
+                                 "tandem-run priority", "tandem-run @best.policy",
                                  "tandem.torch priority", "tandem.torch @best.policy", "no-comm", "comm-only"])
         by = {v["name"]: v for v in vs}
         base = ["torchrun", "--standalone", "--nproc-per-node", "2", "/e/fsdp2_mlp.py", "--steps", "5"]
@@ -150,6 +151,9 @@ class Launches(unittest.TestCase):
         self.assertEqual(argv("no-comm"), base + ["--mode", "no-comm"])
         self.assertEqual(argv("comm-only"), base + ["--mode", "comm-only"])
         self.assertEqual(argv("stock+symm-mem-ce"), base + ["--symm-mem"])
+        self.assertEqual(argv("stock+sm-carveout-32"), base + ["--sm-carveout", "32"])
+        self.assertEqual([v["name"] for v in pc.make_variants("ddp_mlp", ["sm-carveout"], [], "t", [], carveouts=[8])],
+                         ["stock+sm-carveout-8"])
         base_env = {"PATH": "/usr/bin", "PYTHONPATH": "/mine", "NCCL_NVLS_ENABLE": "1"}
         env = pc.launch_env(by["stock"], base_env)
         self.assertEqual(env, {"PATH": "/usr/bin", "PYTHONPATH": "/mine", "NCCL_NVLS_ENABLE": "0",
@@ -187,6 +191,8 @@ class Launches(unittest.TestCase):
                             (["--programs", "nope"], "no program 'nope'"),
                             (["--rounds", "0"], "--rounds must be at least 1, not 0"),
                             (["--env-variant", "x"], "--env-variant 'x' is not NAME:VAR=VALUE"),
+                            (["--sm-carveouts", "16,0"], "--sm-carveouts '16,0' is not a comma-separated list"),
+                            (["--sm-carveouts", "x"], "--sm-carveouts 'x' is not a comma-separated list"),
                             (["--tables"], "--tables needs"),
                             (["--out", "/nonexistent-folder/x.json"], "--out '/nonexistent-folder/x.json': cannot write")):
             p = subprocess.run([sys.executable, SCRIPT] + args, capture_output=True, text=True)
