@@ -520,8 +520,8 @@ fi
 if want pytorch; then
 section "pytorch: DDP and FSDP2 training steps, stock PyTorch and its knobs against tandem, interleaved"
 # scripts/pytorch-compare.py (docs/PYTORCH.md): every variant a torchrun launch of its own, round-robin.
-# Budget ~6 min of GPU time: 17 launches a round (DDP 8 variants, FSDP2 9) of ~10 s each, most of it
-# torchrun, import and NCCL set-up (10 steps of ~40 ms are under a second): 2 rounds ~ 5.7 min.
+# Budget ~7 min of GPU time: 21 launches a round (DDP 10 variants, FSDP2 11) of ~10 s each, most of it
+# torchrun, import and NCCL set-up (10 steps of ~40 ms are under a second): 2 rounds ~ 7 min.
 # TANDEM_PYTORCH_ROUNDS and TANDEM_PYTORCH_POLICIES (comma-separated) change rounds and policies.
 if [ "$gpus" -lt 2 ]; then
   echo "pytorch: skipped, needs 2 GPUs ($gpus visible)" | tee -a "$logs/summary.log"
