@@ -15,7 +15,7 @@ tandem.torch's stats()), the collectives the front end does not see (PyTorch's f
 and the results against the stock row of the same program and ranks. Writes JSON (--out), rewritten
 after every run, and prints the Markdown table last; --table renders it from such a file, or one table from the parts of one coverage measured apart.
 
-    scripts/reach-check.py --out reach.json                 # every row (~8 min on one H200, --jobs 3)
+    scripts/reach-check.py --out reach.json --jobs 4        # every row (~11 min on one H200)
     scripts/reach-check.py --only 'llama-ddp/*/*,jax' --ranks 2,3 --out part.json
     scripts/reach-check.py --table reach.json [part2.json ...]
     scripts/reach-check.py --dry-run --only overlap         # the launches' command lines, nothing run
