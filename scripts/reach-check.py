@@ -13,7 +13,8 @@ all_to_all_single, coalesced collectives and a CUDA-graph-captured step
 bytes through the route and through NCCL by reason (summed over the ranks' stats files, or over
 tandem.torch's stats()), the collectives the front end does not see (PyTorch's flight recorder),
 and the results against the stock row of the same program and ranks. Writes JSON (--out), rewritten
-after every run, and prints the Markdown table last; --table renders it from such a file, or one table from the parts of one coverage measured apart.
+after every run, and prints the Markdown table last; --table renders it from such a file, or one
+table from the parts of one coverage measured apart.
 
     scripts/reach-check.py --out reach.json --jobs 4        # every row (~11 min on one H200)
     scripts/reach-check.py --only 'llama-ddp/*/*,jax' --ranks 2,3 --out part.json
