@@ -664,11 +664,15 @@ def markdown_table(record, judged=False):
     return "\n".join(lines)
 
 
+def token_names(policy):
+    """A policy's token names, without their values: 'priority+nccl-ctas:2..4' -> ['priority', 'nccl-ctas']."""
+    return [t.split(":")[0].strip() for t in policy.split("+")]
+
+
 def controls_table(rows, policy):
     """For a policy with nccl-* settings or priority: per tandem-run row, the communicators they configured
     and the NCCL launches elevated, so that any that escaped the policy shows."""
-    tokens = [t.split(":")[0] for t in policy.split("+")]
-    if not any(t == "priority" or t.startswith("nccl-") for t in tokens):
+    if not any(t == "priority" or t.startswith("nccl-") for t in token_names(policy)):
         return []
     lines = ["", "The policy's other controls (`tandem run`, summed over the ranks):", "",
              "| program | ranks | communicators configured / created | overridden by NCCL's variables "
@@ -729,7 +733,7 @@ def parse_args(argv):
         raise UserError(f"--jobs must be at least 1, not {args.jobs}")
     if args.timeout <= 0:
         raise UserError(f"--timeout must be positive, not {args.timeout}")
-    if "copy-engine" not in [t.split(":")[0].strip() for t in args.policy.split("+")]:
+    if "copy-engine" not in token_names(args.policy):
         raise UserError(f"--policy '{args.policy}' has no copy-engine: the reach is the copy-engine route's")
     args.rows = select_rows(all_rows(args.rank_list), args.only)
     if args.out:
