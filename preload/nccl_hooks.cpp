@@ -4,7 +4,8 @@
 // scalar; ncclGroupStart/End are tracked per thread; each collective is counted, calls and bytes, by
 // the route it takes: under the `copy-engine` policy an eligible one runs on tandem's copy-engine
 // route (nccl_copy_engine.h; inside a group, at the group's end), every other one is forwarded to
-// NCCL with its arguments untouched.
+// NCCL with its arguments untouched; reduces, sends and receives are counted likewise and always
+// forwarded.
 //
 // The route library's own NCCL calls come back through these hooks (our exported definitions are
 // first in the global scope): while this thread is inside tandem (InsideTandem), every hook forwards
@@ -614,6 +615,45 @@ ncclResult_t handle_ncclBcast(void* buff, size_t count, ncclDataType_t datatype,
                       const InsideTandem nested;  // NCCL's own ncclBroadcast call, if it reaches the hook
                       return real(buff, count, datatype, root, comm, stream);
                     });
+}
+
+// Reduces, sends and receives (pipeline parallelism's activations, a gather done as sends) go to NCCL
+// as the program made them: the copy-engine route takes none of them. They are counted, calls and
+// bytes, so that the summary shows the traffic the route leaves alone; `priority` and the nccl-*
+// settings still reach their kernels and communicators. Inside a group NCCL holds them, as it holds
+// every call that was not routed.
+namespace {
+
+template <class Forward>
+ncclResult_t not_routed(int program_errno, Hook via, size_t count, ncclDataType_t type, ncclComm_t comm,
+                        const Forward& forward) {
+  const CommunicationRegion region;  // their copies count as communication (timeline.h)
+  if (inside_group()) note_grouped_for_nccl(comm);
+  counters().count_not_routed(via, saturating_product(count, nccl_type_bytes(type)));
+  return as_program(program_errno, forward);
+}
+
+}  // namespace
+
+ncclResult_t handle_ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                               ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  TANDEM_NCCL_HOOK_BEGIN(ncclReduce, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  return not_routed(program_errno, Hook::ncclReduce, count, datatype, comm,
+                    [&] { return real(sendbuff, recvbuff, count, datatype, op, root, comm, stream); });
+}
+
+ncclResult_t handle_ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                             cudaStream_t stream) {
+  TANDEM_NCCL_HOOK_BEGIN(ncclSend, sendbuff, count, datatype, peer, comm, stream);
+  return not_routed(program_errno, Hook::ncclSend, count, datatype, comm,
+                    [&] { return real(sendbuff, count, datatype, peer, comm, stream); });
+}
+
+ncclResult_t handle_ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                             cudaStream_t stream) {
+  TANDEM_NCCL_HOOK_BEGIN(ncclRecv, recvbuff, count, datatype, peer, comm, stream);
+  return not_routed(program_errno, Hook::ncclRecv, count, datatype, comm,
+                    [&] { return real(recvbuff, count, datatype, peer, comm, stream); });
 }
 
 }  // namespace tandem::preload

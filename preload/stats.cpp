@@ -103,6 +103,8 @@ void Counters::reset() {
   for (auto& c : elevation) c.store(0, std::memory_order_relaxed);
   for (auto& c : collective_routes) c.store(0, std::memory_order_relaxed);
   for (auto& c : collective_route_bytes) c.store(0, std::memory_order_relaxed);
+  for (auto& c : not_routed_calls) c.store(0, std::memory_order_relaxed);
+  for (auto& c : not_routed_bytes) c.store(0, std::memory_order_relaxed);
 }
 
 void fill_counters(const Counters& c, Snapshot& s) {
@@ -142,6 +144,10 @@ void fill_counters(const Counters& c, Snapshot& s) {
     }
     if (summary.calls) s.collectives.push_back(std::move(summary));
   }
+  s.not_routed.clear();
+  for (size_t i = 0; i < kNotRoutedHooks.size(); ++i)
+    if (const uint64_t calls = load(c.not_routed_calls[i]))
+      s.not_routed.push_back({name_of(kNotRoutedHooks[i]), calls, load(c.not_routed_bytes[i])});
 }
 
 std::string render_text(const Snapshot& s, size_t top_n) {
@@ -179,6 +185,13 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            std::to_string(c.copy_engine.calls) + " (" + bytes_text(c.copy_engine.bytes) + "), nccl " +
                            std::to_string(by_nccl) + " (" + bytes_text(nccl_bytes) +
                            (by_nccl ? ": " + join_routes(c.nccl_routes) : "") + ")");
+  }
+  if (!s.not_routed.empty()) {
+    std::string calls;
+    for (const auto& f : s.not_routed)
+      calls +=
+          (calls.empty() ? "" : ", ") + f.name + " " + std::to_string(f.calls) + " calls (" + bytes_text(f.bytes) + ")";
+    out += line(s.pid, "nccl calls no route takes (to NCCL as made): " + calls);
   }
   const Reach reach = reach_of(s);
   if (s.copy_engine_requested && reach.total_bytes)
@@ -224,6 +237,9 @@ std::string render_json(const Snapshot& s) {
                            {"copy_engine", route_json(c.copy_engine)},
                            {"nccl", nccl}};
   }
+  nlohmann::json not_routed = nlohmann::json::object();
+  for (const auto& f : s.not_routed)
+    not_routed[f.name] = {{"calls", f.calls}, {"bytes", f.bytes}, {"bytes_saturated", f.bytes == kSaturated}};
   const Reach reach = reach_of(s);
   nlohmann::json j = {
       {"schema_version", kStatsSchemaVersion},
@@ -239,6 +255,7 @@ std::string render_json(const Snapshot& s) {
       {"skipped", reasons_json(s.skipped)},
       {"nccl_communicators", {{"settings", s.communicator_settings}, {"overridden_by_variables", s.nccl_variables}}},
       {"nccl_collectives", collectives},
+      {"nccl_not_routed", not_routed},
       {"copy_engine_reach",
        {{"requested", s.copy_engine_requested},
         {"calls", reach.calls},

@@ -67,6 +67,10 @@ inline constexpr int kStatsSchemaVersion = 1;
   X(copy_engine_registrations, "copy_engine_route", "registrations")                                   \
   X(copy_engine_captured, "copy_engine_route", "captured") /* routed calls captured into graphs */
 
+// The NCCL functions the copy-engine route never takes (a reduce's result stays on one rank; a send or a
+// receive pairs two): counted, calls and bytes, and handed to NCCL as the program made them.
+inline constexpr std::array<Hook, 3> kNotRoutedHooks = {Hook::ncclReduce, Hook::ncclSend, Hook::ncclRecv};
+
 struct Counters {
 #define TANDEM_COUNTER_FIELD(field, object, key) std::atomic<uint64_t> field{0};
   TANDEM_STATS_COUNTERS(TANDEM_COUNTER_FIELD)
@@ -77,6 +81,8 @@ struct Counters {
   // NCCL: calls and bytes (nccl-tests' size of each call) per (collective, route).
   std::array<std::atomic<uint64_t>, kCollectiveCount * kRouteOutcomeCount> collective_routes{};
   std::array<std::atomic<uint64_t>, kCollectiveCount * kRouteOutcomeCount> collective_route_bytes{};
+  std::array<std::atomic<uint64_t>, kNotRoutedHooks.size()> not_routed_calls{};  // in kNotRoutedHooks' order
+  std::array<std::atomic<uint64_t>, kNotRoutedHooks.size()> not_routed_bytes{};
 
   static void bump(std::atomic<uint64_t>& c) { c.fetch_add(1, std::memory_order_relaxed); }
   // Adds without wrapping: a total that would pass UINT64_MAX stays there, and reads as saturated.
@@ -86,6 +92,13 @@ struct Counters {
     }
   }
   void reset();  // after fork, in the child
+  void count_not_routed(Hook via, uint64_t bytes) {
+    for (size_t i = 0; i < kNotRoutedHooks.size(); ++i)
+      if (kNotRoutedHooks[i] == via) {
+        bump(not_routed_calls[i]);
+        add_saturating(not_routed_bytes[i], bytes);
+      }
+  }
   void count_collective(Collective kind, RouteOutcome outcome, uint64_t bytes) {
     const int slot = static_cast<int>(kind) * kRouteOutcomeCount + static_cast<int>(outcome);
     bump(collective_routes[slot]);
@@ -98,6 +111,13 @@ struct RouteCount {
   std::string route;  // "copy-engine" or the reason NCCL took them (tandem::RouteOutcome)
   uint64_t calls = 0;
   uint64_t bytes = 0;
+};
+
+// One NCCL function the route does not take, as the summary lists it.
+struct FunctionCount {
+  std::string name;  // "ncclSend"
+  uint64_t calls = 0;
+  uint64_t bytes = 0;  // count × element size
 };
 
 // One NCCL collective function's calls, as the summary lists them.
@@ -131,6 +151,7 @@ struct Snapshot {
   std::vector<std::pair<std::string, uint64_t>> skipped;                   // compute, by reason, non-zero only
   std::vector<std::pair<std::string, uint64_t>> collectives_not_elevated;  // by reason, non-zero only
   std::vector<CollectiveSummary> collectives;  // functions called at least once, in tandem::Collective order
+  std::vector<FunctionCount> not_routed;       // kNotRoutedHooks called at least once, in that order
   bool copy_engine_requested = false;          // the policy names copy-engine (the reach line)
   std::string communicator_settings;           // the nccl-* settings of the policy, "" for none
   // NCCL variables the user set that override those settings ("NCCL_MAX_CTAS=16"): NCCL's win.

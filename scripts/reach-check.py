@@ -75,9 +75,9 @@ TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "ddp_broadcast": "broad
                          "fsdp_all_gather": "_all_gather_base", "fsdp_reduce_scatter": "_reduce_scatter_base"}
 TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
 # PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the functions tandem
-# hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll, ncclBroadcast); every other one
-# (reduce, gather, scatter, send, recv, ...) goes through a function that `tandem run` neither routes nor
-# counts.
+# hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll, ncclBroadcast, and ncclReduce,
+# ncclSend, ncclRecv, which it counts and never routes); every other one (gather, scatter, ...) goes
+# through a function that `tandem run` neither routes nor counts.
 HOOKED_OPERATIONS = {
     "all_reduce": "ncclAllReduce", "allreduce_coalesced": "ncclAllReduce", "all_reduce_coalesced": "ncclAllReduce",
     "all_reduce_barrier": "ncclAllReduce",
@@ -88,6 +88,7 @@ HOOKED_OPERATIONS = {
     "ALLGATHER_coalesced": "ncclAllGather",
     "all_to_all": "ncclAlltoAll",  # all_to_all_single with equal splits, NCCL >= 2.28
     "broadcast": "ncclBroadcast",  # DDP's parameter broadcast, dist.broadcast
+    "reduce": "ncclReduce", "send": "ncclSend", "recv": "ncclRecv",  # counted, never routed
 }
 TOLERANCE_RULE = (
     "At 2 ranks every result must equal stock's bitwise: a sum of two values is one rounded addition in "
@@ -355,6 +356,10 @@ def aggregate_stats(documents):
                        c.get("copy_engine", {}).get("bytes", 0))
             for reason, r in c.get("nccl", {}).items():
                 add_counts(into["nccl"].setdefault(reason, {}), r.get("calls", 0), r.get("bytes", 0))
+    route["not_routed"] = {}
+    for doc in documents:
+        for name, c in doc.get("nccl_not_routed", {}).items():
+            add_counts(route["not_routed"].setdefault(name, {}), c.get("calls", 0), c.get("bytes", 0))
     route["controls"] = aggregate_controls(documents)
     return finish_route(route)
 
@@ -593,11 +598,14 @@ def calls_bytes(c):
 
 
 def fallback_text(route):
-    """'op-not-supported 3 / 12 B (ncclAllReduce); ...' over every collective, or 'none'."""
+    """'op-not-supported 3 / 12 B (ncclAllReduce); ...' over every collective, then the functions no route
+    takes ('never routed 2 / 64 B (ncclSend)', outside the share), or 'none'."""
     parts = []
     for name, c in route["collectives"].items():
         for reason, r in c["nccl"].items():
             parts.append(f"{reason} {calls_bytes(r)} ({name})")
+    for name, r in (route.get("not_routed") or {}).items():
+        parts.append(f"never routed {calls_bytes(r)} ({name})")
     return "; ".join(parts) or "none"
 
 

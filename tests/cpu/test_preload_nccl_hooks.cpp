@@ -133,11 +133,37 @@ TEST_F(preload_nccl_hooks, TheProgramSeesNcclsResultsAndErrnoUnchanged) {
   EXPECT_EQ(plain().out["steps"]["all_reduce_errno_kept"]["errno"], 1234);
   EXPECT_EQ(plain().out["steps"]["init_rank_config"]["result"], kInProgress);
   EXPECT_EQ(plain().out["steps"]["split_nocolor_comm_null"], true);
+  EXPECT_EQ(plain().out["steps"]["recv_failing"]["result"], kInvalidArgument);
+  EXPECT_EQ(plain().out["steps"]["recv_failing"]["errno"], 61);
+}
+
+TEST_F(preload_nccl_hooks, ReducesSendsAndReceivesAreCountedAndGoToNccl) {
+  // Reached NCCL as made (the peer in "root"), under every policy, the route's included.
+  const json sends = calls_of(plain(), "ncclSend");
+  ASSERT_EQ(sends.size(), 2u);
+  EXPECT_EQ(sends[0]["count"], 6);
+  EXPECT_EQ(sends[0]["root"], 1);
+  EXPECT_EQ(calls_of(plain(), "ncclReduce")[0]["root"], 1);
+  for (const ClientRun* run : {&settings(), &copy_engine()})
+    for (const char* fn : {"ncclReduce", "ncclSend", "ncclRecv"}) EXPECT_EQ(calls_of(*run, fn), calls_of(plain(), fn));
+  // Counted with count x element size, in the group too, the failing receive as well (NCCL got it).
+  for (const ClientRun* run : {&settings(), &copy_engine()}) {
+    const json& c = run->stats["nccl_not_routed"];
+    EXPECT_EQ(c["ncclReduce"], json({{"calls", 1}, {"bytes", 8 * 4}, {"bytes_saturated", false}})) << c.dump();
+    EXPECT_EQ(c["ncclSend"], json({{"calls", 2}, {"bytes", 6 * 2 + 4 * 2}, {"bytes_saturated", false}}));
+    EXPECT_EQ(c["ncclRecv"], json({{"calls", 2}, {"bytes", 999 * 4 + 4 * 2}, {"bytes_saturated", false}}));
+    // Not collectives of the route's kinds: the reach leaves them out.
+    EXPECT_FALSE(run->stats["nccl_collectives"].contains("ncclSend"));
+    EXPECT_NE(run->raw.err.find("nccl calls no route takes (to NCCL as made): ncclReduce 1 calls (32 B), ncclSend 2 "
+                                "calls (20 B), ncclRecv 2 calls (4004 B)"),
+              std::string::npos)
+        << run->raw.err;
+  }
 }
 
 TEST_F(preload_nccl_hooks, CollectivesReachNcclWithTheirArgumentsUntouched) {
   const json expected = collectives_received(plain());
-  EXPECT_EQ(expected.size(), 14u);
+  EXPECT_EQ(expected.size(), 19u);  // 14 collectives, a reduce, two sends, two receives
   EXPECT_EQ(collectives_received(settings()), expected);
   EXPECT_EQ(collectives_received(copy_engine()), expected);
   for (const char* fn : {"ncclCommFinalize", "ncclCommDestroy", "ncclCommAbort"})

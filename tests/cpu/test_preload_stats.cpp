@@ -21,11 +21,13 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 18 NCCL (ncclGroupStart/End and the
-  // pre-multiplied sums' for the copy-engine route, the broadcasts counted)
-  EXPECT_EQ(kHookCount, 29);
+  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 21 NCCL (ncclGroupStart/End and the
+  // pre-multiplied sums' for the copy-engine route, the broadcasts counted, reduce, send and receive
+  // counted and never routed)
+  EXPECT_EQ(kHookCount, 32);
   EXPECT_EQ(kDriverHookCount, 8);
-  EXPECT_EQ(kNcclHookCount, 18);
+  EXPECT_EQ(kNcclHookCount, 21);
+  EXPECT_TRUE(is_nccl_hook(Hook::ncclRecv));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclGroupStart));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclRedOpCreatePreMulSum));
   EXPECT_EQ(family_of(Hook::ncclAllReduce), HookFamily::Library);

@@ -101,6 +101,8 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(route["controls"], {
             "communicators": {"created": 4, "configured": 3, "unconfigured": 1, "overridden_by_variables": ["NCCL_MIN_CTAS"]},
             "nccl_launches": 18, "elevated": 16, "not_elevated": {"excluded": 2}})
+        # Sends the route never takes: counted apart, outside the share.
+        self.assertEqual(route["not_routed"], {"ncclSend": {"calls": 2, "bytes": 64}})
 
     def test_no_stats_no_share(self):
         route = rc.aggregate_stats([])
@@ -127,11 +129,13 @@ class Aggregation(unittest.TestCase):
         self.assertAlmostEqual(route["share_of_bytes"], 800 / 1024)
 
     def test_unseen_operations_and_functions(self):
-        # Broadcasts are hooked (and routed); a reduce or a send is not.
+        # Broadcasts are hooked (and routed), reduces and sends hooked (counted, never routed); a gather or a
+        # scatter is not.
         self.assertEqual(rc.unhooked({"all_reduce": {"calls": 1, "bytes": 4}, "broadcast": {"calls": 2, "bytes": 8},
                                       "reduce": {"calls": 3, "bytes": 12}, "send": {"calls": 1, "bytes": 4},
+                                      "gather": {"calls": 3, "bytes": 12}, "scatter": {"calls": 1, "bytes": 4},
                                       "allreduce_coalesced": {"calls": 1, "bytes": 4}}),
-                         {"reduce": {"calls": 3, "bytes": 12}, "send": {"calls": 1, "bytes": 4}})
+                         {"gather": {"calls": 3, "bytes": 12}, "scatter": {"calls": 1, "bytes": 4}})
         route = rc.aggregate_stats(rc.read_stats(FIXTURES)[0])
         issued = rc.issued_totals([{"ncclAllReduce": {"calls": 10, "bytes": 1}, "ncclAlltoAll": {"calls": 3, "bytes": 9}},
                                    {"ncclAllReduce": {"calls": 10, "bytes": 1}}])
@@ -197,7 +201,7 @@ class Table(unittest.TestCase):
         # 25 calls, 9600 B = 9.4 KiB; 19 routed, 7990 B = 7.8 KiB; 83.23 %.
         self.assertIn("| jax | 2 | tandem-run | 25 / 9.4 KiB | 19 / 7.8 KiB | 83.23 % | op-not-supported 4 / 20 B "
                       "(ncclAllReduce); capture-not-ready 1 / 990 B (ncclAllReduce); route-unavailable 1 / 600 B "
-                      "(ncclReduceScatter) | broadcast 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
+                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | broadcast 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
                       text)
         self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
         # The route alone: no table of the other controls.
@@ -305,7 +309,7 @@ if routed:
                 "calls": 3, "bytes": 96, "copy_engine": {{"calls": 3, "bytes": 96}}, "nccl": {{}}}}}},
                 "copy_engine_reach": {{"requested": True, "calls": 3, "bytes": 96, "total_bytes": 96}}}}, f)
 digest = "other" if routed and n == 3 else "same"
-rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "reduce": {{"calls": 1, "bytes": 64}}}},
+rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "gather": {{"calls": 1, "bytes": 64}}}},
         "issued": {{"ncclAllReduce": {{"calls": 3, "bytes": 96}}, "ncclAlltoAll": {{"calls": 2, "bytes": 8}}}}}}
 result = {{"program": "torch_collectives", "ok": True, "ranks": [rank] * n,
           "checks": {{"sum": {{"wrong": 0, "elements": 8, "max_error": 0.0, "digests": [digest] * n}}}}}}
@@ -340,13 +344,13 @@ class WholeRun(unittest.TestCase):
                          (3, 9, 1.0))
         self.assertEqual(routed["vs_stock"], "within tolerance")
         self.assertEqual(rows["torch-collectives/2/tandem-run"]["vs_stock"], "bitwise")
-        # What the interposer cannot see: the ranks' reduces (flight recorder), the all-to-alls they issued.
-        self.assertEqual(routed["unseen"], {"operations": {"reduce": {"calls": 3, "bytes": 192}},
+        # What the interposer cannot see: the ranks' gathers (flight recorder), the all-to-alls they issued.
+        self.assertEqual(routed["unseen"], {"operations": {"gather": {"calls": 3, "bytes": 192}},
                                             "functions": {"ncclAlltoAll": {"calls": 6}}})
         self.assertEqual(rows["torch-collectives/2/stock"]["process_group"]["all_reduce"], {"calls": 6, "bytes": 192})
         self.assertIn("| torch-collectives | 3 | tandem-run | 9 / 288 B | 9 / 288 B | 100.00 % | none | "
-                      "reduce 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
-        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | reduce 2 / 128 B | "
+                      "gather 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
+        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | gather 2 / 128 B | "
                       "reference |", table.stdout)
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)

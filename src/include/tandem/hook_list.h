@@ -71,11 +71,12 @@
 // forgets the communicator (and drops its copy-engine route), pre-multiplied sums are remembered
 // (their scalar, for the route), the group calls are tracked per thread (routed collectives inside a
 // group run at its end), collectives are counted by route and take the copy-engine route where the
-// policy asks. The interposer never
-// links or loads NCCL: these are reached only once the program's own NCCL is loaded, because the program's calls bind
-// to these definitions, and the real ones are then found next to it (real_symbols.cpp). Every one of these exists in
-// NCCL 2.28 (ncclCommInitRankScalable since 2.23, ncclAlltoAll since 2.28); a program built against an older NCCL
-// simply never calls the newer ones.
+// policy asks; reduces, sends and receives, which the route does not take, are counted and go to NCCL.
+// The interposer never links or loads NCCL: these are reached only once the program's own NCCL is
+// loaded, because the program's calls bind to these definitions, and the real ones are then found next
+// to it (real_symbols.cpp). Every one of these exists in NCCL 2.28 (ncclCommInitRankScalable since 2.23,
+// ncclAlltoAll since 2.28); a program built against an older NCCL simply never calls the newer ones.
+// NCCL itself calls none of them through its PLT but ncclBroadcast (from ncclBcast; handled there).
 #define TANDEM_NCCL_HOOKS(X)                                                                                           \
   X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank),                   \
     (comm, nranks, comm_id, rank))                                                                                     \
@@ -119,4 +120,14 @@
     (sendbuff, recvbuff, count, datatype, root, comm, stream))                                                         \
   X(ncclBcast, ncclResult_t,                                                                                           \
     (void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream),               \
-    (buff, count, datatype, root, comm, stream))
+    (buff, count, datatype, root, comm, stream))                                                                       \
+  X(ncclReduce, ncclResult_t,                                                                                          \
+    (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op, int root,            \
+     ncclComm_t comm, cudaStream_t stream),                                                                            \
+    (sendbuff, recvbuff, count, datatype, op, root, comm, stream))                                                     \
+  X(ncclSend, ncclResult_t,                                                                                            \
+    (const void* sendbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream),     \
+    (sendbuff, count, datatype, peer, comm, stream))                                                                   \
+  X(ncclRecv, ncclResult_t,                                                                                            \
+    (void* recvbuff, size_t count, ncclDataType_t datatype, int peer, ncclComm_t comm, cudaStream_t stream),           \
+    (recvbuff, count, datatype, peer, comm, stream))

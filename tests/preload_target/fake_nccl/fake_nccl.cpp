@@ -206,6 +206,17 @@ ncclResult_t ncclAlltoAll(const void* send, void* recv, size_t count, ncclDataTy
                           cudaStream_t) {
   return collective("ncclAlltoAll", send, recv, count, type, -1, comm);
 }
+ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op, int root,
+                        ncclComm_t comm, cudaStream_t) {
+  return collective("ncclReduce", send, recv, count, type, op, comm, root);
+}
+// A send and a receive: `root` holds the peer.
+ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t) {
+  return collective("ncclSend", send, nullptr, count, type, -1, comm, peer);
+}
+ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm, cudaStream_t) {
+  return collective("ncclRecv", nullptr, recv, count, type, -1, comm, peer);
+}
 
 // Pre-multiplied sums: ops from ncclNumOps on, as NCCL numbers them per communicator.
 ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,

@@ -119,6 +119,15 @@ int main() {
   step("group_start", [&] { return ncclGroupStart(); });
   step("all_reduce_in_group", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, plain, nullptr); });
   step("group_end", [&] { return ncclGroupEnd(); });
+  // What no route takes: a reduce to rank 1, a send and a failing receive, then both in a group.
+  step("reduce_to_root", [&] { return ncclReduce(send, recv, 8, ncclFloat32, ncclSum, 1, plain, nullptr); });
+  step("send", [&] { return ncclSend(send, 6, ncclBfloat16, 1, plain, nullptr); });
+  step(
+      "recv_failing", [&] { return ncclRecv(recv, kFakeNcclFailingCount, ncclFloat32, 1, plain, nullptr); }, 0);
+  step("group_start_p2p", [&] { return ncclGroupStart(); });
+  step("send_in_group", [&] { return ncclSend(send, 4, ncclFloat16, 1, plain, nullptr); });
+  step("recv_in_group", [&] { return ncclRecv(recv, 4, ncclFloat16, 1, plain, nullptr); });
+  step("group_end_p2p", [&] { return ncclGroupEnd(); });
 
   step("finalize", [&] { return ncclCommFinalize(plain); });
   step("destroy", [&] { return ncclCommDestroy(plain); });
