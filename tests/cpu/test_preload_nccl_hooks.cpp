@@ -487,6 +487,20 @@ TEST_F(preload_nccl_routing, AGroupsRoutedCallsRunAfterNcclsGroupEnd) {
   EXPECT_EQ(mixed[3]["calls"][2]["root"], 1);
 }
 
+TEST_F(preload_nccl_routing, RoutedCallsWaitForTheGroupsNcclPartEvenWhenItIsOnlySends) {
+  // NCCL answered the group's end "in progress": its part, a send, is still being enqueued on the
+  // non-blocking communicator. The routed all-reduce runs only once that communicator says it is done.
+  const json part = section(routed(), "group_nccl_part_in_progress");
+  ASSERT_EQ(functions(part), (Functions{"ncclGroupStart", "ncclSend", "ncclGroupEnd", "ncclCommGetAsyncError",
+                                        "ncclCommGetAsyncError", "ncclCommGetAsyncError", "route.run_group"}))
+      << part.dump(1);
+  EXPECT_EQ(part[5]["in_progress"], false);
+  EXPECT_EQ(routed().out["steps"]["group_in_progress_end"]["result"], kInProgress);
+  // Without the route NCCL has the whole group, and nobody waits.
+  EXPECT_EQ(functions(section(unrouted(), "group_nccl_part_in_progress")),
+            (Functions{"ncclGroupStart", "ncclSend", "ncclAllReduce", "ncclGroupEnd"}));
+}
+
 TEST_F(preload_nccl_routing, NestedGroupsRunAtTheOutermostEnd) {
   EXPECT_EQ(functions(section(routed(), "group_nested")),
             (Functions{"ncclGroupStart", "ncclGroupStart", "ncclGroupEnd"}));
@@ -573,10 +587,10 @@ TEST_F(preload_nccl_routing, AHeldCallNcclRefusesAtTheGroupsEndIsReportedThere) 
 TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   const json& c = routed().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << routed().raw.err;
-  // 22 all-reduces: 8 routed; the calls of the two failed groups (the route's and NCCL's) and the two
+  // 23 all-reduces: 9 routed; the calls of the two failed groups (the route's and NCCL's) and the two
   // on the failed route: route-failed; two groups over two devices: NCCL's.
-  EXPECT_EQ(c["ncclAllReduce"]["calls"], 22);
-  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 8);
+  EXPECT_EQ(c["ncclAllReduce"]["calls"], 23);
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 9);
   const json expected_nccl = {{"op-not-supported", {{"calls", 3}, {"bytes", 16 * 2 + 8 * 4 + 8 * 4}}},
                               {"no-sum-kernel", {{"calls", 1}, {"bytes", 8 * 8}}},
                               {"empty", {{"calls", 1}, {"bytes", 0}}},
@@ -595,8 +609,10 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"root-out-of-range", {{"calls", 1}, {"bytes", 16 * 4}}},
                                               {"several-devices-group", {{"calls", 1}, {"bytes", 5 * 4}}}}));
   const json& reach = routed().stats["copy_engine_reach"];
-  EXPECT_EQ(reach["calls"], 8 + 3 + 4 + 1 + 3);
-  EXPECT_EQ(reach["total_calls"], 22 + 3 + 4 + 1 + 5);
+  EXPECT_EQ(reach["calls"], 9 + 3 + 4 + 1 + 3);
+  EXPECT_EQ(reach["total_calls"], 23 + 3 + 4 + 1 + 5);
+  // The group's send, counted apart and not in the reach.
+  EXPECT_EQ(routed().stats["nccl_not_routed"]["ncclSend"]["calls"], 1);
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
 }
 

@@ -19,6 +19,7 @@ struct FakeComm {
   int rank = 0;
   int device = 0;
   bool initialising = false;  // non-blocking, until fake_nccl_finish_init
+  int group_polls = -1;       // queries left in progress after an in-progress group end; -1: none pending
 };
 
 std::mutex g_mutex;
@@ -44,7 +45,8 @@ json describe_config(const ncclConfig_t* c) {
 }
 
 int g_next_device = 0;
-ncclResult_t g_next_group_end = ncclSuccess;  // fake_nccl_fail_next_group_end
+ncclResult_t g_next_group_end = ncclSuccess;                 // fake_nccl_fail_next_group_end
+std::pair<ncclComm_t, int> g_in_progress_group{nullptr, 0};  // fake_nccl_next_group_end_in_progress
 
 ncclComm_t make(int nranks, int rank, const ncclConfig_t* config) {
   auto* c = new FakeComm;
@@ -106,6 +108,8 @@ void fake_nccl_set_device(ncclComm_t comm, int device) { fake(comm)->device = de
 void fake_nccl_record(const char* json_object) { record(json::parse(json_object)); }
 
 void fake_nccl_fail_next_group_end(ncclResult_t result) { g_next_group_end = result; }
+
+void fake_nccl_next_group_end_in_progress(ncclComm_t comm, int polls) { g_in_progress_group = {comm, polls}; }
 
 ncclResult_t ncclGetVersion(int* version) {
   if (!version) return ncclInvalidArgument;
@@ -169,6 +173,11 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
   if (!comm || !state) return ncclInvalidArgument;
   FakeComm* c = fake(comm);
   *state = c->initialising ? ncclInProgress : ncclSuccess;
+  if (c->group_polls >= 0) {  // after an in-progress group end: recorded until it answers done
+    if (c->group_polls > 0) *state = ncclInProgress;
+    record({{"fn", "ncclCommGetAsyncError"}, {"in_progress", c->group_polls > 0}});
+    --c->group_polls;
+  }
   return ncclSuccess;
 }
 
@@ -241,8 +250,13 @@ ncclResult_t ncclGroupStart() {
 }
 ncclResult_t ncclGroupEnd() {
   record({{"fn", "ncclGroupEnd"}});
-  const ncclResult_t result = g_next_group_end;
+  ncclResult_t result = g_next_group_end;
   g_next_group_end = ncclSuccess;
+  if (g_in_progress_group.first && result == ncclSuccess) {
+    fake(g_in_progress_group.first)->group_polls = g_in_progress_group.second;
+    g_in_progress_group = {nullptr, 0};
+    return ncclInProgress;
+  }
   if (result != ncclSuccess) errno = kFakeNcclErrno;
   return result;
 }

@@ -20,6 +20,10 @@ void fake_nccl_set_device(ncclComm_t comm, int device);
 // The next ncclGroupEnd fails with `result` and sets errno to kFakeNcclErrno, as an NCCL whose group
 // failed at its end (an asynchronous error, a peer gone).
 void fake_nccl_fail_next_group_end(ncclResult_t result);
+// The next ncclGroupEnd answers ncclInProgress, as NCCL's does with a non-blocking communicator whose
+// part of the group is still being enqueued: `comm` then answers ncclInProgress to its next `polls`
+// ncclCommGetAsyncError queries, then ncclSuccess; those queries are recorded, so a test sees who waited.
+void fake_nccl_next_group_end_in_progress(ncclComm_t comm, int polls);
 // Appends a JSON object (text) to the call log: how the fake route library (fake_route.cpp) records
 // what it ran, in one sequence with what NCCL received.
 void fake_nccl_record(const char* json_object);

@@ -145,6 +145,16 @@ int main() {
   mark("non_blocking");
   step("non_blocking", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, non_blocking, s1); });
 
+  // A group whose NCCL part (a send, which no route takes) is still being enqueued when ncclGroupEnd
+  // returns, on a non-blocking communicator: the routed call waits until that communicator is done.
+  mark("group_nccl_part_in_progress");
+  step("group_in_progress_start", [&] { return ncclGroupStart(); });
+  step("group_in_progress_send", [&] { return ncclSend(send, 4, ncclFloat32, 1, non_blocking, s1); });
+  step("group_in_progress_routed",
+       [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, non_blocking, s1); });
+  fake_nccl_next_group_end_in_progress(non_blocking, 2);
+  step("group_in_progress_end", [&] { return ncclGroupEnd(); });
+
   // Failures: the program gets NCCL's internal error; the communicator's later calls go to NCCL.
   mark("group_failing");
   step("group_failing_start", [&] { return ncclGroupStart(); });
