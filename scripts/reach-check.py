@@ -466,7 +466,7 @@ def unseen_by_stats(issued, route):
     that went around the hooks (e.g. all_to_all_single as NCCL send/recv in an NCCL before 2.28)."""
     out = {}
     for name, c in (issued or {}).items():
-        seen = route["collectives"].get(name, {}).get("calls", 0)
+        seen = (route["collectives"].get(name) or (route.get("not_routed") or {}).get(name) or {}).get("calls", 0)
         if seen < c["calls"]:
             out[name] = {"calls": c["calls"] - seen}
     return out

@@ -58,6 +58,7 @@ def parse_args(argv=None):
         parser.error(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
     if args.tandem is not None and args.backend != "nccl":
         parser.error("--tandem needs --backend nccl")
+    args.sm_carveout = None  # training_common.init: no SM carveout (pytorch-compare's programs have one)
     return args
 
 

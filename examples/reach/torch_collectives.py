@@ -1,7 +1,8 @@
 """PyTorch collectives as programs issue them, each result checked against an exact reference:
 all_to_all_single with equal splits, coalesced collectives (all_reduce_coalesced and
 torch.distributed's coalescing manager around all_reduce, all_gather_into_tensor and
-reduce_scatter_tensor: NCCL groups of several collectives), and a CUDA-graph-captured step
+reduce_scatter_tensor: NCCL groups of several collectives), a pipeline's point-to-point traffic
+(batch_isend_irecv, send/recv, reduce: tandem counts it and leaves it to NCCL), and a CUDA-graph-captured step
 (torch.cuda.graph around a linear layer's backward and its gradient all-reduce, warmed up eagerly on
 a side stream, replayed on fresh data) (scripts/reach-check.py, docs/PYTORCH.md).
 
@@ -52,7 +53,7 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.scale < 1 or args.replays < 1:
         parser.error("--scale and --replays must be at least 1")
-    args.tandem = None  # training_common.init's stock process group
+    args.tandem = args.sm_carveout = None  # training_common.init: the stock process group, no carveout
     return args
 
 
@@ -210,6 +211,47 @@ def run_plain(c):
     c.check(case, t, *reduced(ins, 1.0, torch.bfloat16, "normal", True, c.world))
 
 
+def run_point_to_point(c):
+    """A pipeline's traffic, which tandem counts and hands to NCCL as it is ("nccl calls no route takes"):
+    a ring exchange with batch_isend_irecv (one NCCL group of a send and a receive per rank), blocking
+    send/recv between rank pairs (0-1, 2-3, ...; PyTorch makes a communicator per pair), and a reduce to
+    rank 0. Moves of integer values and their sum are exact."""
+    if c.world < 2:
+        return
+    after, before = (c.rank + 1) % c.world, (c.rank - 1) % c.world
+    for dtype in (torch.float32, torch.bfloat16):
+        for m in (1009, c.args.scale):
+            case = f"batch_isend_irecv ring {str(dtype)[6:]} {m}"
+            ins = c.all_inputs(case, 0, (m,), dtype, "int")
+            send = ins[c.rank].to(c.device, copy=True)
+            recv = torch.empty_like(send)
+            ops = [dist.P2POp(dist.isend, send, after), dist.P2POp(dist.irecv, recv, before)]
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+            c.issue("ncclSend", send.numel() * send.element_size())
+            c.issue("ncclRecv", recv.numel() * recv.element_size())
+            c.check(case, recv, ins[before].to(torch.float64), 0)
+    case = f"send/recv pairs float32 {c.args.scale + 1}"
+    ins = c.all_inputs(case, 0, (c.args.scale + 1,), torch.float32, "int")
+    peer = c.rank ^ 1
+    if peer < c.world:
+        t = ins[c.rank].to(c.device, copy=True)
+        if c.rank % 2 == 0:
+            dist.send(t, peer)
+            c.issue("ncclSend", t.numel() * t.element_size())
+        else:
+            dist.recv(t, peer)
+            c.issue("ncclRecv", t.numel() * t.element_size())
+            c.check(case, t, ins[peer].to(torch.float64), 0)
+    case = f"reduce to rank 0 float32 sum {c.args.scale}"
+    ins = c.all_inputs(case, 0, (c.args.scale,), torch.float32, "int")
+    t = ins[c.rank].to(c.device, copy=True)
+    dist.reduce(t, dst=0)
+    c.issue("ncclReduce", t.numel() * t.element_size())
+    if c.rank == 0:
+        c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, c.world))
+
+
 def run_graph(c):
     """torch.cuda.graph around a step: a bias-free linear layer's forward and backward on integer
     inputs (its weight gradient g^T x is exact in fp32), the gradient all-reduce (sum) and a bf16
@@ -275,7 +317,7 @@ def main():
     _, device = common.init(args)
     c = Checker(args, device, dist.get_rank(), dist.get_world_size())
     sections = [run_all_to_all, run_all_reduce_coalesced, run_coalesced_all_reduce, run_coalesced_all_gather,
-                run_coalesced_reduce_scatter, run_plain]
+                run_coalesced_reduce_scatter, run_plain, run_point_to_point]
     if device.type == "cuda":
         sections.append(run_graph)
     for section in sections:

@@ -140,6 +140,9 @@ class Aggregation(unittest.TestCase):
         issued = rc.issued_totals([{"ncclAllReduce": {"calls": 10, "bytes": 1}, "ncclAlltoAll": {"calls": 3, "bytes": 9}},
                                    {"ncclAllReduce": {"calls": 10, "bytes": 1}}])
         self.assertEqual(rc.unseen_by_stats(issued, route), {"ncclAlltoAll": {"calls": 3}})
+        # Sends are compared with the counts of the functions no route takes (2 in the fixture).
+        self.assertEqual(rc.unseen_by_stats({"ncclSend": {"calls": 2, "bytes": 64}}, route), {})
+        self.assertEqual(rc.unseen_by_stats({"ncclSend": {"calls": 5, "bytes": 64}}, route), {"ncclSend": {"calls": 3}})
 
 
 class AgainstStock(unittest.TestCase):
@@ -431,6 +434,11 @@ class Programs(unittest.TestCase):
         self.assertEqual(sum(c["wrong"] for c in result["checks"].values()), 0)
         self.assertIn("all_to_all_single float32 1009", result["checks"])
         self.assertEqual(result["ranks"][2]["issued"]["ncclAlltoAll"]["calls"], 4)
+        # The point-to-point section: rank 2 of 3 has no pair for send/recv; only rank 0 checks the reduce.
+        self.assertEqual(result["ranks"][2]["issued"]["ncclSend"]["calls"], 4)
+        self.assertEqual(result["ranks"][1]["issued"]["ncclRecv"]["calls"], 5)
+        self.assertEqual(result["checks"]["reduce to rank 0 float32 sum 300"]["elements"], 300)
+        self.assertEqual(result["checks"]["send/recv pairs float32 301"]["elements"], 301)
         # The same run again gives the same digests (what the rows compare bitwise).
         _, again = torchrun(TORCH, 3, "torch_collectives.py", ["--backend", "gloo", "--scale", "300"])
         self.assertEqual({k: c["digests"] for k, c in again["checks"].items()},
