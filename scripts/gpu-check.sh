@@ -334,10 +334,15 @@ gtest_section interposer-programs "$root/build/tests/test_interposer_programs"
 libcuda=$(ldconfig -p | awk '/libcuda\.so\.1 /{print $NF; exit}')
 probe="$root/build/tests/fake_cuda/dlsym_probe"
 if [ -n "$libcuda" ] && [ -x "$probe" ]; then
-  "$probe" "local:$libcuda" "global:$libcuda" > "$logs/dlsym-plain.txt" 2>&1
-  LD_PRELOAD="$root/build/lib/libtandem_preload.so" "$probe" "local:$libcuda" "global:$libcuda" \
-    > "$logs/dlsym-preloaded.txt" 2>&1
-  if cmp -s "$logs/dlsym-plain.txt" "$logs/dlsym-preloaded.txt"; then
+  # A probe that cannot run (its caller library missing) answers alike both times: that is a failure.
+  if ! "$probe" "local:$libcuda" "global:$libcuda" > "$logs/dlsym-plain.txt" 2>&1; then
+    echo "dlsym probe FAILED to run: $(head -n 1 "$logs/dlsym-plain.txt")" | tee -a "$logs/summary.log"
+    status=1
+  elif ! LD_PRELOAD="$root/build/lib/libtandem_preload.so" "$probe" "local:$libcuda" "global:$libcuda" \
+    > "$logs/dlsym-preloaded.txt" 2>&1; then
+    echo "dlsym probe FAILED under the interposer: $(head -n 1 "$logs/dlsym-preloaded.txt")" | tee -a "$logs/summary.log"
+    status=1
+  elif cmp -s "$logs/dlsym-plain.txt" "$logs/dlsym-preloaded.txt"; then
     echo "dlsym probe with $libcuda: $(wc -l < "$logs/dlsym-plain.txt") answers identical" | tee -a "$logs/summary.log"
   else
     echo "dlsym probe with $libcuda: answers DIFFER" | tee -a "$logs/summary.log"
