@@ -134,7 +134,8 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(rc.unhooked({"all_reduce": {"calls": 1, "bytes": 4}, "broadcast": {"calls": 2, "bytes": 8},
                                       "reduce": {"calls": 3, "bytes": 12}, "send": {"calls": 1, "bytes": 4},
                                       "gather": {"calls": 3, "bytes": 12}, "scatter": {"calls": 1, "bytes": 4},
-                                      "allreduce_coalesced": {"calls": 1, "bytes": 4}}),
+                                      "allreduce_coalesced": {"calls": 1, "bytes": 4},
+                                      "coalesced": {"calls": 8, "bytes": 0}}),
                          {"gather": {"calls": 3, "bytes": 12}, "scatter": {"calls": 1, "bytes": 4}})
         route = rc.aggregate_stats(rc.read_stats(FIXTURES)[0])
         issued = rc.issued_totals([{"ncclAllReduce": {"calls": 10, "bytes": 1}, "ncclAlltoAll": {"calls": 3, "bytes": 9}},
@@ -142,6 +143,10 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(rc.unseen_by_stats(issued, route), {"ncclAlltoAll": {"calls": 3}})
         # Sends are compared with the counts of the functions no route takes (2 in the fixture).
         self.assertEqual(rc.unseen_by_stats({"ncclSend": {"calls": 2, "bytes": 64}}, route), {})
+        # A recorded row is judged by today's list: its process group's batch_isend_irecv blocks are seen.
+        recorded = {"process_group": {"coalesced": {"calls": 8, "bytes": 0}, "gather": {"calls": 1, "bytes": 4}},
+                    "unseen": {"operations": {"coalesced": {"calls": 8, "bytes": 0}}, "functions": {}}}
+        self.assertEqual(rc.unseen_text(recorded), "gather 1 / 4 B")
         self.assertEqual(rc.unseen_by_stats({"ncclSend": {"calls": 5, "bytes": 64}}, route), {"ncclSend": {"calls": 3}})
 
 
@@ -194,8 +199,8 @@ class Table(unittest.TestCase):
                        "unseen": {"operations": {}, "functions": None}, "seconds": 9.4},
                       {"id": "jax/2/tandem-run", "program": "jax", "ranks": 2, "front_end": "tandem-run", "ok": True,
                        "results": {"checks": {"a": {"wrong": 0, "digests": ["d"]}}}, "exit_codes": [0, 0],
-                       "route": route, "process_group": {"broadcast": {"calls": 2, "bytes": 2048}},
-                       "unseen": {"operations": {"broadcast": {"calls": 2, "bytes": 2048}},
+                       "route": route, "process_group": {"gather": {"calls": 2, "bytes": 2048}},
+                       "unseen": {"operations": {"gather": {"calls": 2, "bytes": 2048}},
                                   "functions": {"ncclAlltoAll": {"calls": 3}}}, "seconds": 12.0}]}
         text = rc.markdown_table(record)
         self.assertIn("NVIDIA H200, 580.1; nccl 2.28.9, torch 2.11; tandem abc123; 2026-12-01; policy copy-engine", text)
@@ -204,7 +209,7 @@ class Table(unittest.TestCase):
         # 25 calls, 9600 B = 9.4 KiB; 19 routed, 7990 B = 7.8 KiB; 83.23 %.
         self.assertIn("| jax | 2 | tandem-run | 25 / 9.4 KiB | 19 / 7.8 KiB | 83.23 % | op-not-supported 4 / 20 B "
                       "(ncclAllReduce); capture-not-ready 1 / 990 B (ncclAllReduce); route-unavailable 1 / 600 B "
-                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | broadcast 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
+                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | gather 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
                       text)
         self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
         # The route alone: no table of the other controls.
