@@ -170,4 +170,12 @@ if ! "$python_for_build" -c "import torch" 2>/dev/null; then
     echo "install-deps: PyTorch could not be installed: tandem.torch's tests skip, and fail under TANDEM_REQUIRE_TORCH=1 (CI)" >&2
   fi
 fi
+# The example programs' own imports beyond torch (examples/reach: Transformers' Llama from a config;
+# the results' digests through numpy), for the script tests that run them on gloo (reach_check,
+# pytorch_compare). 5.17.0: the GPU machine's Transformers.
+if "$python_for_build" -c "import torch" 2>/dev/null && ! "$python_for_build" -c "import numpy, transformers" 2>/dev/null; then
+  echo "install-deps: installing numpy and Transformers from PyPI into $venv" >&2
+  pip_install numpy "transformers==5.17.0" ||
+    echo "install-deps: numpy or Transformers could not be installed: the example programs' tests skip, and fail under TANDEM_REQUIRE_TORCH=1 (CI)" >&2
+fi
 exit 0

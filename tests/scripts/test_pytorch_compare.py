@@ -21,6 +21,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import torch_launch  # noqa: E402
 SCRIPT = os.path.join(ROOT, "scripts", "pytorch-compare.py")
 spec = importlib.util.spec_from_file_location("pytorch_compare", SCRIPT)
 pc = importlib.util.module_from_spec(spec)
@@ -299,26 +301,17 @@ class WholeRun(unittest.TestCase):
             self.fail(f"rank {rank} of the timed-out launch is still running")
 
 
-def torch_python():
-    """A Python that imports torch: TANDEM_TORCH_PYTHON, else this one if it has torch, else None."""
-    for python in (os.environ.get("TANDEM_TORCH_PYTHON"), sys.executable):
-        if python and subprocess.run([python, "-c", "import torch"], capture_output=True).returncode == 0:
-            return python
-    return None
-
-
-TORCH = torch_python()
+TORCH = torch_launch.python_with("torch", "numpy")
 TINY = ["--backend", "gloo", "--hidden", "32", "--tokens", "16", "--layers", "2", "--steps", "3", "--warmup", "2"]
 
 
-@unittest.skipIf(TORCH is None, "torch is not installed (TANDEM_TORCH_PYTHON names a Python with torch)")
+@torch_launch.needs(TORCH, "torch", "numpy")
 class Programs(unittest.TestCase):
     """The real programs on the CPU: two gloo ranks, a tiny model."""
 
     def launch(self, program, *args):
-        p = subprocess.run([TORCH, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                            os.path.join(ROOT, "examples", "pytorch", program)] + TINY + list(args),
-                           capture_output=True, text=True, timeout=240)
+        p = torch_launch.torchrun(TORCH, 2, os.path.join(ROOT, "examples", "pytorch", program), TINY + list(args),
+                                  timeout=240)
         self.assertEqual(p.returncode, 0, p.stdout[-2000:] + p.stderr[-3000:])
         result = pc.parse_result(p.stdout)
         self.assertIsNotNone(result, p.stdout[-2000:])

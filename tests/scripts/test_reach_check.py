@@ -20,6 +20,8 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import torch_launch  # noqa: E402
 SCRIPT = os.path.join(ROOT, "scripts", "reach-check.py")
 FIXTURES = os.path.join(HERE, "fixtures", "reach")
 spec = importlib.util.spec_from_file_location("reach_check", SCRIPT)
@@ -410,26 +412,16 @@ class WholeRun(unittest.TestCase):
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
 
 
-def python_with(module):
-    """A Python that imports `module`: TANDEM_TORCH_PYTHON, else this one, else None."""
-    for python in (os.environ.get("TANDEM_TORCH_PYTHON"), sys.executable):
-        if python and subprocess.run([python, "-c", f"import {module}"], capture_output=True).returncode == 0:
-            return python
-    return None
-
-
-TORCH, JAX = python_with("torch"), python_with("jax")
+TORCH, JAX = torch_launch.python_with("torch", "numpy", "transformers"), torch_launch.python_with("jax")
 
 
 def torchrun(python, nproc, program, args):
-    p = subprocess.run([python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
-                        os.path.join(ROOT, "examples", "reach", program)] + args,
-                       capture_output=True, text=True, timeout=600)
+    p = torch_launch.torchrun(python, nproc, os.path.join(ROOT, "examples", "reach", program), args)
     results = rc.results_of(p.stdout.splitlines())
     return p, results[-1] if results else None
 
 
-@unittest.skipIf(TORCH is None, "torch is not installed (TANDEM_TORCH_PYTHON names a Python with torch)")
+@torch_launch.needs(TORCH, "torch", "numpy", "transformers")
 class Programs(unittest.TestCase):
     def test_collectives_are_exact_on_gloo(self):
         p, result = torchrun(TORCH, 3, "torch_collectives.py", ["--backend", "gloo", "--scale", "300"])
