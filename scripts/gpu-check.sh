@@ -600,6 +600,8 @@ grep -E 'timeline: GPU|records lost|steps without' "$logs/timeline-known-overlap
 # TANDEM_TIMELINE_PARTS picks figures (DDP, FSDP2, stock and priority), compile (the same under
 # torch.compile), overhead (>= 3 interleaved rounds with and without --timeline), hta (HTA's figure on
 # a torch.profiler trace of the same steps; its wheels in .whl/, installed into a private folder).
+# TANDEM_TIMELINE_PROGRAM_ARGS and TANDEM_HTA_PROGRAM_ARGS replace the programs' arguments (a smaller
+# model keeps shared-GPU runs short: their all-reduces go over sockets).
 parts=${TANDEM_TIMELINE_PARTS:-figures,overhead}
 record_parts=$(printf '%s' "$parts" | tr ',' '\n' | grep -vx hta | paste -sd, -)
 if ! python3 -c "import torch" 2> /dev/null || ! command -v torchrun > /dev/null; then
@@ -607,7 +609,7 @@ if ! python3 -c "import torch" 2> /dev/null || ! command -v torchrun > /dev/null
 else
   if [ -n "$record_parts" ]; then
     timeout 560 python3 "$root/scripts/timeline-record.py" --tandem "$tandem" --nproc 2 --parts "$record_parts" \
-      --rounds "${TANDEM_TIMELINE_ROUNDS:-3}" --out "$logs/timeline-pytorch-$tag.json" -- --steps 20 --warmup 5 \
+      --rounds "${TANDEM_TIMELINE_ROUNDS:-3}" --out "$logs/timeline-pytorch-$tag.json" -- ${TANDEM_TIMELINE_PROGRAM_ARGS:---steps 20 --warmup 5} \
       > "$logs/timeline-record.log" 2> "$logs/timeline-record.err" || status=1
     tee -a "$logs/summary.log" < "$logs/timeline-record.log"
     grep -A3 FAILED "$logs/timeline-record.err" | head -n 20
@@ -622,7 +624,7 @@ else
     fi
     PYTHONPATH="$pylib${PYTHONPATH:+:$PYTHONPATH}" timeout 560 python3 "$root/scripts/hta-compare.py" \
       --tandem "$tandem" --nproc 2 --rounds "${TANDEM_HTA_ROUNDS:-2}" --traces "$logs/hta-traces" \
-      --out "$logs/hta-compare-$tag.json" -- --steps 10 --warmup 3 > "$logs/hta-compare.log" 2>&1 || status=1
+      --out "$logs/hta-compare-$tag.json" -- ${TANDEM_HTA_PROGRAM_ARGS:---steps 10 --warmup 3} > "$logs/hta-compare.log" 2>&1 || status=1
     tee -a "$logs/summary.log" < "$logs/hta-compare.log"
     cp "$logs/hta-compare-$tag.json" "$out/" 2> /dev/null
   fi
