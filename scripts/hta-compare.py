@@ -17,6 +17,7 @@ profiler's own trace, so that a difference can be told apart into definition and
           are neither)
 
     scripts/hta-compare.py --nproc 2 --rounds 2 --out hta.json -- --steps 10 --warmup 3
+    scripts/hta-compare.py --table bench/results/h200x1-2026-12-01-hta-compare-balanced-shared-gpu.json
 """
 import argparse
 import datetime
@@ -174,6 +175,34 @@ def fmt(x):
     return "—" if x is None else f"{100 * x:.1f} %"
 
 
+def spread(runs, program, kind, figure):
+    """'a–b %' over the rounds of one program: each round's mean over ranks."""
+    values = [mean(figure(r)) for r in runs if r["program"] == program and r["kind"] == kind]
+    values = [v for v in values if v is not None]
+    return f"{100 * min(values):.1f}–{100 * max(values):.1f} %" if values else "—"
+
+
+def markdown_table(doc):
+    """The comparison of one recorded file, as docs/RUN.md shows it."""
+    p = doc.get("provenance", {})
+    shared = " (ranks sharing one GPU: times distorted, the shares are each run's own)" if doc.get("shared_gpu") else ""
+    rounds = max((r.get("round", 0) for r in doc.get("runs", [])), default=0)
+    out = [f"{doc.get('nproc')} ranks on {', '.join(p.get('gpus', [])) or 'GPU'}{shared}, tandem {p.get('commit')}, "
+           f"{doc.get('date', '')[:10]}; the programs' arguments: {' '.join(doc.get('program_args', []))}; "
+           f"{rounds} rounds, medians over rounds of the mean over ranks:", "",
+           "| program | tandem | HTA | difference | tandem's definition on the profiler's trace | "
+           "HTA's definition recomputed | tandem over rounds | HTA over rounds |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    runs = doc.get("runs", [])
+    for s in doc.get("summary", []):
+        diff = "—" if "difference_points" not in s else f"{s['difference_points']:+.1f} pp"
+        out.append(f"| {s['program']} | {fmt(s['tandem'])} | {fmt(s['hta'])} | {diff} | "
+                   f"{fmt(s['tandem_definition_on_profiler_trace'])} | {fmt(s['hta_definition_recomputed'])} | "
+                   f"{spread(runs, s['program'], 'tandem', lambda r: r['shares'].values())} | "
+                   f"{spread(runs, s['program'], 'profiler', lambda r: (r.get('hta') or {}).values())} |")
+    return "\n".join(out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -185,8 +214,14 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--traces", default=None, help="keep the profiler's traces in this folder")
     parser.add_argument("--out", help="JSON file")
+    parser.add_argument("--table", nargs="+", metavar="JSON", help="print the Markdown table of these files and stop")
     parser.add_argument("program_args", nargs="*")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.table:
+        for path in args.table:
+            with open(path) as f:
+                print(markdown_table(json.load(f)) + "\n")
+        return 0
     args.torchrun = shlex.split(args.torchrun)
     args.program_args = args.program_args or ["--steps", "10", "--warmup", "3"]
     args.shared_gpu = gpu_count() < args.nproc

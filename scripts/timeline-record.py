@@ -129,12 +129,16 @@ def text_table(doc):
 
 
 def markdown_table(doc):
-    shared = " (ranks sharing one GPU: times distorted)" if doc.get("shared_gpu") else ""
-    out = [f"{doc.get('nproc')} ranks on {', '.join(doc.get('provenance', {}).get('gpus', [])) or 'GPU'}{shared}, "
-           f"tandem {doc.get('provenance', {}).get('commit')}, {doc.get('date', '')[:10]}:", "",
-           "| program | policy | torch.compile | step (program) ms | step (tandem) ms | computation ms | "
-           "communication ms | exposed ms | idle ms | hidden |",
-           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    p = doc.get("provenance", {})
+    where = f"{', '.join(p.get('gpus', [])) or 'GPU'}, tandem {p.get('commit')}, {doc.get('date', '')[:10]}; " \
+            f"the programs' arguments: {' '.join(doc.get('program_args') or []) or 'their defaults'}"
+    out = []
+    if doc.get("figures"):
+        shared = " (ranks sharing one GPU: times distorted)" if doc.get("shared_gpu") else ""
+        out += [f"{doc.get('nproc')} ranks on {where}{shared}:", "",
+                "| program | policy | torch.compile | step (program) ms | step (tandem) ms | computation ms | "
+                "communication ms | exposed ms | idle ms | hidden |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc.get("figures", []):
         hidden = "—" if r["hidden_share"] is None else f"{100 * r['hidden_share']:.1f} %"
         out.append(f"| {r['program']} | {r['policy']} | {'yes' if r['compile'] else 'no'} | {fmt(r['program_step_ms'])} | "
@@ -142,9 +146,11 @@ def markdown_table(doc):
                    f"{fmt(r['exposed_communication_ms'])} | {fmt(r['idle_ms'])} | {hidden} |")
     o = doc.get("overhead")
     if o and "overhead" in o:
-        out += ["", f"Cost of recording ({o['program']}, {ranks_text(o)}, {o['rounds']} interleaved rounds): median step "
-                    f"{o['without_median_ms']:.3f} ms without --timeline, {o['with_median_ms']:.3f} ms with it "
-                    f"({100 * o['overhead']:+.2f} %)."]
+        out += ([""] if out else []) + [
+            f"Cost of recording ({o['program']} under {o.get('policy', 'priority')}, {ranks_text(o)}, {o['rounds']} "
+            f"interleaved rounds; {where}): median step {o['without_median_ms']:.3f} ms without --timeline "
+            f"(spread {o['without_spread_ms']:.3f} ms), {o['with_median_ms']:.3f} ms with it (spread "
+            f"{o['with_spread_ms']:.3f} ms): {100 * o['overhead']:+.2f} %."]
     return "\n".join(out)
 
 

@@ -80,6 +80,14 @@ class HtaCompare(unittest.TestCase):
         self.assertAlmostEqual(s["hta"], 0.30)
         self.assertAlmostEqual(s["difference_points"], 10.0)
         self.assertFalse(s["within_5_points"])
+        # The table: the medians, the difference, and each figure's range over the rounds.
+        for i, r in enumerate(runs):
+            r.update(program="ddp_mlp", round=i // 2 + 1)
+        doc = {"nproc": 2, "shared_gpu": True, "date": "2026-12-01T00:00:00Z", "program_args": ["--steps", "10"],
+               "provenance": {"gpus": ["NVIDIA H200, 580.159"], "commit": "abc123"}, "runs": runs, "summary": [s]}
+        table = hta_compare.markdown_table(doc)
+        self.assertIn("tandem abc123, 2026-12-01; the programs' arguments: --steps 10; 2 rounds", table)
+        self.assertIn("| ddp_mlp | 40.0 % | 30.0 % | +10.0 pp | 37.5 % | 30.0 % | 35.0–45.0 % | 25.0–35.0 % |", table)
 
 
 class TimelineRecord(unittest.TestCase):
@@ -103,11 +111,14 @@ class TimelineRecord(unittest.TestCase):
         table = timeline_record.markdown_table(doc)
         self.assertIn("ranks sharing one GPU", table)
         self.assertIn("| ddp_mlp | priority | no | 41.000 | 40.500 | 30.000 | 12.000 | 3.000 | 1.500 | 75.0 % |", table)
-        self.assertIn("(+1.00 %)", table)
+        self.assertIn("40.400 ms with it (spread 0.600 ms): +1.00 %.", table)
         self.assertIn("75.0%", timeline_record.text_table(doc))
         # The cost measured with one rank per GPU says so; with ranks sharing one, that too.
         doc["overhead"].update(nproc=1, shared_gpu=False)
-        self.assertIn("Cost of recording (ddp_mlp, 1 rank, 3 interleaved rounds)", timeline_record.markdown_table(doc))
+        self.assertIn("Cost of recording (ddp_mlp under priority, 1 rank, 3 interleaved rounds;", timeline_record.markdown_table(doc))
+        # A file of the cost alone has no figures table, and no ranks-sharing header over it.
+        alone = dict(doc, figures=[])
+        self.assertTrue(timeline_record.markdown_table(alone).startswith("Cost of recording"))
         doc["overhead"].update(nproc=2, shared_gpu=True)
         self.assertIn("(3 rounds, ddp_mlp, 2 ranks sharing one GPU)", timeline_record.text_table(doc))
 
