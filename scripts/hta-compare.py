@@ -136,12 +136,22 @@ def tandem_round(args, program):
         return run
 
 
-def profiler_round(args, program, keep_dir):
+PROFILER_TAKES_CUPTI = "the program's profiler registered CUPTI's activity callbacks"  # tandem's warning
+
+
+def profiler_round(args, program, keep_dir, under_tandem=False):
+    """The program under torch.profiler (--profile): alone, or inside `tandem run --timeline`, where the
+    profiler's start takes CUPTI over from tandem (docs/RUN.md, "Other profilers"); its profile must be
+    what it is alone."""
     trace_dir = tempfile.mkdtemp(prefix="tandem-hta-traces-", dir=keep_dir)
     argv = torchrun_argv(args, program, ["--profile", trace_dir])
+    if under_tandem:
+        argv = [args.tandem, "run", "--policy", "concurrent", "--timeline", "--step-range", "step", "--"] + argv
     code, output = compare.run_child(argv, dict(os.environ, **compare.ALWAYS_ENV), args.timeout)
-    run = {"kind": "profiler", "command": shlex.join(argv), "exit_code": code, "trace_dir": trace_dir,
-           "recomputed": {}}
+    run = {"kind": "profiler-under-tandem" if under_tandem else "profiler", "command": shlex.join(argv),
+           "exit_code": code, "trace_dir": trace_dir, "recomputed": {}}
+    if under_tandem:
+        run["tandem_stepped_aside"] = PROFILER_TAKES_CUPTI in output
     for path in sorted(glob.glob(os.path.join(trace_dir, "*.json"))):
         rank, shares = shares_of_trace(path)
         run["recomputed"][str(rank)] = shares
@@ -165,6 +175,12 @@ def summarize(program, runs):
     med = lambda v: statistics.median([x for x in v if x is not None]) if any(x is not None for x in v) else None
     s = {"program": program, "tandem": med(tandem), "hta": med(hta), "tandem_definition_on_profiler_trace": med(on_trace),
          "hta_definition_recomputed": med(hta_def)}
+    under = [r for r in runs if r["kind"] == "profiler-under-tandem"]
+    if under:
+        s["profiled_under_tandem"] = {
+            "runs": len(under), "exit_codes": [r["exit_code"] for r in under],
+            "tandem_stepped_aside": all(r.get("tandem_stepped_aside") for r in under),
+            "hta": med([mean((r.get("hta") or {}).values()) for r in under])}
     if s["tandem"] is not None and s["hta"] is not None:
         s["difference_points"] = 100 * (s["tandem"] - s["hta"])
         s["within_5_points"] = abs(s["difference_points"]) <= 5
@@ -182,6 +198,16 @@ def spread(runs, program, kind, figure):
     return f"{100 * min(values):.1f}–{100 * max(values):.1f} %" if values else "—"
 
 
+def under_tandem_text(s):
+    """'80.7 %, tandem stepped aside' for the profiled run inside tandem run, '—' where there was none."""
+    u = s.get("profiled_under_tandem")
+    if not u:
+        return "—"
+    failed = [c for c in u["exit_codes"] if c != 0]
+    return (f"{fmt(u['hta'])}, " + ("tandem stepped aside" if u["tandem_stepped_aside"] else "no warning from tandem")
+            + (f", exit {failed[0]}" if failed else ""))
+
+
 def markdown_table(doc):
     """The comparison of one recorded file, as docs/RUN.md shows it."""
     p = doc.get("provenance", {})
@@ -191,15 +217,17 @@ def markdown_table(doc):
            f"{doc.get('date', '')[:10]}; the programs' arguments: {' '.join(doc.get('program_args', []))}; "
            f"{rounds} rounds, medians over rounds of the mean over ranks:", "",
            "| program | tandem | HTA | difference | tandem's definition on the profiler's trace | "
-           "HTA's definition recomputed | tandem over rounds | HTA over rounds |",
-           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+           "HTA's definition recomputed | tandem over rounds | HTA over rounds | HTA, profiled inside "
+           "`tandem run --timeline` |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     runs = doc.get("runs", [])
     for s in doc.get("summary", []):
         diff = "—" if "difference_points" not in s else f"{s['difference_points']:+.1f} pp"
         out.append(f"| {s['program']} | {fmt(s['tandem'])} | {fmt(s['hta'])} | {diff} | "
                    f"{fmt(s['tandem_definition_on_profiler_trace'])} | {fmt(s['hta_definition_recomputed'])} | "
                    f"{spread(runs, s['program'], 'tandem', lambda r: r['shares'].values())} | "
-                   f"{spread(runs, s['program'], 'profiler', lambda r: (r.get('hta') or {}).values())} |")
+                   f"{spread(runs, s['program'], 'profiler', lambda r: (r.get('hta') or {}).values())} | "
+                   f"{under_tandem_text(s)} |")
     return "\n".join(out)
 
 
@@ -213,6 +241,9 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300)
     parser.add_argument("--traces", default=None, help="keep the profiler's traces in this folder")
+    parser.add_argument("--no-under-tandem", dest="under_tandem", action="store_false",
+                        help="leave out the run of the profiled program inside `tandem run --timeline` (one per "
+                             "program: its profile must be the one it makes alone)")
     parser.add_argument("--out", help="JSON file")
     parser.add_argument("--table", nargs="+", metavar="JSON", help="print the Markdown table of these files and stop")
     parser.add_argument("program_args", nargs="*")
@@ -240,8 +271,13 @@ def main(argv=None):
         runs = []
         for round_ in range(args.rounds):
             order = (tandem_round, profiler_round) if round_ % 2 == 0 else (profiler_round, tandem_round)
+            if round_ == 0 and args.under_tandem:
+                order += ("under-tandem",)
             for step in order:
-                run = step(args, program) if step is tandem_round else step(args, program, keep)
+                if step == "under-tandem":
+                    run = profiler_round(args, program, keep, under_tandem=True)
+                else:
+                    run = step(args, program) if step is tandem_round else step(args, program, keep)
                 run.update(program=program, round=round_ + 1)
                 runs.append(run)
                 status |= 1 if run["exit_code"] != 0 else 0
@@ -249,11 +285,13 @@ def main(argv=None):
         doc["summary"].append(summarize(program, runs))
         if args.out:
             compare.write_json_atomically(args.out, doc)
-    print(f"{'program':10} {'tandem':>9} {'HTA':>9} {'diff':>8} {'tandem def. on trace':>21} {'HTA def. recomputed':>20}")
+    print(f"{'program':10} {'tandem':>9} {'HTA':>9} {'diff':>8} {'tandem def. on trace':>21} {'HTA def. recomputed':>20}  "
+          "HTA profiled inside tandem run")
     for s in doc["summary"]:
         diff = "—" if "difference_points" not in s else f"{s['difference_points']:+.1f} pp"
         print(f"{s['program']:10} {fmt(s['tandem']):>9} {fmt(s['hta']):>9} {diff:>8} "
-              f"{fmt(s['tandem_definition_on_profiler_trace']):>21} {fmt(s['hta_definition_recomputed']):>20}")
+              f"{fmt(s['tandem_definition_on_profiler_trace']):>21} {fmt(s['hta_definition_recomputed']):>20}  "
+              f"{under_tandem_text(s)}")
     for r in doc["runs"]:
         if r.get("hta_error"):
             print(f"{r['program']} round {r['round']}: {r['hta_error']}", file=sys.stderr)

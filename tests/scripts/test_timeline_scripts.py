@@ -87,7 +87,16 @@ class HtaCompare(unittest.TestCase):
                "provenance": {"gpus": ["NVIDIA H200, 580.159"], "commit": "abc123"}, "runs": runs, "summary": [s]}
         table = hta_compare.markdown_table(doc)
         self.assertIn("tandem abc123, 2026-12-01; the programs' arguments: --steps 10; 2 rounds", table)
-        self.assertIn("| ddp_mlp | 40.0 % | 30.0 % | +10.0 pp | 37.5 % | 30.0 % | 35.0–45.0 % | 25.0–35.0 % |", table)
+        self.assertIn("| ddp_mlp | 40.0 % | 30.0 % | +10.0 pp | 37.5 % | 30.0 % | 35.0–45.0 % | 25.0–35.0 % | — |", table)
+        # The profile made inside tandem run --timeline: HTA's figure on it, and whether tandem stepped aside.
+        under = {"kind": "profiler-under-tandem", "exit_code": 0, "tandem_stepped_aside": True, "hta": {0: 0.3, 1: 0.32},
+                 "recomputed": {}, "program": "ddp_mlp", "round": 1}
+        s = hta_compare.summarize("ddp_mlp", runs + [under])
+        self.assertAlmostEqual(s["hta"], 0.30)  # the profile made alone only
+        self.assertEqual(hta_compare.under_tandem_text(s), "31.0 %, tandem stepped aside")
+        under.update(exit_code=1, tandem_stepped_aside=False)
+        self.assertEqual(hta_compare.under_tandem_text(hta_compare.summarize("ddp_mlp", runs + [under])),
+                         "31.0 %, no warning from tandem, exit 1")
 
 
 class TimelineRecord(unittest.TestCase):
