@@ -728,8 +728,9 @@ ab_pair() {
 }
 if [ "$status" = 0 ]; then
   export CUDA_VISIBLE_DEVICES=0
-  for w in gemm tiled-gemm stream; do ab_pair "suite-$w" 150 TANDEM bench --workload "$w" -q; done
-  for ranks in 2 4; do
+  # TANDEM_AB_WORKLOADS and TANDEM_AB_RANKS narrow a run that has less device time than the whole.
+  for w in ${TANDEM_AB_WORKLOADS:-gemm tiled-gemm stream}; do ab_pair "suite-$w" 150 TANDEM bench --workload "$w" -q; done
+  for ranks in ${TANDEM_AB_RANKS:-2 4}; do
     shared=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe -x CUDA_VISIBLE_DEVICES TANDEM bench
             --allow-shared-gpu -q)
     ab_pair "shared-$ranks-micro" 90 "${shared[@]}" --workload stream \
