@@ -4,6 +4,8 @@
 old run's spread separates it from the next, and each row's times, new against old.
 
   scripts/ab-compare.py LABEL OLD.json NEW.json [LABEL OLD.json NEW.json ...]
+  scripts/ab-compare.py --record FILE LABEL OLD.json NEW.json ...   # also one file of every pair
+  scripts/ab-compare.py RECORD.json                                 # the comparison of such a file
 
 Prints one table per pair and a verdict line. Exit status 1 when the rows or skipped policies differ,
 an element is wrong, or a separated best policy changed; differences of time alone are reported (a
@@ -103,10 +105,13 @@ def compare(label, old_doc, new_doc, out):
     return problems
 
 
-def main(argv):
-    if len(argv) < 3 or len(argv) % 3:
-        sys.exit(__doc__)
-    out, problems = [], []
+def read_pairs(argv):
+    """[(label, old doc, new doc)] from LABEL OLD NEW triples or one record; problems reading them."""
+    if len(argv) == 1:
+        with open(argv[0]) as f:
+            record = json.load(f)
+        return [(p["label"], p["old"], p["new"]) for p in record["pairs"]], []
+    pairs, problems = [], []
     for i in range(0, len(argv), 3):
         label, old_path, new_path = argv[i:i + 3]
         try:
@@ -117,6 +122,23 @@ def main(argv):
         except (OSError, ValueError) as e:
             problems.append(f"{label}: cannot read the results: {e}")
             continue
+        pairs.append((label, old_doc, new_doc))
+    return pairs, problems
+
+
+def main(argv):
+    record_path = None
+    if argv[:1] == ["--record"] and len(argv) > 1:
+        record_path, argv = argv[1], argv[2:]
+    if not (len(argv) == 1 and not record_path) and (len(argv) < 3 or len(argv) % 3):
+        sys.exit(__doc__)
+    pairs, problems = read_pairs(argv)
+    if record_path:
+        with open(record_path, "w") as f:
+            json.dump({"kind": "ab-record", "pairs": [{"label": label, "old": old, "new": new}
+                                                      for label, old, new in pairs]}, f, indent=1)
+    out = []
+    for label, old_doc, new_doc in pairs:
         problems += compare(label, old_doc, new_doc, out)
     print("\n".join(out))
     for p in problems:

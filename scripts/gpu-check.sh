@@ -741,7 +741,8 @@ if [ "$status" = 0 ]; then
       -p sequential,comm-first+priority,copy-engine --timeout 140
   done
   unset CUDA_VISIBLE_DEVICES
-  python3 "$root/scripts/ab-compare.py" "${ab_pairs[@]}" > "$logs/ab.txt" || status=1
+  python3 "$root/scripts/ab-compare.py" --record "$logs/ab-record-$tag.json" "${ab_pairs[@]}" > "$logs/ab.txt" || status=1
+  cp "$logs/ab-record-$tag.json" "$out/" 2> /dev/null
   grep -E '^(ab:|DIFFERS|## |[a-z-]+: [0-9]+ of)' "$logs/ab.txt" | tee -a "$logs/summary.log"
   cp "$logs/ab.txt" "$out/"
 fi

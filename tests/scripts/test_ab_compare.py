@@ -62,6 +62,22 @@ class AbCompare(unittest.TestCase):
         self.assertEqual(code, 1, out)
         self.assertIn("the best policy was priority (separated by the old run's spread), now concurrent", out)
 
+    def test_a_record_of_the_pairs_gives_the_same_comparison(self):
+        new = {"rows": [row("concurrent", 3.8, 3.7, 3.9), row("priority", 4.0, 3.9, 4.1)], "notes": OLD["notes"]}
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for name, doc in (("old", OLD), ("new", new)):
+                paths.append(os.path.join(d, name + ".json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(doc, f)
+            record = os.path.join(d, "record.json")
+            first = subprocess.run([sys.executable, SCRIPT, "--record", record, "suite", *paths], capture_output=True,
+                                   text=True)
+            again = subprocess.run([sys.executable, SCRIPT, record], capture_output=True, text=True)
+        self.assertEqual((first.returncode, again.returncode), (1, 1), first.stdout + again.stdout)
+        self.assertEqual(first.stdout, again.stdout)
+        self.assertIn("now concurrent", again.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()
