@@ -270,14 +270,13 @@ def main(argv=None):
     for program in [p for p in args.programs.split(",") if p]:
         runs = []
         for round_ in range(args.rounds):
-            order = (tandem_round, profiler_round) if round_ % 2 == 0 else (profiler_round, tandem_round)
+            steps = [lambda: tandem_round(args, program), lambda: profiler_round(args, program, keep)]
+            if round_ % 2:
+                steps.reverse()  # which goes first alternates, so that drift favours neither
             if round_ == 0 and args.under_tandem:
-                order += ("under-tandem",)
-            for step in order:
-                if step == "under-tandem":
-                    run = profiler_round(args, program, keep, under_tandem=True)
-                else:
-                    run = step(args, program) if step is tandem_round else step(args, program, keep)
+                steps.append(lambda: profiler_round(args, program, keep, under_tandem=True))
+            for step in steps:
+                run = step()
                 run.update(program=program, round=round_ + 1)
                 runs.append(run)
                 status |= 1 if run["exit_code"] != 0 else 0
