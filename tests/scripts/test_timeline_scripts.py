@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""Tests scripts/hta-compare.py (both definitions of the share hidden on a profiler trace, and HTA's own
-figure when holistictraceanalysis is importable) and scripts/timeline-record.py (the overhead and
+"""Tests scripts/hta-compare.py (both definitions of the share hidden on a profiler trace, HTA's own
+figure when holistictraceanalysis is importable, a whole run through a fake torchrun and tandem) and scripts/timeline-record.py (the overhead and
 its tables) on small hand-made inputs whose expected numbers are worked out in the comments.
 
   python3 tests/scripts/test_timeline_scripts.py      (ctest: timeline_scripts)
 """
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import sys
@@ -97,6 +99,64 @@ class HtaCompare(unittest.TestCase):
         under.update(exit_code=1, tandem_stepped_aside=False)
         self.assertEqual(hta_compare.under_tandem_text(hta_compare.summarize("ddp_mlp", runs + [under])),
                          "31.0 %, no warning from tandem, exit 1")
+
+
+# A torchrun that writes the hand-made trace of each rank into --profile DIR (and nothing else), and a
+# `tandem` whose `run` writes each rank's share hidden into --stats, says that the program's profiler
+# took CUPTI when the program profiles itself, and runs the program.
+FAKE_TORCHRUN = """#!{python}
+import json, sys
+sys.path.insert(0, {here!r})
+from test_timeline_scripts import kineto_trace
+argv = sys.argv[1:]
+if "--profile" in argv:
+    folder = argv[argv.index("--profile") + 1]
+    for rank in (0, 1):
+        with open(folder + "/rank%d.json" % rank, "w") as f:
+            json.dump(kineto_trace(rank), f)
+"""
+FAKE_TANDEM = """#!{python}
+import json, subprocess, sys
+argv = sys.argv[1:]
+program = argv[argv.index("--") + 1:]
+if "--stats" in argv:
+    for rank, share in ((0, 0.5), (1, 0.25)):
+        with open(argv[argv.index("--stats") + 1].replace("%p", str(rank)), "w") as f:
+            json.dump({{"timeline": {{"rank": rank, "devices": [{{"hidden_share": share}}]}}}}, f)
+if "--profile" in program:
+    print("tandem[1]: warn: timeline: the program's profiler registered CUPTI's activity callbacks")
+sys.exit(subprocess.run(program).returncode)
+"""
+
+
+class HtaCompareWholeRun(unittest.TestCase):
+    def test_rounds_alternate_and_the_profile_inside_tandem_run_is_its_own(self):
+        with tempfile.TemporaryDirectory() as d:
+            tools = {}
+            for name, text in (("torchrun", FAKE_TORCHRUN), ("tandem", FAKE_TANDEM)):
+                tools[name] = os.path.join(d, name)
+                with open(tools[name], "w") as f:
+                    f.write(text.format(python=sys.executable, here=HERE))
+                os.chmod(tools[name], 0o755)
+            out = os.path.join(d, "hta.json")
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+                status = hta_compare.main(["--tandem", tools["tandem"], "--torchrun", tools["torchrun"], "--programs",
+                                           "ddp_mlp", "--rounds", "2", "--traces", os.path.join(d, "traces"),
+                                           "--out", out, "--", "--steps", "2"])
+            with open(out) as f:
+                doc = json.load(f)
+        self.assertEqual(status, 0, printed.getvalue())
+        self.assertIn("tandem stepped aside", printed.getvalue())
+        # Round 1: tandem, profiler, then the profile made inside tandem run; round 2 the other way round.
+        self.assertEqual([(r["round"], r["kind"]) for r in doc["runs"]],
+                         [(1, "tandem"), (1, "profiler"), (1, "profiler-under-tandem"), (2, "profiler"), (2, "tandem")])
+        s = doc["summary"][0]
+        self.assertAlmostEqual(s["tandem"], 0.375)  # the ranks' 50 % and 25 %
+        self.assertAlmostEqual(s["tandem_definition_on_profiler_trace"], 0.375)  # kineto_trace's
+        under = s["profiled_under_tandem"]
+        self.assertEqual((under["runs"], under["exit_codes"], under["tandem_stepped_aside"]), (1, [0], True))
+        self.assertTrue(doc["runs"][2]["command"].startswith(tools["tandem"] + " run --policy concurrent --timeline"))
 
 
 class TimelineRecord(unittest.TestCase):
