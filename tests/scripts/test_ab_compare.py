@@ -26,15 +26,20 @@ OLD = {"rows": [row("concurrent", 4.6, 4.5, 4.8), row("priority", 4.0, 3.9, 4.1)
        "notes": ["shape:2+priority skipped for gemm: cuBLASLt's kernels are closed"]}
 
 
+def write_pair(folder, new):
+    """OLD and `new` as old.json and new.json in `folder`; their paths."""
+    paths = []
+    for name, doc in (("old", OLD), ("new", new)):
+        paths.append(os.path.join(folder, name + ".json"))
+        with open(paths[-1], "w") as f:
+            json.dump(doc, f)
+    return paths
+
+
 class AbCompare(unittest.TestCase):
     def compare(self, new):
         with tempfile.TemporaryDirectory() as d:
-            paths = []
-            for name, doc in (("old", OLD), ("new", new)):
-                paths.append(os.path.join(d, name + ".json"))
-                with open(paths[-1], "w") as f:
-                    json.dump(doc, f)
-            p = subprocess.run([sys.executable, SCRIPT, "suite", *paths], capture_output=True, text=True)
+            p = subprocess.run([sys.executable, SCRIPT, "suite", *write_pair(d, new)], capture_output=True, text=True)
         return p.returncode, p.stdout
 
     def test_the_same_results_pass_and_a_slower_median_is_marked(self):
@@ -65,14 +70,9 @@ class AbCompare(unittest.TestCase):
     def test_a_record_of_the_pairs_gives_the_same_comparison(self):
         new = {"rows": [row("concurrent", 3.8, 3.7, 3.9), row("priority", 4.0, 3.9, 4.1)], "notes": OLD["notes"]}
         with tempfile.TemporaryDirectory() as d:
-            paths = []
-            for name, doc in (("old", OLD), ("new", new)):
-                paths.append(os.path.join(d, name + ".json"))
-                with open(paths[-1], "w") as f:
-                    json.dump(doc, f)
             record = os.path.join(d, "record.json")
-            first = subprocess.run([sys.executable, SCRIPT, "--record", record, "suite", *paths], capture_output=True,
-                                   text=True)
+            first = subprocess.run([sys.executable, SCRIPT, "--record", record, "suite", *write_pair(d, new)],
+                                   capture_output=True, text=True)
             again = subprocess.run([sys.executable, SCRIPT, record], capture_output=True, text=True)
         self.assertEqual((first.returncode, again.returncode), (1, 1), first.stdout + again.stdout)
         self.assertEqual(first.stdout, again.stdout)
