@@ -76,8 +76,8 @@ TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "ddp_broadcast": "broad
 TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
 # PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the functions tandem
 # hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll, ncclBroadcast, and ncclReduce,
-# ncclSend, ncclRecv, which it counts and never routes); every other one (gather, scatter, ...) goes
-# through a function that `tandem run` neither routes nor counts.
+# ncclSend, ncclRecv, which it counts and never routes: every communicating NCCL function PyTorch 2.11
+# imports, tests/scripts/test_torch_nccl_reach.py); an operation not listed is reported as not seen.
 HOOKED_OPERATIONS = {
     "all_reduce": "ncclAllReduce", "allreduce_coalesced": "ncclAllReduce", "all_reduce_coalesced": "ncclAllReduce",
     "all_reduce_barrier": "ncclAllReduce",
@@ -89,6 +89,8 @@ HOOKED_OPERATIONS = {
     "all_to_all": "ncclAlltoAll",  # all_to_all_single with equal splits, NCCL >= 2.28
     "broadcast": "ncclBroadcast",  # DDP's parameter broadcast, dist.broadcast
     "reduce": "ncclReduce", "send": "ncclSend", "recv": "ncclRecv",  # counted, never routed
+    # PyTorch's gather and scatter are groups of sends and receives (it imports no ncclGather/ncclScatter).
+    "gather": "ncclSend/ncclRecv", "scatter": "ncclSend/ncclRecv",
     # The record of a block of calls between start and end of coalescing outside the collective fast paths
     # (batch_isend_irecv's group of sends and receives), 0 B: its calls are the hooked functions above,
     # which the rows compare with what the program says it issued (unseen_by_stats).

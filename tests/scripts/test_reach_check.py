@@ -131,14 +131,14 @@ class Aggregation(unittest.TestCase):
         self.assertAlmostEqual(route["share_of_bytes"], 800 / 1024)
 
     def test_unseen_operations_and_functions(self):
-        # Broadcasts are hooked (and routed), reduces and sends hooked (counted, never routed); a gather or a
-        # scatter is not.
+        # Broadcasts are hooked (and routed), reduces, sends, gathers and scatters hooked (counted, never
+        # routed); an operation the list does not know is reported.
         self.assertEqual(rc.unhooked({"all_reduce": {"calls": 1, "bytes": 4}, "broadcast": {"calls": 2, "bytes": 8},
                                       "reduce": {"calls": 3, "bytes": 12}, "send": {"calls": 1, "bytes": 4},
                                       "gather": {"calls": 3, "bytes": 12}, "scatter": {"calls": 1, "bytes": 4},
                                       "allreduce_coalesced": {"calls": 1, "bytes": 4},
-                                      "coalesced": {"calls": 8, "bytes": 0}}),
-                         {"gather": {"calls": 3, "bytes": 12}, "scatter": {"calls": 1, "bytes": 4}})
+                                      "coalesced": {"calls": 8, "bytes": 0}, "future_op": {"calls": 1, "bytes": 4}}),
+                         {"future_op": {"calls": 1, "bytes": 4}})
         route = rc.aggregate_stats(rc.read_stats(FIXTURES)[0])
         issued = rc.issued_totals([{"ncclAllReduce": {"calls": 10, "bytes": 1}, "ncclAlltoAll": {"calls": 3, "bytes": 9}},
                                    {"ncclAllReduce": {"calls": 10, "bytes": 1}}])
@@ -146,9 +146,9 @@ class Aggregation(unittest.TestCase):
         # Sends are compared with the counts of the functions no route takes (2 in the fixture).
         self.assertEqual(rc.unseen_by_stats({"ncclSend": {"calls": 2, "bytes": 64}}, route), {})
         # A recorded row is judged by today's list: its process group's batch_isend_irecv blocks are seen.
-        recorded = {"process_group": {"coalesced": {"calls": 8, "bytes": 0}, "gather": {"calls": 1, "bytes": 4}},
+        recorded = {"process_group": {"coalesced": {"calls": 8, "bytes": 0}, "future_op": {"calls": 1, "bytes": 4}},
                     "unseen": {"operations": {"coalesced": {"calls": 8, "bytes": 0}}, "functions": {}}}
-        self.assertEqual(rc.unseen_text(recorded), "gather 1 / 4 B")
+        self.assertEqual(rc.unseen_text(recorded), "future_op 1 / 4 B")
         self.assertEqual(rc.unseen_by_stats({"ncclSend": {"calls": 5, "bytes": 64}}, route), {"ncclSend": {"calls": 3}})
 
 
@@ -201,8 +201,8 @@ class Table(unittest.TestCase):
                        "unseen": {"operations": {}, "functions": None}, "seconds": 9.4},
                       {"id": "jax/2/tandem-run", "program": "jax", "ranks": 2, "front_end": "tandem-run", "ok": True,
                        "results": {"checks": {"a": {"wrong": 0, "digests": ["d"]}}}, "exit_codes": [0, 0],
-                       "route": route, "process_group": {"gather": {"calls": 2, "bytes": 2048}},
-                       "unseen": {"operations": {"gather": {"calls": 2, "bytes": 2048}},
+                       "route": route, "process_group": {"future_op": {"calls": 2, "bytes": 2048}},
+                       "unseen": {"operations": {"future_op": {"calls": 2, "bytes": 2048}},
                                   "functions": {"ncclAlltoAll": {"calls": 3}}}, "seconds": 12.0}]}
         text = rc.markdown_table(record)
         self.assertIn("NVIDIA H200, 580.1; nccl 2.28.9, torch 2.11; tandem abc123; 2026-12-01; policy copy-engine", text)
@@ -211,7 +211,7 @@ class Table(unittest.TestCase):
         # 25 calls, 9600 B = 9.4 KiB; 19 routed, 7990 B = 7.8 KiB; 83.23 %.
         self.assertIn("| jax | 2 | tandem-run | 25 / 9.4 KiB | 19 / 7.8 KiB | 83.23 % | op-not-supported 4 / 20 B "
                       "(ncclAllReduce); capture-not-ready 1 / 990 B (ncclAllReduce); route-unavailable 1 / 600 B "
-                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | gather 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
+                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | future_op 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
                       text)
         self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
         # The route alone: no table of the other controls.
@@ -319,7 +319,7 @@ if routed:
                 "calls": 3, "bytes": 96, "copy_engine": {{"calls": 3, "bytes": 96}}, "nccl": {{}}}}}},
                 "copy_engine_reach": {{"requested": True, "calls": 3, "bytes": 96, "total_bytes": 96}}}}, f)
 digest = "other" if routed and n == 3 else "same"
-rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "gather": {{"calls": 1, "bytes": 64}}}},
+rank = {{"process_group": {{"all_reduce": {{"calls": 3, "bytes": 96}}, "future_op": {{"calls": 1, "bytes": 64}}}},
         "issued": {{"ncclAllReduce": {{"calls": 3, "bytes": 96}}, "ncclAlltoAll": {{"calls": 2, "bytes": 8}}}}}}
 result = {{"program": "torch_collectives", "ok": True, "ranks": [rank] * n,
           "checks": {{"sum": {{"wrong": 0, "elements": 8, "max_error": 0.0, "digests": [digest] * n}}}}}}
@@ -354,13 +354,14 @@ class WholeRun(unittest.TestCase):
                          (3, 9, 1.0))
         self.assertEqual(routed["vs_stock"], "within tolerance")
         self.assertEqual(rows["torch-collectives/2/tandem-run"]["vs_stock"], "bitwise")
-        # What the interposer cannot see: the ranks' gathers (flight recorder), the all-to-alls they issued.
-        self.assertEqual(routed["unseen"], {"operations": {"gather": {"calls": 3, "bytes": 192}},
+        # What the interposer cannot see: an operation the list does not know (flight recorder), the
+        # all-to-alls the ranks issued.
+        self.assertEqual(routed["unseen"], {"operations": {"future_op": {"calls": 3, "bytes": 192}},
                                             "functions": {"ncclAlltoAll": {"calls": 6}}})
         self.assertEqual(rows["torch-collectives/2/stock"]["process_group"]["all_reduce"], {"calls": 6, "bytes": 192})
         self.assertIn("| torch-collectives | 3 | tandem-run | 9 / 288 B | 9 / 288 B | 100.00 % | none | "
-                      "gather 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
-        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | gather 2 / 128 B | "
+                      "future_op 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
+        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | future_op 2 / 128 B | "
                       "reference |", table.stdout)
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
