@@ -32,7 +32,8 @@ def imported_nccl(libraries):
     names = set()
     for lib in libraries:
         out = subprocess.run(["nm", "-D", "--undefined-only", lib], capture_output=True, text=True).stdout
-        names.update(line.split()[-1] for line in out.splitlines() if line.split() and line.split()[-1].startswith("nccl"))
+        symbols = (line.split()[-1] for line in out.splitlines() if line.strip())
+        names.update(name for name in symbols if name.startswith("nccl"))
     return names
 
 
