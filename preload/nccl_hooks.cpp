@@ -285,24 +285,42 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
   return result;
 }
 
-// With a configuration, the settings are written over it. Without one NCCL copies the parent's
-// configuration (init.cc, ncclCommInitChildComm), which already carries the settings when the parent
-// was created through these hooks: the call goes through unchanged then, and the child is counted
-// as configured exactly when its parent was.
-ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
-  TANDEM_NCCL_HOOK_BEGIN(ncclCommSplit, comm, color, key, newcomm, config);
-  if (config)
-    return create_with_settings(program_errno, newcomm, Hook::ncclCommSplit, config,
-                                [&](ncclConfig_t* c) { return real(comm, color, key, newcomm, c); });
-  const ncclResult_t result = as_program(program_errno, [&] { return real(comm, color, key, newcomm, nullptr); });
+// A child of a communicator (ncclCommSplit, ncclCommShrink). With a configuration, the settings are
+// written over it. Without one NCCL copies the parent's configuration (init.cc, ncclCommInitChildComm),
+// which already carries the settings when the parent was created through these hooks: the call goes
+// through unchanged then, and the child is counted as configured exactly when its parent was.
+namespace {
+
+template <class Create>
+ncclResult_t create_child(int program_errno, ncclComm_t parent, ncclComm_t* newcomm, Hook via, ncclConfig_t* config,
+                          const Create& create) {
+  if (config) return create_with_settings(program_errno, newcomm, via, config, create);
+  const ncclResult_t result = as_program(program_errno, [&] { return create(nullptr); });
   try {
     const Settings s = settings();
-    const auto parent = runtime().communicators.find(comm);
-    const std::string inherited = parent ? parent->settings : std::string();
+    const auto found = runtime().communicators.find(parent);
+    const std::string inherited = found ? found->settings : std::string();
     created(result, newcomm, 1, inherited, !s.text.empty());
   } catch (...) {
   }
   return result;
+}
+
+}  // namespace
+
+ncclResult_t handle_ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommSplit, comm, color, key, newcomm, config);
+  return create_child(program_errno, comm, newcomm, Hook::ncclCommSplit, config,
+                      [&](ncclConfig_t* c) { return real(comm, color, key, newcomm, c); });
+}
+
+// PyTorch's shrink_group (NCCL 2.27+): the communicator without the excluded ranks.
+ncclResult_t handle_ncclCommShrink(ncclComm_t comm, int* exclude_ranks, int exclude_count, ncclComm_t* newcomm,
+                                   ncclConfig_t* config, int shrink_flags) {
+  TANDEM_NCCL_HOOK_BEGIN(ncclCommShrink, comm, exclude_ranks, exclude_count, newcomm, config, shrink_flags);
+  return create_child(program_errno, comm, newcomm, Hook::ncclCommShrink, config, [&](ncclConfig_t* c) {
+    return real(comm, exclude_ranks, exclude_count, newcomm, c, shrink_flags);
+  });
 }
 
 // ---- destruction ---------------------------------------------------------------------------------

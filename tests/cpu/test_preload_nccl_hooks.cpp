@@ -223,6 +223,16 @@ TEST_F(preload_nccl_hooks, SplitScalableAndInitAll) {
   // Splits of unconfigured parents without a configuration of their own reach NCCL as they are.
   EXPECT_EQ(splits[3]["config"], nullptr);
   EXPECT_EQ(splits[4]["config"], nullptr);
+  // Shrinks as splits: without a configuration NCCL copies the configured parent's; with one, the
+  // settings are written over it, the program's flags and excluded ranks untouched.
+  const json shrinks = calls_of(settings(), "ncclCommShrink");
+  ASSERT_EQ(shrinks.size(), 2u);
+  EXPECT_EQ(shrinks[0]["config"], nullptr);
+  EXPECT_EQ(shrinks[1]["config"]["maxCTAs"], 16);
+  EXPECT_EQ(shrinks[1]["config"]["blocking"], 1);
+  EXPECT_EQ(shrinks[1]["flags"], NCCL_SHRINK_ABORT);
+  EXPECT_EQ(shrinks[1]["excluded"], 1);
+  EXPECT_EQ(calls_of(copy_engine(), "ncclCommShrink"), calls_of(plain(), "ncclCommShrink"));
   const json scalable = calls_of(settings(), "ncclCommInitRankScalable");
   ASSERT_EQ(scalable.size(), 1u);
   EXPECT_EQ(scalable[0]["config"]["cgaClusterSize"], 1);  // the program gave none
@@ -241,22 +251,23 @@ TEST_F(preload_nccl_hooks, AnInitialisingCommunicatorIsNeverQueried) {
 TEST_F(preload_nccl_hooks, CommunicatorsAreCountedWithTheSettingsApplied) {
   const json& c = settings().stats["nccl_communicators"];
   ASSERT_TRUE(c.is_object()) << settings().raw.err;
-  // plain, configured, 2.17, garbage, split x2 (nocolor makes none), InitAll x2, scalable, and the splits
-  // of InitAll's communicator and of one the hooks never saw.
-  EXPECT_EQ(c["created"], 11);
+  // plain, configured, 2.17, garbage, split x2 (nocolor makes none), shrink x2, InitAll x2, scalable, and
+  // the splits of InitAll's communicator and of one the hooks never saw.
+  EXPECT_EQ(c["created"], 13);
   // garbage (not a config), InitAll's two and the two splits of unconfigured parents are left as they
-  // are; the split of the configured parent inherits its settings.
-  EXPECT_EQ(c["configured"], 6);
+  // are; the split and the shrink of the configured parent inherit its settings.
+  EXPECT_EQ(c["configured"], 8);
   EXPECT_EQ(c["unconfigured"], 5);
-  EXPECT_EQ(c["destroyed"], 11);
+  EXPECT_EQ(c["destroyed"], 13);
   EXPECT_EQ(c["settings"], kSettings);
-  EXPECT_NE(settings().raw.err.find("nccl communicators: 11 created, 6 configured (" + std::string(kSettings) +
-                                    "), 5 left unconfigured, 11 destroyed"),
+  EXPECT_NE(settings().raw.err.find("nccl communicators: 13 created, 8 configured (" + std::string(kSettings) +
+                                    "), 5 left unconfigured, 13 destroyed"),
             std::string::npos)
       << settings().raw.err;
   EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommInitRank"], 1);
   EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommSplit"], 5);
-  EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommDestroy"], 10);
+  EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommShrink"], 2);
+  EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommDestroy"], 12);
   EXPECT_EQ(settings().stats["calls_by_hook"]["ncclCommAbort"], 1);
 }
 
@@ -632,7 +643,7 @@ TEST(preload_nccl_hooks_stats_file, TheChildThatWorkedWritesItNotTheRootShell) {
   fs::remove(stats);
   const long root_shell = std::stol(r.out);
   EXPECT_NE(written["pid"].get<long>(), root_shell) << "the root shell's zeros replaced the client's numbers";
-  EXPECT_EQ(written["nccl_communicators"]["created"], 11);
+  EXPECT_EQ(written["nccl_communicators"]["created"], 13);
   EXPECT_EQ(written["nccl_collectives"]["ncclAllReduce"]["calls"], 10);
 }
 

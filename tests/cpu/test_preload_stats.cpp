@@ -21,12 +21,13 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 21 NCCL (ncclGroupStart/End and the
+  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 22 NCCL (ncclGroupStart/End and the
   // pre-multiplied sums' for the copy-engine route, the broadcasts counted, reduce, send and receive
-  // counted and never routed)
-  EXPECT_EQ(kHookCount, 32);
+  // counted and never routed, ncclCommShrink's children configured)
+  EXPECT_EQ(kHookCount, 33);
   EXPECT_EQ(kDriverHookCount, 8);
-  EXPECT_EQ(kNcclHookCount, 21);
+  EXPECT_EQ(kNcclHookCount, 22);
+  EXPECT_TRUE(is_nccl_hook(Hook::ncclCommShrink));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclRecv));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclGroupStart));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclRedOpCreatePreMulSum));

@@ -75,8 +75,9 @@
 // The interposer never links or loads NCCL: these are reached only once the program's own NCCL is
 // loaded, because the program's calls bind to these definitions, and the real ones are then found next
 // to it (real_symbols.cpp). Every one of these exists in NCCL 2.28 (ncclCommInitRankScalable since 2.23,
-// ncclAlltoAll since 2.28); a program built against an older NCCL simply never calls the newer ones.
-// NCCL itself calls none of them through its PLT but ncclBroadcast (from ncclBcast; handled there).
+// ncclCommShrink since 2.27, ncclAlltoAll since 2.28); a program built against an older NCCL simply never
+// calls the newer ones. NCCL itself calls none of them through its PLT but ncclBroadcast (from ncclBcast;
+// handled there).
 #define TANDEM_NCCL_HOOKS(X)                                                                                           \
   X(ncclCommInitRank, ncclResult_t, (ncclComm_t * comm, int nranks, ncclUniqueId comm_id, int rank),                   \
     (comm, nranks, comm_id, rank))                                                                                     \
@@ -89,6 +90,10 @@
   X(ncclCommInitAll, ncclResult_t, (ncclComm_t * comms, int ndev, const int* devlist), (comms, ndev, devlist))         \
   X(ncclCommSplit, ncclResult_t, (ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config),     \
     (comm, color, key, newcomm, config))                                                                               \
+  X(ncclCommShrink, ncclResult_t,                                                                                      \
+    (ncclComm_t comm, int* excludeRanksList, int excludeRanksCount, ncclComm_t* newcomm, ncclConfig_t* config,         \
+     int shrinkFlags),                                                                                                 \
+    (comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags))                                         \
   X(ncclCommFinalize, ncclResult_t, (ncclComm_t comm), (comm))                                                         \
   X(ncclCommDestroy, ncclResult_t, (ncclComm_t comm), (comm))                                                          \
   X(ncclCommAbort, ncclResult_t, (ncclComm_t comm), (comm))                                                            \

@@ -152,6 +152,15 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int, ncclComm_t* newcomm,
   return comm ? created(newcomm, 1, 0, config) : ncclInvalidArgument;
 }
 
+ncclResult_t ncclCommShrink(ncclComm_t comm, int*, int exclude_count, ncclComm_t* newcomm, ncclConfig_t* config,
+                            int shrink_flags) {
+  record({{"fn", "ncclCommShrink"},
+          {"excluded", exclude_count},
+          {"flags", shrink_flags},
+          {"config", describe_config(config)}});
+  return comm ? created(newcomm, 1, 0, config) : ncclInvalidArgument;
+}
+
 ncclResult_t ncclCommFinalize(ncclComm_t) {
   record({{"fn", "ncclCommFinalize"}});
   return ncclSuccess;

@@ -84,6 +84,15 @@ int main() {
   step("split_configured", [&] { return ncclCommSplit(plain, 2, 0, &split_configured, &split_config); });
   step("split_nocolor", [&] { return ncclCommSplit(plain, NCCL_SPLIT_NOCOLOR, 0, &none, nullptr); });
   g_steps["split_nocolor_comm_null"] = none == nullptr;
+  // Shrinks (PyTorch's shrink_group) are children as splits are.
+  ncclComm_t shrunk_inherits = nullptr, shrunk_configured = nullptr;
+  int excluded[1] = {1};
+  step("shrink_inherits",
+       [&] { return ncclCommShrink(plain, excluded, 1, &shrunk_inherits, nullptr, NCCL_SHRINK_DEFAULT); });
+  ncclConfig_t shrink_config = NCCL_CONFIG_INITIALIZER;
+  shrink_config.blocking = 1;
+  step("shrink_configured",
+       [&] { return ncclCommShrink(plain, excluded, 1, &shrunk_configured, &shrink_config, NCCL_SHRINK_ABORT); });
 
   ncclComm_t all[2] = {};
   step("init_all", [&] { return ncclCommInitAll(all, 2, nullptr); });
@@ -132,8 +141,8 @@ int main() {
   step("finalize", [&] { return ncclCommFinalize(plain); });
   step("destroy", [&] { return ncclCommDestroy(plain); });
   step("abort", [&] { return ncclCommAbort(configured); });
-  for (ncclComm_t c : {old_header, garbage, inherits, split_configured, all[0], all[1], scalable, split_of_unconfigured,
-                       split_of_unseen})
+  for (ncclComm_t c : {old_header, garbage, inherits, split_configured, shrunk_inherits, shrunk_configured, all[0],
+                       all[1], scalable, split_of_unconfigured, split_of_unseen})
     if (c) ncclCommDestroy(c);
 
   const json out = {{"version", version},
