@@ -292,14 +292,14 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
 namespace {
 
 template <class Create>
-ncclResult_t create_child(int program_errno, ncclComm_t parent, ncclComm_t* newcomm, Hook via, ncclConfig_t* config,
-                          const Create& create) {
+ncclResult_t create_child(int program_errno, ncclComm_t parent_comm, ncclComm_t* newcomm, Hook via,
+                          ncclConfig_t* config, const Create& create) {
   if (config) return create_with_settings(program_errno, newcomm, via, config, create);
   const ncclResult_t result = as_program(program_errno, [&] { return create(nullptr); });
   try {
     const Settings s = settings();
-    const auto found = runtime().communicators.find(parent);
-    const std::string inherited = found ? found->settings : std::string();
+    const auto parent = runtime().communicators.find(parent_comm);
+    const std::string inherited = parent ? parent->settings : std::string();
     created(result, newcomm, 1, inherited, !s.text.empty());
   } catch (...) {
   }
