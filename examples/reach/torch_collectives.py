@@ -2,7 +2,8 @@
 all_to_all_single with equal splits, coalesced collectives (all_reduce_coalesced and
 torch.distributed's coalescing manager around all_reduce, all_gather_into_tensor and
 reduce_scatter_tensor: NCCL groups of several collectives), a pipeline's point-to-point traffic
-(batch_isend_irecv, send/recv, reduce: tandem counts it and leaves it to NCCL), and a CUDA-graph-captured step
+(batch_isend_irecv, send/recv, reduce: tandem counts it and leaves it to NCCL), a group shrunk by
+shrink_group (NCCL 2.27+'s ncclCommShrink, as fault-tolerant training drops a lost rank), and a CUDA-graph-captured step
 (torch.cuda.graph around a linear layer's backward and its gradient all-reduce, warmed up eagerly on
 a side stream, replayed on fresh data) (scripts/reach-check.py, docs/PYTORCH.md).
 
@@ -252,6 +253,32 @@ def run_point_to_point(c):
         c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, c.world))
 
 
+def run_shrink(c):
+    """shrink_group (NCCL 2.27+: ncclCommShrink, a communicator without the excluded ranks, configured
+    like a split child) on a group of every rank, the last rank excluded, then an all-reduce on what is
+    left. The default group is not shrunk: shrinking it would destroy every other group. The excluded
+    rank takes no part, as PyTorch requires."""
+    if c.device.type != "cuda" or c.world < 3 or torch.cuda.nccl.version() < (2, 27, 0):
+        return
+    group = dist.new_group(list(range(c.world)))
+    case = f"all_reduce before shrink_group float32 sum {c.args.scale}"
+    ins = c.all_inputs(case, 0, (c.args.scale,), torch.float32, "int")
+    t = ins[c.rank].to(c.device, copy=True)
+    dist.all_reduce(t, group=group)  # the group's communicator exists before it is shrunk
+    c.issue("ncclAllReduce", t.numel() * t.element_size())
+    c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, c.world))
+    excluded = c.world - 1
+    if c.rank == excluded:
+        return
+    shrunk = dist.distributed_c10d.shrink_group([excluded], group=group)
+    case = f"all_reduce after shrink_group float32 sum {c.args.scale + 7}"
+    ins = c.all_inputs(case, 0, (c.args.scale + 7,), torch.float32, "int")[:excluded]
+    t = ins[c.rank].to(c.device, copy=True)
+    dist.all_reduce(t, group=shrunk)
+    c.issue("ncclAllReduce", t.numel() * t.element_size())
+    c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, excluded))
+
+
 def run_graph(c):
     """torch.cuda.graph around a step: a bias-free linear layer's forward and backward on integer
     inputs (its weight gradient g^T x is exact in fp32), the gradient all-reduce (sum) and a bf16
@@ -319,7 +346,7 @@ def main():
     sections = [run_all_to_all, run_all_reduce_coalesced, run_coalesced_all_reduce, run_coalesced_all_gather,
                 run_coalesced_reduce_scatter, run_plain, run_point_to_point]
     if device.type == "cuda":
-        sections.append(run_graph)
+        sections += [run_shrink, run_graph]
     for section in sections:
         section(c)
     if device.type == "cuda":

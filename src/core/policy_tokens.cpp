@@ -155,7 +155,7 @@ std::string numbered(const std::optional<int>& value, const char* keyword) {
 // override a communicator's config (init.cc, envConfigOverride), so those still win.
 constexpr std::string_view kNcclConfigDetail =
     "sets the communicator's ncclConfig_t when the program creates it (ncclCommInitRank, "
-    "ncclCommInitRankConfig, ncclCommSplit); an NCCL_* variable the user sets still wins";
+    "ncclCommInitRankConfig, ncclCommSplit, ncclCommShrink); an NCCL_* variable the user sets still wins";
 constexpr std::string_view kNeedsProgramWindows = "it needs symmetric NCCL windows registered by the program";
 // PyTorch's own knobs carry what tandem.torch applies: process-group options (priority, nccl-*), the
 // SM carveout (sm-target), its DDP hook and FSDP2 collectives (copy-engine).
