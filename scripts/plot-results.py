@@ -25,7 +25,6 @@ figures diff cleanly.
 """
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
