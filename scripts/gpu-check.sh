@@ -364,6 +364,14 @@ fi
 with_default_sigint() {
   exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 }
+# sigint_when PID SECONDS TEST...: SIGINT to PID once the command TEST succeeds (or after SECONDS); PID's exit status.
+sigint_when() {
+  local pid=$1 limit=$2 start=$SECONDS
+  shift 2
+  until "$@" 2> /dev/null || [ $((SECONDS - start)) -ge "$limit" ]; do sleep 0.2; done
+  kill -INT "$pid"
+  wait "$pid"
+}
 
 if want interrupt; then
 section "interrupt: SIGINT during bench and tune keeps what was measured"
@@ -374,11 +382,7 @@ interrupted() {  # interrupted NAME JSON SECONDS CMD...: SIGINT when JSON holds 
   shift 3
   rm -f "$json"
   with_default_sigint "$@" > "$logs/$name.log" 2>&1 &
-  local pid=$! start=$SECONDS
-  until python3 -c "import json,sys; sys.exit(0 if json.load(open('$json'))['rows'] else 1)" 2> /dev/null ||
-    [ $((SECONDS - start)) -ge "$limit" ]; do sleep 0.2; done
-  kill -INT "$pid"
-  wait "$pid"
+  sigint_when $! "$limit" python3 -c "import json,sys; sys.exit(0 if json.load(open('$json'))['rows'] else 1)"
   local code=$?
   python3 - "$json" "$name" "$code" "$logs/interrupt.jsonl" <<'PY' | tee -a "$logs/summary.log" || status=1
 import json, sys
@@ -410,10 +414,7 @@ ls "$logs"/interrupted*.policy 2> /dev/null | sed 's/^/policy file kept: /' | te
 # as an unfinished search.
 rm -f "$logs"/midcase*.policy
 with_default_sigint "$tandem" tune --workload gemm --collective all-reduce --out "$logs/midcase.policy" > "$logs/midcase.log" 2>&1 &
-pid=$! start=$SECONDS
-until [ -s "$logs/midcase.policy" ] || [ $((SECONDS - start)) -ge 120 ]; do sleep 0.2; done
-kill -INT "$pid"
-wait "$pid"
+sigint_when $! 120 test -s "$logs/midcase.policy"
 code=$?
 if grep -q "UNFINISHED" "$logs/midcase.policy" 2> /dev/null && [ "$code" != 0 ]; then
   echo "tune (mid-case) ok: exit $code, kept '$(tail -n 1 "$logs/midcase.policy")' as the best so far" | tee -a "$logs/summary.log"
@@ -655,10 +656,7 @@ PY
 every=(--workload stream,gemm,tiled-gemm --collective all-reduce -b 256M -e 256M)
 rm -f "$logs"/resume*.policy "$logs/resume.json"
 with_default_sigint "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" > "$logs/resume-1.log" 2>&1 &
-pid=$! start=$SECONDS
-until grep -q '"tune_role": "tuned"' "$logs/resume.json" 2> /dev/null || [ $((SECONDS - start)) -ge 200 ]; do sleep 0.2; done
-kill -INT "$pid"
-wait "$pid"
+sigint_when $! 200 grep -q '"tune_role": "tuned"' "$logs/resume.json"
 grep -m 2 'policies, best so far' "$logs/resume-1.log" | tee -a "$logs/summary.log"
 "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" --resume "$logs/resume.json" \
   > "$logs/resume-2.log" 2>&1 || status=1
