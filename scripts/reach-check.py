@@ -311,8 +311,9 @@ def add_counts(into, counts):
     into["bytes"] = into.get("bytes", 0) + counts.get("bytes", 0)
 
 
-def empty_route():
-    return {"collectives": {}, "calls": 0, "bytes": 0, "total_calls": 0, "total_bytes": 0, "share_of_bytes": None}
+def empty_route(source, processes):
+    return {"collectives": {}, "calls": 0, "bytes": 0, "total_calls": 0, "total_bytes": 0, "share_of_bytes": None,
+            "source": source, "processes": processes}
 
 
 def finish_route(route):
@@ -328,9 +329,7 @@ def finish_route(route):
 def aggregate_stats(documents):
     """`tandem run --stats` files (one per process) summed: per NCCL function the calls and bytes, those
     through the copy-engine route and those NCCL ran by reason; the reach over all of them."""
-    route = empty_route()
-    route["source"] = "tandem run --stats"
-    route["processes"] = len(documents)
+    route = empty_route("tandem run --stats", len(documents))
     route["requested"] = any(d.get("copy_engine_reach", {}).get("requested") for d in documents)
     route["captured"] = sum(d.get("copy_engine_route", {}).get("captured", 0) for d in documents)
     for doc in documents:
@@ -404,9 +403,7 @@ def aggregate_tandem_torch(reports):
     given to NCCL with a reason), plus every other collective the ranks' process groups handed to NCCL
     (their flight recorders, reason `process-group`). A call the route refused is in both records: it
     is taken out of the process group's (TANDEM_TORCH_FALLBACK)."""
-    route = empty_route()
-    route["source"] = "tandem.torch stats() + PyTorch's flight recorder"
-    route["processes"] = len(reports)
+    route = empty_route("tandem.torch stats() + PyTorch's flight recorder", len(reports))
     operations = sum_operations(reports) or {}
     for r in reports:
         stats = r.get("tandem_torch") or {}
