@@ -21,6 +21,7 @@ variables set, and the route tandem.torch takes. The environment variants stand 
 """
 import argparse
 import datetime
+import itertools
 import json
 import os
 import re
@@ -329,9 +330,7 @@ def provenance(tandem_bin, python):
         "git_commit": git_commit,
         "clean_tree": None if git_commit is None else status == "",
         "gpus": gpus,
-        "versions": {"torch": torch_versions[0] if torch_versions else None,
-                     "cuda": torch_versions[1] if len(torch_versions) > 1 else None,
-                     "nccl": torch_versions[2] if len(torch_versions) > 2 else None,
+        "versions": {**dict(itertools.zip_longest(("torch", "cuda", "nccl"), torch_versions[:3])),
                      "driver": gpus[0].split(",")[-1].strip() if gpus else None},
     }
 
