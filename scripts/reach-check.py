@@ -256,16 +256,11 @@ def run_processes(launches, timeout, logs, grace=20.0, poll=0.2):
                         codes[i] = 124 if late else 137
                 break
             time.sleep(poll)
-        outputs = []
-        for f, code in zip(files, codes):
+        why = {124: f"\n(timed out after {timeout:g} s: killed with its process group)",
+               137: f"\n(killed {grace:g} s after another process of the row failed)"}
+        for f in files:
             f.seek(0)
-            text = f.read()
-            if code == 124:
-                text += f"\n(timed out after {timeout:g} s: killed with its process group)"
-            elif code == 137:
-                text += f"\n(killed {grace:g} s after another process of the row failed)"
-            outputs.append(text)
-        return list(zip(codes, outputs))
+        return [(code, f.read() + why.get(code, "")) for f, code in zip(files, codes)]
     finally:
         for p in procs:
             if p is not None:
@@ -316,6 +311,10 @@ def empty_route(source, processes):
             "source": source, "processes": processes}
 
 
+def empty_collective():
+    return {"calls": 0, "bytes": 0, "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}}
+
+
 def finish_route(route):
     for c in route["collectives"].values():
         route["calls"] += c["copy_engine"]["calls"]
@@ -334,8 +333,7 @@ def aggregate_stats(documents):
     route["captured"] = sum(d.get("copy_engine_route", {}).get("captured", 0) for d in documents)
     for doc in documents:
         for name, c in doc.get("nccl_collectives", {}).items():
-            into = route["collectives"].setdefault(name, {"calls": 0, "bytes": 0,
-                                                          "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            into = route["collectives"].setdefault(name, empty_collective())
             add_counts(into, c)
             add_counts(into["copy_engine"], c.get("copy_engine", {}))
             for reason, r in c.get("nccl", {}).items():
@@ -412,8 +410,7 @@ def aggregate_tandem_torch(reports):
             calls = stats.get(name)
             if not calls:
                 continue
-            into = route["collectives"].setdefault(name, {"calls": 0, "bytes": 0,
-                                                          "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            into = route["collectives"].setdefault(name, empty_collective())
             for reason, n in calls.items():
                 counts = {"calls": n, "bytes": nbytes.get(name, {}).get(reason, 0)}
                 add_counts(into, counts)
@@ -427,8 +424,7 @@ def aggregate_tandem_torch(reports):
                         op["bytes"] = max(0, op["bytes"] - counts["bytes"])
     for op, c in operations.items():
         if c["calls"]:
-            into = route["collectives"].setdefault("process-group " + op, {
-                "calls": 0, "bytes": 0, "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            into = route["collectives"].setdefault("process-group " + op, empty_collective())
             add_counts(into, c)
             add_counts(into["nccl"].setdefault("process-group", {}), c)
     return finish_route(route)
