@@ -48,6 +48,11 @@ tag=$(date -u +%Y-%m-%d)
 gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU' || true)
 [ "${gpus:-0}" -ge 1 ] || gpus=2
 status=0
+# The shared-gpu section's runs of ranks sharing a GPU, which the ab section repeats with old and new binaries.
+shared_micro=(--workload stream --collective all-reduce,all-gather,reduce-scatter,all-to-all -b 16M -e 16M -n 3
+              --warmup 1 -p priority,copy-engine --timeout 80)
+shared_scenarios=(--workload dp-backward,fsdp,tp-mlp,tp-attention,moe --hidden 1024 --seq 256 --layers 2 --bucket-mb 8
+                  --expert-ffn 1024 -n 2 --warmup 1 -p sequential,comm-first+priority,copy-engine)
 
 section() { printf '\n=== %s\n' "$*" | tee -a "$logs/summary.log"; }
 
@@ -245,12 +250,10 @@ per_gpu_counts="2 4"
 for per_gpu in $per_gpu_counts; do
   ranks=$((gpus * per_gpu))
   shared=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe "$tandem" bench --allow-shared-gpu -q)
-  timeout 90 "${shared[@]}" --workload stream --collective all-reduce,all-gather,reduce-scatter,all-to-all \
-    -b 16M -e 16M -n 3 --warmup 1 -p priority,copy-engine --timeout 80 --json "$logs/shared-$ranks-micro-$tag.json" \
+  timeout 90 "${shared[@]}" "${shared_micro[@]}" --json "$logs/shared-$ranks-micro-$tag.json" \
     > "$logs/shared-$ranks-micro.log" 2>&1 || status=1
-  timeout 120 "${shared[@]}" --workload dp-backward,fsdp,tp-mlp,tp-attention,moe --hidden 1024 --seq 256 --layers 2 \
-    --bucket-mb 8 --expert-ffn 1024 -n 2 --warmup 1 -p sequential,comm-first+priority,copy-engine --timeout 110 \
-    --json "$logs/shared-$ranks-scenarios-$tag.json" > "$logs/shared-$ranks-scenarios.log" 2>&1 || status=1
+  timeout 120 "${shared[@]}" "${shared_scenarios[@]}" --timeout 110 --json "$logs/shared-$ranks-scenarios-$tag.json" \
+    > "$logs/shared-$ranks-scenarios.log" 2>&1 || status=1
   for part in micro scenarios; do
     printf '%s ranks on %s GPUs, %-9s %s\n' "$ranks" "$gpus" "$part:" \
       "$(grep -E '^# (OK|FAILED)|error' "$logs/shared-$ranks-$part.log" | tr '\n' ' ')" | tee -a "$logs/summary.log"
@@ -270,13 +273,10 @@ fi
 if want run; then
 section "tandem run: unmodified programs"
 # Launch overhead: an empty-kernel loop with and without the interposer (target: <= 0.3 us added).
-for variant in plain priority shape; do
-  case $variant in
-    plain) cmd=("$root/build/bin/launch_overhead") ;;
-    priority) cmd=("$tandem" run --policy priority --log-level error -- "$root/build/bin/launch_overhead") ;;
-    shape) cmd=("$tandem" run --policy shape:2+priority --log-level error -- "$root/build/bin/launch_overhead") ;;
-  esac
-  printf 'launch overhead %-9s %s\n' "$variant" "$(timeout 120 "${cmd[@]}" 2>&1 | tail -n 1)" | tee -a "$logs/summary.log"
+for run in plain:none priority:priority shape:shape:2+priority; do  # NAME:POLICY
+  cmd=("$root/build/bin/launch_overhead")
+  [ "${run#*:}" = none ] || cmd=("$tandem" run --policy "${run#*:}" --log-level error -- "${cmd[@]}")
+  printf 'launch overhead %-9s %s\n' "${run%%:*}" "$(timeout 120 "${cmd[@]}" 2>&1 | tail -n 1)" | tee -a "$logs/summary.log"
 done
 # A CUDA + NCCL program written without tandem (examples/overlap), with and without `tandem run`,
 # and the same case in tandem bench for the gain to compare against.
@@ -364,6 +364,14 @@ fi
 with_default_sigint() {
   exec python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
 }
+# sigint_when PID SECONDS TEST...: SIGINT to PID once the command TEST succeeds (or after SECONDS); PID's exit status.
+sigint_when() {
+  local pid=$1 limit=$2 start=$SECONDS
+  shift 2
+  until "$@" 2> /dev/null || [ $((SECONDS - start)) -ge "$limit" ]; do sleep 0.2; done
+  kill -INT "$pid"
+  wait "$pid"
+}
 
 if want interrupt; then
 section "interrupt: SIGINT during bench and tune keeps what was measured"
@@ -374,11 +382,7 @@ interrupted() {  # interrupted NAME JSON SECONDS CMD...: SIGINT when JSON holds 
   shift 3
   rm -f "$json"
   with_default_sigint "$@" > "$logs/$name.log" 2>&1 &
-  local pid=$! start=$SECONDS
-  until python3 -c "import json,sys; sys.exit(0 if json.load(open('$json'))['rows'] else 1)" 2> /dev/null ||
-    [ $((SECONDS - start)) -ge "$limit" ]; do sleep 0.2; done
-  kill -INT "$pid"
-  wait "$pid"
+  sigint_when $! "$limit" python3 -c "import json,sys; sys.exit(0 if json.load(open('$json'))['rows'] else 1)"
   local code=$?
   python3 - "$json" "$name" "$code" "$logs/interrupt.jsonl" <<'PY' | tee -a "$logs/summary.log" || status=1
 import json, sys
@@ -410,10 +414,7 @@ ls "$logs"/interrupted*.policy 2> /dev/null | sed 's/^/policy file kept: /' | te
 # as an unfinished search.
 rm -f "$logs"/midcase*.policy
 with_default_sigint "$tandem" tune --workload gemm --collective all-reduce --out "$logs/midcase.policy" > "$logs/midcase.log" 2>&1 &
-pid=$! start=$SECONDS
-until [ -s "$logs/midcase.policy" ] || [ $((SECONDS - start)) -ge 120 ]; do sleep 0.2; done
-kill -INT "$pid"
-wait "$pid"
+sigint_when $! 120 test -s "$logs/midcase.policy"
 code=$?
 if grep -q "UNFINISHED" "$logs/midcase.policy" 2> /dev/null && [ "$code" != 0 ]; then
   echo "tune (mid-case) ok: exit $code, kept '$(tail -n 1 "$logs/midcase.policy")' as the best so far" | tee -a "$logs/summary.log"
@@ -655,10 +656,7 @@ PY
 every=(--workload stream,gemm,tiled-gemm --collective all-reduce -b 256M -e 256M)
 rm -f "$logs"/resume*.policy "$logs/resume.json"
 with_default_sigint "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" > "$logs/resume-1.log" 2>&1 &
-pid=$! start=$SECONDS
-until grep -q '"tune_role": "tuned"' "$logs/resume.json" 2> /dev/null || [ $((SECONDS - start)) -ge 200 ]; do sleep 0.2; done
-kill -INT "$pid"
-wait "$pid"
+sigint_when $! 200 grep -q '"tune_role": "tuned"' "$logs/resume.json"
 grep -m 2 'policies, best so far' "$logs/resume-1.log" | tee -a "$logs/summary.log"
 "$tandem" tune "${every[@]}" --json "$logs/resume.json" --out "$logs/resume.policy" --resume "$logs/resume.json" \
   > "$logs/resume-2.log" 2>&1 || status=1
@@ -733,12 +731,8 @@ if [ "$status" = 0 ]; then
   for ranks in ${TANDEM_AB_RANKS:-2 4}; do
     shared=(mpirun -np "$ranks" --allow-run-as-root --oversubscribe -x CUDA_VISIBLE_DEVICES TANDEM bench
             --allow-shared-gpu -q)
-    ab_pair "shared-$ranks-micro" 90 "${shared[@]}" --workload stream \
-      --collective all-reduce,all-gather,reduce-scatter,all-to-all -b 16M -e 16M -n 3 --warmup 1 \
-      -p priority,copy-engine --timeout 80
-    ab_pair "shared-$ranks-scenarios" 150 "${shared[@]}" --workload dp-backward,fsdp,tp-mlp,tp-attention,moe \
-      --hidden 1024 --seq 256 --layers 2 --bucket-mb 8 --expert-ffn 1024 -n 2 --warmup 1 \
-      -p sequential,comm-first+priority,copy-engine --timeout 140
+    ab_pair "shared-$ranks-micro" 90 "${shared[@]}" "${shared_micro[@]}"
+    ab_pair "shared-$ranks-scenarios" 150 "${shared[@]}" "${shared_scenarios[@]}" --timeout 140
   done
   unset CUDA_VISIBLE_DEVICES
   python3 "$root/scripts/ab-compare.py" --record "$logs/ab-record-$tag.json" "${ab_pairs[@]}" > "$logs/ab.txt" || status=1

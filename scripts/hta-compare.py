@@ -40,10 +40,6 @@ NCCL_KERNEL = re.compile(r"^nccl.*Kernel")  # HTA's own test (hta/utils/utils.py
 MEMORY = re.compile(r"^(Memcpy|Memset|dma)")
 
 
-def gpu_count():
-    return sum(1 for line in compare.capture(["nvidia-smi", "-L"]).splitlines() if line.startswith("GPU"))
-
-
 def torchrun_argv(args, program, extra):
     argv = args.torchrun + ["--standalone", "--nproc-per-node", str(args.nproc)]
     if args.shared_gpu:
@@ -255,7 +251,7 @@ def main(argv=None):
         return 0
     args.torchrun = shlex.split(args.torchrun)
     args.program_args = args.program_args or ["--steps", "10", "--warmup", "3"]
-    args.shared_gpu = gpu_count() < args.nproc
+    args.shared_gpu = compare.gpu_count() < args.nproc
     keep = args.traces or tempfile.mkdtemp(prefix="tandem-hta-")
     os.makedirs(keep, exist_ok=True)
     doc = {"tool": "hta-compare", "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),

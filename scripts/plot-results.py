@@ -25,11 +25,10 @@ figures diff cleanly.
 """
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from tandem_results import final_round, geometric_mean, is_paper_policy, measured_cases, size
 
@@ -330,9 +329,7 @@ def plot_summary(cases, metric, doc, path):
     cases = sorted(cases, key=case_name)  # stable: one case from two merged runs keeps its file order
     tuned = all("tuned" in picks(c) for c in cases)
     roles = ("naive", "paper", "tuned" if tuned else "best")
-    per_pair = defaultdict(int)
-    for c in cases:
-        per_pair[(c[0]["workload"], c[0]["collective"])] += 1
+    per_pair = Counter((c[0]["workload"], c[0]["collective"]) for c in cases)
     title = f"naive vs paper vs {'tuned' if tuned else 'best measured'}: {METRICS[metric]}"
     title += f"; {geomean_reduction(cases)}" if tuned else ""
     fig, ax = titled_figure(title, doc, path, 9, 1.2 + 0.62 * len(cases))

@@ -21,6 +21,7 @@ variables set, and the route tandem.torch takes. The environment variants stand 
 """
 import argparse
 import datetime
+import itertools
 import json
 import os
 import re
@@ -141,19 +142,27 @@ def schedule(programs, variants_of, rounds):
 
 # ---------------------------------------------------------------- reading a launch's output
 
+def results_of(lines):
+    """Every TANDEM_RESULT line's JSON object, in order. Ranks share torchrun's output, so another
+    rank's text may follow the JSON on the same line: decode the object and ignore the rest."""
+    out = []
+    for line in lines:
+        at = line.find(RESULT_PREFIX)
+        while at >= 0:
+            try:
+                result, _ = json.JSONDecoder().raw_decode(line, at + len(RESULT_PREFIX))
+                if isinstance(result, dict):
+                    out.append(result)
+            except ValueError:
+                pass
+            at = line.find(RESULT_PREFIX, at + 1)
+    return out
+
+
 def parse_result(output):
-    """The last TANDEM_RESULT line's JSON (None when there is none). Ranks share torchrun's output, so
-    another rank's text may follow the JSON on the same line: decode the object and ignore the rest."""
-    start = output.rfind(RESULT_PREFIX)
-    while start >= 0:
-        try:
-            result, _ = json.JSONDecoder().raw_decode(output, start + len(RESULT_PREFIX))
-            if isinstance(result, dict):
-                return result
-        except ValueError:
-            pass
-        start = output.rfind(RESULT_PREFIX, 0, start)
-    return None
+    """The last TANDEM_RESULT line's JSON (None when there is none)."""
+    results = results_of(output.splitlines())
+    return results[-1] if results else None
 
 
 def tail(text, lines=20):
@@ -205,21 +214,19 @@ def summarize(runs):
     groups = {}
     for run in runs:
         groups.setdefault((run["program"], run["variant"]), []).append(run)
-    times = {}
-    for key, rs in groups.items():
-        medians = [r["result"]["step_ms_median"] for r in rs if r["ok"]]
-        times[key] = median(medians)
+    medians_of = {key: [r["result"]["step_ms_median"] for r in rs if r["ok"]] for key, rs in groups.items()}
+    times = {key: median(medians) for key, medians in medians_of.items()}
     out = []
     for (program, name), rs in groups.items():
         ok = [r for r in rs if r["ok"]]
-        medians = [r["result"]["step_ms_median"] for r in ok]
-        t = times[(program, name)]
+        medians, t = medians_of[(program, name)], times[(program, name)]
         t_stock = times.get((program, "stock"))
         bounds = [times.get((program, b)) for b in BOUND_VARIANTS]
         t_bound = max(bounds) if None not in bounds else None
         stock_losses = [r["result"].get("loss") for r in groups.get((program, "stock"), []) if r["ok"]]
         reference = stock_losses[0] if stock_losses else None
         is_bound = rs[0]["kind"] in BOUND_VARIANTS
+        losses = [r["result"].get("loss") for r in ok]
         out.append({
             "program": program, "variant": name, "kind": rs[0]["kind"],
             "runs_ok": len(ok), "runs_failed": len(rs) - len(ok),
@@ -227,9 +234,9 @@ def summarize(runs):
             "t_stock_ms": t_stock, "t_bound_ms": t_bound,
             "speedup": t_stock / t if t and t_stock and not is_bound else None,
             "efficiency": None if is_bound else efficiency(t_stock, t, t_bound),
-            "losses": [r["result"].get("loss") for r in ok],
+            "losses": losses,
             # The bounds change the training (no-comm: no gradient averaging) or do none (comm-only).
-            "loss_vs_stock": None if is_bound else loss_agreement([r["result"].get("loss") for r in ok], reference),
+            "loss_vs_stock": None if is_bound else loss_agreement(losses, reference),
         })
     return out
 
@@ -302,6 +309,10 @@ def capture(argv, cwd=None):
         return ""
 
 
+def gpu_count():
+    return sum(1 for line in capture(["nvidia-smi", "-L"]).splitlines() if line.startswith("GPU"))
+
+
 def provenance(tandem_bin, python):
     """What ran: tandem's version and commit (as scripts/reliability-record.py reads them), whether the
     tree was clean, GPUs and driver, torch, its CUDA and NCCL."""
@@ -319,11 +330,16 @@ def provenance(tandem_bin, python):
         "git_commit": git_commit,
         "clean_tree": None if git_commit is None else status == "",
         "gpus": gpus,
-        "versions": {"torch": torch_versions[0] if torch_versions else None,
-                     "cuda": torch_versions[1] if len(torch_versions) > 1 else None,
-                     "nccl": torch_versions[2] if len(torch_versions) > 2 else None,
+        "versions": {**dict(itertools.zip_longest(("torch", "cuda", "nccl"), torch_versions[:3])),
                      "driver": gpus[0].split(",")[-1].strip() if gpus else None},
     }
+
+
+def record_head(kind, argv, tandem_bin, python):
+    """A record's first fields: its kind, when and by which command line it was made, and what ran."""
+    return {"schema_version": 1, "kind": kind,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "command": shlex.join([os.path.relpath(sys.argv[0], ROOT)] + argv), **provenance(tandem_bin, python)}
 
 
 # ---------------------------------------------------------------- the comparison
@@ -388,12 +404,15 @@ def parse_args(argv):
             raise UserError(f"--out '{args.out}': cannot write in '{folder}'")
         if os.path.isdir(args.out):
             raise UserError(f"--out '{args.out}' is a folder")
-    if args.pythonpath is None:
-        # The build tree's assembled package (its extension modules beside the Python files) first: the
-        # source folder python/ holds the same package without them, and the first one found is imported.
-        args.pythonpath = [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")]
-    else:
-        args.pythonpath = [p for p in args.pythonpath.split(os.pathsep) if p]
+    return launch_paths(args)
+
+
+def launch_paths(args):
+    """--pythonpath and --torchrun as lists. By default the build tree's assembled package (its extension
+    modules beside the Python files) first: the source folder python/ holds the same package without
+    them, and the first one found is imported; and torchrun on PATH, else python -m torch.distributed.run."""
+    args.pythonpath = ([p for p in args.pythonpath.split(os.pathsep) if p] if args.pythonpath is not None
+                       else [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")])
     if args.torchrun is None:
         args.torchrun = ["torchrun"] if shutil.which("torchrun") else [sys.executable, "-m", "torch.distributed.run"]
     else:
@@ -495,10 +514,7 @@ def main(argv=None):
             print(f"round {round_} {program:10s} {v['name']:28s} {extra} "
                   f"{shlex.join(launch_argv(v, args.torchrun, args.nproc, program_path(program), args.program_args))}")
         return 0
-    record = {"schema_version": 1, "kind": "pytorch-compare",
-              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "command": shlex.join([os.path.relpath(sys.argv[0], ROOT)] + argv),
-              **provenance(args.tandem_bin, launcher_python(args.torchrun)),
+    record = {**record_head("pytorch-compare", argv, args.tandem_bin, launcher_python(args.torchrun)),
               "config": {"programs": args.programs, "nproc": args.nproc, "rounds": args.rounds,
                          "policies": args.policy_list, "variants": args.kinds, "program_args": args.program_args,
                          "always_env": ALWAYS_ENV, "loss_tolerance_relative": LOSS_TOLERANCE,

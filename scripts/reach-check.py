@@ -23,14 +23,12 @@ table from the parts of one coverage measured apart.
 """
 import argparse
 import concurrent.futures
-import datetime
 import fnmatch
 import glob
 import importlib.util
 import json
 import os
 import shlex
-import shutil
 import signal
 import socket
 import subprocess
@@ -44,6 +42,7 @@ _spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(R
 pc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pc)
 UserError = pc.UserError
+results_of = pc.results_of
 
 POLICY = "copy-engine"
 FRONT_ENDS = ("stock", "tandem-run", "tandem-torch")
@@ -132,17 +131,14 @@ def select_rows(rows, only):
     return chosen
 
 
-def tandem_run_prefix(tandem_bin, policy, stats_dir):
-    return [tandem_bin, "run", "--policy", policy, "--stats", os.path.join(stats_dir, "stats-%p.json"), "--"]
-
-
 def row_launches(row, cfg, stats_dir, port):
     """The processes one row starts: [{"argv": [...], "env": {...}}] (env: the variables set beyond the
     caller's). torchrun rows are one launch (torchrun starts the ranks; under tandem-run it starts each
     rank as `tandem run ... -- python`), jax and overlap rows one process per rank."""
     spec = PROGRAMS[row["program"]]
     n, front_end = row["ranks"], row["front_end"]
-    prefix = tandem_run_prefix(cfg["tandem_bin"], cfg["policy"], stats_dir) if front_end == "tandem-run" else []
+    prefix = ([cfg["tandem_bin"], "run", "--policy", cfg["policy"], "--stats", os.path.join(stats_dir, "stats-%p.json"),
+               "--"] if front_end == "tandem-run" else [])
     env = dict(ALWAYS_ENV)
     if spec["launch"] == "torchrun":
         program = [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, spec["script"])] + spec["args"]
@@ -260,16 +256,11 @@ def run_processes(launches, timeout, logs, grace=20.0, poll=0.2):
                         codes[i] = 124 if late else 137
                 break
             time.sleep(poll)
-        outputs = []
-        for f, code in zip(files, codes):
+        why = {124: f"\n(timed out after {timeout:g} s: killed with its process group)",
+               137: f"\n(killed {grace:g} s after another process of the row failed)"}
+        for f in files:
             f.seek(0)
-            text = f.read()
-            if code == 124:
-                text += f"\n(timed out after {timeout:g} s: killed with its process group)"
-            elif code == 137:
-                text += f"\n(killed {grace:g} s after another process of the row failed)"
-            outputs.append(text)
-        return list(zip(codes, outputs))
+        return [(code, f.read() + why.get(code, "")) for f, code in zip(files, codes)]
     finally:
         for p in procs:
             if p is not None:
@@ -283,22 +274,6 @@ def run_processes(launches, timeout, logs, grace=20.0, poll=0.2):
 
 
 # ---------------------------------------------------------------- reading what a row left
-
-def results_of(output_lines):
-    """Every TANDEM_RESULT JSON object in the output, in order."""
-    out = []
-    for line in output_lines:
-        at = line.find(pc.RESULT_PREFIX)
-        if at < 0:
-            continue
-        try:
-            obj, _ = json.JSONDecoder().raw_decode(line, at + len(pc.RESULT_PREFIX))
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            out.append(obj)
-    return out
-
 
 def overlap_results(output):
     """examples/overlap's one JSON line per process (it prints no prefix)."""
@@ -326,13 +301,18 @@ def merge_checks(per_process):
     return merged
 
 
-def add_counts(into, calls, nbytes):
-    into["calls"] = into.get("calls", 0) + calls
-    into["bytes"] = into.get("bytes", 0) + nbytes
+def add_counts(into, counts):
+    into["calls"] = into.get("calls", 0) + counts.get("calls", 0)
+    into["bytes"] = into.get("bytes", 0) + counts.get("bytes", 0)
 
 
-def empty_route():
-    return {"collectives": {}, "calls": 0, "bytes": 0, "total_calls": 0, "total_bytes": 0, "share_of_bytes": None}
+def empty_route(source, processes):
+    return {"collectives": {}, "calls": 0, "bytes": 0, "total_calls": 0, "total_bytes": 0, "share_of_bytes": None,
+            "source": source, "processes": processes}
+
+
+def empty_collective():
+    return {"calls": 0, "bytes": 0, "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}}
 
 
 def finish_route(route):
@@ -348,24 +328,20 @@ def finish_route(route):
 def aggregate_stats(documents):
     """`tandem run --stats` files (one per process) summed: per NCCL function the calls and bytes, those
     through the copy-engine route and those NCCL ran by reason; the reach over all of them."""
-    route = empty_route()
-    route["source"] = "tandem run --stats"
-    route["processes"] = len(documents)
+    route = empty_route("tandem run --stats", len(documents))
     route["requested"] = any(d.get("copy_engine_reach", {}).get("requested") for d in documents)
     route["captured"] = sum(d.get("copy_engine_route", {}).get("captured", 0) for d in documents)
     for doc in documents:
         for name, c in doc.get("nccl_collectives", {}).items():
-            into = route["collectives"].setdefault(name, {"calls": 0, "bytes": 0,
-                                                          "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
-            add_counts(into, c.get("calls", 0), c.get("bytes", 0))
-            add_counts(into["copy_engine"], c.get("copy_engine", {}).get("calls", 0),
-                       c.get("copy_engine", {}).get("bytes", 0))
+            into = route["collectives"].setdefault(name, empty_collective())
+            add_counts(into, c)
+            add_counts(into["copy_engine"], c.get("copy_engine", {}))
             for reason, r in c.get("nccl", {}).items():
-                add_counts(into["nccl"].setdefault(reason, {}), r.get("calls", 0), r.get("bytes", 0))
+                add_counts(into["nccl"].setdefault(reason, {}), r)
     route["not_routed"] = {}
     for doc in documents:
         for name, c in doc.get("nccl_not_routed", {}).items():
-            add_counts(route["not_routed"].setdefault(name, {}), c.get("calls", 0), c.get("bytes", 0))
+            add_counts(route["not_routed"].setdefault(name, {}), c)
     route["controls"] = aggregate_controls(documents)
     return finish_route(route)
 
@@ -411,7 +387,7 @@ def sum_operations(reports, key="process_group"):
             continue
         seen = True
         for name, c in ops.items():
-            add_counts(total.setdefault(name, {}), c.get("calls", 0), c.get("bytes", 0))
+            add_counts(total.setdefault(name, {}), c)
     return total if seen else None
 
 
@@ -425,9 +401,7 @@ def aggregate_tandem_torch(reports):
     given to NCCL with a reason), plus every other collective the ranks' process groups handed to NCCL
     (their flight recorders, reason `process-group`). A call the route refused is in both records: it
     is taken out of the process group's (TANDEM_TORCH_FALLBACK)."""
-    route = empty_route()
-    route["source"] = "tandem.torch stats() + PyTorch's flight recorder"
-    route["processes"] = len(reports)
+    route = empty_route("tandem.torch stats() + PyTorch's flight recorder", len(reports))
     operations = sum_operations(reports) or {}
     for r in reports:
         stats = r.get("tandem_torch") or {}
@@ -436,35 +410,29 @@ def aggregate_tandem_torch(reports):
             calls = stats.get(name)
             if not calls:
                 continue
-            into = route["collectives"].setdefault(name, {"calls": 0, "bytes": 0,
-                                                          "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
+            into = route["collectives"].setdefault(name, empty_collective())
             for reason, n in calls.items():
-                b = nbytes.get(name, {}).get(reason, 0)
-                add_counts(into, n, b)
+                counts = {"calls": n, "bytes": nbytes.get(name, {}).get(reason, 0)}
+                add_counts(into, counts)
                 if reason == "copy-engine":
-                    add_counts(into["copy_engine"], n, b)
+                    add_counts(into["copy_engine"], counts)
                 else:
-                    add_counts(into["nccl"].setdefault(reason, {}), n, b)
+                    add_counts(into["nccl"].setdefault(reason, {}), counts)
                     op = operations.get(TANDEM_TORCH_FALLBACK[name])
                     if op:
                         op["calls"] = max(0, op["calls"] - n)
-                        op["bytes"] = max(0, op["bytes"] - b)
+                        op["bytes"] = max(0, op["bytes"] - counts["bytes"])
     for op, c in operations.items():
         if c["calls"]:
-            into = route["collectives"].setdefault("process-group " + op, {
-                "calls": 0, "bytes": 0, "copy_engine": {"calls": 0, "bytes": 0}, "nccl": {}})
-            add_counts(into, c["calls"], c["bytes"])
-            add_counts(into["nccl"].setdefault("process-group", {}), c["calls"], c["bytes"])
+            into = route["collectives"].setdefault("process-group " + op, empty_collective())
+            add_counts(into, c)
+            add_counts(into["nccl"].setdefault("process-group", {}), c)
     return finish_route(route)
 
 
 def issued_totals(per_process):
     """The collectives the programs say they issued ({NCCL function: {calls, bytes}}), summed."""
-    total = {}
-    for issued in per_process:
-        for name, c in (issued or {}).items():
-            add_counts(total.setdefault(name, {}), c.get("calls", 0), c.get("bytes", 0))
-    return total or None
+    return sum_operations([{"issued": issued} for issued in per_process], "issued") or None
 
 
 def unseen_by_stats(issued, route):
@@ -757,12 +725,7 @@ def parse_args(argv):
         folder = os.path.dirname(os.path.abspath(args.out))
         if not os.path.isdir(folder) or os.path.isdir(args.out):
             raise UserError(f"--out '{args.out}': not a file in an existing folder")
-    args.pythonpath = ([p for p in args.pythonpath.split(os.pathsep) if p] if args.pythonpath is not None
-                       else [os.path.join(ROOT, "build", "python"), os.path.join(ROOT, "python")])
-    if args.torchrun is None:
-        args.torchrun = ["torchrun"] if shutil.which("torchrun") else [sys.executable, "-m", "torch.distributed.run"]
-    else:
-        args.torchrun = shlex.split(args.torchrun)
+    pc.launch_paths(args)
     args.python = args.python or pc.launcher_python(args.torchrun)
     return args
 
@@ -818,11 +781,7 @@ def merge_records(records, names):
     order = {r["id"]: i for i, r in enumerate(all_rows(ranks))}
     merged = dict(records[0])
     merged["rows"] = sorted(rows, key=lambda r: order.get(r["id"], len(order)))
-    commits = []
-    for record in records:
-        if record.get("commit") not in commits:
-            commits.append(record.get("commit"))
-    merged["commit"] = ", ".join(c or "?" for c in commits)
+    merged["commit"] = ", ".join(c or "?" for c in dict.fromkeys(r.get("commit") for r in records))
     merged["clean_tree"] = all(r.get("clean_tree", True) for r in records)
     return merged
 
@@ -846,10 +805,7 @@ def main(argv=None):
     work = args.work_dir or tempfile.mkdtemp(prefix="reach-check-")
     os.makedirs(work, exist_ok=True)
     print(f"# reach-check: {len(args.rows)} rows, logs in {work}", file=sys.stderr, flush=True)
-    record = {"schema_version": 1, "kind": "reach-check",
-              "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              "command": shlex.join([os.path.relpath(sys.argv[0], ROOT)] + argv),
-              **pc.provenance(args.tandem_bin, args.python),
+    record = {**pc.record_head("reach-check", argv, args.tandem_bin, args.python),
               "config": {"policy": args.policy, "ranks": args.rank_list, "rows": [r["id"] for r in args.rows],
                          "timeout_s": args.timeout, "jobs": args.jobs, "always_env": ALWAYS_ENV,
                          "programs": {k: {"script": v["script"], "args": v["args"]} for k, v in PROGRAMS.items()},

@@ -8,18 +8,16 @@ each fault's exit status and time, each interrupted run, the dlsym probe, and wh
 """
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 
-
-def run(argv):
-    try:
-        return subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
+_spec = importlib.util.spec_from_file_location(
+    "pytorch_compare", os.path.join(os.path.dirname(os.path.abspath(__file__)), "pytorch-compare.py"))
+pc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(pc)
 
 
 def gtest_cases(path):
@@ -108,7 +106,7 @@ def main():
     parser.add_argument("--command", required=True)
     args = parser.parse_args()
     logs = args.logs
-    version = run([args.tandem, "--version"])
+    version = pc.capture([args.tandem, "--version"])
     commit = re.search(r"\(([0-9a-f]+(?:-dirty)?)\)", version)
     programs = gtest_cases(os.path.join(logs, "interposer-programs.gtest.json"))
     faults = gtest_cases(os.path.join(logs, "faults.gtest.json"))
@@ -128,8 +126,8 @@ def main():
         "command": args.command,
         "tandem": version,
         "commit": commit[1] if commit else None,
-        "gpus": run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).splitlines(),
-        "python_packages": run([sys.executable, "-c",
+        "gpus": pc.capture(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).splitlines(),
+        "python_packages": pc.capture([sys.executable, "-c",
                                 "import importlib.metadata as m\n"
                                 "for p in ('torch', 'jax', 'cupy-cuda13x'):\n"
                                 "    try: print(p, m.version(p))\n"

@@ -21,7 +21,6 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,11 +33,6 @@ _spec.loader.exec_module(compare)
 PROGRAMS = ("ddp_mlp", "fsdp2_mlp")
 PARTS = ("figures", "compile", "overhead")
 POLICIES = ("concurrent", "priority")
-
-
-def gpu_count():
-    out = compare.capture(["nvidia-smi", "-L"])
-    return sum(1 for line in out.splitlines() if line.startswith("GPU"))
 
 
 def launch_argv(args, program, policy, timeline, json_file=None, extra=(), nproc=None):
@@ -111,14 +105,17 @@ def fmt(x, spec=".3f"):
     return "—" if x is None else format(x, spec)
 
 
+# A figures row's times, in the tables' order.
+TIMES = ("program_step_ms", "tandem_step_ms", "computation_ms", "communication_ms", "exposed_communication_ms", "idle_ms")
+
+
 def text_table(doc):
     lines = [f"{'program':10} {'policy':10} {'compile':7} {'step (prog)':>11} {'step':>8} {'comp':>8} {'comm':>8} "
              f"{'exposed':>8} {'idle':>8} {'hidden':>7}"]
     for r in doc.get("figures", []):
         hidden = "—" if r["hidden_share"] is None else f"{100 * r['hidden_share']:.1f}%"
         lines.append(f"{r['program']:10} {r['policy']:10} {str(r['compile']).lower():7} {fmt(r['program_step_ms']):>11} "
-                     f"{fmt(r['tandem_step_ms']):>8} {fmt(r['computation_ms']):>8} {fmt(r['communication_ms']):>8} "
-                     f"{fmt(r['exposed_communication_ms']):>8} {fmt(r['idle_ms']):>8} {hidden:>7}")
+                     + " ".join(f"{fmt(r[k]):>8}" for k in TIMES[1:]) + f" {hidden:>7}")
     o = doc.get("overhead")
     if o and "overhead" in o:
         lines.append(f"overhead of --timeline ({o['rounds']} rounds, {o['program']}, {ranks_text(o)}): "
@@ -141,9 +138,8 @@ def markdown_table(doc):
                 "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in doc.get("figures", []):
         hidden = "—" if r["hidden_share"] is None else f"{100 * r['hidden_share']:.1f} %"
-        out.append(f"| {r['program']} | {r['policy']} | {'yes' if r['compile'] else 'no'} | {fmt(r['program_step_ms'])} | "
-                   f"{fmt(r['tandem_step_ms'])} | {fmt(r['computation_ms'])} | {fmt(r['communication_ms'])} | "
-                   f"{fmt(r['exposed_communication_ms'])} | {fmt(r['idle_ms'])} | {hidden} |")
+        out.append("| " + " | ".join([r["program"], r["policy"], "yes" if r["compile"] else "no"]
+                                     + [fmt(r[k]) for k in TIMES] + [hidden]) + " |")
     o = doc.get("overhead")
     if o and "overhead" in o:
         out += ([""] if out else []) + [
@@ -191,7 +187,7 @@ def main(argv=None):
             with open(path) as f:
                 print(markdown_table(json.load(f)))
         return 0
-    gpus = gpu_count()
+    gpus = compare.gpu_count()
     args.gpus = gpus
     args.shared_gpu = gpus < args.nproc
     overhead_nproc = args.overhead_nproc or max(1, min(gpus, args.nproc))

@@ -8,6 +8,7 @@
 // on the host.
 //
 // Exit codes: 0 all exact; 1 a wrong element or an error; 77 fewer than 2 GPUs (skipped).
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <tandem/communicators.h>
@@ -38,31 +39,25 @@ constexpr int kSkip = 77;
 // 16 ranks stays within bf16's exact integers (|x| <= 256).
 float input_value(int rank, size_t i) { return float(int((uint64_t(rank) * 7 + i * 3 + i / 5) % 17) - 8); }
 
-// Element bits of a small integer in `dtype`: bf16 is the upper half of the fp32 bits, exact for
-// these integers.
+// Element bits of a value in `dtype` (in bf16, exact for these small integers).
 void store(std::vector<unsigned char>& bytes, size_t i, float v, tandem::DType dtype) {
-  uint32_t bits = 0;
-  std::memcpy(&bits, &v, sizeof(bits));
   if (dtype == tandem::DType::FP32) {
-    std::memcpy(bytes.data() + i * 4, &bits, 4);
+    std::memcpy(bytes.data() + i * 4, &v, 4);
   } else {
-    const uint16_t half = uint16_t(bits >> 16);
+    const __nv_bfloat16 half = __float2bfloat16(v);
     std::memcpy(bytes.data() + i * 2, &half, 2);
   }
 }
 
 float load(const std::vector<unsigned char>& bytes, size_t i, tandem::DType dtype) {
-  uint32_t bits = 0;
   if (dtype == tandem::DType::FP32) {
-    std::memcpy(&bits, bytes.data() + i * 4, 4);
-  } else {
-    uint16_t half = 0;
-    std::memcpy(&half, bytes.data() + i * 2, 2);
-    bits = uint32_t(half) << 16;
+    float v = 0;
+    std::memcpy(&v, bytes.data() + i * 4, 4);
+    return v;
   }
-  float v = 0;
-  std::memcpy(&v, &bits, sizeof(v));
-  return v;
+  __nv_bfloat16 half;
+  std::memcpy(&half, bytes.data() + i * 2, 2);
+  return __bfloat162float(half);
 }
 
 struct Shared {

@@ -23,30 +23,18 @@
 #include <string>
 #include <vector>
 
-#define CHECK_CUDA(x)                                                                           \
-  do {                                                                                          \
-    cudaError_t err_ = (x);                                                                     \
-    if (err_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                             \
-    }                                                                                           \
+// Exits naming the call and the library's message when a CUDA, NCCL or cuBLAS call fails.
+#define CHECK(x, ok, message)                                                           \
+  do {                                                                                  \
+    const auto status_ = (x);                                                           \
+    if (status_ != ok) {                                                                \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, message(status_)); \
+      std::exit(1);                                                                     \
+    }                                                                                   \
   } while (0)
-#define CHECK_NCCL(x)                                                                        \
-  do {                                                                                       \
-    ncclResult_t e = (x);                                                                    \
-    if (e != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, ncclGetErrorString(e)); \
-      std::exit(1);                                                                          \
-    }                                                                                        \
-  } while (0)
-#define CHECK_CUBLAS(x)                                                              \
-  do {                                                                               \
-    cublasStatus_t e = (x);                                                          \
-    if (e != CUBLAS_STATUS_SUCCESS) {                                                \
-      std::fprintf(stderr, "%s:%d %s: status %d\n", __FILE__, __LINE__, #x, int(e)); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
+#define CHECK_CUDA(x) CHECK(x, cudaSuccess, cudaGetErrorString)
+#define CHECK_NCCL(x) CHECK(x, ncclSuccess, ncclGetErrorString)
+#define CHECK_CUBLAS(x) CHECK(x, CUBLAS_STATUS_SUCCESS, cublasGetStatusString)
 
 // STREAM triad over 16-byte vectors, two per thread: many short blocks, 8 resident per SM.
 __global__ void __launch_bounds__(256) triad(float4* a, const float4* b, const float4* c, size_t n) {
@@ -77,17 +65,9 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 Launch launch_from_env() {
-  Launch l;
-  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {
-    l.world = env_int("OMPI_COMM_WORLD_SIZE", 1);
-    l.rank = env_int("OMPI_COMM_WORLD_RANK", 0);
-    l.local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  } else {
-    l.world = env_int("WORLD_SIZE", 1);
-    l.rank = env_int("RANK", 0);
-    l.local_rank = env_int("LOCAL_RANK", 0);
-  }
-  return l;
+  const bool ompi = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr;
+  return {env_int(ompi ? "OMPI_COMM_WORLD_RANK" : "RANK", 0), env_int(ompi ? "OMPI_COMM_WORLD_SIZE" : "WORLD_SIZE", 1),
+          env_int(ompi ? "OMPI_COMM_WORLD_LOCAL_RANK" : "LOCAL_RANK", 0)};
 }
 
 // The value every element holds after `reductions` in-place sums over `n` ranks, rank (or GPU) r
@@ -265,11 +245,8 @@ int main(int argc, char** argv) {
       workload.c_str(), ngpus, launch.world > 1 ? launch.rank : 0, ranks, kernels, bytes, iters,
       steps[steps.size() / 2], steps.front(), steps.back(), value, ring, wrong, wrong ? "false" : "true");
   std::fflush(stdout);
-  if (wrong) {
+  if (wrong)
     std::fprintf(stderr, "all-reduce result: %zu wrong elements (element 0 is %g, expected %g)\n", wrong, value, ring);
-    for (auto c : comms) ncclCommDestroy(c);
-    return 1;
-  }
   for (auto c : comms) ncclCommDestroy(c);
-  return 0;
+  return wrong ? 1 : 0;
 }

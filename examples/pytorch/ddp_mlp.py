@@ -70,14 +70,7 @@ def main():
         replay = [torch.zeros(numel, dtype=dtype, device=device) for _, (numel, dtype) in sorted(buckets.items())]
     step = {"train": train_step, "no-comm": no_comm_step, "comm-only": comm_only_step}[args.mode]
 
-    timer = common.StepTimer(device)
-    with common.profiled(args, device):
-        timer.mark()
-        for _ in range(args.steps):
-            with common.nvtx_range(device, "step"):
-                step()
-            timer.mark()
-    step_ms = common.slowest_rank(timer.step_ms(), device)
+    step_ms = common.timed_steps(args, device, step)
     loss = None if args.mode == "comm-only" else common.final_loss(ddp, x, target, device)
     params = sum(p.numel() for p in model.parameters())
     extra = {"parameters": params, "gradient_bytes": sum(p.numel() * p.element_size() for p in model.parameters())}

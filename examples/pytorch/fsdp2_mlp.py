@@ -120,14 +120,7 @@ def main():
     else:
         step = train_step
 
-    timer = common.StepTimer(device)
-    with common.profiled(args, device):
-        timer.mark()
-        for _ in range(args.steps):
-            with common.nvtx_range(device, "step"):
-                step()
-            timer.mark()
-    step_ms = common.slowest_rank(timer.step_ms(), device)
+    step_ms = common.timed_steps(args, device, step)
     loss = None if args.mode == "comm-only" else common.final_loss(model, x, target, device)
     unsharded = sum(padded_numel(p, world) for p in model.parameters())
     extra = {

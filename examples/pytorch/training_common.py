@@ -192,6 +192,19 @@ class StepTimer:
         return [(b - a) * 1e3 for a, b in zip(self.marks, self.marks[1:])]
 
 
+def timed_steps(args, device, step):
+    """--steps timed runs of step, each in an NVTX range named "step", under --profile's profiler: each
+    step's time on the slowest rank."""
+    timer = StepTimer(device)
+    with profiled(args, device):
+        timer.mark()
+        for _ in range(args.steps):
+            with nvtx_range(device, "step"):
+                step()
+            timer.mark()
+    return slowest_rank(timer.step_ms(), device)
+
+
 def slowest_rank(step_ms, device):
     """Each step's time on the slowest rank: a data-parallel step ends when every rank's does."""
     times = torch.tensor(step_ms, dtype=torch.float64, device=device)

@@ -141,8 +141,7 @@ def main():
               "jax": jax.__version__, "backend": jax.default_backend(),
               "ok": all(s["wrong"] == 0 for s in checks.values()), "checks": checks, "issued": issued,
               "config": vars(args)}
-    sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    print(RESULT_PREFIX + json.dumps(result), flush=True)
     jax.distributed.shutdown()
     return 0 if result["ok"] else 1
 

@@ -24,6 +24,7 @@ program issued (calls and bytes by NCCL function, as tandem counts them), and pe
 record of what its process group handed to NCCL.
 """
 import argparse
+import json
 import os
 import sys
 
@@ -79,10 +80,11 @@ class Checker:
     def all_inputs(self, case, index, shape, dtype, kind):
         return [self.inputs(case, index, shape, dtype, kind, r) for r in range(self.world)]
 
-    def issue(self, function, nbytes):
+    def issue(self, function, tensor):
+        """One call of an NCCL function, counted in the bytes of its larger tensor (as tandem counts it)."""
         slot = self.issued.setdefault(function, {"calls": 0, "bytes": 0})
         slot["calls"] += 1
-        slot["bytes"] += nbytes
+        slot["bytes"] += tensor.numel() * tensor.element_size()
 
     def check(self, name, got, reference, bound):
         """Elements of `got` farther than `bound` (a tensor or 0) from the float64 `reference`."""
@@ -122,7 +124,7 @@ def run_all_to_all(c):
             send = ins[c.rank].to(c.device, copy=True)
             recv = torch.empty_like(send)
             dist.all_to_all_single(recv, send)
-            c.issue("ncclAlltoAll", send.numel() * send.element_size())
+            c.issue("ncclAlltoAll", send)
             reference = torch.cat([ins[j][c.rank * m:(c.rank + 1) * m] for j in range(c.world)]).to(torch.float64)
             c.check(case, recv, reference, 0)
 
@@ -133,11 +135,9 @@ def run_all_reduce_coalesced(c):
     ins = [c.all_inputs(case, i, (n,), torch.float32, "int") for i, n in enumerate(counts)]
     tensors = [ins[i][c.rank].to(c.device, copy=True) for i in range(len(counts))]
     dist.all_reduce_coalesced(tensors, op=dist.ReduceOp.SUM)
-    for t in tensors:
-        c.issue("ncclAllReduce", t.numel() * t.element_size())
     for i, t in enumerate(tensors):
-        reference, bound = reduced(ins[i], 1.0, torch.float32, "int", True, c.world)
-        c.check(case, t, reference, bound)
+        c.issue("ncclAllReduce", t)
+        c.check(case, t, *reduced(ins[i], 1.0, torch.float32, "int", True, c.world))
 
 
 def run_coalesced_all_reduce(c):
@@ -157,9 +157,8 @@ def run_coalesced_all_reduce(c):
                 dist.all_reduce(t, op=torch_op)
         cm.wait()
         for i, t in enumerate(tensors):
-            c.issue("ncclAllReduce", t.numel() * t.element_size())
-            reference, bound = reduced(ins[i], scale, dtype, kind, exact_scale, c.world)
-            c.check(case, t, reference, bound)
+            c.issue("ncclAllReduce", t)
+            c.check(case, t, *reduced(ins[i], scale, dtype, kind, exact_scale, c.world))
 
 
 def run_coalesced_all_gather(c):
@@ -174,7 +173,7 @@ def run_coalesced_all_gather(c):
                 dist.all_gather_into_tensor(recv, send)
         cm.wait()
         for i, recv in enumerate(recvs):
-            c.issue("ncclAllGather", recv.numel() * recv.element_size())
+            c.issue("ncclAllGather", recv)
             c.check(case, recv, torch.cat(ins[i]).to(torch.float64), 0)
 
 
@@ -195,10 +194,9 @@ def run_coalesced_reduce_scatter(c):
                 dist.reduce_scatter_tensor(recv, send, op=torch_op)
         cm.wait()
         for i, (m, recv) in enumerate(zip(chunks, recvs)):
-            c.issue("ncclReduceScatter", sends[i].numel() * sends[i].element_size())
+            c.issue("ncclReduceScatter", sends[i])
             mine = [x[c.rank * m:(c.rank + 1) * m] for x in ins[i]]
-            reference, bound = reduced(mine, scale, dtype, kind, exact_scale, c.world)
-            c.check(case, recv, reference, bound)
+            c.check(case, recv, *reduced(mine, scale, dtype, kind, exact_scale, c.world))
 
 
 def run_plain(c):
@@ -208,7 +206,7 @@ def run_plain(c):
     ins = c.all_inputs(case, 0, (c.args.scale * 4 + 1,), torch.bfloat16, "normal")
     t = ins[c.rank].to(c.device, copy=True)
     dist.all_reduce(t)
-    c.issue("ncclAllReduce", t.numel() * t.element_size())
+    c.issue("ncclAllReduce", t)
     c.check(case, t, *reduced(ins, 1.0, torch.bfloat16, "normal", True, c.world))
 
 
@@ -229,8 +227,8 @@ def run_point_to_point(c):
             ops = [dist.P2POp(dist.isend, send, after), dist.P2POp(dist.irecv, recv, before)]
             for work in dist.batch_isend_irecv(ops):
                 work.wait()
-            c.issue("ncclSend", send.numel() * send.element_size())
-            c.issue("ncclRecv", recv.numel() * recv.element_size())
+            c.issue("ncclSend", send)
+            c.issue("ncclRecv", recv)
             c.check(case, recv, ins[before].to(torch.float64), 0)
     case = f"send/recv pairs float32 {c.args.scale + 1}"
     ins = c.all_inputs(case, 0, (c.args.scale + 1,), torch.float32, "int")
@@ -239,16 +237,16 @@ def run_point_to_point(c):
         t = ins[c.rank].to(c.device, copy=True)
         if c.rank % 2 == 0:
             dist.send(t, peer)
-            c.issue("ncclSend", t.numel() * t.element_size())
+            c.issue("ncclSend", t)
         else:
             dist.recv(t, peer)
-            c.issue("ncclRecv", t.numel() * t.element_size())
+            c.issue("ncclRecv", t)
             c.check(case, t, ins[peer].to(torch.float64), 0)
     case = f"reduce to rank 0 float32 sum {c.args.scale}"
     ins = c.all_inputs(case, 0, (c.args.scale,), torch.float32, "int")
     t = ins[c.rank].to(c.device, copy=True)
     dist.reduce(t, dst=0)
-    c.issue("ncclReduce", t.numel() * t.element_size())
+    c.issue("ncclReduce", t)
     if c.rank == 0:
         c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, c.world))
 
@@ -265,7 +263,7 @@ def run_shrink(c):
     ins = c.all_inputs(case, 0, (c.args.scale,), torch.float32, "int")
     t = ins[c.rank].to(c.device, copy=True)
     dist.all_reduce(t, group=group)  # the group's communicator exists before it is shrunk
-    c.issue("ncclAllReduce", t.numel() * t.element_size())
+    c.issue("ncclAllReduce", t)
     c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, c.world))
     excluded = c.world - 1
     if c.rank == excluded:
@@ -275,7 +273,7 @@ def run_shrink(c):
     ins = c.all_inputs(case, 0, (c.args.scale + 7,), torch.float32, "int")[:excluded]
     t = ins[c.rank].to(c.device, copy=True)
     dist.all_reduce(t, group=shrunk)
-    c.issue("ncclAllReduce", t.numel() * t.element_size())
+    c.issue("ncclAllReduce", t)
     c.check(case, t, *reduced(ins, 1.0, torch.float32, "int", True, excluded))
 
 
@@ -317,8 +315,8 @@ def run_graph(c):
             layer.weight.grad = None
             grad, extra_reference = load("cuda graph warm-up", i)
             step()
-            c.issue("ncclAllReduce", layer.weight.grad.numel() * 4)
-            c.issue("ncclAllReduce", extra * 2)
+            c.issue("ncclAllReduce", layer.weight.grad)
+            c.issue("ncclAllReduce", static_b)
             side.synchronize()
             verify("cuda graph warm-up", grad, extra_reference)
     torch.cuda.current_stream(c.device).wait_stream(side)
@@ -328,8 +326,8 @@ def run_graph(c):
     with torch.cuda.graph(graph, capture_error_mode=c.args.capture_error_mode):
         step()
     # Captured once: each replay runs them again without calling NCCL (nor tandem's hooks).
-    c.issue("ncclAllReduce", layer.weight.grad.numel() * 4)
-    c.issue("ncclAllReduce", extra * 2)
+    c.issue("ncclAllReduce", layer.weight.grad)
+    c.issue("ncclAllReduce", static_b)
     for i in range(c.args.replays):
         grad, extra_reference = load("cuda graph replay", i)
         graph.replay()
@@ -364,11 +362,11 @@ def main():
                 into["max_error"] = max(into["max_error"], slot["max_error"])
                 into["digests"].append(",".join(slot["digests"]))
         ranks = [{k: r[k] for k in ("rank", "pid", "process_group", "issued")} for r in reports]
-        torch_reach.print_result(common.RESULT_PREFIX, {
+        print(common.RESULT_PREFIX + json.dumps({
             "program": "torch_collectives", "world_size": c.world, "torch": torch.__version__,
             "nccl": common.nccl_version() if args.backend == "nccl" else None,
             "ok": all(s["wrong"] == 0 for s in checks.values()), "checks": checks, "ranks": ranks,
-            "config": vars(args)})
+            "config": vars(args)}), flush=True)
     torch_reach.finish(None)
 
 

@@ -5,8 +5,7 @@ gathered to rank 0, and the end of the run (tandem.torch's routes closed before 
 import faulthandler
 import hashlib
 import json
-import os
-import sys
+import math
 
 import torch
 import torch.distributed as dist
@@ -36,13 +35,8 @@ def entry_bytes(entry):
     """An entry's size as tandem counts a collective: its larger side (the all-reduce buffer, the
     all-gather output, the reduce-scatter input), summed over the tensors of a coalesced entry."""
     def side(sizes, dtypes):
-        total = 0
-        for shape, dtype in zip(sizes or [], dtypes or []):
-            count = 1
-            for s in shape:
-                count *= int(s)
-            total += count * _ELEMENT_BYTES.get(dtype, 0)
-        return total
+        return sum(math.prod(int(s) for s in shape) * _ELEMENT_BYTES.get(dtype, 0)
+                   for shape, dtype in zip(sizes or [], dtypes or []))
     return max(side(entry.get("input_sizes"), entry.get("input_dtypes")),
                side(entry.get("output_sizes"), entry.get("output_dtypes")))
 
@@ -87,11 +81,3 @@ def finish(tt):
         tt.close_routes()
     dist.destroy_process_group()
 
-
-def print_result(prefix, result):
-    sys.stdout.write(prefix + json.dumps(result) + "\n")
-    sys.stdout.flush()
-
-
-def rank_env():
-    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
