@@ -63,15 +63,33 @@ std::optional<int> launcher_rank(const EnvironmentLookup& lookup) {
   return std::nullopt;
 }
 
-void parse_timeline_variables(const EnvironmentLookup& lookup, long pid, PreloadConfig& config) {
-  if (const auto mode = lookup(env::kTimeline); mode && !trim(*mode).empty()) {
-    if (const auto parsed = parse_timeline_mode(*mode)) {
-      config.timeline = *parsed;
-    } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kTimeline) + "=" + quoted_value(*mode) +
-                                                     " is not one of off|on|trace; no timeline"});
-    }
+// The enum value whose name `text` is (trimmed), from run_contract.h's names in the enum's order.
+template <class Enum, size_t N>
+std::optional<Enum> parse_named(std::string_view text, const std::array<const char*, N>& names) {
+  const std::string_view t = trim(text);
+  for (size_t i = 0; i < N; ++i)
+    if (t == names[i]) return static_cast<Enum>(i);
+  return std::nullopt;
+}
+
+// A variable naming one of `names`: its value when it does; otherwise a warning and `value` kept,
+// which `otherwise` describes. Unset or blank: `value` kept, silently.
+template <class Enum, size_t N>
+void read_choice(const EnvironmentLookup& lookup, const char* variable, const std::array<const char*, N>& names,
+                 const char* otherwise, Enum& value, PreloadConfig& config) {
+  const auto text = lookup(variable);
+  if (!text || trim(*text).empty()) return;
+  if (const auto parsed = parse_named<Enum>(*text, names)) {
+    value = *parsed;
+    return;
   }
+  config.problems.push_back({LogLevel::Warn, std::string(variable) + "=" + quoted_value(*text) + " is not one of " +
+                                                 join(std::vector<std::string>(names.begin(), names.end()), "|") +
+                                                 "; " + otherwise});
+}
+
+void parse_timeline_variables(const EnvironmentLookup& lookup, long pid, PreloadConfig& config) {
+  read_choice(lookup, env::kTimeline, env::kTimelineModeNames, "no timeline", config.timeline, config);
   if (const auto dir = lookup(env::kTimelineDir); dir && !trim(*dir).empty())
     config.timeline_dir = expand_pid(trim(*dir), pid);
   if (const auto pattern = lookup(env::kStepRange)) config.step_range = std::string(trim(*pattern));
@@ -104,30 +122,17 @@ void find_overriding_nccl_variables(const EnvironmentLookup& lookup, PreloadConf
 }  // namespace
 
 std::optional<LogLevel> parse_log_level(std::string_view text) {
-  const std::string_view t = trim(text);
-  for (size_t i = 0; i < env::kLogLevelNames.size(); ++i)
-    if (t == env::kLogLevelNames[i]) return static_cast<LogLevel>(i);
-  return std::nullopt;
+  return parse_named<LogLevel>(text, env::kLogLevelNames);
 }
-
 std::optional<ShapeWhen> parse_shape_when(std::string_view text) {
-  const std::string_view t = trim(text);
-  if (t == env::kShapeWhenNames[0]) return ShapeWhen::Always;
-  if (t == env::kShapeWhenNames[1]) return ShapeWhen::InFlight;
-  return std::nullopt;
+  return parse_named<ShapeWhen>(text, env::kShapeWhenNames);
 }
-
 std::optional<TimelineMode> parse_timeline_mode(std::string_view text) {
-  const std::string_view t = trim(text);
-  for (size_t i = 0; i < env::kTimelineModeNames.size(); ++i)
-    if (t == env::kTimelineModeNames[i]) return static_cast<TimelineMode>(i);
-  return std::nullopt;
+  return parse_named<TimelineMode>(text, env::kTimelineModeNames);
 }
-
-const char* to_string(TimelineMode mode) { return env::kTimelineModeNames[static_cast<size_t>(mode)]; }
-
 const char* to_string(LogLevel level) { return env::kLogLevelNames[static_cast<size_t>(level)]; }
-const char* to_string(ShapeWhen when) { return env::kShapeWhenNames[when == ShapeWhen::Always ? 0 : 1]; }
+const char* to_string(ShapeWhen when) { return env::kShapeWhenNames[static_cast<size_t>(when)]; }
+const char* to_string(TimelineMode mode) { return env::kTimelineModeNames[static_cast<size_t>(mode)]; }
 
 std::vector<std::string> split_patterns(std::string_view text) {
   std::vector<std::string> patterns;
@@ -176,22 +181,8 @@ PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
   parse_policy_variable(lookup(env::kPolicy), config);
   find_overriding_nccl_variables(lookup, config);
 
-  if (const auto level = lookup(env::kLogLevel); level && !trim(*level).empty()) {
-    if (const auto parsed = parse_log_level(*level)) {
-      config.log_level = *parsed;
-    } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kLogLevel) + "=" + quoted_value(*level) +
-                                                     " is not one of error|warn|info|debug; using warn"});
-    }
-  }
-  if (const auto when = lookup(env::kShapeWhen); when && !trim(*when).empty()) {
-    if (const auto parsed = parse_shape_when(*when)) {
-      config.shape_when = *parsed;
-    } else {
-      config.problems.push_back({LogLevel::Warn, std::string(env::kShapeWhen) + "=" + quoted_value(*when) +
-                                                     " is not one of always|in-flight; using always"});
-    }
-  }
+  read_choice(lookup, env::kLogLevel, env::kLogLevelNames, "using warn", config.log_level, config);
+  read_choice(lookup, env::kShapeWhen, env::kShapeWhenNames, "using always", config.shape_when, config);
   if (const auto include = lookup(env::kInclude)) config.include_patterns = split_patterns(*include);
   if (const auto exclude = lookup(env::kExclude)) config.exclude_patterns = split_patterns(*exclude);
   if (const auto stats = lookup(env::kStatsFile); stats && !trim(*stats).empty())
