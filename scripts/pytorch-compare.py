@@ -320,9 +320,11 @@ def provenance(tandem_bin, python):
     commit = re.search(r"\(([0-9a-f]+(?:-dirty)?)\)", version)
     git_commit = capture(["git", "rev-parse", "--short=12", "HEAD"], cwd=ROOT) or None
     status = capture(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT)
-    torch_versions = capture([python, "-c", "import torch\n"
-                              "nccl = '.'.join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else ''\n"
-                              "print(torch.__version__, torch.version.cuda or '', nccl)"]).split()
+    # "|"-separated: an empty CUDA version (a CPU build of torch) keeps its place.
+    torch_probe = capture([python, "-c", "import torch\n"
+                           "nccl = '.'.join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else ''\n"
+                           "print(torch.__version__, torch.version.cuda or '', nccl, sep='|')"])
+    torch_versions = [v or None for v in torch_probe.split("|")] if torch_probe else []
     gpus = capture(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"]).splitlines()
     return {
         "tandem": version or None,
