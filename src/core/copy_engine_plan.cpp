@@ -13,53 +13,21 @@ size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
 PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
 
-PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) {
-  PlanStep s;
-  s.op = PlanStep::Op::Stage;
-  s.from = from;
-  s.to = to;
-  s.elements = elements;
-  return s;
-}
+// PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root.
+PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Stage, from, to, {}, elements}; }
 
 PlanStep exchange(PlanAt from, uint64_t stride, PlanAt to, uint64_t elements, bool own_chunk_copied) {
-  PlanStep s;
-  s.op = PlanStep::Op::Exchange;
-  s.from = from;
-  s.stride = stride;
-  s.to = to;
-  s.elements = elements;
-  s.own_chunk_copied = own_chunk_copied;
-  return s;
+  return {PlanStep::Op::Exchange, from, to, {}, elements, stride, -1, own_chunk_copied};
 }
 
 PlanStep sum(PlanAt chunks, PlanAt own, int own_index, PlanAt to, uint64_t elements) {
-  PlanStep s;
-  s.op = PlanStep::Op::Sum;
-  s.from = chunks;
-  s.own = own;
-  s.own_index = own_index;
-  s.to = to;
-  s.elements = elements;
-  return s;
+  return {PlanStep::Op::Sum, chunks, to, own, elements, 0, own_index};
 }
 
-PlanStep all_gather(PlanAt buffer, uint64_t elements) {
-  PlanStep s;
-  s.op = PlanStep::Op::AllGather;
-  s.to = buffer;
-  s.elements = elements;
-  return s;
-}
+PlanStep all_gather(PlanAt buffer, uint64_t elements) { return {PlanStep::Op::AllGather, {}, buffer, {}, elements}; }
 
 PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
-  PlanStep s;
-  s.op = PlanStep::Op::Scatter;
-  s.from = from;
-  s.to = to;
-  s.elements = elements;
-  s.root = root;
-  return s;
+  return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
 }
 
 PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
