@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "tandem/printable.h"
+#include "tandem/text.h"
 
 namespace tandem {
 
@@ -25,10 +26,7 @@ constexpr int64_t kMaxShapeBytes = std::numeric_limits<int>::max();
 [[noreturn]] void invalid(std::string why) { throw InvalidTokenValue{std::move(why)}; }
 
 bool is_all_digits(std::string_view text) {
-  if (text.empty()) return false;
-  for (char c : text)
-    if (c < '0' || c > '9') return false;
-  return true;
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // A whole, unsigned decimal: no sign, no trailing characters, no overflow.
@@ -369,12 +367,9 @@ const PolicyToken* find_policy_token(std::string_view keyword) {
 }
 
 std::string accepted_policy_tokens() {
-  std::string list;
-  for (const PolicyToken& row : policy_tokens()) {
-    if (!list.empty()) list += ", ";
-    list += row.syntax();
-  }
-  return list;
+  std::vector<std::string> syntaxes;
+  for (const PolicyToken& row : policy_tokens()) syntaxes.push_back(row.syntax());
+  return join(syntaxes, ", ");
 }
 
 std::string needs_text(unsigned needs) {
@@ -385,13 +380,10 @@ std::string needs_text(unsigned needs) {
       {kNeedsGreenContext, "a green context"},
       {kNeedsCublasLt, "a cuBLASLt GEMM"},
   };
-  std::string text;
-  for (const auto& [bit, name] : kNames) {
-    if (!(needs & bit)) continue;
-    if (!text.empty()) text += ", ";
-    text += name;
-  }
-  return text;
+  std::vector<std::string> names;
+  for (const auto& [bit, name] : kNames)
+    if (needs & bit) names.push_back(name);
+  return join(names, ", ");
 }
 
 std::string run_treatment_text(const PolicyToken& row) {
