@@ -124,6 +124,9 @@ OverlapPolicy chosen_policy(const std::vector<bench::PolicyStats>& stats, const 
 }  // namespace
 
 void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCli>& cli) {
+  // All in kGroup; the options added after these keep the group they had.
+  const std::string previous_group = cmd->option_defaults()->get_group();
+  cmd->option_defaults()->group(kGroup);
   cmd->add_option("--metric", cli->metric,
                   "Regular expression (an ECMAScript subset, docs/RUN.md) with one capture group around a decimal "
                   "number the program prints, e.g. '\"step_ms_median\": ([0-9.]+)'; a run's value is the median of "
@@ -131,37 +134,31 @@ void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCl
       ->default_str("the wall time of each run")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.empty() ? "is empty: leave --metric out to measure wall time" : ""; }, "",
-          "not empty"))
-      ->group(kGroup);
+          "not empty"));
   cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
-                "The metric is a throughput: higher wins (default: lower wins)")
-      ->group(kGroup);
+                "The metric is a throughput: higher wins (default: lower wins)");
   cmd->add_option(
          "--objective", cli->objective,
          "What ranks the candidates: wall (each run's wall time), metric (--metric), step-time or exposed-comm "
          "(the slowest rank's step time or exposed communication from tandem run --timeline, median over the "
          "steps)")
       ->check(CLI::IsMember({"wall", "metric", "step-time", "exposed-comm"}))
-      ->default_str("metric with --metric, else wall")
-      ->group(kGroup);
+      ->default_str("metric with --metric, else wall");
   cmd->add_option("--step-range", cli->step_range,
                   "With --objective step-time or exposed-comm: the steps are the program's NVTX ranges matching this "
-                  "glob (default: the whole run is one step)")
-      ->group(kGroup);
+                  "glob (default: the whole run is one step)");
   cmd->add_option("--rounds", cli->rounds,
                   "Rounds, from 1 to " + std::to_string(kMaxRounds) +
                       "; each runs the baseline (the program without tandem), then every candidate in an order "
                       "rotated per round")
       ->capture_default_str()
-      ->check(decimal_number())
-      ->group(kGroup);
+      ->check(decimal_number());
   cmd->add_option("--candidates", cli->candidates, "Policies to try, comma-separated, each one `tandem run` applies")
-      ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings")
-      ->group(kGroup);
+      ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings");
   cmd->add_option("--logs", cli->logs, "Folder for each run's output (created if missing)")
-      ->default_str("a new private folder under $TMPDIR, printed")
-      ->group(kGroup);
-  cmd->add_option("command", cli->command, "The program and its arguments, after --")->group(kGroup);
+      ->default_str("a new private folder under $TMPDIR, printed");
+  cmd->add_option("command", cli->command, "The program and its arguments, after --");
+  cmd->option_defaults()->group(previous_group);
 }
 
 void refuse_benchmark_options(const CLI::App& cmd) {
