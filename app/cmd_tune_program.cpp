@@ -302,24 +302,22 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   // The files first, the report after: a file that cannot be written is the last line the user sees,
   // after the results, and no "wrote" line claims it.
   std::exception_ptr write_failure;
+  // Atomically: `tandem run --policy @FILE` in another job never reads half a policy. The files of
+  // an unfinished search are written as after each round: a failure is only a warning.
+  const auto write = [&](const std::string& path, const std::string& text) {
+    if (finished)
+      write_file_atomically(path, text);
+    else
+      write_quietly(path, text);
+  };
   try {
     if (result.rounds_done > 0) {
       const OverlapPolicy chosen = chosen_policy(stats, decision);
-      const std::string text = tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen);
-      // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
-      if (finished)
-        write_file_atomically(shared.policy_file, text);
-      else
-        write_quietly(shared.policy_file, text);
+      write(shared.policy_file, tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen));
       end.policy_file = shared.policy_file;
       end.chosen = to_string(chosen);
     }
-    if (!shared.json_path.empty()) {
-      if (finished)
-        write_file_atomically(shared.json_path, document(result, stats, decision, true));
-      else
-        write_quietly(shared.json_path, document(result, stats, decision, false));
-    }
+    if (!shared.json_path.empty()) write(shared.json_path, document(result, stats, decision, finished));
   } catch (...) {
     write_failure = std::current_exception();
   }
