@@ -1,7 +1,8 @@
 #include "tandem/collective.h"
 
-#include <algorithm>
 #include <iterator>
+
+#include "tandem/enum_table.h"
 
 namespace tandem {
 
@@ -18,14 +19,11 @@ constexpr CollectiveNames kNames[] = {
 };
 static_assert(std::size(kNames) == kCollectiveCount, "one entry per Collective");
 
-// A value past the last (an int from a C caller) reads as the last one, the broadcast.
-const CollectiveNames& names_of(Collective c) { return kNames[std::min<size_t>(size_t(c), kCollectiveCount - 1)]; }
-
 }  // namespace
 
-const char* to_string(Collective c) { return names_of(c).ours; }
+const char* to_string(Collective c) { return table_entry(kNames, c).ours; }
 
-const char* nccl_function(Collective c) { return names_of(c).nccl; }
+const char* nccl_function(Collective c) { return table_entry(kNames, c).nccl; }
 
 std::optional<Collective> parse_collective(std::string_view name) {
   for (Collective c : kCollectives) {

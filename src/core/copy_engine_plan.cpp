@@ -1,5 +1,6 @@
 #include "tandem/copy_engine_plan.h"
 
+#include "tandem/enum_table.h"
 #include "tandem/error.h"
 
 namespace tandem {
@@ -171,50 +172,25 @@ CopyEnginePlan plan_broadcast(const PlanRequest& r) {
 
 }  // namespace
 
-bool is_collective_step(PlanStep::Op op) {
-  switch (op) {
-    case PlanStep::Op::Exchange:
-    case PlanStep::Op::AllGather:
-    case PlanStep::Op::Scatter:
-      return true;
-    case PlanStep::Op::Stage:
-    case PlanStep::Op::Sum:
-      break;
-  }
-  return false;
-}
+namespace {
 
-const char* to_string(PlanBuffer b) {
-  switch (b) {
-    case PlanBuffer::Send:
-      return "send";
-    case PlanBuffer::Recv:
-      return "recv";
-    case PlanBuffer::PoolInput:
-      return "pool-input";
-    case PlanBuffer::PoolOutput:
-      return "pool-output";
-    case PlanBuffer::PoolScratch:
-      break;
-  }
-  return "pool-scratch";
-}
+// Each step's name and whether every rank makes it alike, in PlanStep::Op's order.
+struct OpFacts {
+  const char* name;
+  bool collective;
+};
+constexpr OpFacts kOps[] = {
+    {"stage", false}, {"exchange", true}, {"sum", false}, {"all-gather", true}, {"scatter", true},
+};
+constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
 
-const char* to_string(PlanStep::Op op) {
-  switch (op) {
-    case PlanStep::Op::Stage:
-      return "stage";
-    case PlanStep::Op::Exchange:
-      return "exchange";
-    case PlanStep::Op::Sum:
-      return "sum";
-    case PlanStep::Op::AllGather:
-      return "all-gather";
-    case PlanStep::Op::Scatter:
-      break;
-  }
-  return "scatter";
-}
+}  // namespace
+
+bool is_collective_step(PlanStep::Op op) { return table_entry(kOps, op).collective; }
+
+const char* to_string(PlanStep::Op op) { return table_entry(kOps, op).name; }
+
+const char* to_string(PlanBuffer b) { return table_entry(kBufferNames, b); }
 
 CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
   TANDEM_REQUIRE(r.nranks >= 1 && r.rank >= 0 && r.rank < r.nranks,

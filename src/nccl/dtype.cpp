@@ -1,8 +1,6 @@
 #include "tandem/dtype.h"
 
-#include <algorithm>
-#include <iterator>
-
+#include "tandem/enum_table.h"
 #include "tandem/error.h"
 
 namespace tandem {
@@ -24,8 +22,6 @@ constexpr DTypeFacts kDTypes[] = {
     {DType::FP32, "fp32", "float", 4, ncclFloat32, CUDA_R_32F},
 };
 
-const DTypeFacts& facts_of(DType d) { return kDTypes[std::min<size_t>(size_t(d), std::size(kDTypes) - 1)]; }
-
 }  // namespace
 
 DType parse_dtype(const std::string& text) {
@@ -34,11 +30,11 @@ DType parse_dtype(const std::string& text) {
   TANDEM_THROW("unknown dtype '" + text + "'; accepted: bf16, fp16, fp32");
 }
 
-const char* to_string(DType d) { return facts_of(d).name; }
+const char* to_string(DType d) { return table_entry(kDTypes, d).name; }
 
-size_t dtype_size(DType d) { return facts_of(d).bytes; }
+size_t dtype_size(DType d) { return table_entry(kDTypes, d).bytes; }
 
-ncclDataType_t to_nccl(DType d) { return facts_of(d).nccl; }
+ncclDataType_t to_nccl(DType d) { return table_entry(kDTypes, d).nccl; }
 
 std::optional<DType> from_nccl(ncclDataType_t t) {
   for (const DTypeFacts& f : kDTypes)
@@ -46,7 +42,7 @@ std::optional<DType> from_nccl(ncclDataType_t t) {
   return std::nullopt;
 }
 
-cudaDataType_t to_cuda(DType d) { return facts_of(d).cuda; }
+cudaDataType_t to_cuda(DType d) { return table_entry(kDTypes, d).cuda; }
 
 size_t nccl_type_bytes(ncclDataType_t t) {
   switch (t) {
