@@ -1,7 +1,5 @@
 #include "tandem/collective.h"
 
-#include <iterator>
-
 #include "tandem/enum_table.h"
 
 namespace tandem {
@@ -17,7 +15,7 @@ constexpr CollectiveNames kNames[] = {
     {"all-reduce", "ncclAllReduce"}, {"reduce-scatter", "ncclReduceScatter"}, {"all-gather", "ncclAllGather"},
     {"all-to-all", "ncclAlltoAll"},  {"broadcast", "ncclBroadcast"},
 };
-static_assert(std::size(kNames) == kCollectiveCount, "one entry per Collective");
+static_assert(covers(kNames, Collective::Broadcast), "one entry per Collective");
 
 }  // namespace
 

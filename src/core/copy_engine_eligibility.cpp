@@ -2,22 +2,15 @@
 
 #include <iterator>
 
+#include "tandem/enum_table.h"
+
 namespace tandem {
 
 const char* to_string(Reduction r) {
-  switch (r) {
-    case Reduction::Sum:
-      return "sum";
-    case Reduction::Average:
-      return "average";
-    case Reduction::PreMulSum:
-      return "pre-multiplied sum";
-    case Reduction::PreDivSum:
-      return "pre-divided sum";
-    case Reduction::Unsupported:
-      break;
-  }
-  return "unsupported";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"sum", "average", "pre-multiplied sum", "pre-divided sum", "unsupported"};
+  static_assert(covers(kNames, Reduction::Unsupported), "one name per Reduction");
+  return table_entry(kNames, r);
 }
 
 namespace {

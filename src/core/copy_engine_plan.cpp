@@ -182,7 +182,9 @@ struct OpFacts {
 constexpr OpFacts kOps[] = {
     {"stage", false}, {"exchange", true}, {"sum", false}, {"all-gather", true}, {"scatter", true},
 };
+static_assert(covers(kOps, PlanStep::Op::Scatter), "one entry per PlanStep::Op");
 constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
+static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanBuffer");
 
 }  // namespace
 

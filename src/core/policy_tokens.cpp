@@ -5,6 +5,7 @@
 #include <charconv>
 #include <limits>
 
+#include "tandem/enum_table.h"
 #include "tandem/printable.h"
 #include "tandem/text.h"
 
@@ -440,27 +441,17 @@ std::string pytorch_refusal(const OverlapPolicy& policy) {
 }
 
 const char* to_string(LaunchOrder order) {
-  switch (order) {
-    case LaunchOrder::Sequential:
-      return "sequential";
-    case LaunchOrder::CommFirst:
-      return "comm-first";
-    case LaunchOrder::ComputeFirst:
-      break;
-  }
-  return "concurrent";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"sequential", "concurrent", "comm-first"};
+  static_assert(covers(kNames, LaunchOrder::CommFirst), "one name per LaunchOrder");
+  return table_entry(kNames, order);
 }
 
 const char* to_string(NcclCtaPolicy policy) {
-  switch (policy) {
-    case NcclCtaPolicy::Efficiency:
-      return "efficiency";
-    case NcclCtaPolicy::Zero:
-      return "zero";
-    case NcclCtaPolicy::Default:
-      break;
-  }
-  return "default";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"default", "efficiency", "zero"};
+  static_assert(covers(kNames, NcclCtaPolicy::Zero), "one name per NcclCtaPolicy");
+  return table_entry(kNames, policy);
 }
 
 bool OverlapPolicy::needs_own_communicator() const {

@@ -21,6 +21,7 @@ constexpr DTypeFacts kDTypes[] = {
     {DType::FP16, "fp16", "half", 2, ncclFloat16, CUDA_R_16F},
     {DType::FP32, "fp32", "float", 4, ncclFloat32, CUDA_R_32F},
 };
+static_assert(covers(kDTypes, DType::FP32), "one entry per DType");
 
 }  // namespace
 

@@ -11,4 +11,10 @@ const Entry& table_entry(const Entry (&table)[N], Enum e) {
   return table[std::min<size_t>(static_cast<size_t>(e), N - 1)];
 }
 
+// Whether the table has one entry per value of the enum whose last value is `last` (for a static_assert).
+template <class Entry, size_t N, class Enum>
+constexpr bool covers(const Entry (&)[N], Enum last) {
+  return N == static_cast<size_t>(last) + 1;
+}
+
 }  // namespace tandem
