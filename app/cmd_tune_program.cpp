@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 #include "tune_policy_file.h"
 #include "tune_program_cli.h"
 
@@ -82,12 +82,6 @@ std::string logs_folder(const std::string& given) {
   return absolute;
 }
 
-std::string value_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // How a run is measured, for the header and the policy file.
 std::string measure_text(const bench::ProgramTuneOptions& o) {
   return bench::from_timeline(o.objective) ? bench::describe(o.objective, o.step_range) : o.metric.describe();
@@ -101,14 +95,14 @@ std::vector<std::string> about_lines(const bench::ProgramTuneOptions& o, const b
                                     "measured by " + measure_text(o) +
                                         "; baseline (the program without tandem) "
                                         "median " +
-                                        value_text(stats[0].median) + " over " + std::to_string(result.rounds_done) +
+                                        number(stats[0].median) + " over " + std::to_string(result.rounds_done) +
                                         " rounds"};
   if (!finished)
     lines.push_back("UNFINISHED search: " + std::to_string(result.rounds_done) + " of " + std::to_string(o.rounds) +
                     " rounds done; the best so far, not yet confirmed by the remaining rounds");
   if (decision.winner) {
     const auto& w = stats[*decision.winner];
-    lines.push_back(w.policy + ": median " + value_text(w.median) + " (spread " + value_text(w.spread()) + "); " +
+    lines.push_back(w.policy + ": median " + number(w.median) + " (spread " + number(w.spread()) + "); " +
                     decision.reason);
   } else {
     lines.push_back(decision.reason);
@@ -185,7 +179,7 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
         "--rounds " + std::to_string(cli.rounds) + " is out of bounds: from 1 to " + std::to_string(kMaxRounds));
     if (shared.timeout_s)
       TANDEM_CHECK_INPUT(*shared.timeout_s > 0 && *shared.timeout_s <= kMaxTimeoutSeconds,
-                         "--timeout " + value_text(*shared.timeout_s) + " is out of bounds: above 0, at most 604800");
+                         "--timeout " + number(*shared.timeout_s) + " is out of bounds: above 0, at most 604800");
     if (!cli.metric.empty()) o.metric = bench::ProgramMetric(cli.metric, cli.higher_is_better);
     TANDEM_CHECK_INPUT(!cli.higher_is_better || !cli.metric.empty(),
                        "--metric-higher-is-better needs --metric (wall time is always lower-is-better)");
@@ -269,14 +263,14 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     std::string line = "round " + std::to_string(run.round) + "/" + std::to_string(o.rounds) + ", run " +
                        std::to_string(done) + "/" + std::to_string(runs_in_all) + ": " +
                        (run.candidate ? run.policy : "baseline") + " ";
-    line += run.value ? value_text(*run.value) : "disqualified: " + run.failure;
+    line += run.value ? number(*run.value) : "disqualified: " + run.failure;
     if (result.rounds_done > 0) {  // as the benchmark tune's lines: the best so far, over finished rounds
       const auto stats = bench::program_stats(o, result);
       const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
       line += decision.winner
-                  ? ", best so far " + stats[*decision.winner].policy + " " + value_text(stats[*decision.winner].median)
+                  ? ", best so far " + stats[*decision.winner].policy + " " + number(stats[*decision.winner].median)
                   : ", best so far the baseline";
-      line += " (baseline " + value_text(stats[0].median) + ")";
+      line += " (baseline " + number(stats[0].median) + ")";
     }
     line += ", ~" +
             bench::duration_text(elapsed / static_cast<double>(done) * static_cast<double>(runs_in_all - done)) +
