@@ -182,7 +182,7 @@ def nccl_comm(group=None):
     ``init_process_group(device_id=...)``) there is none, and this raises RuntimeError.
     ``ProcessGroupNCCL._comm_ptr()`` is private PyTorch API (present in 2.11).
     """
-    group = dist.group.WORLD if group is None else group
+    group = _group(group)
     backend = group._get_backend(torch.device("cuda"))
     comm_ptr = getattr(backend, "_comm_ptr", None)
     if comm_ptr is None:
