@@ -119,9 +119,9 @@ std::vector<ncclComm_t> PolicyCommunicators::owned() const {
   return out;
 }
 
+// An unhealthy close aborts each communicator (close_communicator).
 void PolicyCommunicators::abort() noexcept {
-  for (const auto& entry : owned_) abort_communicator(entry.second);
-  owned_.clear();
+  close(false);
   aborted_ = true;
 }
 
