@@ -18,8 +18,20 @@
 #include "tandem/gpu_catalog.h"
 #include "tandem/occupancy.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 
-namespace tandem::cli {
+namespace tandem {
+
+// Every field under its own name, for --json.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(DeviceLimits, name, arch, sm_count, warp_size, max_threads_per_sm,
+                                   max_threads_per_block, max_blocks_per_sm, regs_per_sm, max_regs_per_thread,
+                                   max_regs_per_block, reg_alloc_unit, reg_subpartitions, smem_per_sm,
+                                   max_smem_per_block, smem_reserved_per_block, smem_alloc_unit, max_cluster_size,
+                                   hbm_bandwidth_gbps)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelFootprint, name, threads_per_block, regs_per_thread, static_smem, dynamic_smem,
+                                   cluster_size)
+
+namespace cli {
 
 namespace {
 
@@ -107,35 +119,10 @@ void print_table(const std::vector<PlanLevel>& levels) {
   }
 }
 
-nlohmann::json footprint_json(const KernelFootprint& k) {
-  return {{"name", k.name},
-          {"threads_per_block", k.threads_per_block},
-          {"regs_per_thread", k.regs_per_thread},
-          {"static_smem", k.static_smem},
-          {"dynamic_smem", k.dynamic_smem},
-          {"cluster_size", k.cluster_size}};
-}
-
 nlohmann::json limits_json(const std::string& key, const DeviceLimits& g) {
-  return {{"key", key},
-          {"name", g.name},
-          {"arch", g.arch},
-          {"sm_count", g.sm_count},
-          {"warp_size", g.warp_size},
-          {"max_threads_per_sm", g.max_threads_per_sm},
-          {"max_threads_per_block", g.max_threads_per_block},
-          {"max_blocks_per_sm", g.max_blocks_per_sm},
-          {"regs_per_sm", g.regs_per_sm},
-          {"max_regs_per_thread", g.max_regs_per_thread},
-          {"max_regs_per_block", g.max_regs_per_block},
-          {"reg_alloc_unit", g.reg_alloc_unit},
-          {"reg_subpartitions", g.reg_subpartitions},
-          {"smem_per_sm", g.smem_per_sm},
-          {"max_smem_per_block", g.max_smem_per_block},
-          {"smem_reserved_per_block", g.smem_reserved_per_block},
-          {"smem_alloc_unit", g.smem_alloc_unit},
-          {"max_cluster_size", g.max_cluster_size},
-          {"hbm_bandwidth_gbps", g.hbm_bandwidth_gbps}};
+  nlohmann::json limits = g;
+  limits["key"] = key;
+  return limits;
 }
 
 void write_json(const std::string& path, const std::string& key, const DeviceLimits& gpu, const KernelFootprint& kernel,
@@ -154,9 +141,9 @@ void write_json(const std::string& path, const std::string& key, const DeviceLim
   }
   nlohmann::json out = {
       {"gpu", limits_json(key, gpu)},
-      {"kernel", footprint_json(kernel)},
+      {"kernel", kernel},
       {"natural", {{"blocks_per_sm", natural.blocks_per_sm}, {"limiter", to_string(natural.limiter)}}},
-      {"comm", footprint_json(comm)},
+      {"comm", comm},
       {"levels", levels_json},
       {"auto", chosen ? nlohmann::json{{"blocks_per_sm", chosen->blocks_per_sm}, {"dynamic_smem", chosen->dynamic_smem}}
                       : nlohmann::json(nullptr)}};
@@ -206,15 +193,7 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   auto opt = std::make_shared<PlanOptions>();
   CLI::App* plan = app.add_subcommand(
       "plan", "Plan shared-memory shaping for a kernel on a GPU from the occupancy model (no GPU needed)");
-  plan->add_option(
-          "--gpu", opt->gpu,
-          "GPU model: " +
-              [] {
-                std::string keys;
-                for (const auto& k : gpu_catalog_keys()) keys += (keys.empty() ? "" : "|") + k;
-                return keys;
-              }())
-      ->required();
+  plan->add_option("--gpu", opt->gpu, "GPU model: " + join(gpu_catalog_keys(), "|"))->required();
   plan->add_option("--kernel", opt->kernel, "compute kernel footprint: threads=N,regs=N[,smem=B][,dsmem=B][,cluster=N]")
       ->required();
   plan->add_option("--comm", opt->comm,
@@ -227,4 +206,5 @@ void add_plan_command(CLI::App& app, int& exit_code) {
   });
 }
 
-}  // namespace tandem::cli
+}  // namespace cli
+}  // namespace tandem

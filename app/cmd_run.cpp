@@ -53,7 +53,7 @@ int run(RunOptions options) {
   // A stats file left by an earlier run is kept until this run's replaces it (run_stats_check.h).
   const StatsFileWatch stats_watch(options.stats_file, options.log_level != "error");
   const RunTimeline timeline = checking_input([&] { return prepare_timeline(options); });
-  auto environment = child_environment(options, policy, library, std::getenv("LD_PRELOAD"));
+  auto environment = child_environment(options, library, std::getenv("LD_PRELOAD"));
   for (auto& change : timeline_environment(timeline, library, std::getenv(env::kNvtxInjection)))
     environment.push_back(std::move(change));
   if (options.log_level == "info" || options.log_level == "debug") print_environment(environment);

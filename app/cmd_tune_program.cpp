@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -23,6 +22,7 @@
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"
+#include "tandem/text.h"
 #include "tune_policy_file.h"
 #include "tune_program_cli.h"
 
@@ -82,12 +82,6 @@ std::string logs_folder(const std::string& given) {
   return absolute;
 }
 
-std::string value_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // How a run is measured, for the header and the policy file.
 std::string measure_text(const bench::ProgramTuneOptions& o) {
   return bench::from_timeline(o.objective) ? bench::describe(o.objective, o.step_range) : o.metric.describe();
@@ -101,14 +95,14 @@ std::vector<std::string> about_lines(const bench::ProgramTuneOptions& o, const b
                                     "measured by " + measure_text(o) +
                                         "; baseline (the program without tandem) "
                                         "median " +
-                                        value_text(stats[0].median) + " over " + std::to_string(result.rounds_done) +
+                                        number(stats[0].median) + " over " + std::to_string(result.rounds_done) +
                                         " rounds"};
   if (!finished)
     lines.push_back("UNFINISHED search: " + std::to_string(result.rounds_done) + " of " + std::to_string(o.rounds) +
                     " rounds done; the best so far, not yet confirmed by the remaining rounds");
   if (decision.winner) {
     const auto& w = stats[*decision.winner];
-    lines.push_back(w.policy + ": median " + value_text(w.median) + " (spread " + value_text(w.spread()) + "); " +
+    lines.push_back(w.policy + ": median " + number(w.median) + " (spread " + number(w.spread()) + "); " +
                     decision.reason);
   } else {
     lines.push_back(decision.reason);
@@ -124,6 +118,9 @@ OverlapPolicy chosen_policy(const std::vector<bench::PolicyStats>& stats, const 
 }  // namespace
 
 void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCli>& cli) {
+  // All in kGroup; the options added after these keep the group they had.
+  const std::string previous_group = cmd->option_defaults()->get_group();
+  cmd->option_defaults()->group(kGroup);
   cmd->add_option("--metric", cli->metric,
                   "Regular expression (an ECMAScript subset, docs/RUN.md) with one capture group around a decimal "
                   "number the program prints, e.g. '\"step_ms_median\": ([0-9.]+)'; a run's value is the median of "
@@ -131,37 +128,31 @@ void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCl
       ->default_str("the wall time of each run")
       ->check(CLI::Validator(
           [](const std::string& v) { return v.empty() ? "is empty: leave --metric out to measure wall time" : ""; }, "",
-          "not empty"))
-      ->group(kGroup);
+          "not empty"));
   cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
-                "The metric is a throughput: higher wins (default: lower wins)")
-      ->group(kGroup);
+                "The metric is a throughput: higher wins (default: lower wins)");
   cmd->add_option(
          "--objective", cli->objective,
          "What ranks the candidates: wall (each run's wall time), metric (--metric), step-time or exposed-comm "
          "(the slowest rank's step time or exposed communication from tandem run --timeline, median over the "
          "steps)")
       ->check(CLI::IsMember({"wall", "metric", "step-time", "exposed-comm"}))
-      ->default_str("metric with --metric, else wall")
-      ->group(kGroup);
+      ->default_str("metric with --metric, else wall");
   cmd->add_option("--step-range", cli->step_range,
                   "With --objective step-time or exposed-comm: the steps are the program's NVTX ranges matching this "
-                  "glob (default: the whole run is one step)")
-      ->group(kGroup);
+                  "glob (default: the whole run is one step)");
   cmd->add_option("--rounds", cli->rounds,
                   "Rounds, from 1 to " + std::to_string(kMaxRounds) +
                       "; each runs the baseline (the program without tandem), then every candidate in an order "
                       "rotated per round")
       ->capture_default_str()
-      ->check(decimal_number())
-      ->group(kGroup);
+      ->check(decimal_number());
   cmd->add_option("--candidates", cli->candidates, "Policies to try, comma-separated, each one `tandem run` applies")
-      ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings")
-      ->group(kGroup);
+      ->default_str("priority, shape:1..4 with and without priority, shape:auto+priority, NCCL CTA settings");
   cmd->add_option("--logs", cli->logs, "Folder for each run's output (created if missing)")
-      ->default_str("a new private folder under $TMPDIR, printed")
-      ->group(kGroup);
-  cmd->add_option("command", cli->command, "The program and its arguments, after --")->group(kGroup);
+      ->default_str("a new private folder under $TMPDIR, printed");
+  cmd->add_option("command", cli->command, "The program and its arguments, after --");
+  cmd->option_defaults()->group(previous_group);
 }
 
 void refuse_benchmark_options(const CLI::App& cmd) {
@@ -188,7 +179,7 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
         "--rounds " + std::to_string(cli.rounds) + " is out of bounds: from 1 to " + std::to_string(kMaxRounds));
     if (shared.timeout_s)
       TANDEM_CHECK_INPUT(*shared.timeout_s > 0 && *shared.timeout_s <= kMaxTimeoutSeconds,
-                         "--timeout " + value_text(*shared.timeout_s) + " is out of bounds: above 0, at most 604800");
+                         "--timeout " + number(*shared.timeout_s) + " is out of bounds: above 0, at most 604800");
     if (!cli.metric.empty()) o.metric = bench::ProgramMetric(cli.metric, cli.higher_is_better);
     TANDEM_CHECK_INPUT(!cli.higher_is_better || !cli.metric.empty(),
                        "--metric-higher-is-better needs --metric (wall time is always lower-is-better)");
@@ -272,14 +263,14 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     std::string line = "round " + std::to_string(run.round) + "/" + std::to_string(o.rounds) + ", run " +
                        std::to_string(done) + "/" + std::to_string(runs_in_all) + ": " +
                        (run.candidate ? run.policy : "baseline") + " ";
-    line += run.value ? value_text(*run.value) : "disqualified: " + run.failure;
+    line += run.value ? number(*run.value) : "disqualified: " + run.failure;
     if (result.rounds_done > 0) {  // as the benchmark tune's lines: the best so far, over finished rounds
       const auto stats = bench::program_stats(o, result);
       const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
       line += decision.winner
-                  ? ", best so far " + stats[*decision.winner].policy + " " + value_text(stats[*decision.winner].median)
+                  ? ", best so far " + stats[*decision.winner].policy + " " + number(stats[*decision.winner].median)
                   : ", best so far the baseline";
-      line += " (baseline " + value_text(stats[0].median) + ")";
+      line += " (baseline " + number(stats[0].median) + ")";
     }
     line += ", ~" +
             bench::duration_text(elapsed / static_cast<double>(done) * static_cast<double>(runs_in_all - done)) +
@@ -305,24 +296,22 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   // The files first, the report after: a file that cannot be written is the last line the user sees,
   // after the results, and no "wrote" line claims it.
   std::exception_ptr write_failure;
+  // Atomically: `tandem run --policy @FILE` in another job never reads half a policy. The files of
+  // an unfinished search are written as after each round: a failure is only a warning.
+  const auto write = [&](const std::string& path, const std::string& text) {
+    if (finished)
+      write_file_atomically(path, text);
+    else
+      write_quietly(path, text);
+  };
   try {
     if (result.rounds_done > 0) {
       const OverlapPolicy chosen = chosen_policy(stats, decision);
-      const std::string text = tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen);
-      // Atomically: `tandem run --policy @FILE` in another job never reads half a policy.
-      if (finished)
-        write_file_atomically(shared.policy_file, text);
-      else
-        write_quietly(shared.policy_file, text);
+      write(shared.policy_file, tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen));
       end.policy_file = shared.policy_file;
       end.chosen = to_string(chosen);
     }
-    if (!shared.json_path.empty()) {
-      if (finished)
-        write_file_atomically(shared.json_path, document(result, stats, decision, true));
-      else
-        write_quietly(shared.json_path, document(result, stats, decision, false));
-    }
+    if (!shared.json_path.empty()) write(shared.json_path, document(result, stats, decision, finished));
   } catch (...) {
     write_failure = std::current_exception();
   }

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include "process/child_process.h"
 #include "tandem/build_info.h"
@@ -14,7 +15,14 @@
 namespace tandem::cli {
 namespace {
 
-constexpr int kSignals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+// The signals reported, each with what it usually means.
+constexpr std::pair<int, const char*> kSignals[] = {
+    {SIGABRT, "SIGABRT (abort: a failed check in a library, or heap corruption)"},
+    {SIGSEGV, "SIGSEGV (invalid memory access)"},
+    {SIGBUS, "SIGBUS (bus error)"},
+    {SIGFPE, "SIGFPE (arithmetic error)"},
+    {SIGILL, "SIGILL (illegal instruction)"},
+};
 // Composed before any crash: the handler may only write(), not format or allocate.
 char header[256];
 size_t header_length = 0;
@@ -22,20 +30,9 @@ size_t header_length = 0;
 void write_all(const char* text, size_t length) { process::write_all(STDERR_FILENO, text, length); }
 
 const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGABRT:
-      return "SIGABRT (abort: a failed check in a library, or heap corruption)";
-    case SIGSEGV:
-      return "SIGSEGV (invalid memory access)";
-    case SIGBUS:
-      return "SIGBUS (bus error)";
-    case SIGFPE:
-      return "SIGFPE (arithmetic error)";
-    case SIGILL:
-      return "SIGILL (illegal instruction)";
-    default:
-      return "unexpected signal";
-  }
+  for (const auto& [number, name] : kSignals)
+    if (number == sig) return name;
+  return "unexpected signal";
 }
 
 void on_fatal_signal(int sig) {
@@ -59,7 +56,7 @@ void install_crash_report() {
   // backtrace() loads libgcc on first use, which allocates: do it now, not in the handler.
   void* frame[1];
   backtrace(frame, 1);
-  for (int sig : kSignals) std::signal(sig, on_fatal_signal);
+  for (const auto& [sig, name] : kSignals) std::signal(sig, on_fatal_signal);
 }
 
 }  // namespace tandem::cli

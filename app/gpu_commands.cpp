@@ -9,6 +9,7 @@
 #include "command_line.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
+#include "tandem/text.h"
 
 namespace tandem::cli {
 
@@ -42,9 +43,7 @@ const GpuCommands& gpu_commands() {
     loaded = commands;
     return *loaded;
   }
-  std::string where;
-  for (const auto& t : tried) where += (where.empty() ? "" : ", ") + t;
-  TANDEM_THROW("cannot find libtandem_gpu_commands.so (looked for " + where +
+  TANDEM_THROW("cannot find libtandem_gpu_commands.so (looked for " + join(tried, ", ") +
                "); build the tandem_gpu_commands target");
 }
 

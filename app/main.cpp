@@ -34,12 +34,6 @@ int output_written(int exit_code) {
   return exit_code;
 }
 
-bool has_subcommand(const CLI::App& app, const std::string& name) {
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-    if (sub->check_name(name)) return true;
-  return false;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -60,7 +54,8 @@ int main(int argc, char** argv) {
   tandem::cli::add_tune_command(app, exit_code);
   try {
     // CLI11 would take an unknown word for a missing subcommand ("A subcommand is required").
-    if (argc > 1 && argv[1][0] != '-' && !has_subcommand(app, argv[1]))
+    const auto named = [&](const CLI::App* sub) { return sub->check_name(argv[1]); };
+    if (argc > 1 && argv[1][0] != '-' && app.get_subcommands(named).empty())
       TANDEM_USER_ERROR("unknown subcommand " + tandem::quoted_value(argv[1]) +
                         ": expected bench, info, plan, run or tune (see --help)");
     app.parse(argc, argv);

@@ -107,10 +107,8 @@ OverlapPolicy policy_for_run(const std::string& text) {
   return policy;
 }
 
-// The policy is not read here any more (nccl-* tokens went through NCCL_* variables before the interposer
-// applied them itself); the parameter stays for the callers until the lead folds it away.
-std::vector<EnvChange> child_environment(const RunOptions& options, const OverlapPolicy& /*policy*/,
-                                         const std::string& library, const char* existing_ld_preload) {
+std::vector<EnvChange> child_environment(const RunOptions& options, const std::string& library,
+                                         const char* existing_ld_preload) {
   std::vector<EnvChange> changes;
   changes.emplace_back("LD_PRELOAD", prepend_preload(library, existing_ld_preload));
   changes.emplace_back(env::kPolicy, options.policy);
@@ -123,9 +121,7 @@ std::vector<EnvChange> child_environment(const RunOptions& options, const Overla
   changes.emplace_back(env::kExclude, optional_value(join(options.exclude, ",")));
   changes.emplace_back(env::kStatsFile, optional_value(options.stats_file));
   changes.emplace_back(env::kStatsEarlier, optional_value(earlier_stats_identity(options.stats_file)));
-  // nccl-* tokens are applied by the interposer when the program creates a communicator
-  // (preload/nccl_hooks.cpp), through ncclConfig_t: no NCCL_* variable is set, since NCCL lets its
-  // variables override the configuration and a user's own variables must keep that last word.
+  // No NCCL_* variable: run_environment.h says why.
   return changes;
 }
 

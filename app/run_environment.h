@@ -40,7 +40,7 @@ std::string locate_preload_library();
 OverlapPolicy policy_for_run(const std::string& text);
 
 // `existing_ld_preload` is the parent's LD_PRELOAD (nullptr if unset).
-std::vector<EnvChange> child_environment(const RunOptions&, const OverlapPolicy&, const std::string& library,
+std::vector<EnvChange> child_environment(const RunOptions&, const std::string& library,
                                          const char* existing_ld_preload);
 
 // "--stats out.json" given relative: made absolute now, since the program may change directory.

@@ -138,8 +138,7 @@ NB_MODULE(_cuda, m) {
             call.root = root;
             call.stream = stream_of(stream);
             const tandem::RouteOutcome outcome = r.get().check(call);
-            if (outcome != tandem::RouteOutcome::CopyEngine) return std::string(tandem::to_string(outcome));
-            r.get().run(call);
+            if (outcome == tandem::RouteOutcome::CopyEngine) r.get().run(call);
             return std::string(tandem::to_string(outcome));
           },
           nb::arg("kind"), nb::arg("send"), nb::arg("recv"), nb::arg("count"), nb::arg("dtype"), nb::arg("stream"),

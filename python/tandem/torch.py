@@ -182,7 +182,7 @@ def nccl_comm(group=None):
     ``init_process_group(device_id=...)``) there is none, and this raises RuntimeError.
     ``ProcessGroupNCCL._comm_ptr()`` is private PyTorch API (present in 2.11).
     """
-    group = dist.group.WORLD if group is None else group
+    group = _group(group)
     backend = group._get_backend(torch.device("cuda"))
     comm_ptr = getattr(backend, "_comm_ptr", None)
     if comm_ptr is None:
@@ -572,11 +572,8 @@ class CopyEngineReduceScatter(_ReduceScatter):
 
     def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
         reduction = _route_reduction(op, input_tensor.dtype)
-        if reduction is None:
-            reason = f"reduction {op}"
-            _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
-        elif output_tensor.dtype != input_tensor.dtype:
-            reason = "input and output of different dtypes"
+        if reduction is None or output_tensor.dtype != input_tensor.dtype:
+            reason = f"reduction {op}" if reduction is None else "input and output of different dtypes"
             _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
         else:
             reason = _run_on_route("fsdp_reduce_scatter", "reduce_scatter", group, input_tensor, output_tensor,

@@ -1,38 +1,27 @@
 #include "tandem/collective.h"
 
+#include "tandem/enum_table.h"
+
 namespace tandem {
 
-const char* to_string(Collective c) {
-  switch (c) {
-    case Collective::AllReduce:
-      return "all-reduce";
-    case Collective::ReduceScatter:
-      return "reduce-scatter";
-    case Collective::AllGather:
-      return "all-gather";
-    case Collective::AllToAll:
-      return "all-to-all";
-    case Collective::Broadcast:
-      break;
-  }
-  return "broadcast";
-}
+namespace {
 
-const char* nccl_function(Collective c) {
-  switch (c) {
-    case Collective::AllReduce:
-      return "ncclAllReduce";
-    case Collective::ReduceScatter:
-      return "ncclReduceScatter";
-    case Collective::AllGather:
-      return "ncclAllGather";
-    case Collective::AllToAll:
-      return "ncclAlltoAll";
-    case Collective::Broadcast:
-      break;
-  }
-  return "ncclBroadcast";
-}
+// Each collective's names, in the enum's order.
+struct CollectiveNames {
+  const char* ours;
+  const char* nccl;
+};
+constexpr CollectiveNames kNames[] = {
+    {"all-reduce", "ncclAllReduce"}, {"reduce-scatter", "ncclReduceScatter"}, {"all-gather", "ncclAllGather"},
+    {"all-to-all", "ncclAlltoAll"},  {"broadcast", "ncclBroadcast"},
+};
+static_assert(covers(kNames, Collective::Broadcast), "one entry per Collective");
+
+}  // namespace
+
+const char* to_string(Collective c) { return table_entry(kNames, c).ours; }
+
+const char* nccl_function(Collective c) { return table_entry(kNames, c).nccl; }
 
 std::optional<Collective> parse_collective(std::string_view name) {
   for (Collective c : kCollectives) {

@@ -1,90 +1,55 @@
 #include "tandem/copy_engine_eligibility.h"
 
+#include <iterator>
+
+#include "tandem/enum_table.h"
+
 namespace tandem {
 
 const char* to_string(Reduction r) {
-  switch (r) {
-    case Reduction::Sum:
-      return "sum";
-    case Reduction::Average:
-      return "average";
-    case Reduction::PreMulSum:
-      return "pre-multiplied sum";
-    case Reduction::PreDivSum:
-      return "pre-divided sum";
-    case Reduction::Unsupported:
-      break;
-  }
-  return "unsupported";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"sum", "average", "pre-multiplied sum", "pre-divided sum", "unsupported"};
+  static_assert(covers(kNames, Reduction::Unsupported), "one name per Reduction");
+  return table_entry(kNames, r);
 }
 
-const char* to_string(RouteOutcome outcome) {
-  switch (outcome) {
-    case RouteOutcome::CopyEngine:
-      return "copy-engine";
-    case RouteOutcome::NotRequested:
-      return "not-requested";
-    case RouteOutcome::UnknownCommunicator:
-      return "unknown-communicator";
-    case RouteOutcome::OpNotSupported:
-      return "op-not-supported";
-    case RouteOutcome::NoSumKernel:
-      return "no-sum-kernel";
-    case RouteOutcome::UnknownType:
-      return "unknown-type";
-    case RouteOutcome::Empty:
-      return "empty";
-    case RouteOutcome::InPlaceAllToAll:
-      return "in-place-all-to-all";
-    case RouteOutcome::RootOutOfRange:
-      return "root-out-of-range";
-    case RouteOutcome::CaptureNotReady:
-      return "capture-not-ready";
-    case RouteOutcome::SeveralDevicesGroup:
-      return "several-devices-group";
-    case RouteOutcome::RouteUnavailable:
-      return "route-unavailable";
-    case RouteOutcome::RouteFailed:
-      return "route-failed";
-    case RouteOutcome::kCount:
-      break;
-  }
-  return "unknown";
+namespace {
+
+// Each outcome's token and its explanation, in the enum's order.
+struct OutcomeText {
+  const char* token;
+  const char* explanation;
+};
+constexpr OutcomeText kOutcomeTexts[] = {
+    {"copy-engine", "taken by tandem's copy-engine collective"},
+    {"not-requested", "the policy has no copy-engine"},
+    {"unknown-communicator", "the communicator's size is not known"},
+    {"op-not-supported", "the route computes sums, averages and pre-multiplied sums only"},
+    {"no-sum-kernel", "the route adds bf16, fp16 and fp32 only"},
+    {"unknown-type", "the data type's size is not known"},
+    {"empty", "an empty collective has nothing to move"},
+    {"in-place-all-to-all", "an in-place all-to-all is left to NCCL's own rules"},
+    {"root-out-of-range", "a broadcast from a rank outside the communicator is left to NCCL, which reports it"},
+    {"capture-not-ready",
+     "captured into a CUDA graph before the route was set up (run the step once before capturing it)"},
+    {"several-devices-group",
+     "one thread's NCCL group drives ranks on several devices, which the route would run one by one"},
+    {"route-unavailable", "the copy-engine route is not available in this process"},
+    {"route-failed", "the copy-engine route failed earlier on this communicator"},
+};
+static_assert(std::size(kOutcomeTexts) == kRouteOutcomeCount, "one text per RouteOutcome");
+
+const OutcomeText& text_of(RouteOutcome outcome) {
+  static constexpr OutcomeText kUnknown = {"unknown", "unknown"};
+  const auto index = static_cast<size_t>(outcome);
+  return index < std::size(kOutcomeTexts) ? kOutcomeTexts[index] : kUnknown;
 }
 
-const char* explain(RouteOutcome outcome) {
-  switch (outcome) {
-    case RouteOutcome::CopyEngine:
-      return "taken by tandem's copy-engine collective";
-    case RouteOutcome::NotRequested:
-      return "the policy has no copy-engine";
-    case RouteOutcome::UnknownCommunicator:
-      return "the communicator's size is not known";
-    case RouteOutcome::OpNotSupported:
-      return "the route computes sums, averages and pre-multiplied sums only";
-    case RouteOutcome::NoSumKernel:
-      return "the route adds bf16, fp16 and fp32 only";
-    case RouteOutcome::UnknownType:
-      return "the data type's size is not known";
-    case RouteOutcome::Empty:
-      return "an empty collective has nothing to move";
-    case RouteOutcome::InPlaceAllToAll:
-      return "an in-place all-to-all is left to NCCL's own rules";
-    case RouteOutcome::RootOutOfRange:
-      return "a broadcast from a rank outside the communicator is left to NCCL, which reports it";
-    case RouteOutcome::CaptureNotReady:
-      return "captured into a CUDA graph before the route was set up (run the step once before capturing it)";
-    case RouteOutcome::SeveralDevicesGroup:
-      return "one thread's NCCL group drives ranks on several devices, which the route would run one by one";
-    case RouteOutcome::RouteUnavailable:
-      return "the copy-engine route is not available in this process";
-    case RouteOutcome::RouteFailed:
-      return "the copy-engine route failed earlier on this communicator";
-    case RouteOutcome::kCount:
-      break;
-  }
-  return "unknown";
-}
+}  // namespace
+
+const char* to_string(RouteOutcome outcome) { return text_of(outcome).token; }
+
+const char* explain(RouteOutcome outcome) { return text_of(outcome).explanation; }
 
 RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   if (!facts.requested) return RouteOutcome::NotRequested;

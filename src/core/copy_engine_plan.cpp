@@ -1,5 +1,6 @@
 #include "tandem/copy_engine_plan.h"
 
+#include "tandem/enum_table.h"
 #include "tandem/error.h"
 
 namespace tandem {
@@ -13,53 +14,21 @@ size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
 PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
 
-PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) {
-  PlanStep s;
-  s.op = PlanStep::Op::Stage;
-  s.from = from;
-  s.to = to;
-  s.elements = elements;
-  return s;
-}
+// PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root.
+PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Stage, from, to, {}, elements}; }
 
 PlanStep exchange(PlanAt from, uint64_t stride, PlanAt to, uint64_t elements, bool own_chunk_copied) {
-  PlanStep s;
-  s.op = PlanStep::Op::Exchange;
-  s.from = from;
-  s.stride = stride;
-  s.to = to;
-  s.elements = elements;
-  s.own_chunk_copied = own_chunk_copied;
-  return s;
+  return {PlanStep::Op::Exchange, from, to, {}, elements, stride, -1, own_chunk_copied};
 }
 
 PlanStep sum(PlanAt chunks, PlanAt own, int own_index, PlanAt to, uint64_t elements) {
-  PlanStep s;
-  s.op = PlanStep::Op::Sum;
-  s.from = chunks;
-  s.own = own;
-  s.own_index = own_index;
-  s.to = to;
-  s.elements = elements;
-  return s;
+  return {PlanStep::Op::Sum, chunks, to, own, elements, 0, own_index};
 }
 
-PlanStep all_gather(PlanAt buffer, uint64_t elements) {
-  PlanStep s;
-  s.op = PlanStep::Op::AllGather;
-  s.to = buffer;
-  s.elements = elements;
-  return s;
-}
+PlanStep all_gather(PlanAt buffer, uint64_t elements) { return {PlanStep::Op::AllGather, {}, buffer, {}, elements}; }
 
 PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
-  PlanStep s;
-  s.op = PlanStep::Op::Scatter;
-  s.from = from;
-  s.to = to;
-  s.elements = elements;
-  s.root = root;
-  return s;
+  return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
 }
 
 PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
@@ -203,50 +172,27 @@ CopyEnginePlan plan_broadcast(const PlanRequest& r) {
 
 }  // namespace
 
-bool is_collective_step(PlanStep::Op op) {
-  switch (op) {
-    case PlanStep::Op::Exchange:
-    case PlanStep::Op::AllGather:
-    case PlanStep::Op::Scatter:
-      return true;
-    case PlanStep::Op::Stage:
-    case PlanStep::Op::Sum:
-      break;
-  }
-  return false;
-}
+namespace {
 
-const char* to_string(PlanBuffer b) {
-  switch (b) {
-    case PlanBuffer::Send:
-      return "send";
-    case PlanBuffer::Recv:
-      return "recv";
-    case PlanBuffer::PoolInput:
-      return "pool-input";
-    case PlanBuffer::PoolOutput:
-      return "pool-output";
-    case PlanBuffer::PoolScratch:
-      break;
-  }
-  return "pool-scratch";
-}
+// Each step's name and whether every rank makes it alike, in PlanStep::Op's order.
+struct OpFacts {
+  const char* name;
+  bool collective;
+};
+constexpr OpFacts kOps[] = {
+    {"stage", false}, {"exchange", true}, {"sum", false}, {"all-gather", true}, {"scatter", true},
+};
+static_assert(covers(kOps, PlanStep::Op::Scatter), "one entry per PlanStep::Op");
+constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
+static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanBuffer");
 
-const char* to_string(PlanStep::Op op) {
-  switch (op) {
-    case PlanStep::Op::Stage:
-      return "stage";
-    case PlanStep::Op::Exchange:
-      return "exchange";
-    case PlanStep::Op::Sum:
-      return "sum";
-    case PlanStep::Op::AllGather:
-      return "all-gather";
-    case PlanStep::Op::Scatter:
-      break;
-  }
-  return "scatter";
-}
+}  // namespace
+
+bool is_collective_step(PlanStep::Op op) { return table_entry(kOps, op).collective; }
+
+const char* to_string(PlanStep::Op op) { return table_entry(kOps, op).name; }
+
+const char* to_string(PlanBuffer b) { return table_entry(kBufferNames, b); }
 
 CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
   TANDEM_REQUIRE(r.nranks >= 1 && r.rank >= 0 && r.rank < r.nranks,

@@ -1,5 +1,6 @@
 #include "tandem/footprint_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstdint>
@@ -19,10 +20,8 @@ constexpr const char* kAcceptedKeys = "threads, regs, smem, dsmem, cluster, name
 constexpr int64_t kMaxValue = int64_t{1} << 40;
 
 bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
-  return true;
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                    [](unsigned char x, unsigned char y) { return std::tolower(x) == std::tolower(y); });
 }
 
 // A non-negative integer, optionally followed by a binary size suffix (B, KiB, MiB) when `sizes`.

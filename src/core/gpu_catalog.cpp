@@ -13,6 +13,7 @@
 #include <cctype>
 
 #include "tandem/error.h"
+#include "tandem/text.h"
 
 namespace tandem {
 
@@ -23,56 +24,41 @@ struct CatalogEntry {
   DeviceLimits limits;
 };
 
-// Shared by every sm80+ NVIDIA GPU listed: 64 K registers per SM and per block, 255 per thread,
-// 1024 threads per block, 128-byte shared memory allocation unit with 1 KiB reserved per block.
-DeviceLimits nvidia_base(std::string name, std::string arch) {
+// What differs between the NVIDIA architectures listed.
+struct NvidiaArch {
+  const char* arch;
+  int max_threads_per_sm;
+  int max_blocks_per_sm;
+  int64_t smem_per_sm;         // the largest carveout
+  int64_t max_smem_per_block;  // opt-in
+  int max_cluster_size;        // portable limit (0: none; thread block clusters arrived with sm90)
+};
+constexpr NvidiaArch kAmpereGa102 = {"sm_86", 1536, 16, 100 * 1024, 99 * 1024, 0};   // 102400, 101376
+constexpr NvidiaArch kAmpereGa100 = {"sm_80", 2048, 32, 164 * 1024, 163 * 1024, 0};  // 167936, 166912
+// Clusters of 8 are the portable limit; 16 needs the non-portable opt-in.
+constexpr NvidiaArch kHopper = {"sm_90", 2048, 32, 228 * 1024, 227 * 1024, 8};  // 233472, 232448
+
+// The rest is shared by every sm80+ NVIDIA GPU listed: 64 K registers per SM and per block, 255 per
+// thread, 1024 threads per block, 128-byte shared memory allocation unit with 1 KiB reserved per block.
+DeviceLimits nvidia(std::string name, const NvidiaArch& a, int sm_count, double hbm_gbps) {
   DeviceLimits d;
   d.name = std::move(name);
-  d.arch = std::move(arch);
+  d.arch = a.arch;
+  d.sm_count = sm_count;
   d.warp_size = 32;
+  d.max_threads_per_sm = a.max_threads_per_sm;
   d.max_threads_per_block = 1024;
+  d.max_blocks_per_sm = a.max_blocks_per_sm;
   d.regs_per_sm = 65536;
   d.max_regs_per_thread = 255;
   d.max_regs_per_block = 65536;
   d.reg_alloc_unit = 256;
   d.reg_subpartitions = 4;
+  d.smem_per_sm = a.smem_per_sm;
+  d.max_smem_per_block = a.max_smem_per_block;
   d.smem_reserved_per_block = 1024;
   d.smem_alloc_unit = 128;
-  return d;
-}
-
-DeviceLimits ampere_ga102(std::string name, int sm_count, double hbm_gbps) {
-  DeviceLimits d = nvidia_base(std::move(name), "sm_86");
-  d.sm_count = sm_count;
-  d.max_threads_per_sm = 1536;
-  d.max_blocks_per_sm = 16;
-  d.smem_per_sm = 100 * 1024;        // 102400
-  d.max_smem_per_block = 99 * 1024;  // 101376
-  d.max_cluster_size = 0;            // thread block clusters arrived with sm90
-  d.hbm_bandwidth_gbps = hbm_gbps;
-  return d;
-}
-
-DeviceLimits ampere_ga100(std::string name, int sm_count, double hbm_gbps) {
-  DeviceLimits d = nvidia_base(std::move(name), "sm_80");
-  d.sm_count = sm_count;
-  d.max_threads_per_sm = 2048;
-  d.max_blocks_per_sm = 32;
-  d.smem_per_sm = 164 * 1024;         // 167936
-  d.max_smem_per_block = 163 * 1024;  // 166912
-  d.max_cluster_size = 0;
-  d.hbm_bandwidth_gbps = hbm_gbps;
-  return d;
-}
-
-DeviceLimits hopper(std::string name, int sm_count, double hbm_gbps) {
-  DeviceLimits d = nvidia_base(std::move(name), "sm_90");
-  d.sm_count = sm_count;
-  d.max_threads_per_sm = 2048;
-  d.max_blocks_per_sm = 32;
-  d.smem_per_sm = 228 * 1024;         // 233472
-  d.max_smem_per_block = 227 * 1024;  // 232448
-  d.max_cluster_size = 8;             // portable limit; 16 needs the non-portable opt-in
+  d.max_cluster_size = a.max_cluster_size;
   d.hbm_bandwidth_gbps = hbm_gbps;
   return d;
 }
@@ -115,10 +101,10 @@ DeviceLimits mi250x_gcd() {
 
 const std::vector<CatalogEntry>& entries() {
   static const std::vector<CatalogEntry> table = {
-      {"a40", ampere_ga102("NVIDIA A40", 84, 696)},
-      {"a100", ampere_ga100("NVIDIA A100-SXM4-80GB", 108, 2039)},
-      {"h100", hopper("NVIDIA H100 80GB HBM3", 132, 3350)},
-      {"h200", hopper("NVIDIA H200", 132, 4800)},
+      {"a40", nvidia("NVIDIA A40", kAmpereGa102, 84, 696)},
+      {"a100", nvidia("NVIDIA A100-SXM4-80GB", kAmpereGa100, 108, 2039)},
+      {"h100", nvidia("NVIDIA H100 80GB HBM3", kHopper, 132, 3350)},
+      {"h200", nvidia("NVIDIA H200", kHopper, 132, 4800)},
       {"mi250x", mi250x_gcd()},
   };
   return table;
@@ -152,9 +138,7 @@ const DeviceLimits& gpu_limits(const std::string& key) {
   for (size_t i = 0; i < table.size(); ++i) {
     if (wanted == table[i].key || wanted == lower(table[i].limits.name)) return gpu_catalog()[i];
   }
-  std::string known;
-  for (const auto& e : table) known += (known.empty() ? "" : ", ") + e.key;
-  TANDEM_THROW("unknown GPU '" + key + "'; known: " + known);
+  TANDEM_THROW("unknown GPU '" + key + "'; known: " + join(gpu_catalog_keys(), ", "));
 }
 
 KernelFootprint typical_nccl_footprint(const DeviceLimits& d) {

@@ -21,24 +21,16 @@
 #include <climits>
 #include <vector>
 
+#include "tandem/enum_table.h"
 #include "tandem/error.h"
 
 namespace tandem {
 
 const char* to_string(Limiter limiter) {
-  switch (limiter) {
-    case Limiter::Threads:
-      return "threads";
-    case Limiter::Blocks:
-      return "blocks";
-    case Limiter::Registers:
-      return "registers";
-    case Limiter::SharedMemory:
-      return "shared-memory";
-    case Limiter::None:
-      return "none";
-  }
-  return "unknown";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"threads", "blocks", "registers", "shared-memory", "none"};
+  static_assert(covers(kNames, Limiter::None), "one name per Limiter");
+  return table_entry(kNames, limiter);
 }
 
 namespace {

@@ -101,10 +101,7 @@ RankFigures account(const RankRecord& record) {
 
   std::vector<StepRange> steps = record.steps;
   for (StepRange& s : steps) s.start_ns += offset, s.end_ns += offset;
-  if (steps.empty() && !all.empty()) {
-    StepRange run{"run", starts.front(), ends.back()};
-    steps.push_back(run);
-  }
+  if (steps.empty() && !all.empty()) steps.push_back({"run", starts.front(), ends.back()});
   std::stable_sort(steps.begin(), steps.end(),
                    [](const StepRange& a, const StepRange& b) { return a.start_ns < b.start_ns; });
 

@@ -25,9 +25,6 @@ struct SyntaxError {
 
 [[noreturn]] void fail(std::string message) { throw SyntaxError{std::move(message)}; }
 
-// A user's text, quoted, printable and cut (tandem/printable.h): a policy may come from anywhere.
-std::string in_quotes(std::string_view text) { return quoted_value(text); }
-
 std::string with_accepted_list(const std::string& message) {
   // Listed at the end of every syntax error, so a user who mistyped one token sees every form at once.
   return message + "; accepted: " + accepted_policy_tokens();
@@ -57,8 +54,8 @@ struct TokenSite {
 };
 
 [[noreturn]] void fail_invalid(const TokenSite& site, const std::string& why) {
-  fail(
-      with_accepted_list("invalid policy token " + in_quotes(site.token) + " in " + in_quotes(site.text) + ": " + why));
+  fail(with_accepted_list("invalid policy token " + quoted_value(site.token) + " in " + quoted_value(site.text) + ": " +
+                          why));
 }
 
 // A token that was applied, remembered to report duplicates and conflicts by the user's own text.
@@ -79,19 +76,20 @@ void apply_token(std::string_view token, std::string_view text, std::vector<Appl
   const size_t colon = token.find(':');
   const std::string_view keyword = token.substr(0, colon);
   const PolicyToken* control = find_policy_token(keyword);
-  if (!control) fail(with_accepted_list("unknown policy token " + in_quotes(token) + " in " + in_quotes(text)));
+  if (!control) fail(with_accepted_list("unknown policy token " + quoted_value(token) + " in " + quoted_value(text)));
 
   const bool has_value = colon != std::string_view::npos;
-  if (control->takes_value() && !has_value) fail_invalid(site, in_quotes(keyword) + " needs a value after ':'");
-  if (!control->takes_value() && has_value) fail_invalid(site, in_quotes(keyword) + " takes no value");
+  if (control->takes_value() && !has_value) fail_invalid(site, quoted_value(keyword) + " needs a value after ':'");
+  if (!control->takes_value() && has_value) fail_invalid(site, quoted_value(keyword) + " takes no value");
   const std::string_view value = has_value ? token.substr(colon + 1) : std::string_view{};
-  if (control->takes_value() && value.empty()) fail_invalid(site, in_quotes(keyword) + " needs a value after ':'");
+  if (control->takes_value() && value.empty()) fail_invalid(site, quoted_value(keyword) + " needs a value after ':'");
 
   if (const AppliedToken* earlier = find_applied(applied, keyword)) {
     std::string why = "each control may appear at most once";
     if (earlier->token != token)
-      why = in_quotes(keyword) + " is already set by " + in_quotes(earlier->token) + "; " + why;
-    fail(with_accepted_list("duplicate policy token " + in_quotes(token) + " in " + in_quotes(text) + ": " + why));
+      why = quoted_value(keyword) + " is already set by " + quoted_value(earlier->token) + "; " + why;
+    fail(
+        with_accepted_list("duplicate policy token " + quoted_value(token) + " in " + quoted_value(text) + ": " + why));
   }
   try {
     control->parse(value, policy);
@@ -106,12 +104,12 @@ void check_combination(const std::vector<AppliedToken>& applied, std::string_vie
   if (find_applied(applied, "sequential")) {
     for (const AppliedToken& entry : applied)
       if (entry.keyword != "sequential")
-        fail(with_accepted_list("policy token " + in_quotes(entry.token) + " cannot combine with 'sequential' in " +
-                                in_quotes(text) +
+        fail(with_accepted_list("policy token " + quoted_value(entry.token) + " cannot combine with 'sequential' in " +
+                                quoted_value(text) +
                                 ": sequential runs compute and collective on one stream, so no other control applies"));
   }
   if (find_applied(applied, "concurrent") && find_applied(applied, "comm-first"))
-    fail(with_accepted_list("policy token 'comm-first' cannot combine with 'concurrent' in " + in_quotes(text) +
+    fail(with_accepted_list("policy token 'comm-first' cannot combine with 'concurrent' in " + quoted_value(text) +
                             ": both are launch orders (concurrent enqueues compute first); give one"));
 }
 
@@ -121,7 +119,7 @@ OverlapPolicy parse_tokens(std::string_view text) {
   for (std::string_view raw : split(text, '+')) {
     const std::string_view token = trim(raw);
     if (token.empty())
-      fail(with_accepted_list("empty policy token '' in " + in_quotes(text) + ": '+' must join two tokens"));
+      fail(with_accepted_list("empty policy token '' in " + quoted_value(text) + ": '+' must join two tokens"));
     apply_token(token, text, applied, policy);
   }
   check_combination(applied, text);
@@ -142,10 +140,11 @@ constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 // The file's text, read once and bounded: a FIFO, a device or a folder is refused, never waited on.
 std::string policy_file_text(const std::string& path) {
   struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) fail("cannot open policy file " + in_quotes(path) + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) fail("policy file " + in_quotes(path) + " is a directory");
+  if (::stat(path.c_str(), &st) != 0)
+    fail("cannot open policy file " + quoted_value(path) + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) fail("policy file " + quoted_value(path) + " is a directory");
   if (!S_ISREG(st.st_mode))
-    fail("policy file " + in_quotes(path) + " is not a regular file (a FIFO, socket or device)");
+    fail("policy file " + quoted_value(path) + " is not a regular file (a FIFO, socket or device)");
   std::string text;
   try {
     text = read_small_regular_file(path, kMaxPolicyFileBytes);
@@ -172,48 +171,48 @@ OverlapPolicy read_policy_file(const std::string& path) {
     if (content.empty()) continue;
     // One policy per file: a second line is more likely a mistake than something to ignore.
     if (policy_line_number != 0)
-      fail("policy file " + in_quotes(path) + " line " + std::to_string(number) + " holds a second policy " +
-           in_quotes(content) + " after line " + std::to_string(policy_line_number) +
+      fail("policy file " + quoted_value(path) + " line " + std::to_string(number) + " holds a second policy " +
+           quoted_value(content) + " after line " + std::to_string(policy_line_number) +
            "; a policy file holds one policy (list several with ',')");
     policy_line = std::string(content);
     policy_line_number = number;
   }
   if (policy_line_number == 0)
-    fail("policy file " + in_quotes(path) +
+    fail("policy file " + quoted_value(path) +
          " holds no policy: every line is blank or a '#' comment (expected one line such as "
          "'shape:3+priority')");
   if (policy_line[0] == '{' || policy_line[0] == '[')
-    fail("policy file " + in_quotes(path) +
+    fail("policy file " + quoted_value(path) +
          " looks like JSON; a policy file is plain text: '#' comment lines and one policy line "
          "such as "
          "'shape:3+priority'");
   if (policy_line[0] == '@')
-    fail("policy file " + in_quotes(path) + " line " + std::to_string(policy_line_number) + " refers to " +
-         in_quotes(policy_line) + "; a policy file must hold a policy, not another file name");
+    fail("policy file " + quoted_value(path) + " line " + std::to_string(policy_line_number) + " refers to " +
+         quoted_value(policy_line) + "; a policy file must hold a policy, not another file name");
   try {
     return parse_one_policy(policy_line);
   } catch (const SyntaxError& error) {
-    fail("policy file " + in_quotes(path) + " line " + std::to_string(policy_line_number) + ": " + error.message);
+    fail("policy file " + quoted_value(path) + " line " + std::to_string(policy_line_number) + ": " + error.message);
   }
 }
 
 OverlapPolicy parse_one_policy(std::string_view text) {
   const std::string_view trimmed = trim(text);
-  if (trimmed.empty()) fail(with_accepted_list("empty policy text " + in_quotes(text)));
+  if (trimmed.empty()) fail(with_accepted_list("empty policy text " + quoted_value(text)));
   if (trimmed.front() == '@') return read_policy_file(std::string(trim(trimmed.substr(1))));
   if (trimmed.find(',') != std::string_view::npos)
-    fail(with_accepted_list("policy text " + in_quotes(trimmed) +
+    fail(with_accepted_list("policy text " + quoted_value(trimmed) +
                             " holds a ',', which separates policies in a list; give one policy here"));
   return parse_tokens(trimmed);
 }
 
 std::vector<OverlapPolicy> parse_list(std::string_view text) {
   const std::string_view trimmed = trim(text);
-  if (trimmed.empty()) fail(with_accepted_list("empty policy list " + in_quotes(text)));
+  if (trimmed.empty()) fail(with_accepted_list("empty policy list " + quoted_value(text)));
   std::vector<OverlapPolicy> policies;
   const std::vector<std::string_view> items = split(trimmed, ',');
   for (size_t index = 0; index < items.size(); ++index) {
-    const std::string item_label = "policy list item " + std::to_string(index + 1) + " of " + in_quotes(trimmed);
+    const std::string item_label = "policy list item " + std::to_string(index + 1) + " of " + quoted_value(trimmed);
     const std::string_view item = trim(items[index]);
     if (item.empty()) fail(with_accepted_list(item_label + " is empty: ',' must separate two policies"));
     try {
@@ -223,6 +222,16 @@ std::vector<OverlapPolicy> parse_list(std::string_view text) {
     }
   }
   return policies;
+}
+
+// The public entry points' errors: a SyntaxError becomes one tandem::Error.
+template <class Parse>
+auto as_error(Parse&& parse) -> decltype(parse()) {
+  try {
+    return parse();
+  } catch (const SyntaxError& error) {
+    TANDEM_THROW(error.message);
+  }
 }
 
 }  // namespace
@@ -250,27 +259,15 @@ bool OverlapPolicy::operator==(const OverlapPolicy& other) const {
 }
 
 OverlapPolicy parse_policy(std::string_view text) {
-  try {
-    return parse_one_policy(text);
-  } catch (const SyntaxError& error) {
-    TANDEM_THROW(error.message);
-  }
+  return as_error([&] { return parse_one_policy(text); });
 }
 
 std::vector<OverlapPolicy> parse_policy_list(std::string_view text) {
-  try {
-    return parse_list(text);
-  } catch (const SyntaxError& error) {
-    TANDEM_THROW(error.message);
-  }
+  return as_error([&] { return parse_list(text); });
 }
 
 OverlapPolicy load_policy_file(const std::string& path) {
-  try {
-    return read_policy_file(path);
-  } catch (const SyntaxError& error) {
-    TANDEM_THROW(error.message);
-  }
+  return as_error([&] { return read_policy_file(path); });
 }
 
 std::optional<SmTarget> sm_target_on(const OverlapPolicy& policy, int device_sms) {

@@ -5,7 +5,9 @@
 #include <charconv>
 #include <limits>
 
+#include "tandem/enum_table.h"
 #include "tandem/printable.h"
+#include "tandem/text.h"
 
 namespace tandem {
 
@@ -24,22 +26,16 @@ constexpr int64_t kMaxShapeBytes = std::numeric_limits<int>::max();
 
 [[noreturn]] void invalid(std::string why) { throw InvalidTokenValue{std::move(why)}; }
 
-// A user's text, quoted, printable and cut (tandem/printable.h): a policy may come from anywhere.
-std::string in_quotes(std::string_view text) { return quoted_value(text); }
-
 bool is_all_digits(std::string_view text) {
-  if (text.empty()) return false;
-  for (char c : text)
-    if (c < '0' || c > '9') return false;
-  return true;
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // A whole, unsigned decimal: no sign, no trailing characters, no overflow.
 int64_t parse_whole_number(std::string_view digits) {
-  if (!is_all_digits(digits)) invalid(in_quotes(digits) + " is not a whole number");
+  if (!is_all_digits(digits)) invalid(quoted_value(digits) + " is not a whole number");
   int64_t value = 0;
   const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (error == std::errc::result_out_of_range) invalid(in_quotes(digits) + " is too large");
+  if (error == std::errc::result_out_of_range) invalid(quoted_value(digits) + " is too large");
   (void)end;  // is_all_digits guarantees from_chars consumed everything.
   return value;
 }
@@ -60,7 +56,7 @@ int64_t bytes_per_unit(std::string_view unit) {
   if (unit == "B") return 1;
   if (unit == "KiB") return kKiB;
   if (unit == "MiB") return kMiB;
-  invalid("unknown size unit " + in_quotes(unit) + " (use B, KiB or MiB)");
+  invalid("unknown size unit " + quoted_value(unit) + " (use B, KiB or MiB)");
 }
 
 ShapeTarget parse_shape(std::string_view value) {
@@ -73,7 +69,7 @@ ShapeTarget parse_shape(std::string_view value) {
   const std::string_view digits = value.substr(0, unit_start);
   const std::string_view unit = value.substr(unit_start);
   if (digits.empty())
-    invalid(in_quotes(value) + " is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto");
+    invalid(quoted_value(value) + " is neither a block count (1..64), a size (48KiB, 4096B, 1MiB) nor auto");
   if (unit.empty()) {
     const int64_t blocks = parse_whole_number(digits);
     if (blocks < 1 || blocks > kMaxBlocksPerSm) {
@@ -128,13 +124,13 @@ std::string format_cta_range(const std::optional<int>& min_ctas, const std::opti
 
 int parse_cga_cluster_size(std::string_view value) {
   if (value == "1" || value == "2" || value == "4") return value[0] - '0';
-  invalid("the NCCL cluster size must be 1, 2 or 4, not " + in_quotes(value));
+  invalid("the NCCL cluster size must be 1, 2 or 4, not " + quoted_value(value));
 }
 
 NcclCtaPolicy parse_cta_policy(std::string_view value) {
   if (value == "efficiency") return NcclCtaPolicy::Efficiency;
   if (value == "zero") return NcclCtaPolicy::Zero;
-  invalid("the NCCL CTA policy must be efficiency or zero, not " + in_quotes(value));
+  invalid("the NCCL CTA policy must be efficiency or zero, not " + quoted_value(value));
 }
 
 std::string format_bytes(int64_t bytes) {
@@ -372,12 +368,9 @@ const PolicyToken* find_policy_token(std::string_view keyword) {
 }
 
 std::string accepted_policy_tokens() {
-  std::string list;
-  for (const PolicyToken& row : policy_tokens()) {
-    if (!list.empty()) list += ", ";
-    list += row.syntax();
-  }
-  return list;
+  std::vector<std::string> syntaxes;
+  for (const PolicyToken& row : policy_tokens()) syntaxes.push_back(row.syntax());
+  return join(syntaxes, ", ");
 }
 
 std::string needs_text(unsigned needs) {
@@ -388,13 +381,10 @@ std::string needs_text(unsigned needs) {
       {kNeedsGreenContext, "a green context"},
       {kNeedsCublasLt, "a cuBLASLt GEMM"},
   };
-  std::string text;
-  for (const auto& [bit, name] : kNames) {
-    if (!(needs & bit)) continue;
-    if (!text.empty()) text += ", ";
-    text += name;
-  }
-  return text;
+  std::vector<std::string> names;
+  for (const auto& [bit, name] : kNames)
+    if (needs & bit) names.push_back(name);
+  return join(names, ", ");
 }
 
 std::string run_treatment_text(const PolicyToken& row) {
@@ -451,27 +441,17 @@ std::string pytorch_refusal(const OverlapPolicy& policy) {
 }
 
 const char* to_string(LaunchOrder order) {
-  switch (order) {
-    case LaunchOrder::Sequential:
-      return "sequential";
-    case LaunchOrder::CommFirst:
-      return "comm-first";
-    case LaunchOrder::ComputeFirst:
-      break;
-  }
-  return "concurrent";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"sequential", "concurrent", "comm-first"};
+  static_assert(covers(kNames, LaunchOrder::CommFirst), "one name per LaunchOrder");
+  return table_entry(kNames, order);
 }
 
 const char* to_string(NcclCtaPolicy policy) {
-  switch (policy) {
-    case NcclCtaPolicy::Efficiency:
-      return "efficiency";
-    case NcclCtaPolicy::Zero:
-      return "zero";
-    case NcclCtaPolicy::Default:
-      break;
-  }
-  return "default";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"default", "efficiency", "zero"};
+  static_assert(covers(kNames, NcclCtaPolicy::Zero), "one name per NcclCtaPolicy");
+  return table_entry(kNames, policy);
 }
 
 bool OverlapPolicy::needs_own_communicator() const {

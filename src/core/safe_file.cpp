@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
 
 #include "tandem/error.h"
 
@@ -269,15 +270,12 @@ std::string read_small_regular_file(const std::string& path, size_t max_bytes) {
   // O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) TANDEM_THROW("cannot read " + quoted(path) + ": " + std::strerror(errno));
+  // Closed however this returns (after a throw's message has read errno).
+  const std::unique_ptr<const int, void (*)(const int*)> closing(&fd, [](const int* f) { ::close(*f); });
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    TANDEM_THROW(quoted(path) + " is not a regular file");
-  }
-  if (static_cast<unsigned long long>(st.st_size) > max_bytes) {
-    ::close(fd);
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) TANDEM_THROW(quoted(path) + " is not a regular file");
+  if (static_cast<unsigned long long>(st.st_size) > max_bytes)
     TANDEM_THROW(quoted(path) + " is larger than " + std::to_string(max_bytes) + " bytes");
-  }
   // Sized by the file, grown as it reads (a file may grow, /proc files report size 0), never past
   // max_bytes + 1: a limit far above the usual size costs nothing.
   const size_t limit = max_bytes + 1;
@@ -287,15 +285,10 @@ std::string read_small_regular_file(const std::string& path, size_t max_bytes) {
     if (got == text.size()) text.resize(std::min(limit, text.size() * 2));
     const ssize_t n = ::read(fd, text.data() + got, text.size() - got);
     if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n < 0) {
-      const int error = errno;
-      ::close(fd);
-      TANDEM_THROW("cannot read " + quoted(path) + ": " + std::strerror(error));
-    }
+    if (n < 0) TANDEM_THROW("cannot read " + quoted(path) + ": " + std::strerror(errno));
     if (n == 0) break;
     got += static_cast<size_t>(n);
   }
-  ::close(fd);
   // A file that grew while being read (/proc files report size 0) is bounded here.
   if (got > max_bytes) TANDEM_THROW(quoted(path) + " is larger than " + std::to_string(max_bytes) + " bytes");
   text.resize(got);

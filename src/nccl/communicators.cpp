@@ -57,11 +57,8 @@ void abort_communicator(ncclComm_t c) noexcept {
 PolicyCommunicators::PolicyCommunicators(ncclComm_t parent, WaitRules rules, std::optional<ncclConfig_t> base)
     : parent_(parent), rules_(std::move(rules)) {
   TANDEM_REQUIRE(parent_ != nullptr, "policy communicators need a parent communicator");
-  if (base) {
-    base_ = *base;
-  } else {
-    base_ = NCCL_CONFIG_INITIALIZER;
-  }
+  const ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
+  base_ = base.value_or(defaults);
   TANDEM_NCCL_CHECK(parent_, ncclCommUserRank(parent_, &rank_));
   TANDEM_NCCL_CHECK(parent_, ncclCommCount(parent_, &nranks_));
 }
@@ -122,9 +119,9 @@ std::vector<ncclComm_t> PolicyCommunicators::owned() const {
   return out;
 }
 
+// An unhealthy close aborts each communicator (close_communicator).
 void PolicyCommunicators::abort() noexcept {
-  for (const auto& entry : owned_) abort_communicator(entry.second);
-  owned_.clear();
+  close(false);
   aborted_ = true;
 }
 

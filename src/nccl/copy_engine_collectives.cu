@@ -122,24 +122,8 @@ char* byte_at(const void* base, uint64_t elements, size_t element_bytes) {
 
 // The address of a plan's place, given the call's buffers.
 char* address_of(const PlanBuffers& b, PlanAt a, size_t element_bytes) {
-  const void* base = nullptr;
-  switch (a.buffer) {
-    case PlanBuffer::Send:
-      base = b.send;
-      break;
-    case PlanBuffer::Recv:
-      base = b.recv;
-      break;
-    case PlanBuffer::PoolInput:
-      base = b.pool_input;
-      break;
-    case PlanBuffer::PoolOutput:
-      base = b.pool_output;
-      break;
-    case PlanBuffer::PoolScratch:
-      base = b.pool_scratch;
-      break;
-  }
+  const void* const bases[] = {b.send, b.recv, b.pool_input, b.pool_output, b.pool_scratch};  // PlanBuffer's order
+  const void* base = bases[static_cast<size_t>(a.buffer)];
   TANDEM_REQUIRE(base != nullptr, std::string("copy-engine plan: no ") + to_string(a.buffer) + " buffer was given");
   return byte_at(base, a.offset, element_bytes);
 }

@@ -46,11 +46,8 @@ void CopyEngineLanes::release_events() noexcept {
   joins_.clear();
 }
 
-void CopyEngineLanes::abort() noexcept {
-  for (size_t lane = 1; lane < comms_.size(); ++lane) abort_communicator(comms_[lane]);
-  if (!comms_.empty()) comms_.resize(1);
-  usable_ = false;
-}
+// An unhealthy close aborts each lane (close_communicator).
+void CopyEngineLanes::abort() noexcept { close(false); }
 
 void CopyEngineLanes::close(bool healthy) noexcept {
   for (size_t lane = 1; lane < comms_.size(); ++lane)

@@ -1,66 +1,49 @@
 #include "tandem/dtype.h"
 
+#include "tandem/enum_table.h"
 #include "tandem/error.h"
 
 namespace tandem {
 
+namespace {
+
+// Each DType's names and size, in the enum's order.
+struct DTypeFacts {
+  DType dtype;
+  const char* name;   // tandem's
+  const char* alias;  // also accepted by parse_dtype
+  size_t bytes;
+  ncclDataType_t nccl;
+  cudaDataType_t cuda;
+};
+constexpr DTypeFacts kDTypes[] = {
+    {DType::BF16, "bf16", "bfloat16", 2, ncclBfloat16, CUDA_R_16BF},
+    {DType::FP16, "fp16", "half", 2, ncclFloat16, CUDA_R_16F},
+    {DType::FP32, "fp32", "float", 4, ncclFloat32, CUDA_R_32F},
+};
+static_assert(covers(kDTypes, DType::FP32), "one entry per DType");
+
+}  // namespace
+
 DType parse_dtype(const std::string& text) {
-  if (text == "bf16" || text == "bfloat16") return DType::BF16;
-  if (text == "fp16" || text == "half") return DType::FP16;
-  if (text == "fp32" || text == "float") return DType::FP32;
+  for (const DTypeFacts& f : kDTypes)
+    if (text == f.name || text == f.alias) return f.dtype;
   TANDEM_THROW("unknown dtype '" + text + "'; accepted: bf16, fp16, fp32");
 }
 
-const char* to_string(DType d) {
-  switch (d) {
-    case DType::BF16:
-      return "bf16";
-    case DType::FP16:
-      return "fp16";
-    case DType::FP32:
-      return "fp32";
-  }
-  return "?";
-}
+const char* to_string(DType d) { return table_entry(kDTypes, d).name; }
 
-size_t dtype_size(DType d) { return d == DType::FP32 ? 4 : 2; }
+size_t dtype_size(DType d) { return table_entry(kDTypes, d).bytes; }
 
-ncclDataType_t to_nccl(DType d) {
-  switch (d) {
-    case DType::BF16:
-      return ncclBfloat16;
-    case DType::FP16:
-      return ncclFloat16;
-    case DType::FP32:
-      break;
-  }
-  return ncclFloat32;
-}
+ncclDataType_t to_nccl(DType d) { return table_entry(kDTypes, d).nccl; }
 
 std::optional<DType> from_nccl(ncclDataType_t t) {
-  switch (t) {
-    case ncclBfloat16:
-      return DType::BF16;
-    case ncclFloat16:
-      return DType::FP16;
-    case ncclFloat32:
-      return DType::FP32;
-    default:
-      return std::nullopt;
-  }
+  for (const DTypeFacts& f : kDTypes)
+    if (f.nccl == t) return f.dtype;
+  return std::nullopt;
 }
 
-cudaDataType_t to_cuda(DType d) {
-  switch (d) {
-    case DType::BF16:
-      return CUDA_R_16BF;
-    case DType::FP16:
-      return CUDA_R_16F;
-    case DType::FP32:
-      break;
-  }
-  return CUDA_R_32F;
-}
+cudaDataType_t to_cuda(DType d) { return table_entry(kDTypes, d).cuda; }
 
 size_t nccl_type_bytes(ncclDataType_t t) {
   switch (t) {

@@ -56,8 +56,8 @@ timespec to_timespec(double seconds) {
   return t;
 }
 
-Clock::time_point after(double seconds) {
-  return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+Clock::time_point after(double seconds, Clock::time_point from = Clock::now()) {
+  return from + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 double seconds_until(Clock::time_point deadline) {
@@ -319,8 +319,7 @@ ChildResult Supervisor::run(const ChildOptions& o) {
     if (!o.own_process_group && !o.end_descendants) ::kill(child, signal);
   };
   std::optional<Clock::time_point> deadline;
-  if (o.timeout_s > 0)
-    deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.timeout_s));
+  if (o.timeout_s > 0) deadline = after(o.timeout_s, started);
   bool stopping = false;  // told to stop (time-out, interrupt); SIGKILL when the grace period ends
   for (;;) {
     // WNOWAIT: the ended child stays a zombie until its group is killed below, so its pid, the id of
