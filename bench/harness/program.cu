@@ -3,6 +3,7 @@
 
 #include "harness/program.h"
 #include "tandem/cuda_check.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
@@ -19,6 +20,13 @@ bool conflicts(const Op& earlier, const Op& later) {
     for (const auto& b : later.access)
       if ((a.write || b.write) && overlaps(a, b)) return true;
   return false;
+}
+
+// `to` waits for what is enqueued on `from` so far, through `event`; nothing when they are one stream.
+void wait_across(cudaStream_t from, cudaStream_t to, cudaEvent_t event) {
+  if (from == to) return;
+  TANDEM_CUDA_CHECK(cudaEventRecord(event, from));
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(to, event, 0));
 }
 
 }  // namespace
@@ -105,9 +113,7 @@ std::string Program::collective_kinds() const {
   for (const auto& op : ops_)
     if (op.kind == Op::Kind::Collective && std::find(kinds.begin(), kinds.end(), op.call.name()) == kinds.end())
       kinds.push_back(op.call.name());
-  std::string out;
-  for (const auto& k : kinds) out += (out.empty() ? "" : "+") + k;
-  return out;
+  return join(kinds, "+");
 }
 
 Executor::Executor(const Program& program, const CollectiveRoute& default_route)
@@ -140,7 +146,8 @@ void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes
 
 void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
 
-void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
+void Executor::issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
+  if (op.kind == Op::Kind::Compute) return op.enqueue(stream);
   const auto found = routes_.find(comm);
   const CollectiveRoute& route = found == routes_.end() ? default_route_ : found->second;
   bench::issue_collective(op.call, ctx.nranks, comm, stream, route);
@@ -176,10 +183,7 @@ void Executor::issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, S
   }
   if (!on.open) open_segment(on);
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[step.op], on.stream));
-  if (op.kind == Op::Kind::Compute)
-    op.enqueue(on.stream);
-  else
-    issue_collective(ctx, comm, op, on.stream);
+  issue_op(ctx, comm, op, on.stream);
   // The trace's end goes before the event the other stream waits for, so an operation that waited
   // for this one never appears to start before it ended.
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[step.op], on.stream));
@@ -230,10 +234,7 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
       if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
       for (size_t i = 0; i < ops.size(); ++i) {
         if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[i], s.compute));
-        if (ops[i].kind == Op::Kind::Compute)
-          ops[i].enqueue(s.compute);
-        else
-          issue_collective(ctx, comm, ops[i], s.compute);
+        issue_op(ctx, comm, ops[i], s.compute);
         if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[i], s.compute));
       }
       return;
@@ -244,16 +245,10 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
     case Schedule::CommOnly:
       // The collectives alone, in order, on the communication stream; a stream other than the
       // compute stream is fenced by it on both sides, so the caller's events on it bracket them.
-      if (s.comm != s.compute) {
-        TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
-      }
+      wait_across(s.compute, s.comm, iteration_start_);
       for (const auto& op : ops)
-        if (op.kind == Op::Kind::Collective) issue_collective(ctx, comm, op, s.comm);
-      if (s.comm != s.compute) {
-        TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
-        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
-      }
+        if (op.kind == Op::Kind::Collective) issue_op(ctx, comm, op, s.comm);
+      wait_across(s.comm, s.compute, comm_done_);
       return;
     case Schedule::Overlap:
       break;
@@ -263,8 +258,7 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
   // Overlap: the communication stream starts with the step, so neither side can begin early and
   // both busy measures share one origin.
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
-  TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
+  wait_across(s.compute, s.comm, iteration_start_);
   StreamState compute{s.compute, &compute_segments_, 0, false};
   StreamState comm_state{s.comm, &comm_segments_, 0, false};
   for (const IssueStep& step : order) issue(ctx, comm, step, step.on_comm ? comm_state : compute);
@@ -273,8 +267,7 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
   compute_used_ = compute.used;
   comm_used_ = comm_state.used;
   // The step ends when both streams are done.
-  TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+  wait_across(s.comm, s.compute, comm_done_);
 }
 
 double Executor::busy_of(const std::vector<Segment>& segments, size_t used) {
@@ -302,23 +295,14 @@ void Executor::enqueue_timed(RankContext& ctx, const StepStreams& s, Schedule sc
   // both sides. The events go on the stream that runs the operations, back to back, so each pair
   // brackets one operation and the gaps between launches, as in the untimed step.
   cudaStream_t stream = timed_kind_ == Op::Kind::Compute ? s.compute : s.comm;
-  if (stream != s.compute) {
-    TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, iteration_start_, 0));
-  }
+  wait_across(s.compute, stream, iteration_start_);
   TANDEM_CUDA_CHECK(cudaEventRecord(timed_start_, stream));
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind != timed_kind_) continue;
-    if (ops[i].kind == Op::Kind::Compute)
-      ops[i].enqueue(stream);
-    else
-      issue_collective(ctx, comm, ops[i], stream);
+    issue_op(ctx, comm, ops[i], stream);
     TANDEM_CUDA_CHECK(cudaEventRecord(timed_end_[i], stream));
   }
-  if (stream != s.compute) {
-    TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, stream));
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
-  }
+  wait_across(stream, s.compute, comm_done_);
 }
 
 std::vector<double> Executor::operation_ms() const {
@@ -373,16 +357,9 @@ StreamBusy Executor::busy() const {
 }
 
 void Executor::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const {
-  for (const auto& op : program_.ops()) {
-    if (collective && op.kind == Op::Kind::Collective) {
-      issue_collective(ctx, ctx.comm, op, stream);
-      return;
-    }
-    if (!collective && op.kind == Op::Kind::Compute) {
-      op.enqueue(stream);
-      return;
-    }
-  }
+  const Op::Kind kind = collective ? Op::Kind::Collective : Op::Kind::Compute;
+  for (const auto& op : program_.ops())
+    if (op.kind == kind) return issue_op(ctx, ctx.comm, op, stream);
   TANDEM_THROW(std::string("the program has no ") + (collective ? "collective" : "compute operation"));
 }
 

@@ -165,7 +165,8 @@ class Executor {
     bool open = false;
   };
   void issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, StreamState& on);
-  void issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const;
+  // A compute operation's enqueue, or a collective on `comm` by its route.
+  void issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const;
   void open_segment(StreamState& s);
   void close_segment(StreamState& s);
   static double busy_of(const std::vector<Segment>& segments, size_t used);
