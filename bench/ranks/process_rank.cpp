@@ -111,7 +111,6 @@ ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, 
     coordinator_->fail(std::current_exception());
     throw;
   }
-  for (const auto& text : identities) gpus_.push_back(parse_gpu_identity(text));
   // Everyone is in the control communicator, so everyone has read the rendezvous files.
   if (plan_.kind == RendezvousKind::File && launch_.rank == 0) remove_rendezvous_files(plan_.where, launch_.world_size);
 }
