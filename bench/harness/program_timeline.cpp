@@ -50,10 +50,17 @@ std::string percent_text(double share) {
   return buf;
 }
 
-std::string unit_label(const ProcessTimelineFile& p, uint32_t device) {
-  std::string label = p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
-                             : "pid " + std::to_string(p.pid);
-  return label + " GPU " + std::to_string(device);
+// "rank 0 (pid 4711)", or "pid 4711" for a process without a rank.
+std::string process_label(const ProcessTimelineFile& p) {
+  return p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
+                : "pid " + std::to_string(p.pid);
+}
+
+void sort_by_rank(std::vector<ProcessTimelineFile>& processes) {
+  std::stable_sort(processes.begin(), processes.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
+    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
+    return a.pid < b.pid;
+  });
 }
 
 std::vector<fs::path> files_in(const std::string& folder, const std::string& prefix, const std::string& suffix) {
@@ -111,10 +118,7 @@ std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder)
       TANDEM_THROW("cannot read the timeline file " + file.string() + ": " + e.what());
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
-    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
-    return a.pid < b.pid;
-  });
+  sort_by_rank(out);
   return out;
 }
 
@@ -130,10 +134,7 @@ std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std
       TANDEM_THROW("cannot read the timeline of the stats file " + file + ": " + e.what());
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
-    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
-    return a.pid < b.pid;
-  });
+  sort_by_rank(out);
   return out;
 }
 
@@ -143,9 +144,7 @@ JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
   for (const ProcessTimelineFile& p : processes) {
     if (p.devices.empty()) {
       if (p.state != "not-started" && p.state != "off")
-        job.missing.push_back((p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
-                                      : "pid " + std::to_string(p.pid)) +
-                              ": " + p.state + (p.reason.empty() ? "" : ": " + p.reason));
+        job.missing.push_back(process_label(p) + ": " + p.state + (p.reason.empty() ? "" : ": " + p.reason));
       continue;
     }
     if (job.units.empty()) {
@@ -153,7 +152,7 @@ JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
       job.steps_from_nvtx = p.steps_from_nvtx;
     }
     for (const auto& [device, figures] : p.devices) {
-      job.units.push_back(unit_label(p, device));
+      job.units.push_back(process_label(p) + " GPU " + std::to_string(device));
       ranks.push_back(figures);
     }
   }
@@ -170,27 +169,26 @@ std::optional<JobSummary> summarize_job(const JobTimeline& job) {
   if (steps.empty()) return std::nullopt;
   JobSummary s;
   s.steps = steps.size();
-  std::vector<double> step, comp, comm, both, exposed, idle;
+  // Each figure of the summary: the median over the steps of the slowest rank's.
+  const std::pair<int64_t StepFigures::*, double JobSummary::*> figures[] = {
+      {&StepFigures::step_ns, &JobSummary::step_ms},
+      {&StepFigures::computation_ns, &JobSummary::computation_ms},
+      {&StepFigures::communication_ns, &JobSummary::communication_ms},
+      {&StepFigures::overlapped_ns, &JobSummary::overlapped_ms},
+      {&StepFigures::exposed_communication_ns, &JobSummary::exposed_communication_ms},
+      {&StepFigures::idle_ns, &JobSummary::idle_ms}};
+  for (const auto& [ns, ms] : figures) {
+    std::vector<double> values;
+    for (const JobStep& j : steps) values.push_back(to_ms(j.slowest.*ns));
+    s.*ms = median_of(values);
+  }
   int64_t comm_sum = 0, both_sum = 0;
   std::map<size_t, size_t> slowest_count;
   for (const JobStep& j : steps) {
-    const StepFigures& f = j.slowest;
-    step.push_back(to_ms(f.step_ns));
-    comp.push_back(to_ms(f.computation_ns));
-    comm.push_back(to_ms(f.communication_ns));
-    both.push_back(to_ms(f.overlapped_ns));
-    exposed.push_back(to_ms(f.exposed_communication_ns));
-    idle.push_back(to_ms(f.idle_ns));
-    comm_sum += f.communication_ns;
-    both_sum += f.overlapped_ns;
+    comm_sum += j.slowest.communication_ns;
+    both_sum += j.slowest.overlapped_ns;
     ++slowest_count[j.slowest_rank];
   }
-  s.step_ms = median_of(step);
-  s.computation_ms = median_of(comp);
-  s.communication_ms = median_of(comm);
-  s.overlapped_ms = median_of(both);
-  s.exposed_communication_ms = median_of(exposed);
-  s.idle_ms = median_of(idle);
   if (comm_sum > 0) s.hidden_share = static_cast<double>(both_sum) / static_cast<double>(comm_sum);
   for (const auto& [unit, count] : slowest_count)
     if (count > s.slowest_unit_steps) s.slowest_unit = unit, s.slowest_unit_steps = count;
