@@ -269,43 +269,26 @@ std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {
 
 RendezvousPlan choose_rendezvous(const LaunchEnv& launch, const LaunchRequest& request, const Environment& env,
                                  bool mpi_available) {
-  RendezvousPlan plan;
   const std::string key = rendezvous_key(launch, env);
   std::string dir = request.rendezvous;
   if (dir.empty()) dir = value_or(env, "TANDEM_RENDEZVOUS", "");
-  if (!dir.empty()) {
-    plan.kind = RendezvousKind::File;
-    plan.where = dir + "/" + key;
-    return plan;
-  }
-  if (auto comm_id = env("NCCL_COMM_ID"); comm_id && !comm_id->empty()) {
-    plan.kind = RendezvousKind::NcclCommId;
-    plan.where = *comm_id;
-    return plan;
-  }
-  if (launch.mode == LaunchMode::Mpi && mpi_available) {
-    plan.kind = RendezvousKind::Mpi;
-    return plan;
-  }
+  if (!dir.empty()) return {RendezvousKind::File, dir + "/" + key};
+  if (auto comm_id = env("NCCL_COMM_ID"); comm_id && !comm_id->empty()) return {RendezvousKind::NcclCommId, *comm_id};
+  if (launch.mode == LaunchMode::Mpi && mpi_available) return {RendezvousKind::Mpi};
   if (launch.multi_node) {
     const auto addr = env("MASTER_ADDR");
     // NCCL's root listens on the next port, which must exist too.
     const auto port = read_int(env, "MASTER_PORT", 65534);
     if (launch.mode == LaunchMode::Torchrun && addr && !addr->empty() && port) {
       // torchrun's own store listens on MASTER_PORT; the next port is NCCL's bootstrap root on rank 0.
-      plan.kind = RendezvousKind::NcclCommId;
-      plan.where = *addr + ":" + std::to_string(*port + 1);
-      plan.set_nccl_comm_id = true;
-      return plan;
+      return {RendezvousKind::NcclCommId, *addr + ":" + std::to_string(*port + 1), /*set_nccl_comm_id=*/true};
     }
     TANDEM_USER_ERROR("the ranks span several nodes (" + launch.source +
                       ") but no rendezvous reaches them all: give a directory every node shares with --rendezvous "
                       "DIR (or TANDEM_RENDEZVOUS), or set NCCL_COMM_ID=<address of rank 0's node>:<free port> for "
                       "every rank");
   }
-  plan.kind = RendezvousKind::File;
-  plan.where = "/tmp/tandem-rendezvous-" + std::to_string(static_cast<long>(getuid())) + "/" + key;
-  return plan;
+  return {RendezvousKind::File, "/tmp/tandem-rendezvous-" + std::to_string(static_cast<long>(getuid())) + "/" + key};
 }
 
 }  // namespace tandem::bench
