@@ -194,10 +194,6 @@ void check_output_files(const std::vector<std::pair<std::string, std::string>>& 
   checking_input([&] { require_writable_outputs(files); });
 }
 
-}  // namespace tandem::bench
-
-namespace tandem::bench {
-
 void validate_for_ranks(const BenchOptions& o, int nranks) {
   for (const auto& name : o.collectives)
     for (uint64_t bytes : size_sweep(o.min_bytes, o.max_bytes, o.step_factor))
