@@ -1,11 +1,11 @@
 #include "harness/program_timeline.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
 
@@ -38,17 +38,7 @@ StepFigures step_of(const nlohmann::json& j, const std::string& what) {
   return s;
 }
 
-std::string ms_text(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
-  return buf;
-}
-
-std::string percent_text(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * share);
-  return buf;
-}
+std::string ms_text(double ms) { return format("%.3f ms", ms); }
 
 // "rank 0 (pid 4711)", or "pid 4711" for a process without a rank.
 std::string process_label(const ProcessTimelineFile& p) {
@@ -63,22 +53,22 @@ void sort_by_rank(std::vector<ProcessTimelineFile>& processes) {
   });
 }
 
-std::vector<fs::path> files_in(const std::string& folder, const std::string& prefix, const std::string& suffix) {
-  std::vector<fs::path> out;
+double to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+}  // namespace
+
+std::vector<std::string> files_named(const std::string& folder, const std::string& prefix, const std::string& suffix) {
+  std::vector<std::string> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(folder, ec)) {
     const std::string name = entry.path().filename().string();
     if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
         name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && entry.is_regular_file(ec))
-      out.push_back(entry.path());
+      out.push_back(entry.path().string());
   }
   std::sort(out.begin(), out.end());
   return out;
 }
-
-double to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
-
-}  // namespace
 
 ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
   const std::string what = "a timeline document";
@@ -110,12 +100,12 @@ ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
 
 std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder) {
   std::vector<ProcessTimelineFile> out;
-  for (const fs::path& file : files_in(folder, "timeline-", ".json")) {
+  for (const std::string& file : files_named(folder, "timeline-", ".json")) {
     try {
       out.push_back(
           parse_process_timeline(nlohmann::json::parse(read_small_regular_file(file, kMaxTimelineFileBytes))));
     } catch (const std::exception& e) {
-      TANDEM_THROW("cannot read the timeline file " + file.string() + ": " + e.what());
+      TANDEM_THROW("cannot read the timeline file " + file + ": " + e.what());
     }
   }
   sort_by_rank(out);
@@ -212,7 +202,7 @@ std::string job_timeline_text(const JobTimeline& job) {
            ms_text(summary->computation_ms) + ", communication " + ms_text(summary->communication_ms) +
            ", overlapped " + ms_text(summary->overlapped_ms) + ", exposed communication " +
            ms_text(summary->exposed_communication_ms) + ", idle " + ms_text(summary->idle_ms) + "; " +
-           (summary->hidden_share ? percent_text(*summary->hidden_share) + " of the communication hidden"
+           (summary->hidden_share ? format("%.1f %%", 100.0 * *summary->hidden_share) + " of the communication hidden"
                                   : std::string("no communication")) +
            "\n";
   }
@@ -265,16 +255,16 @@ nlohmann::json job_timeline_json(const JobTimeline& job) {
 }
 
 size_t assemble_trace(const std::string& folder, const std::string& path, const nlohmann::json& about) {
-  const std::vector<fs::path> parts = files_in(folder, "trace-", ".jsonl");
+  const std::vector<std::string> parts = files_named(folder, "trace-", ".jsonl");
   // The job's clock starts at the earliest event of any process (each part's header says its own).
   int64_t base = 0;
   bool any = false;
-  for (const fs::path& part : parts) {
+  for (const std::string& part : parts) {
     std::ifstream in(part);
     std::string header;
-    TANDEM_REQUIRE(in && std::getline(in, header), "cannot read the trace events " + part.string());
+    TANDEM_REQUIRE(in && std::getline(in, header), "cannot read the trace events " + part);
     const nlohmann::json h = nlohmann::json::parse(header, nullptr, false);
-    TANDEM_REQUIRE(h.is_object() && h.contains("first_ns"), part.string() + " does not start with a trace header");
+    TANDEM_REQUIRE(h.is_object() && h.contains("first_ns"), part + " does not start with a trace header");
     const int64_t first = h.at("first_ns").get<int64_t>();
     base = any ? std::min(base, first) : first;
     any = true;
@@ -282,14 +272,14 @@ size_t assemble_trace(const std::string& folder, const std::string& path, const 
   size_t events = 0;
   const std::string why = try_write_file_atomically(path, [&](const ContentSink& sink) {
     sink("{\"traceEvents\":[\n");
-    for (const fs::path& part : parts) {
+    for (const std::string& part : parts) {
       std::ifstream in(part);
       std::string line;
       std::getline(in, line);  // the header
       while (std::getline(in, line)) {
         if (line.empty()) continue;
         nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-        TANDEM_REQUIRE(e.is_object(), "a line of " + part.string() + " is not a JSON object");
+        TANDEM_REQUIRE(e.is_object(), "a line of " + part + " is not a JSON object");
         if (e.contains("ts_ns")) {
           e["ts"] = static_cast<double>(e.at("ts_ns").get<int64_t>() - base) / 1e3;
           e.erase("ts_ns");

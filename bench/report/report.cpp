@@ -9,9 +9,6 @@
 
 namespace tandem::bench {
 
-namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
   char buffer[512];
   va_list args;
@@ -20,6 +17,8 @@ std::string format(const char* fmt, ...) {
   va_end(args);
   return buffer;
 }
+
+namespace {
 
 // Percentages print as "nan" when undefined (efficiency with nothing to gain), never as garbage.
 std::string percent(double fraction) {

@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "harness/values.cuh"
+#include "report/report.h"
 #include "scenarios/replicated.h"
 #include "tandem/cuda_check.h"
 
@@ -16,11 +16,7 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-std::string gib(double bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.1f GiB", bytes / double(1ull << 30));
-  return buffer;
-}
+std::string gib(double bytes) { return format("%.1f GiB", bytes / double(1ull << 30)); }
 
 // Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each
 // compute operation for every replica, then each collective computed from all replicas' buffers
@@ -255,11 +251,7 @@ void Replica::collective(const std::string& name, Collective kind, const void* s
   Op op;
   op.kind = Op::Kind::Collective;
   op.name = name;
-  op.call.kind = kind;
-  op.call.send = send;
-  op.call.recv = recv;
-  op.call.count = count;
-  op.call.dtype = config_.dtype;
+  op.call = {kind, send, recv, count, config_.dtype};
   if (kind == Collective::AllToAll) TANDEM_REQUIRE(send != recv, "all-to-all '" + name + "' cannot run in place");
   append(std::move(op));
 }
