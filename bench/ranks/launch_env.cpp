@@ -148,19 +148,8 @@ std::string value_or(const Environment& env, const std::string& name, const std:
 }  // namespace
 
 const char* to_string(LaunchMode mode) {
-  switch (mode) {
-    case LaunchMode::Threads:
-      return "threads";
-    case LaunchMode::Mpi:
-      return "mpi";
-    case LaunchMode::Torchrun:
-      return "torchrun";
-    case LaunchMode::Slurm:
-      return "slurm";
-    case LaunchMode::Env:
-      return "env";
-  }
-  return "?";
+  static const char* const kNames[] = {"threads", "mpi", "torchrun", "slurm", "env"};  // in LaunchMode's order
+  return kNames[static_cast<int>(mode)];
 }
 
 Environment process_environment() {
@@ -219,15 +208,8 @@ int choose_device(const LaunchEnv& launch, const LaunchRequest& request, int vis
 }
 
 std::string RendezvousPlan::describe() const {
-  switch (kind) {
-    case RendezvousKind::Mpi:
-      return "mpi";
-    case RendezvousKind::NcclCommId:
-      return "nccl-comm-id:" + where;
-    case RendezvousKind::File:
-      return "file:" + where;
-  }
-  return "?";
+  if (kind == RendezvousKind::Mpi) return "mpi";
+  return (kind == RendezvousKind::NcclCommId ? "nccl-comm-id:" : "file:") + where;
 }
 
 std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {

@@ -34,14 +34,10 @@ ncclUniqueId id_from(const std::string& bytes) {
 }
 
 std::string hint_for(const RendezvousPlan& plan) {
-  switch (plan.kind) {
-    case RendezvousKind::File:
-      return "; every rank must use the same directory (ranks on several nodes: a shared one, --rendezvous DIR)";
-    case RendezvousKind::NcclCommId:
-      return " (rendezvous through NCCL_COMM_ID=" + plan.where + ", which cannot name the missing rank)";
-    case RendezvousKind::Mpi:
-      break;
-  }
+  if (plan.kind == RendezvousKind::File)
+    return "; every rank must use the same directory (ranks on several nodes: a shared one, --rendezvous DIR)";
+  if (plan.kind == RendezvousKind::NcclCommId)
+    return " (rendezvous through NCCL_COMM_ID=" + plan.where + ", which cannot name the missing rank)";
   return "";
 }
 
