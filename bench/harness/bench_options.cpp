@@ -3,8 +3,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <map>
 #include <set>
 
 #include "collectives/checked_collective.h"

@@ -9,7 +9,6 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "tandem/dtype.h"
 #include "tandem/shaped_kernel.h"

@@ -6,7 +6,6 @@
 // replicas in lockstep with collectives computed by copies and fp32 sums (run_lockstep), and keeps
 // this rank's reference outputs. Checked runs compare against those under every policy.
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 

@@ -3,7 +3,6 @@
 // scenarios/gemm_op.h (one thread per output, k in order), independent of the kernels under test.
 // Matrices are row-major: C[m][n] = sum_k A[m][k] * B[k][n].
 #include <cmath>
-#include <string>
 
 #include "harness/rank_context.h"
 #include "harness/values.cuh"
