@@ -17,12 +17,6 @@ const char* schedule_name(Schedule s) {
   return kNames[static_cast<int>(s)];
 }
 
-double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
-  float ms = 0;
-  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
-  return ms;
-}
-
 }  // namespace
 
 CaseTrials::CaseTrials(RankContext& ctx, const BenchOptions& options, Case& c)

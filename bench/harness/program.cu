@@ -31,6 +31,12 @@ void wait_across(cudaStream_t from, cudaStream_t to, cudaEvent_t event) {
 
 }  // namespace
 
+double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  return ms;
+}
+
 void Program::add(Op op) {
   TANDEM_REQUIRE(!finalized_, "program already finalized");
   if (op.kind == Op::Kind::Collective) {
@@ -272,11 +278,7 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
 
 double Executor::busy_of(const std::vector<Segment>& segments, size_t used) {
   double sum = 0;
-  for (size_t i = 0; i < used; ++i) {
-    float ms = 0;
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, segments[i].start, segments[i].end));
-    sum += ms;
-  }
+  for (size_t i = 0; i < used; ++i) sum += elapsed_ms(segments[i].start, segments[i].end);
   return sum;
 }
 
@@ -312,9 +314,7 @@ std::vector<double> Executor::operation_ms() const {
   cudaEvent_t previous = timed_start_;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind != timed_kind_) continue;
-    float ms = 0;
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, previous, timed_end_[i]));
-    out[i] = ms;
+    out[i] = elapsed_ms(previous, timed_end_[i]);
     previous = timed_end_[i];
   }
   return out;
@@ -343,12 +343,8 @@ void Executor::enqueue_traced(RankContext& ctx, const StepStreams& s, Schedule s
 std::vector<std::pair<double, double>> Executor::traced_ms() const {
   TANDEM_REQUIRE(trace_origin_, "traced_ms() before any enqueue_traced()");
   std::vector<std::pair<double, double>> out(program_.ops().size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    float start = 0, end = 0;
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&start, trace_origin_, trace_start_[i]));
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&end, trace_origin_, trace_end_[i]));
-    out[i] = {start, end};
-  }
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = {elapsed_ms(trace_origin_, trace_start_[i]), elapsed_ms(trace_origin_, trace_end_[i])};
   return out;
 }
 

@@ -120,6 +120,9 @@ struct IssueStep {
 };
 std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first);
 
+// Milliseconds from event `from` to event `to`, both recorded with timing and complete.
+double elapsed_ms(cudaEvent_t from, cudaEvent_t to);
+
 // Issues a program on one rank's streams, with the events that order them and the events that time
 // each stream's busy stretches.
 class Executor {
