@@ -19,9 +19,8 @@ std::optional<int> read_int(const Environment& env, const std::string& name, int
   const auto value = env(name);
   if (!value) return std::nullopt;
   const std::string& text = *value;
-  bool digits = !text.empty();
-  for (char c : text) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-  if (!digits) TANDEM_USER_ERROR(name + "=" + quoted_value(text) + " is not a non-negative integer");
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
+    TANDEM_USER_ERROR(name + "=" + quoted_value(text) + " is not a non-negative integer");
   // Compared as text first: no conversion can overflow.
   const std::string significant = text.substr(std::min(text.find_first_not_of('0'), text.size()));
   if (significant.size() > 9 || std::stoi(significant.empty() ? "0" : significant) > max)
