@@ -161,8 +161,7 @@ class MetricPatternCompiler {
       bytes = {static_cast<char>(0xe0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3f)),
                static_cast<char>(0x80 | (cp & 0x3f))};
     }
-    if (bytes.size() == 1) return byte_node(static_cast<unsigned char>(bytes[0]));
-    Node seq{Node::Concat};
+    Node seq{Node::Concat};  // one byte for ASCII: a sequence of one codes as the byte alone
     for (char b : bytes) seq.kids.push_back(byte_node(static_cast<unsigned char>(b)));
     return seq;
   }

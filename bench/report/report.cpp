@@ -50,12 +50,7 @@ std::string shell_word(const std::string& arg) {
       if (length && is_printable(piece)) {
         out += piece == "'" || piece == "\\" ? "\\" + std::string(piece) : std::string(piece);
       } else {
-        for (unsigned char c : piece) {
-          static const char kHex[] = "0123456789abcdef";
-          out += "\\x";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        }
+        for (unsigned char c : piece) out += format("\\x%02x", c);
       }
       at += piece.size();
     }
