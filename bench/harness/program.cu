@@ -126,26 +126,20 @@ Executor::Executor(const Program& program, const CollectiveRoute& default_route)
     : program_(program), default_route_(default_route) {
   done_.assign(program.ops().size(), nullptr);
   for (size_t i = 0; i < done_.size(); ++i)
-    if (program.needs_event(i)) TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
-  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&iteration_start_, cudaEventDisableTiming));
-  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+    if (program.needs_event(i)) done_[i] = new_event(cudaEventDisableTiming);
+  iteration_start_ = new_event(cudaEventDisableTiming);
+  comm_done_ = new_event(cudaEventDisableTiming);
 }
 
 Executor::~Executor() {
-  for (cudaEvent_t e : done_)
-    if (e) cudaEventDestroy(e);
-  for (auto* segments : {&compute_segments_, &comm_segments_})
-    for (const auto& s : *segments) {
-      cudaEventDestroy(s.start);
-      cudaEventDestroy(s.end);
-    }
-  if (iteration_start_) cudaEventDestroy(iteration_start_);
-  if (comm_done_) cudaEventDestroy(comm_done_);
-  if (timed_start_) cudaEventDestroy(timed_start_);
-  for (cudaEvent_t e : timed_end_) cudaEventDestroy(e);
-  if (trace_origin_) cudaEventDestroy(trace_origin_);
-  for (auto* events : {&trace_start_, &trace_end_})
-    for (cudaEvent_t e : *events) cudaEventDestroy(e);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+cudaEvent_t Executor::new_event(unsigned flags) {
+  cudaEvent_t event = nullptr;
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&event, flags));
+  events_.push_back(event);
+  return event;
 }
 
 void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes_[comm] = route; }
@@ -164,10 +158,7 @@ void Executor::issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStr
 void Executor::open_segment(StreamState& s) {
   if (s.open) close_segment(s);
   if (s.used == s.segments->size()) {
-    Segment seg;
-    TANDEM_CUDA_CHECK(cudaEventCreate(&seg.start));
-    TANDEM_CUDA_CHECK(cudaEventCreate(&seg.end));
-    s.segments->push_back(seg);
+    s.segments->push_back({new_event(), new_event()});
   }
   TANDEM_CUDA_CHECK(cudaEventRecord((*s.segments)[s.used].start, s.stream));
   s.open = true;
@@ -287,9 +278,9 @@ void Executor::enqueue_timed(RankContext& ctx, const StepStreams& s, Schedule sc
                  "operations are timed one by one only in compute-only or collectives-only steps");
   const auto& ops = program_.ops();
   if (!timed_start_) {
-    TANDEM_CUDA_CHECK(cudaEventCreate(&timed_start_));
+    timed_start_ = new_event();
     timed_end_.assign(ops.size(), nullptr);
-    for (auto& e : timed_end_) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+    for (auto& e : timed_end_) e = new_event();
   }
   timed_kind_ = schedule == Schedule::ComputeOnly ? Op::Kind::Compute : Op::Kind::Collective;
   ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
@@ -324,10 +315,10 @@ void Executor::enqueue_traced(RankContext& ctx, const StepStreams& s, Schedule s
   TANDEM_REQUIRE(schedule == Schedule::Overlap || schedule == Schedule::Sequential,
                  "a traced step runs the whole program: Overlap or Sequential");
   if (!trace_origin_) {
-    TANDEM_CUDA_CHECK(cudaEventCreate(&trace_origin_));
+    trace_origin_ = new_event();
     for (auto* events : {&trace_start_, &trace_end_}) {
       events->assign(program_.ops().size(), nullptr);
-      for (auto& e : *events) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+      for (auto& e : *events) e = new_event();
     }
   }
   tracing_ = true;

@@ -173,8 +173,11 @@ class Executor {
   void open_segment(StreamState& s);
   void close_segment(StreamState& s);
   static double busy_of(const std::vector<Segment>& segments, size_t used);
+  // An event on the current device, destroyed with the executor.
+  cudaEvent_t new_event(unsigned flags = cudaEventDefault);
 
   const Program& program_;
+  std::vector<cudaEvent_t> events_;                                // every event below, for the destructor
   std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
   std::vector<cudaEvent_t> done_;                                  // per op, where needed
   CollectiveRoute default_route_;
