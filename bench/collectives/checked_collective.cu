@@ -113,12 +113,7 @@ void CheckedCollective::fill_input(cudaStream_t stream) {
 }
 
 void CheckedCollective::poison_output(cudaStream_t stream) {
-  const size_t n = size_t(call_.recv_elements(nranks_));
-  dispatch_dtype(call_.dtype, [&](auto t) {
-    using T = decltype(t);
-    poison_kernel<T><<<grid_for(n), 256, 0, stream>>>(static_cast<T*>(call_.recv), n);
-  });
-  TANDEM_CUDA_CHECK_LAUNCH();
+  poison(call_.recv, call_.dtype, size_t(call_.recv_elements(nranks_)), stream);
   // In place the input shares the output's memory: the poison hit it too, and the run needs it.
   if (in_place_) fill_input(stream);
 }

@@ -3,8 +3,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <map>
 #include <set>
 
 #include "collectives/checked_collective.h"
@@ -193,10 +191,6 @@ void validate(const BenchOptions& o) {
 void check_output_files(const std::vector<std::pair<std::string, std::string>>& files) {
   checking_input([&] { require_writable_outputs(files); });
 }
-
-}  // namespace tandem::bench
-
-namespace tandem::bench {
 
 void validate_for_ranks(const BenchOptions& o, int nranks) {
   for (const auto& name : o.collectives)

@@ -11,24 +11,10 @@ namespace tandem::bench {
 
 namespace {
 
+// In the order of Schedule's values.
 const char* schedule_name(Schedule s) {
-  switch (s) {
-    case Schedule::Overlap:
-      return "overlap";
-    case Schedule::ComputeOnly:
-      return "compute alone";
-    case Schedule::CommOnly:
-      return "collectives alone";
-    case Schedule::Sequential:
-      break;
-  }
-  return "sequential";
-}
-
-double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
-  float ms = 0;
-  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
-  return ms;
+  static const char* const kNames[] = {"overlap", "compute alone", "collectives alone", "sequential"};
+  return kNames[static_cast<int>(s)];
 }
 
 }  // namespace
@@ -156,20 +142,12 @@ void CaseTrials::trace(Schedule schedule, const OverlapPolicy& policy) {
   ctx_.wait(streams_for(schedule).compute, case_.label() + ": traced step (" + to_string(policy) + ")");
   const auto times = executor_->traced_ms();
   const Program& program = case_.program();
-  TraceIteration mine;
-  mine.workload = case_.label();
-  mine.policy = to_string(policy);
-  mine.rank = ctx_.rank;
-  mine.sequential = schedule == Schedule::Sequential;
+  TraceIteration mine{case_.label(), to_string(policy), ctx_.rank, schedule == Schedule::Sequential, {}};
   for (size_t i = 0; i < program.ops().size(); ++i) {
-    TraceSpan span;
-    span.name = program.ops()[i].name;
-    span.collective = program.ops()[i].kind == Op::Kind::Collective;
-    span.start_ms = times[i].first;
-    span.end_ms = times[i].second;
+    const Op& op = program.ops()[i];
     // One stream runs everything in a sequential step: nothing waits across streams.
-    span.waits_for = schedule == Schedule::Overlap ? program.cross_wait(i) : -1;
-    mine.spans.push_back(span);
+    mine.spans.push_back({op.name, op.kind == Op::Kind::Collective, times[i].first, times[i].second,
+                          schedule == Schedule::Overlap ? program.cross_wait(i) : -1});
   }
   // Names, streams and dependencies are the same on every rank; the times are each rank's own.
   for (auto& it : every_rank(mine, ctx_.group.all_gather_series(span_times(mine.spans))))

@@ -14,26 +14,18 @@ constexpr int kMaxRepeat = 1000;
 
 bool is_word(unsigned char c) { return std::isalnum(c) || c == '_'; }
 
-std::bitset<256> digits() {
-  std::bitset<256> s;
-  for (int c = '0'; c <= '9'; ++c) s.set(static_cast<size_t>(c));
-  return s;
-}
-std::bitset<256> words() {
+// Every byte `test` accepts.
+template <class Test>
+std::bitset<256> bytes_where(Test test) {
   std::bitset<256> s;
   for (int c = 0; c < 256; ++c)
-    if (is_word(static_cast<unsigned char>(c))) s.set(static_cast<size_t>(c));
-  return s;
-}
-std::bitset<256> spaces() {
-  std::bitset<256> s;
-  for (char c : std::string(" \t\n\r\f\v")) s.set(static_cast<unsigned char>(c));
+    if (test(static_cast<unsigned char>(c))) s.set(static_cast<size_t>(c));
   return s;
 }
 
 // The parsed pattern.
 struct Node {
-  enum Kind { Empty, Byte, Class, Any, Concat, Alternation, Repeat, Group, LineStart, LineEnd, WordB, NotWordB } kind;
+  enum Kind { Byte, Class, Any, Concat, Alternation, Repeat, Group, LineStart, LineEnd, WordB, NotWordB } kind;
   unsigned char byte = 0;
   std::bitset<256> set;
   std::vector<Node> kids;
@@ -169,8 +161,7 @@ class MetricPatternCompiler {
       bytes = {static_cast<char>(0xe0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3f)),
                static_cast<char>(0x80 | (cp & 0x3f))};
     }
-    if (bytes.size() == 1) return byte_node(static_cast<unsigned char>(bytes[0]));
-    Node seq{Node::Concat};
+    Node seq{Node::Concat};  // one byte for ASCII: a sequence of one codes as the byte alone
     for (char b : bytes) seq.kids.push_back(byte_node(static_cast<unsigned char>(b)));
     return seq;
   }
@@ -190,52 +181,26 @@ class MetricPatternCompiler {
   bool escape(std::bitset<256>& set, uint32_t& code, bool in_class) {
     if (!more()) fail("ends with a backslash");
     const char c = text_[at_++];
-    switch (c) {
-      case 'd':
-        set = digits();
-        return true;
-      case 'D':
-        set = ~digits();
-        return true;
-      case 'w':
-        set = words();
-        return true;
-      case 'W':
-        set = ~words();
-        return true;
-      case 's':
-        set = spaces();
-        return true;
-      case 'S':
-        set = ~spaces();
-        return true;
-      case 't':
-        code = '\t';
-        return false;
-      case 'n':
-        code = '\n';
-        return false;
-      case 'r':
-        code = '\r';
-        return false;
-      case 'f':
-        code = '\f';
-        return false;
-      case 'v':
-        code = '\v';
-        return false;
-      case '0':
-        code = 0;
-        return false;
-      case 'x':
-        code = hex_digits(2);
-        return false;
-      case 'u':
-        code = hex_digits(4);
-        if (in_class && code >= 0x80) fail("has a non-ASCII \\u escape inside [...]");
-        return false;
-      default:
-        break;
+    // \d \w \s, and in upper case their complements.
+    if (std::string_view("dwsDWS").find(c) != std::string_view::npos) {
+      const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      // \s: space, \t, \n, \v, \f, \r, what isspace accepts in the C locale.
+      set = bytes_where([lower](unsigned char b) {
+        return lower == 'd' ? std::isdigit(b) != 0 : lower == 'w' ? is_word(b) : std::isspace(b) != 0;
+      });
+      if (c != lower) set = ~set;
+      return true;
+    }
+    // \t \n \r \f \v \0: the control character each letter names.
+    static constexpr std::string_view kLetters = "tnrfv0", kControls("\t\n\r\f\v\0", 6);
+    if (const size_t at = kLetters.find(c); at != std::string_view::npos) {
+      code = static_cast<unsigned char>(kControls[at]);
+      return false;
+    }
+    if (c == 'x' || c == 'u') {
+      code = hex_digits(c == 'x' ? 2 : 4);
+      if (c == 'u' && in_class && code >= 0x80) fail("has a non-ASCII \\u escape inside [...]");
+      return false;
     }
     if (in_class && c == 'b') {
       code = '\b';
@@ -340,8 +305,6 @@ class MetricPatternCompiler {
 
   void code(const Node& n) {
     switch (n.kind) {
-      case Node::Empty:
-        return;
       case Node::Byte:
         emit({Op::Byte, n.byte});
         return;

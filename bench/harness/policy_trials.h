@@ -37,10 +37,6 @@ class PolicyTrials {
   // empty when nothing was traced.
   virtual std::vector<TraceIteration> take_traces() { return {}; }
 
-  // Both sides' first kernels, as capture found them (empty until a kind captures them).
-  const FootprintRecord& compute_kernel() const { return compute_kernel_; }
-  const FootprintRecord& comm_kernel() const { return comm_kernel_; }
-
  protected:
   explicit PolicyTrials(bool policies_given) : policies_given_(policies_given) {}
   // Puts every control of `policy` in place; returns why it cannot apply, or "" when it does. Every
@@ -57,6 +53,7 @@ class PolicyTrials {
   // shaped) and both sides' captured footprints.
   void fill_kernel_columns(Row& row, const ShapedKernel* shaped) const;
 
+  // Both sides' first kernels, as capture found them (empty until a kind captures them).
   FootprintRecord comm_kernel_, compute_kernel_;
 
  private:

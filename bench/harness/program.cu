@@ -3,6 +3,7 @@
 
 #include "harness/program.h"
 #include "tandem/cuda_check.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 
@@ -21,7 +22,20 @@ bool conflicts(const Op& earlier, const Op& later) {
   return false;
 }
 
+// `to` waits for what is enqueued on `from` so far, through `event`; nothing when they are one stream.
+void wait_across(cudaStream_t from, cudaStream_t to, cudaEvent_t event) {
+  if (from == to) return;
+  TANDEM_CUDA_CHECK(cudaEventRecord(event, from));
+  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(to, event, 0));
+}
+
 }  // namespace
+
+double elapsed_ms(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  return ms;
+}
 
 void Program::add(Op op) {
   TANDEM_REQUIRE(!finalized_, "program already finalized");
@@ -105,42 +119,35 @@ std::string Program::collective_kinds() const {
   for (const auto& op : ops_)
     if (op.kind == Op::Kind::Collective && std::find(kinds.begin(), kinds.end(), op.call.name()) == kinds.end())
       kinds.push_back(op.call.name());
-  std::string out;
-  for (const auto& k : kinds) out += (out.empty() ? "" : "+") + k;
-  return out;
+  return join(kinds, "+");
 }
 
 Executor::Executor(const Program& program, const CollectiveRoute& default_route)
     : program_(program), default_route_(default_route) {
   done_.assign(program.ops().size(), nullptr);
   for (size_t i = 0; i < done_.size(); ++i)
-    if (program.needs_event(i)) TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&done_[i], cudaEventDisableTiming));
-  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&iteration_start_, cudaEventDisableTiming));
-  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&comm_done_, cudaEventDisableTiming));
+    if (program.needs_event(i)) done_[i] = new_event(cudaEventDisableTiming);
+  iteration_start_ = new_event(cudaEventDisableTiming);
+  comm_done_ = new_event(cudaEventDisableTiming);
 }
 
 Executor::~Executor() {
-  for (cudaEvent_t e : done_)
-    if (e) cudaEventDestroy(e);
-  for (auto* segments : {&compute_segments_, &comm_segments_})
-    for (const auto& s : *segments) {
-      cudaEventDestroy(s.start);
-      cudaEventDestroy(s.end);
-    }
-  if (iteration_start_) cudaEventDestroy(iteration_start_);
-  if (comm_done_) cudaEventDestroy(comm_done_);
-  if (timed_start_) cudaEventDestroy(timed_start_);
-  for (cudaEvent_t e : timed_end_) cudaEventDestroy(e);
-  if (trace_origin_) cudaEventDestroy(trace_origin_);
-  for (auto* events : {&trace_start_, &trace_end_})
-    for (cudaEvent_t e : *events) cudaEventDestroy(e);
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+cudaEvent_t Executor::new_event(unsigned flags) {
+  cudaEvent_t event = nullptr;
+  TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&event, flags));
+  events_.push_back(event);
+  return event;
 }
 
 void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes_[comm] = route; }
 
 void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
 
-void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
+void Executor::issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
+  if (op.kind == Op::Kind::Compute) return op.enqueue(stream);
   const auto found = routes_.find(comm);
   const CollectiveRoute& route = found == routes_.end() ? default_route_ : found->second;
   bench::issue_collective(op.call, ctx.nranks, comm, stream, route);
@@ -151,10 +158,7 @@ void Executor::issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op,
 void Executor::open_segment(StreamState& s) {
   if (s.open) close_segment(s);
   if (s.used == s.segments->size()) {
-    Segment seg;
-    TANDEM_CUDA_CHECK(cudaEventCreate(&seg.start));
-    TANDEM_CUDA_CHECK(cudaEventCreate(&seg.end));
-    s.segments->push_back(seg);
+    s.segments->push_back({new_event(), new_event()});
   }
   TANDEM_CUDA_CHECK(cudaEventRecord((*s.segments)[s.used].start, s.stream));
   s.open = true;
@@ -176,10 +180,7 @@ void Executor::issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, S
   }
   if (!on.open) open_segment(on);
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[step.op], on.stream));
-  if (op.kind == Op::Kind::Compute)
-    op.enqueue(on.stream);
-  else
-    issue_collective(ctx, comm, op, on.stream);
+  issue_op(ctx, comm, op, on.stream);
   // The trace's end goes before the event the other stream waits for, so an operation that waited
   // for this one never appears to start before it ended.
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[step.op], on.stream));
@@ -230,10 +231,7 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
       if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
       for (size_t i = 0; i < ops.size(); ++i) {
         if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_start_[i], s.compute));
-        if (ops[i].kind == Op::Kind::Compute)
-          ops[i].enqueue(s.compute);
-        else
-          issue_collective(ctx, comm, ops[i], s.compute);
+        issue_op(ctx, comm, ops[i], s.compute);
         if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_end_[i], s.compute));
       }
       return;
@@ -244,16 +242,10 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
     case Schedule::CommOnly:
       // The collectives alone, in order, on the communication stream; a stream other than the
       // compute stream is fenced by it on both sides, so the caller's events on it bracket them.
-      if (s.comm != s.compute) {
-        TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
-      }
+      wait_across(s.compute, s.comm, iteration_start_);
       for (const auto& op : ops)
-        if (op.kind == Op::Kind::Collective) issue_collective(ctx, comm, op, s.comm);
-      if (s.comm != s.compute) {
-        TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
-        TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
-      }
+        if (op.kind == Op::Kind::Collective) issue_op(ctx, comm, op, s.comm);
+      wait_across(s.comm, s.compute, comm_done_);
       return;
     case Schedule::Overlap:
       break;
@@ -263,8 +255,7 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
   // Overlap: the communication stream starts with the step, so neither side can begin early and
   // both busy measures share one origin.
   if (tracing_) TANDEM_CUDA_CHECK(cudaEventRecord(trace_origin_, s.compute));
-  TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.comm, iteration_start_, 0));
+  wait_across(s.compute, s.comm, iteration_start_);
   StreamState compute{s.compute, &compute_segments_, 0, false};
   StreamState comm_state{s.comm, &comm_segments_, 0, false};
   for (const IssueStep& step : order) issue(ctx, comm, step, step.on_comm ? comm_state : compute);
@@ -273,17 +264,12 @@ void Executor::enqueue(RankContext& ctx, const StepStreams& s, Schedule schedule
   compute_used_ = compute.used;
   comm_used_ = comm_state.used;
   // The step ends when both streams are done.
-  TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, s.comm));
-  TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
+  wait_across(s.comm, s.compute, comm_done_);
 }
 
 double Executor::busy_of(const std::vector<Segment>& segments, size_t used) {
   double sum = 0;
-  for (size_t i = 0; i < used; ++i) {
-    float ms = 0;
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, segments[i].start, segments[i].end));
-    sum += ms;
-  }
+  for (size_t i = 0; i < used; ++i) sum += elapsed_ms(segments[i].start, segments[i].end);
   return sum;
 }
 
@@ -292,9 +278,9 @@ void Executor::enqueue_timed(RankContext& ctx, const StepStreams& s, Schedule sc
                  "operations are timed one by one only in compute-only or collectives-only steps");
   const auto& ops = program_.ops();
   if (!timed_start_) {
-    TANDEM_CUDA_CHECK(cudaEventCreate(&timed_start_));
+    timed_start_ = new_event();
     timed_end_.assign(ops.size(), nullptr);
-    for (auto& e : timed_end_) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+    for (auto& e : timed_end_) e = new_event();
   }
   timed_kind_ = schedule == Schedule::ComputeOnly ? Op::Kind::Compute : Op::Kind::Collective;
   ncclComm_t comm = s.communicator ? s.communicator : ctx.comm;
@@ -302,23 +288,14 @@ void Executor::enqueue_timed(RankContext& ctx, const StepStreams& s, Schedule sc
   // both sides. The events go on the stream that runs the operations, back to back, so each pair
   // brackets one operation and the gaps between launches, as in the untimed step.
   cudaStream_t stream = timed_kind_ == Op::Kind::Compute ? s.compute : s.comm;
-  if (stream != s.compute) {
-    TANDEM_CUDA_CHECK(cudaEventRecord(iteration_start_, s.compute));
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, iteration_start_, 0));
-  }
+  wait_across(s.compute, stream, iteration_start_);
   TANDEM_CUDA_CHECK(cudaEventRecord(timed_start_, stream));
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind != timed_kind_) continue;
-    if (ops[i].kind == Op::Kind::Compute)
-      ops[i].enqueue(stream);
-    else
-      issue_collective(ctx, comm, ops[i], stream);
+    issue_op(ctx, comm, ops[i], stream);
     TANDEM_CUDA_CHECK(cudaEventRecord(timed_end_[i], stream));
   }
-  if (stream != s.compute) {
-    TANDEM_CUDA_CHECK(cudaEventRecord(comm_done_, stream));
-    TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s.compute, comm_done_, 0));
-  }
+  wait_across(stream, s.compute, comm_done_);
 }
 
 std::vector<double> Executor::operation_ms() const {
@@ -328,9 +305,7 @@ std::vector<double> Executor::operation_ms() const {
   cudaEvent_t previous = timed_start_;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind != timed_kind_) continue;
-    float ms = 0;
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&ms, previous, timed_end_[i]));
-    out[i] = ms;
+    out[i] = elapsed_ms(previous, timed_end_[i]);
     previous = timed_end_[i];
   }
   return out;
@@ -340,10 +315,10 @@ void Executor::enqueue_traced(RankContext& ctx, const StepStreams& s, Schedule s
   TANDEM_REQUIRE(schedule == Schedule::Overlap || schedule == Schedule::Sequential,
                  "a traced step runs the whole program: Overlap or Sequential");
   if (!trace_origin_) {
-    TANDEM_CUDA_CHECK(cudaEventCreate(&trace_origin_));
+    trace_origin_ = new_event();
     for (auto* events : {&trace_start_, &trace_end_}) {
       events->assign(program_.ops().size(), nullptr);
-      for (auto& e : *events) TANDEM_CUDA_CHECK(cudaEventCreate(&e));
+      for (auto& e : *events) e = new_event();
     }
   }
   tracing_ = true;
@@ -359,12 +334,8 @@ void Executor::enqueue_traced(RankContext& ctx, const StepStreams& s, Schedule s
 std::vector<std::pair<double, double>> Executor::traced_ms() const {
   TANDEM_REQUIRE(trace_origin_, "traced_ms() before any enqueue_traced()");
   std::vector<std::pair<double, double>> out(program_.ops().size());
-  for (size_t i = 0; i < out.size(); ++i) {
-    float start = 0, end = 0;
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&start, trace_origin_, trace_start_[i]));
-    TANDEM_CUDA_CHECK(cudaEventElapsedTime(&end, trace_origin_, trace_end_[i]));
-    out[i] = {start, end};
-  }
+  for (size_t i = 0; i < out.size(); ++i)
+    out[i] = {elapsed_ms(trace_origin_, trace_start_[i]), elapsed_ms(trace_origin_, trace_end_[i])};
   return out;
 }
 
@@ -373,16 +344,9 @@ StreamBusy Executor::busy() const {
 }
 
 void Executor::enqueue_sample(RankContext& ctx, cudaStream_t stream, bool collective) const {
-  for (const auto& op : program_.ops()) {
-    if (collective && op.kind == Op::Kind::Collective) {
-      issue_collective(ctx, ctx.comm, op, stream);
-      return;
-    }
-    if (!collective && op.kind == Op::Kind::Compute) {
-      op.enqueue(stream);
-      return;
-    }
-  }
+  const Op::Kind kind = collective ? Op::Kind::Collective : Op::Kind::Compute;
+  for (const auto& op : program_.ops())
+    if (op.kind == kind) return issue_op(ctx, ctx.comm, op, stream);
   TANDEM_THROW(std::string("the program has no ") + (collective ? "collective" : "compute operation"));
 }
 

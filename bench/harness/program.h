@@ -120,6 +120,9 @@ struct IssueStep {
 };
 std::vector<IssueStep> full_issue_order(const Program& program, bool comm_first);
 
+// Milliseconds from event `from` to event `to`, both recorded with timing and complete.
+double elapsed_ms(cudaEvent_t from, cudaEvent_t to);
+
 // Issues a program on one rank's streams, with the events that order them and the events that time
 // each stream's busy stretches.
 class Executor {
@@ -165,12 +168,16 @@ class Executor {
     bool open = false;
   };
   void issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, StreamState& on);
-  void issue_collective(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const;
+  // A compute operation's enqueue, or a collective on `comm` by its route.
+  void issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const;
   void open_segment(StreamState& s);
   void close_segment(StreamState& s);
   static double busy_of(const std::vector<Segment>& segments, size_t used);
+  // An event on the current device, destroyed with the executor.
+  cudaEvent_t new_event(unsigned flags = cudaEventDefault);
 
   const Program& program_;
+  std::vector<cudaEvent_t> events_;                                // every event below, for the destructor
   std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
   std::vector<cudaEvent_t> done_;                                  // per op, where needed
   CollectiveRoute default_route_;

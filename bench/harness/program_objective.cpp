@@ -1,6 +1,5 @@
 #include "harness/program_objective.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "harness/program_timeline.h"
@@ -51,17 +50,9 @@ std::vector<std::string> timeline_run_options(const std::string& stats_prefix, c
 ObjectiveReading read_timeline_objective(ObjectiveKind kind, const std::string& stats_prefix) {
   ObjectiveReading r;
   const fs::path prefix(stats_prefix);
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(prefix.parent_path(), ec)) {
-    const std::string name = entry.path().filename().string();
-    const std::string wanted = prefix.filename().string();
-    if (name.rfind(wanted, 0) == 0 && name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0)
-      files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
   try {
-    const JobTimeline job = job_timeline(read_timelines_from_stats(files));
+    const JobTimeline job = job_timeline(
+        read_timelines_from_stats(files_named(prefix.parent_path().string(), prefix.filename().string(), ".json")));
     const auto summary = summarize_job(job);
     if (!summary) {
       r.failure = job.units.empty() ? "no process recorded a timeline" +

@@ -1,11 +1,11 @@
 #include "harness/program_timeline.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
 
@@ -38,40 +38,37 @@ StepFigures step_of(const nlohmann::json& j, const std::string& what) {
   return s;
 }
 
-std::string ms_text(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f ms", ms);
-  return buf;
+std::string ms_text(double ms) { return format("%.3f ms", ms); }
+
+// "rank 0 (pid 4711)", or "pid 4711" for a process without a rank.
+std::string process_label(const ProcessTimelineFile& p) {
+  return p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
+                : "pid " + std::to_string(p.pid);
 }
 
-std::string percent_text(double share) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f %%", 100.0 * share);
-  return buf;
-}
-
-std::string unit_label(const ProcessTimelineFile& p, uint32_t device) {
-  std::string label = p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
-                             : "pid " + std::to_string(p.pid);
-  return label + " GPU " + std::to_string(device);
-}
-
-std::vector<fs::path> files_in(const std::string& folder, const std::string& prefix, const std::string& suffix) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && entry.is_regular_file(ec))
-      out.push_back(entry.path());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+void sort_by_rank(std::vector<ProcessTimelineFile>& processes) {
+  std::stable_sort(processes.begin(), processes.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
+    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
+    return a.pid < b.pid;
+  });
 }
 
 double to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
+
+std::vector<std::string> files_named(const std::string& folder, const std::string& prefix, const std::string& suffix) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && entry.is_regular_file(ec))
+      out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
   const std::string what = "a timeline document";
@@ -103,18 +100,15 @@ ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
 
 std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder) {
   std::vector<ProcessTimelineFile> out;
-  for (const fs::path& file : files_in(folder, "timeline-", ".json")) {
+  for (const std::string& file : files_named(folder, "timeline-", ".json")) {
     try {
       out.push_back(
           parse_process_timeline(nlohmann::json::parse(read_small_regular_file(file, kMaxTimelineFileBytes))));
     } catch (const std::exception& e) {
-      TANDEM_THROW("cannot read the timeline file " + file.string() + ": " + e.what());
+      TANDEM_THROW("cannot read the timeline file " + file + ": " + e.what());
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
-    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
-    return a.pid < b.pid;
-  });
+  sort_by_rank(out);
   return out;
 }
 
@@ -130,10 +124,7 @@ std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std
       TANDEM_THROW("cannot read the timeline of the stats file " + file + ": " + e.what());
     }
   }
-  std::stable_sort(out.begin(), out.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
-    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
-    return a.pid < b.pid;
-  });
+  sort_by_rank(out);
   return out;
 }
 
@@ -143,9 +134,7 @@ JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
   for (const ProcessTimelineFile& p : processes) {
     if (p.devices.empty()) {
       if (p.state != "not-started" && p.state != "off")
-        job.missing.push_back((p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
-                                      : "pid " + std::to_string(p.pid)) +
-                              ": " + p.state + (p.reason.empty() ? "" : ": " + p.reason));
+        job.missing.push_back(process_label(p) + ": " + p.state + (p.reason.empty() ? "" : ": " + p.reason));
       continue;
     }
     if (job.units.empty()) {
@@ -153,7 +142,7 @@ JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
       job.steps_from_nvtx = p.steps_from_nvtx;
     }
     for (const auto& [device, figures] : p.devices) {
-      job.units.push_back(unit_label(p, device));
+      job.units.push_back(process_label(p) + " GPU " + std::to_string(device));
       ranks.push_back(figures);
     }
   }
@@ -170,27 +159,26 @@ std::optional<JobSummary> summarize_job(const JobTimeline& job) {
   if (steps.empty()) return std::nullopt;
   JobSummary s;
   s.steps = steps.size();
-  std::vector<double> step, comp, comm, both, exposed, idle;
+  // Each figure of the summary: the median over the steps of the slowest rank's.
+  const std::pair<int64_t StepFigures::*, double JobSummary::*> figures[] = {
+      {&StepFigures::step_ns, &JobSummary::step_ms},
+      {&StepFigures::computation_ns, &JobSummary::computation_ms},
+      {&StepFigures::communication_ns, &JobSummary::communication_ms},
+      {&StepFigures::overlapped_ns, &JobSummary::overlapped_ms},
+      {&StepFigures::exposed_communication_ns, &JobSummary::exposed_communication_ms},
+      {&StepFigures::idle_ns, &JobSummary::idle_ms}};
+  for (const auto& [ns, ms] : figures) {
+    std::vector<double> values;
+    for (const JobStep& j : steps) values.push_back(to_ms(j.slowest.*ns));
+    s.*ms = median_of(values);
+  }
   int64_t comm_sum = 0, both_sum = 0;
   std::map<size_t, size_t> slowest_count;
   for (const JobStep& j : steps) {
-    const StepFigures& f = j.slowest;
-    step.push_back(to_ms(f.step_ns));
-    comp.push_back(to_ms(f.computation_ns));
-    comm.push_back(to_ms(f.communication_ns));
-    both.push_back(to_ms(f.overlapped_ns));
-    exposed.push_back(to_ms(f.exposed_communication_ns));
-    idle.push_back(to_ms(f.idle_ns));
-    comm_sum += f.communication_ns;
-    both_sum += f.overlapped_ns;
+    comm_sum += j.slowest.communication_ns;
+    both_sum += j.slowest.overlapped_ns;
     ++slowest_count[j.slowest_rank];
   }
-  s.step_ms = median_of(step);
-  s.computation_ms = median_of(comp);
-  s.communication_ms = median_of(comm);
-  s.overlapped_ms = median_of(both);
-  s.exposed_communication_ms = median_of(exposed);
-  s.idle_ms = median_of(idle);
   if (comm_sum > 0) s.hidden_share = static_cast<double>(both_sum) / static_cast<double>(comm_sum);
   for (const auto& [unit, count] : slowest_count)
     if (count > s.slowest_unit_steps) s.slowest_unit = unit, s.slowest_unit_steps = count;
@@ -214,7 +202,7 @@ std::string job_timeline_text(const JobTimeline& job) {
            ms_text(summary->computation_ms) + ", communication " + ms_text(summary->communication_ms) +
            ", overlapped " + ms_text(summary->overlapped_ms) + ", exposed communication " +
            ms_text(summary->exposed_communication_ms) + ", idle " + ms_text(summary->idle_ms) + "; " +
-           (summary->hidden_share ? percent_text(*summary->hidden_share) + " of the communication hidden"
+           (summary->hidden_share ? format("%.1f %%", 100.0 * *summary->hidden_share) + " of the communication hidden"
                                   : std::string("no communication")) +
            "\n";
   }
@@ -267,16 +255,16 @@ nlohmann::json job_timeline_json(const JobTimeline& job) {
 }
 
 size_t assemble_trace(const std::string& folder, const std::string& path, const nlohmann::json& about) {
-  const std::vector<fs::path> parts = files_in(folder, "trace-", ".jsonl");
+  const std::vector<std::string> parts = files_named(folder, "trace-", ".jsonl");
   // The job's clock starts at the earliest event of any process (each part's header says its own).
   int64_t base = 0;
   bool any = false;
-  for (const fs::path& part : parts) {
+  for (const std::string& part : parts) {
     std::ifstream in(part);
     std::string header;
-    TANDEM_REQUIRE(in && std::getline(in, header), "cannot read the trace events " + part.string());
+    TANDEM_REQUIRE(in && std::getline(in, header), "cannot read the trace events " + part);
     const nlohmann::json h = nlohmann::json::parse(header, nullptr, false);
-    TANDEM_REQUIRE(h.is_object() && h.contains("first_ns"), part.string() + " does not start with a trace header");
+    TANDEM_REQUIRE(h.is_object() && h.contains("first_ns"), part + " does not start with a trace header");
     const int64_t first = h.at("first_ns").get<int64_t>();
     base = any ? std::min(base, first) : first;
     any = true;
@@ -284,14 +272,14 @@ size_t assemble_trace(const std::string& folder, const std::string& path, const 
   size_t events = 0;
   const std::string why = try_write_file_atomically(path, [&](const ContentSink& sink) {
     sink("{\"traceEvents\":[\n");
-    for (const fs::path& part : parts) {
+    for (const std::string& part : parts) {
       std::ifstream in(part);
       std::string line;
       std::getline(in, line);  // the header
       while (std::getline(in, line)) {
         if (line.empty()) continue;
         nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-        TANDEM_REQUIRE(e.is_object(), "a line of " + part.string() + " is not a JSON object");
+        TANDEM_REQUIRE(e.is_object(), "a line of " + part + " is not a JSON object");
         if (e.contains("ts_ns")) {
           e["ts"] = static_cast<double>(e.at("ts_ns").get<int64_t>() - base) / 1e3;
           e.erase("ts_ns");

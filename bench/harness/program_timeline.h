@@ -26,6 +26,8 @@ struct ProcessTimelineFile {
   uint64_t lost = 0;
 };
 
+// The regular files of `folder` whose names are `prefix`, something, then `suffix`, sorted.
+std::vector<std::string> files_named(const std::string& folder, const std::string& prefix, const std::string& suffix);
 // Throws tandem::Error naming what is missing in a malformed document.
 ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc);
 // Every timeline-<pid>.json in `folder`, by rank then pid. A file that does not parse throws

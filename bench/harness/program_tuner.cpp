@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 
 #include "harness/metrics.h"
@@ -19,20 +17,11 @@ namespace {
 constexpr double kAutoTimeoutFactor = 3;
 constexpr double kSlackSeconds = 60;
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
 // Whether `a` is better than `b`.
 bool better(double a, double b, bool higher_is_better) { return higher_is_better ? a > b : a < b; }
 
 std::string percent_text(double gain, double reference) {
-  if (reference == 0) return "";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, " (%.1f %%)", 100.0 * gain / std::fabs(reference));
-  return buf;
+  return reference == 0 ? "" : format(" (%.1f %%)", 100.0 * gain / std::fabs(reference));
 }
 
 }  // namespace
@@ -136,7 +125,7 @@ class ProgramTuner {
     if (!o_.metric.is_wall_time()) run.metric_values = o_.metric.values_in_file(run.log, &not_numbers);
     std::string failure;
     if (p.timed_out) {
-      failure = "timed out after " + number_text(timeout) + " s";
+      failure = "timed out after " + value_text(timeout) + " s";
     } else if (run.candidate == 0 && run.round == 1 && (p.exit_status == 126 || p.exit_status == 127)) {
       failure = "exit status " + std::to_string(p.exit_status) + ": the command could not be executed";
     } else if (run.candidate == 0 && run.round == 1 && p.exit_status >= 128) {
@@ -235,12 +224,12 @@ ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, boo
   if (d.winner) {
     const PolicyStats& w = stats[*d.winner];
     const double gain = std::fabs(w.median - base.median);
-    d.reason = w.policy + " beats the baseline by " + number_text(gain) + percent_text(gain, base.median) +
-               ", more than the spreads added (" + number_text(base.spread()) + " + " + number_text(w.spread()) + ")";
+    d.reason = w.policy + " beats the baseline by " + value_text(gain) + percent_text(gain, base.median) +
+               ", more than the spreads added (" + value_text(base.spread()) + " + " + value_text(w.spread()) + ")";
   } else if (closest) {
     d.reason = "no policy beats the baseline by more than the spreads; the best, " + closest->policy + ", has median " +
-               number_text(closest->median) + " (spread " + number_text(closest->spread()) + ") against " +
-               number_text(base.median) + " (spread " + number_text(base.spread()) + ")";
+               value_text(closest->median) + " (spread " + value_text(closest->spread()) + ") against " +
+               value_text(base.median) + " (spread " + value_text(base.spread()) + ")";
   } else {
     d.reason = "no policy beats the baseline: every candidate was disqualified";
   }

@@ -3,7 +3,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 
 #include "harness/registry.h"
 #include "harness/runner.h"
@@ -14,8 +13,6 @@
 #include "tandem/text.h"
 
 namespace tandem::bench {
-
-namespace {}  // namespace
 
 std::vector<std::string> scenario_config_lines(const BenchOptions& o, int nranks) {
   const ScenarioOptions& s = o.scenario;

@@ -1,4 +1,3 @@
-#include <algorithm>
 #include <memory>
 
 #include "harness/bench_ranks.h"

@@ -1,8 +1,8 @@
 #include "harness/tune_progress.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
+
+#include "report/report.h"
 
 namespace tandem::bench {
 namespace {
@@ -11,23 +11,12 @@ namespace {
 constexpr size_t kFinalists = 5;
 constexpr size_t kFinalUnits = kFinalists * kTuneFinalRounds;
 
-std::string ms_text(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f ms", ms);
-  return buf;
-}
-
 }  // namespace
 
 std::string duration_text(double seconds) {
-  char buf[32];
-  if (seconds < 90)
-    std::snprintf(buf, sizeof buf, "%.0f s", std::max(0.0, seconds));
-  else if (seconds < 90 * 60)
-    std::snprintf(buf, sizeof buf, "%.0f min", seconds / 60);
-  else
-    std::snprintf(buf, sizeof buf, "%.1f h", seconds / 3600);
-  return buf;
+  if (seconds < 90) return format("%.0f s", std::max(0.0, seconds));
+  if (seconds < 90 * 60) return format("%.0f min", seconds / 60);
+  return format("%.1f h", seconds / 3600);
 }
 
 void TuneProgress::start_case(size_t index, const std::string& name, size_t first_estimate) {
@@ -60,7 +49,7 @@ std::string TuneProgress::step_line(const TuneStep& step, double elapsed_s) {
     line += "final round " + std::to_string(step.final_round) + "/" + std::to_string(step.final_rounds);
   else
     line += std::to_string(last_measured_) + "/~" + std::to_string(expected) + " policies";
-  if (step.best) line += ", best so far " + step.best->policy + " " + ms_text(step.best->t_overlap_ms);
+  if (step.best) line += ", best so far " + step.best->policy + " " + format("%.2f ms", step.best->t_overlap_ms);
   line += ", ~" + duration_text(per_unit * static_cast<double>(case_left)) + " left in this case, ~" +
           duration_text(all_left) + " in all";
   return line;

@@ -73,9 +73,6 @@ class Search {
   std::map<std::string, std::string> skipped_;
 };
 
-// Rounds of the final comparison.
-constexpr int kFinalRounds = kTuneFinalRounds;
-
 // Measures each distinct policy `rounds` times, one of each per round, and returns one row per
 // policy: the round with its median t_overlap. Every policy here has applied before, so none skips.
 // Each round starts by measuring the baselines again, and its rows are judged against those: a GPU
@@ -162,10 +159,10 @@ TunedCase tune_case(PolicyTrials& runner, const BenchOptions& options, const Cas
   finalists.push_back(paper);
   const auto round_done = [&](int round) {
     if (id.collects && on_step)
-      on_step(TuneStep{static_cast<int>(search.rows().size()), round, kFinalRounds, &search.best_row()});
+      on_step(TuneStep{static_cast<int>(search.rows().size()), round, kTuneFinalRounds, &search.best_row()});
   };
   stage.next("tune: final rounds");
-  const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kFinalRounds, round_done);
+  const std::vector<Row> finals = measure_in_rounds(runner, options, id, finalists, kTuneFinalRounds, round_done);
   const auto final_row = [&](const std::string& policy) {
     const auto it = std::find_if(finals.begin(), finals.end(), [&](const Row& r) { return r.policy == policy; });
     TANDEM_REQUIRE(it != finals.end(), "policy '" + policy + "' was not measured in the final round");

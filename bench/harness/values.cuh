@@ -10,6 +10,8 @@
 
 #include <cstdint>
 
+#include "tandem/cuda_check.h"
+#include "tandem/dtype.h"
 #include "tandem/float_conversion.h"  // to_float, from_float
 
 namespace tandem::bench {
@@ -59,6 +61,15 @@ __global__ void poison_kernel(T* out, size_t n) {
 inline unsigned grid_for(size_t n, unsigned threads = 256) {
   const size_t blocks = (n + threads - 1) / threads;
   return static_cast<unsigned>(blocks < 65535 * 16 ? (blocks ? blocks : 1) : 65535 * 16);
+}
+
+// poison_kernel over `n` elements of `dtype` at `out`.
+inline void poison(void* out, DType dtype, size_t n, cudaStream_t stream) {
+  dispatch_dtype(dtype, [&](auto t) {
+    using T = decltype(t);
+    poison_kernel<T><<<grid_for(n), 256, 0, stream>>>(static_cast<T*>(out), n);
+  });
+  TANDEM_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace tandem::bench

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <thread>
 
@@ -162,36 +161,33 @@ void ControlChannel::broadcast(void* data, size_t bytes, const std::string& step
   std::memcpy(data, host_, bytes);
 }
 
-std::vector<std::string> ControlChannel::all_gather(const std::string& mine, const std::string& step) {
-  TANDEM_REQUIRE(!aborted_, "rank " + std::to_string(rank_) + ": control channel already aborted");
-  const size_t n = static_cast<size_t>(nranks_);
-  // Round 1: every rank's length.
-  reserve(n * sizeof(uint64_t));
-  const Deadline until = deadline_after(timeout_s_);
-  const uint64_t length = mine.size();
-  auto* lengths = reinterpret_cast<uint64_t*>(host_);
-  lengths[rank_] = length;
-  auto* device_lengths = static_cast<uint64_t*>(device_);
-  TANDEM_CUDA_CHECK(
-      cudaMemcpyAsync(device_lengths + rank_, lengths + rank_, sizeof(uint64_t), cudaMemcpyHostToDevice, stream_));
-  TANDEM_NCCL_CHECK(comm_,
-                    ncclAllGather(device_lengths + rank_, device_lengths, sizeof(uint64_t), ncclUint8, comm_, stream_));
-  await_communicator(comm_, rules(), step);
-  TANDEM_CUDA_CHECK(cudaMemcpyAsync(lengths, device_lengths, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream_));
-  await_stream(step, until);
-  const std::vector<uint64_t> sizes(lengths, lengths + n);
-  const size_t slot = std::max<uint64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
-
-  // Round 2: the bytes, each rank's in a slot of the longest length.
-  reserve(n * slot);
+void ControlChannel::gather_slots(size_t slot, const std::string& step, Deadline until) {
   char* device_bytes = static_cast<char*>(device_);
-  std::memcpy(host_ + rank_ * slot, mine.data(), mine.size());
   TANDEM_CUDA_CHECK(
       cudaMemcpyAsync(device_bytes + rank_ * slot, host_ + rank_ * slot, slot, cudaMemcpyHostToDevice, stream_));
   TANDEM_NCCL_CHECK(comm_, ncclAllGather(device_bytes + rank_ * slot, device_bytes, slot, ncclUint8, comm_, stream_));
   await_communicator(comm_, rules(), step);
-  TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_, device_bytes, n * slot, cudaMemcpyDeviceToHost, stream_));
+  TANDEM_CUDA_CHECK(cudaMemcpyAsync(host_, device_bytes, nranks_ * slot, cudaMemcpyDeviceToHost, stream_));
   await_stream(step, until);
+}
+
+std::vector<std::string> ControlChannel::all_gather(const std::string& mine, const std::string& step) {
+  TANDEM_REQUIRE(!aborted_, "rank " + std::to_string(rank_) + ": control channel already aborted");
+  const size_t n = static_cast<size_t>(nranks_);
+  const Deadline until = deadline_after(timeout_s_);
+  // Round 1: every rank's length.
+  const uint64_t length = mine.size();
+  reserve(n * sizeof(uint64_t));
+  std::memcpy(host_ + rank_ * sizeof(uint64_t), &length, sizeof(uint64_t));
+  gather_slots(sizeof(uint64_t), step, until);
+  std::vector<uint64_t> sizes(n);
+  std::memcpy(sizes.data(), host_, n * sizeof(uint64_t));
+  const size_t slot = std::max<uint64_t>(1, *std::max_element(sizes.begin(), sizes.end()));
+
+  // Round 2: the bytes, each rank's in a slot of the longest length.
+  reserve(n * slot);
+  std::memcpy(host_ + rank_ * slot, mine.data(), mine.size());
+  gather_slots(slot, step, until);
   std::vector<std::string> out;
   for (size_t r = 0; r < n; ++r) out.emplace_back(host_ + r * slot, sizes[r]);
   return out;

@@ -55,6 +55,8 @@ class ControlChannel {
   [[noreturn]] void fail(const std::string& step, const std::string& why);
   void throw_if_async_error(const std::string& step);
   void reserve(size_t bytes);
+  // Every rank's `slot` bytes at host_ + rank * slot, gathered into host_ (nranks * slot bytes).
+  void gather_slots(size_t slot, const std::string& step, Deadline until);
 
   int rank_;
   int nranks_;

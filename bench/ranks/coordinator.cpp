@@ -96,10 +96,6 @@ void ProcessCoordinator::fail(std::exception_ptr) {
   channel_.abort();
 }
 
-}  // namespace tandem::bench
-
-namespace tandem::bench {
-
 int ThreadCoordinator::size() const { return group_.size(); }
 void ThreadCoordinator::barrier() { group_.barrier(); }
 void ThreadCoordinator::broadcast_from_rank0(void* data, size_t bytes) { group_.share_from_rank0(rank_, data, bytes); }

@@ -6,7 +6,6 @@
 // ranks/control_channel.h). The runners use only this interface, so one runner serves both.
 #include <cstdint>
 #include <exception>
-#include <memory>
 #include <string>
 #include <vector>
 

@@ -1,19 +1,17 @@
 #include "ranks/file_rendezvous.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
 #include <thread>
 
+#include "tandem/deadline.h"
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
 #include "tandem/text.h"
@@ -140,8 +138,7 @@ class RankZero {
   RankZero(const FileRendezvousOptions& o, const std::string& payload) : o_(o), payload_hex_(hex_encode(payload)) {}
 
   FileRendezvousResult run(const std::function<std::string(const std::vector<std::string>&)>& verdict) {
-    const auto deadline =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o_.timeout_s));
+    const Deadline deadline = deadline_after(o_.timeout_s);
     for (;;) {
       std::map<int, Joined> joined;
       for (int r : join_files_present(o_.dir, o_.world_size)) {
@@ -227,8 +224,7 @@ FileRendezvousResult join_as_other(const FileRendezvousOptions& o) {
                        o.identity + "\n");
   // A little longer than rank 0, so that rank 0's verdict on missing ranks arrives first.
   const double patience = o.timeout_s + std::min(5.0, 2.0 + o.timeout_s / 10);
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(patience));
+  const Deadline deadline = deadline_after(patience);
   std::string acked_session, waiting;
   bool listed = false;
   for (;;) {

@@ -19,9 +19,8 @@ std::optional<int> read_int(const Environment& env, const std::string& name, int
   const auto value = env(name);
   if (!value) return std::nullopt;
   const std::string& text = *value;
-  bool digits = !text.empty();
-  for (char c : text) digits = digits && std::isdigit(static_cast<unsigned char>(c));
-  if (!digits) TANDEM_USER_ERROR(name + "=" + quoted_value(text) + " is not a non-negative integer");
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c); }))
+    TANDEM_USER_ERROR(name + "=" + quoted_value(text) + " is not a non-negative integer");
   // Compared as text first: no conversion can overflow.
   const std::string significant = text.substr(std::min(text.find_first_not_of('0'), text.size()));
   if (significant.size() > 9 || std::stoi(significant.empty() ? "0" : significant) > max)
@@ -148,19 +147,8 @@ std::string value_or(const Environment& env, const std::string& name, const std:
 }  // namespace
 
 const char* to_string(LaunchMode mode) {
-  switch (mode) {
-    case LaunchMode::Threads:
-      return "threads";
-    case LaunchMode::Mpi:
-      return "mpi";
-    case LaunchMode::Torchrun:
-      return "torchrun";
-    case LaunchMode::Slurm:
-      return "slurm";
-    case LaunchMode::Env:
-      return "env";
-  }
-  return "?";
+  static const char* const kNames[] = {"threads", "mpi", "torchrun", "slurm", "env"};  // in LaunchMode's order
+  return kNames[static_cast<int>(mode)];
 }
 
 Environment process_environment() {
@@ -219,15 +207,8 @@ int choose_device(const LaunchEnv& launch, const LaunchRequest& request, int vis
 }
 
 std::string RendezvousPlan::describe() const {
-  switch (kind) {
-    case RendezvousKind::Mpi:
-      return "mpi";
-    case RendezvousKind::NcclCommId:
-      return "nccl-comm-id:" + where;
-    case RendezvousKind::File:
-      return "file:" + where;
-  }
-  return "?";
+  if (kind == RendezvousKind::Mpi) return "mpi";
+  return (kind == RendezvousKind::NcclCommId ? "nccl-comm-id:" : "file:") + where;
 }
 
 std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {
@@ -269,43 +250,26 @@ std::string rendezvous_key(const LaunchEnv& launch, const Environment& env) {
 
 RendezvousPlan choose_rendezvous(const LaunchEnv& launch, const LaunchRequest& request, const Environment& env,
                                  bool mpi_available) {
-  RendezvousPlan plan;
   const std::string key = rendezvous_key(launch, env);
   std::string dir = request.rendezvous;
   if (dir.empty()) dir = value_or(env, "TANDEM_RENDEZVOUS", "");
-  if (!dir.empty()) {
-    plan.kind = RendezvousKind::File;
-    plan.where = dir + "/" + key;
-    return plan;
-  }
-  if (auto comm_id = env("NCCL_COMM_ID"); comm_id && !comm_id->empty()) {
-    plan.kind = RendezvousKind::NcclCommId;
-    plan.where = *comm_id;
-    return plan;
-  }
-  if (launch.mode == LaunchMode::Mpi && mpi_available) {
-    plan.kind = RendezvousKind::Mpi;
-    return plan;
-  }
+  if (!dir.empty()) return {RendezvousKind::File, dir + "/" + key};
+  if (auto comm_id = env("NCCL_COMM_ID"); comm_id && !comm_id->empty()) return {RendezvousKind::NcclCommId, *comm_id};
+  if (launch.mode == LaunchMode::Mpi && mpi_available) return {RendezvousKind::Mpi};
   if (launch.multi_node) {
     const auto addr = env("MASTER_ADDR");
     // NCCL's root listens on the next port, which must exist too.
     const auto port = read_int(env, "MASTER_PORT", 65534);
     if (launch.mode == LaunchMode::Torchrun && addr && !addr->empty() && port) {
       // torchrun's own store listens on MASTER_PORT; the next port is NCCL's bootstrap root on rank 0.
-      plan.kind = RendezvousKind::NcclCommId;
-      plan.where = *addr + ":" + std::to_string(*port + 1);
-      plan.set_nccl_comm_id = true;
-      return plan;
+      return {RendezvousKind::NcclCommId, *addr + ":" + std::to_string(*port + 1), /*set_nccl_comm_id=*/true};
     }
     TANDEM_USER_ERROR("the ranks span several nodes (" + launch.source +
                       ") but no rendezvous reaches them all: give a directory every node shares with --rendezvous "
                       "DIR (or TANDEM_RENDEZVOUS), or set NCCL_COMM_ID=<address of rank 0's node>:<free port> for "
                       "every rank");
   }
-  plan.kind = RendezvousKind::File;
-  plan.where = "/tmp/tandem-rendezvous-" + std::to_string(static_cast<long>(getuid())) + "/" + key;
-  return plan;
+  return {RendezvousKind::File, "/tmp/tandem-rendezvous-" + std::to_string(static_cast<long>(getuid())) + "/" + key};
 }
 
 }  // namespace tandem::bench

@@ -34,14 +34,10 @@ ncclUniqueId id_from(const std::string& bytes) {
 }
 
 std::string hint_for(const RendezvousPlan& plan) {
-  switch (plan.kind) {
-    case RendezvousKind::File:
-      return "; every rank must use the same directory (ranks on several nodes: a shared one, --rendezvous DIR)";
-    case RendezvousKind::NcclCommId:
-      return " (rendezvous through NCCL_COMM_ID=" + plan.where + ", which cannot name the missing rank)";
-    case RendezvousKind::Mpi:
-      break;
-  }
+  if (plan.kind == RendezvousKind::File)
+    return "; every rank must use the same directory (ranks on several nodes: a shared one, --rendezvous DIR)";
+  if (plan.kind == RendezvousKind::NcclCommId)
+    return " (rendezvous through NCCL_COMM_ID=" + plan.where + ", which cannot name the missing rank)";
   return "";
 }
 
@@ -111,7 +107,6 @@ ProcessRank::ProcessRank(const LaunchEnv& launch, const LaunchRequest& request, 
     coordinator_->fail(std::current_exception());
     throw;
   }
-  for (const auto& text : identities) gpus_.push_back(parse_gpu_identity(text));
   // Everyone is in the control communicator, so everyone has read the rendezvous files.
   if (plan_.kind == RendezvousKind::File && launch_.rank == 0) remove_rendezvous_files(plan_.where, launch_.world_size);
 }

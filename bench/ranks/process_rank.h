@@ -40,9 +40,6 @@ class ProcessRank {
   int rank() const { return launch_.rank; }
   int size() const { return launch_.world_size; }
   int device() const { return device_; }
-  const LaunchEnv& launch() const { return launch_; }
-  const RendezvousPlan& rendezvous() const { return plan_; }
-  const std::vector<GpuIdentity>& gpus() const { return gpus_; }  // by rank
   // Things rank 0 should tell the user (a shared GPU allowed, a derived NCCL_COMM_ID, a fallback).
   const std::vector<std::string>& notes() const { return notes_; }
   Coordinator& coordinator() { return *coordinator_; }
@@ -67,7 +64,6 @@ class ProcessRank {
   RendezvousPlan plan_;
   std::string hint_;
   bool shared_gpu_ = false;
-  std::vector<GpuIdentity> gpus_;
   std::vector<std::string> notes_;
   std::vector<PeerProcess> peers_;  // by rank
   std::unique_ptr<ControlChannel> control_;

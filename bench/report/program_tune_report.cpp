@@ -3,32 +3,18 @@
 #include "tandem/printable.h"
 
 namespace tandem::bench {
-namespace {
 
-std::string value_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-}  // namespace
+std::string value_text(double v) { return format("%.6g", v); }
 
 std::string program_table_text(const std::vector<ProgramPolicyLine>& table) {
-  char line[512];
-  std::string out;
-  std::snprintf(line, sizeof line, "# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread",
-                "vs base", "status");
-  out += line;
+  std::string out =
+      format("# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread", "vs base", "status");
   for (const ProgramPolicyLine& p : table) {
-    if (!p.measured) {
-      std::snprintf(line, sizeof line, "  %-40s %12s %12s %12s %12s %8s  ", p.policy.c_str(), "-", "-", "-", "-", "-");
-    } else {
-      char vs[16] = "-";
-      if (p.vs_baseline_percent) std::snprintf(vs, sizeof vs, "%+.1f%%", *p.vs_baseline_percent);
-      std::snprintf(line, sizeof line, "  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", p.policy.c_str(), p.median, p.min,
-                    p.max, p.spread, vs);
-    }
-    out += line + printable(p.status, 1000) + "\n";
+    const std::string vs = p.vs_baseline_percent ? format("%+.1f%%", *p.vs_baseline_percent) : "-";
+    out += p.measured ? format("  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", p.policy.c_str(), p.median, p.min, p.max,
+                               p.spread, vs.c_str())
+                      : format("  %-40s %12s %12s %12s %12s %8s  ", p.policy.c_str(), "-", "-", "-", "-", "-");
+    out += printable(p.status, 1000) + "\n";
   }
   return out;
 }

@@ -9,9 +9,6 @@
 
 namespace tandem::bench {
 
-namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {
   char buffer[512];
   va_list args;
@@ -20,6 +17,8 @@ std::string format(const char* fmt, ...) {
   va_end(args);
   return buffer;
 }
+
+namespace {
 
 // Percentages print as "nan" when undefined (efficiency with nothing to gain), never as garbage.
 std::string percent(double fraction) {
@@ -51,12 +50,7 @@ std::string shell_word(const std::string& arg) {
       if (length && is_printable(piece)) {
         out += piece == "'" || piece == "\\" ? "\\" + std::string(piece) : std::string(piece);
       } else {
-        for (unsigned char c : piece) {
-          static const char kHex[] = "0123456789abcdef";
-          out += "\\x";
-          out += kHex[c >> 4];
-          out += kHex[c & 15];
-        }
+        for (unsigned char c : piece) out += format("\\x%02x", c);
       }
       at += piece.size();
     }

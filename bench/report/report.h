@@ -66,6 +66,9 @@ struct RunInfo {
 // max(t_chain, HBM term) (commit 799c52f changed it for scenarios); files without the key are 1.
 inline constexpr int kBenchJsonSchemaVersion = 2;
 
+// What printf would print for `fmt` and the arguments, at most 511 characters.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
 // `args` as one line a POSIX shell reads back as the same words: bare when possible, else in single
 // quotes, and in bash's $'...' form with \xHH escapes for control characters and bytes that are not
 // UTF-8, so the recorded command (RunInfo::command) is printable and valid UTF-8.

@@ -54,18 +54,15 @@ nlohmann::json chrome_trace(const std::vector<TraceIteration>& iterations, const
     const int pid = found->second;
     // Two threads per rank: compute first, then communication.
     const auto tid = [&](bool collective) { return 2 * it.rank + (collective && !it.sequential ? 1 : 0); };
-    events.push_back(
-        {{"ph", "M"},
-         {"name", "thread_name"},
-         {"pid", pid},
-         {"tid", tid(false)},
-         {"args", {{"name", "rank " + std::to_string(it.rank) + (it.sequential ? " (one stream)" : " compute")}}}});
-    if (!it.sequential)
+    for (bool collective : {false, true}) {
+      if (collective && it.sequential) continue;
+      const char* stream = it.sequential ? " (one stream)" : collective ? " communication" : " compute";
       events.push_back({{"ph", "M"},
                         {"name", "thread_name"},
                         {"pid", pid},
-                        {"tid", tid(true)},
-                        {"args", {{"name", "rank " + std::to_string(it.rank) + " communication"}}}});
+                        {"tid", tid(collective)},
+                        {"args", {{"name", "rank " + std::to_string(it.rank) + stream}}}});
+    }
     for (size_t index = 0; index < it.spans.size(); ++index) {
       const TraceSpan& span = it.spans[index];
       TANDEM_REQUIRE(span.end_ms >= span.start_ms, "trace span '" + span.name + "' ends before it starts");

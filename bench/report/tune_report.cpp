@@ -1,7 +1,6 @@
 #include "report/tune_report.h"
 
 #include <algorithm>
-#include <cstdio>
 
 #include "tandem/printable.h"
 
@@ -26,10 +25,8 @@ std::string resumed_case_text(const std::string& workload, const std::string& co
 
 std::string tune_summary_text(const std::vector<Row>& final_rows, double seconds, const std::vector<Row>& all_rows,
                               const std::vector<std::string>& notes) {
-  char duration[64];
-  std::snprintf(duration, sizeof(duration), "%.1f s", seconds);
   std::string out = "#\n# summary: naive (concurrent), paper (best shape:*+priority, else priority), tuned; " +
-                    std::string(duration) + "\n" + column_header_text();
+                    format("%.1f s", seconds) + "\n" + column_header_text();
   for (const Row& r : final_rows) out += row_text(r);
   return out + footer_text(all_rows, notes);
 }

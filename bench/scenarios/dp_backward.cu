@@ -70,12 +70,9 @@ class DpBackward final : public ReplicatedScenario {
     const void* in = dout;
     for (int l = L - 1; l >= 0; --l) {
       LayerGrads g;
-      // Ready order within a layer: down, up_gate, o, qkv.
+      // Ready order within a layer: down, up_gate, o, qkv, the reverse of layer_linears() order.
       const int base = (L - 1 - l) * 4;
-      g.w[kDown] = r.at(grads, offsets[base + 0]);
-      g.w[kUpGate] = r.at(grads, offsets[base + 1]);
-      g.w[kO] = r.at(grads, offsets[base + 2]);
-      g.w[kQkv] = r.at(grads, offsets[base + 3]);
+      for (int i = 0; i < 4; ++i) g.w[kDown - i] = r.at(grads, offsets[base + i]);
       void* dx = ping[l % 2];
       layer_backward(r, dims_, T, weights[l], acts[l], in, g, /*accumulate=*/false, dx, scratch, l, [&](int) {
         // DDP's autograd hook: the gradient is ready; when it completes a bucket, reduce the bucket.

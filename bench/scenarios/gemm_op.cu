@@ -71,17 +71,15 @@ GemmOp::GemmOp(RankContext& ctx, DType dtype, const GemmDims& dims, GemmBackend 
   TANDEM_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
   TANDEM_CUBLAS_CHECK(
       cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+  // A column-major layout of `rows` x `cols`, leading dimension `rows`.
+  const auto create_layout = [&](cublasLtMatrixLayout_t* layout, uint64_t rows, uint64_t cols) {
+    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(layout, type, rows, cols, rows));
+  };
   // B stored row-major [k x n] (column-major n x k, ld n) or, transposed, [n x k] (k x n, ld k).
-  if (dims.trans_b)
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_first_, type, k, n, k));
-  else
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_first_, type, n, k, n));
+  create_layout(&layout_first_, dims.trans_b ? k : n, dims.trans_b ? n : k);
   // A stored row-major [m x k] (column-major k x m, ld k) or, transposed, [k x m] (m x k, ld m).
-  if (dims.trans_a)
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_second_, type, m, k, m));
-  else
-    TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_second_, type, k, m, k));
-  TANDEM_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&layout_c_, type, n, m, n));
+  create_layout(&layout_second_, dims.trans_a ? m : k, dims.trans_a ? k : m);
+  create_layout(&layout_c_, n, m);
   if (dims.batch > 1) {
     const int32_t count = static_cast<int32_t>(dims.batch);
     const auto set_batch = [&](cublasLtMatrixLayout_t layout, int64_t stride) {

@@ -14,7 +14,6 @@
 
 #include <map>
 #include <memory>
-#include <string>
 #include <tuple>
 
 #include "harness/rank_context.h"
@@ -38,7 +37,6 @@ class GemmOp {
   // With beta == 0, C is not read (it may hold NaN poison).
   void run(const void* a, const void* b, void* c, float alpha, float beta, cudaStream_t stream) const;
 
-  const GemmDims& dims() const { return dims_; }
   GemmBackend backend() const { return backend_; }
   // Elements of A, B and C as stored, over the whole batch.
   int64_t a_elements() const { return dims_.m * dims_.k * dims_.batch; }
@@ -69,7 +67,6 @@ class GemmEngine {
  public:
   GemmEngine(RankContext& ctx, DType dtype, bool reference, double naive_limit = double(1ull << 32));
   const GemmOp& get(const GemmDims& dims);
-  bool reference() const { return reference_; }
   bool reference_used_cublas() const { return reference_used_cublas_; }
   // Applies to every cuBLASLt GEMM created so far; returns false when there is none.
   bool set_sm_count_target(int sm_count);

@@ -167,10 +167,30 @@ __global__ void swap_blocks_kernel(SwapArgs<T> p) {
   }
 }
 
-template <class Args>
-void launch(const ShapedKernel& kernel, int64_t n, Args args, cudaStream_t stream) {
-  void* argv[] = {&args};
-  kernel.launch(dim3(grid_of(n)), argv, stream);
+// A kernel argument as the kernel's element type T: untyped device pointers become T pointers,
+// everything else (sizes, index arrays, nullptr) passes as it is.
+template <class T>
+T* typed(void* p) {
+  return static_cast<T*>(p);
+}
+template <class T>
+const T* typed(const void* p) {
+  return static_cast<const T*>(p);
+}
+template <class T, class V>
+V typed(V v) {
+  return v;
+}
+
+// Launches `kernel` over `n` items with the argument struct Args<T>{args...} for `dtype`'s T.
+template <template <class> class Args, class... A>
+void launch(const ShapedKernel& kernel, DType dtype, int64_t n, cudaStream_t stream, A... args) {
+  dispatch_dtype(dtype, [&](auto t) {
+    using T = decltype(t);
+    Args<T> packed{typed<T>(args)...};
+    void* argv[] = {&packed};
+    kernel.launch(dim3(grid_of(n)), argv, stream);
+  });
 }
 
 template <class T>
@@ -218,114 +238,60 @@ std::unique_ptr<ShapedKernel> shaped(void (*kernel)(T), const char* name) {
 Elementwise::Elementwise(DType dtype) : dtype_(dtype) {
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
-    add_ = shaped(&add_kernel<T>, "scenario_add");
-    swiglu_ = shaped(&swiglu_kernel<T>, "scenario_swiglu");
-    swiglu_bwd_ = shaped(&swiglu_backward_kernel<T>, "scenario_swiglu_backward");
-    attn_ = shaped(&attention_kernel<T>, "scenario_attention_standin");
-    attn_bwd_ = shaped(&attention_backward_kernel<T>, "scenario_attention_standin_backward");
-    gather_ = shaped(&gather_rows_kernel<T>, "scenario_gather_rows");
-    combine_ = shaped(&combine_rows_kernel<T>, "scenario_combine_rows");
-    swap_ = shaped(&swap_blocks_kernel<T>, "scenario_swap_blocks");
+    kernels_[size_t(Kernel::Add)] = shaped(&add_kernel<T>, "scenario_add");
+    kernels_[size_t(Kernel::Swiglu)] = shaped(&swiglu_kernel<T>, "scenario_swiglu");
+    kernels_[size_t(Kernel::SwigluBackward)] = shaped(&swiglu_backward_kernel<T>, "scenario_swiglu_backward");
+    kernels_[size_t(Kernel::Attention)] = shaped(&attention_kernel<T>, "scenario_attention_standin");
+    kernels_[size_t(Kernel::AttentionBackward)] =
+        shaped(&attention_backward_kernel<T>, "scenario_attention_standin_backward");
+    kernels_[size_t(Kernel::GatherRows)] = shaped(&gather_rows_kernel<T>, "scenario_gather_rows");
+    kernels_[size_t(Kernel::CombineRows)] = shaped(&combine_rows_kernel<T>, "scenario_combine_rows");
+    kernels_[size_t(Kernel::SwapBlocks)] = shaped(&swap_blocks_kernel<T>, "scenario_swap_blocks");
   });
 }
 
 Elementwise::~Elementwise() = default;
 
-ShapedKernel* Elementwise::kernel(Kernel k) const {
-  switch (k) {
-    case Kernel::Add:
-      return add_.get();
-    case Kernel::Swiglu:
-      return swiglu_.get();
-    case Kernel::SwigluBackward:
-      return swiglu_bwd_.get();
-    case Kernel::Attention:
-      return attn_.get();
-    case Kernel::AttentionBackward:
-      return attn_bwd_.get();
-    case Kernel::GatherRows:
-      return gather_.get();
-    case Kernel::CombineRows:
-      return combine_.get();
-    case Kernel::SwapBlocks:
-      return swap_.get();
-  }
-  return nullptr;
-}
+ShapedKernel* Elementwise::kernel(Kernel k) const { return kernels_[size_t(k)].get(); }
 
 void Elementwise::add(void* out, const void* a, const void* b, int64_t n, cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*add_, n, AddArgs<T>{static_cast<T*>(out), static_cast<const T*>(a), static_cast<const T*>(b), n}, stream);
-  });
+  launch<AddArgs>(*kernel(Kernel::Add), dtype_, n, stream, out, a, b, n);
 }
 
 void Elementwise::swiglu(void* h, const void* g, int64_t rows, int64_t f, cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*swiglu_, rows * f, SwigluArgs<T>{static_cast<T*>(h), static_cast<const T*>(g), nullptr, rows, f}, stream);
-  });
+  launch<SwigluArgs>(*kernel(Kernel::Swiglu), dtype_, rows * f, stream, h, g, nullptr, rows, f);
 }
 
 void Elementwise::swiglu_backward(void* dg, const void* g, const void* dh, int64_t rows, int64_t f,
                                   cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*swiglu_bwd_, rows * f,
-           SwigluArgs<T>{static_cast<T*>(dg), static_cast<const T*>(g), static_cast<const T*>(dh), rows, f}, stream);
-  });
+  launch<SwigluArgs>(*kernel(Kernel::SwigluBackward), dtype_, rows * f, stream, dg, g, dh, rows, f);
 }
 
 void Elementwise::attention(void* a, const void* qkv, int64_t rows, const AttentionDims& d, cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*attn_, rows * d.q_width(),
-           AttentionArgs<T>{static_cast<T*>(a), static_cast<const T*>(qkv), nullptr, rows, d.heads, d.kv_heads,
-                            d.head_dim},
-           stream);
-  });
+  launch<AttentionArgs>(*kernel(Kernel::Attention), dtype_, rows * d.q_width(), stream, a, qkv, nullptr, rows, d.heads,
+                        d.kv_heads, d.head_dim);
 }
 
 void Elementwise::attention_backward(void* dqkv, const void* qkv, const void* da, int64_t rows, const AttentionDims& d,
                                      cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*attn_bwd_, rows * d.qkv_width(),
-           AttentionArgs<T>{static_cast<T*>(dqkv), static_cast<const T*>(qkv), static_cast<const T*>(da), rows, d.heads,
-                            d.kv_heads, d.head_dim},
-           stream);
-  });
+  launch<AttentionArgs>(*kernel(Kernel::AttentionBackward), dtype_, rows * d.qkv_width(), stream, dqkv, qkv, da, rows,
+                        d.heads, d.kv_heads, d.head_dim);
 }
 
 void Elementwise::gather_rows(void* out, const void* in, const int32_t* row_of, const void* scale, int64_t rows,
                               int64_t width, cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*gather_, rows * width,
-           GatherArgs<T>{static_cast<T*>(out), static_cast<const T*>(in), row_of, static_cast<const T*>(scale), rows,
-                         width},
-           stream);
-  });
+  launch<GatherArgs>(*kernel(Kernel::GatherRows), dtype_, rows * width, stream, out, in, row_of, scale, rows, width);
 }
 
 void Elementwise::combine_rows(void* out, const void* residual, const void* in, const int32_t* slots, const void* scale,
                                int64_t rows, int k, int64_t width, cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*combine_, rows * width,
-           CombineArgs<T>{static_cast<T*>(out), static_cast<const T*>(residual), static_cast<const T*>(in), slots,
-                          static_cast<const T*>(scale), rows, k, width},
-           stream);
-  });
+  launch<CombineArgs>(*kernel(Kernel::CombineRows), dtype_, rows * width, stream, out, residual, in, slots, scale, rows,
+                      k, width);
 }
 
 void Elementwise::swap_blocks(void* out, const void* in, int64_t outer, int64_t inner, int64_t block,
                               cudaStream_t stream) const {
-  dispatch_dtype(dtype_, [&](auto t) {
-    using T = decltype(t);
-    launch(*swap_, outer * inner * block,
-           SwapArgs<T>{static_cast<T*>(out), static_cast<const T*>(in), outer, inner, block}, stream);
-  });
+  launch<SwapArgs>(*kernel(Kernel::SwapBlocks), dtype_, outer * inner * block, stream, out, in, outer, inner, block);
 }
 
 void fill_uniform(void* out, DType dtype, int64_t n, uint64_t seed, uint64_t tag, float lo, float hi,
@@ -333,14 +299,6 @@ void fill_uniform(void* out, DType dtype, int64_t n, uint64_t seed, uint64_t tag
   dispatch_dtype(dtype, [&](auto t) {
     using T = decltype(t);
     fill_uniform_kernel<T><<<grid_of(n), kThreads, 0, stream>>>(static_cast<T*>(out), n, seed, tag, lo, hi);
-  });
-  TANDEM_CUDA_CHECK_LAUNCH();
-}
-
-void poison(void* out, DType dtype, int64_t n, cudaStream_t stream) {
-  dispatch_dtype(dtype, [&](auto t) {
-    using T = decltype(t);
-    poison_kernel<T><<<grid_of(n), kThreads, 0, stream>>>(static_cast<T*>(out), size_t(n));
   });
   TANDEM_CUDA_CHECK_LAUNCH();
 }

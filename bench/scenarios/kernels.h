@@ -6,9 +6,9 @@
 // what the reference expects.
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
-#include <vector>
 
 #include "tandem/dtype.h"
 #include "tandem/shaped_kernel.h"
@@ -59,14 +59,12 @@ class Elementwise {
 
  private:
   DType dtype_;
-  std::unique_ptr<ShapedKernel> add_, swiglu_, swiglu_bwd_, attn_, attn_bwd_, gather_, combine_, swap_;
+  std::array<std::unique_ptr<ShapedKernel>, size_t(Kernel::SwapBlocks) + 1> kernels_;  // by Kernel
 };
 
 // Uniform values in [lo, hi) from (seed, tag, index) (values.cuh), converted to `dtype`.
 void fill_uniform(void* out, DType dtype, int64_t n, uint64_t seed, uint64_t tag, float lo, float hi,
                   cudaStream_t stream);
-// All bits set: NaN in every float type.
-void poison(void* out, DType dtype, int64_t n, cudaStream_t stream);
 // out[i] = float(in[i]).
 void widen(float* out, const void* in, DType dtype, int64_t n, cudaStream_t stream);
 // Adds sum(in[i]^2) to *sum (device double).

@@ -8,7 +8,6 @@
 //   g = mid . Wup_gate;  h = swiglu(g);  out = mid + h . Wdown
 // The attention core is a stand-in (see Elementwise::attention): it keeps the qkv -> a dependency
 // but none of FlashAttention's cost.
-#include <cstdio>
 #include <functional>
 
 #include "scenarios/model_shapes.h"

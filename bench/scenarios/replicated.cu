@@ -1,8 +1,8 @@
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "harness/values.cuh"
+#include "report/report.h"
 #include "scenarios/replicated.h"
 #include "tandem/cuda_check.h"
 
@@ -16,11 +16,7 @@ uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
-std::string gib(double bytes) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof(buffer), "%.1f GiB", bytes / double(1ull << 30));
-  return buffer;
-}
+std::string gib(double bytes) { return format("%.1f GiB", bytes / double(1ull << 30)); }
 
 // Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each
 // compute operation for every replica, then each collective computed from all replicas' buffers
@@ -190,84 +186,72 @@ void Replica::gemm(const GemmDims& dims, const void* a, const void* b, void* c, 
       dims.name, std::move(access), [=](cudaStream_t s) { op->run(a, b, c, alpha, beta, s); }, nullptr);
 }
 
-void Replica::add(const std::string& name, void* out, const void* a, const void* b, int64_t n) {
+void Replica::elementwise(const std::string& name, std::vector<Access> access, Elementwise::Kernel kernel,
+                          std::function<void(const Elementwise&, cudaStream_t)> fn) {
   const Elementwise* k = &kernels_;
   compute(
-      name, {reads(a, n), reads(b, n), writes(out, n)}, [=](cudaStream_t s) { k->add(out, a, b, n, s); },
-      kernels_.kernel(Elementwise::Kernel::Add));
+      name, std::move(access), [k, fn = std::move(fn)](cudaStream_t s) { fn(*k, s); }, kernels_.kernel(kernel));
+}
+
+void Replica::add(const std::string& name, void* out, const void* a, const void* b, int64_t n) {
+  elementwise(name, {reads(a, n), reads(b, n), writes(out, n)}, Elementwise::Kernel::Add,
+              [=](const Elementwise& k, cudaStream_t s) { k.add(out, a, b, n, s); });
 }
 
 void Replica::swiglu(const std::string& name, void* h, const void* g, int64_t rows, int64_t f) {
-  const Elementwise* k = &kernels_;
-  compute(
-      name, {reads(g, rows * 2 * f), writes(h, rows * f)}, [=](cudaStream_t s) { k->swiglu(h, g, rows, f, s); },
-      kernels_.kernel(Elementwise::Kernel::Swiglu));
+  elementwise(name, {reads(g, rows * 2 * f), writes(h, rows * f)}, Elementwise::Kernel::Swiglu,
+              [=](const Elementwise& k, cudaStream_t s) { k.swiglu(h, g, rows, f, s); });
 }
 
 void Replica::swiglu_backward(const std::string& name, void* dg, const void* g, const void* dh, int64_t rows,
                               int64_t f) {
-  const Elementwise* k = &kernels_;
-  compute(
-      name, {reads(g, rows * 2 * f), reads(dh, rows * f), writes(dg, rows * 2 * f)},
-      [=](cudaStream_t s) { k->swiglu_backward(dg, g, dh, rows, f, s); },
-      kernels_.kernel(Elementwise::Kernel::SwigluBackward));
+  elementwise(name, {reads(g, rows * 2 * f), reads(dh, rows * f), writes(dg, rows * 2 * f)},
+              Elementwise::Kernel::SwigluBackward,
+              [=](const Elementwise& k, cudaStream_t s) { k.swiglu_backward(dg, g, dh, rows, f, s); });
 }
 
 void Replica::attention(const std::string& name, void* a, const void* qkv, int64_t rows, const AttentionDims& d) {
-  const Elementwise* k = &kernels_;
-  compute(
-      name, {reads(qkv, rows * d.qkv_width()), writes(a, rows * d.q_width())},
-      [=](cudaStream_t s) { k->attention(a, qkv, rows, d, s); }, kernels_.kernel(Elementwise::Kernel::Attention));
+  elementwise(name, {reads(qkv, rows * d.qkv_width()), writes(a, rows * d.q_width())}, Elementwise::Kernel::Attention,
+              [=](const Elementwise& k, cudaStream_t s) { k.attention(a, qkv, rows, d, s); });
 }
 
 void Replica::attention_backward(const std::string& name, void* dqkv, const void* qkv, const void* da, int64_t rows,
                                  const AttentionDims& d) {
-  const Elementwise* k = &kernels_;
-  compute(
-      name, {reads(qkv, rows * d.qkv_width()), reads(da, rows * d.q_width()), writes(dqkv, rows * d.qkv_width())},
-      [=](cudaStream_t s) { k->attention_backward(dqkv, qkv, da, rows, d, s); },
-      kernels_.kernel(Elementwise::Kernel::AttentionBackward));
+  elementwise(name,
+              {reads(qkv, rows * d.qkv_width()), reads(da, rows * d.q_width()), writes(dqkv, rows * d.qkv_width())},
+              Elementwise::Kernel::AttentionBackward,
+              [=](const Elementwise& k, cudaStream_t s) { k.attention_backward(dqkv, qkv, da, rows, d, s); });
 }
 
 void Replica::gather_rows(const std::string& name, void* out, const void* in, int64_t in_rows, const int32_t* row_of,
                           const void* scale, int64_t rows, int64_t width) {
-  const Elementwise* k = &kernels_;
   std::vector<Access> access = {reads(in, in_rows * width), writes(out, rows * width)};
   if (scale) access.push_back(reads(scale, rows));
-  compute(
-      name, std::move(access), [=](cudaStream_t s) { k->gather_rows(out, in, row_of, scale, rows, width, s); },
-      kernels_.kernel(Elementwise::Kernel::GatherRows));
+  elementwise(name, std::move(access), Elementwise::Kernel::GatherRows,
+              [=](const Elementwise& k, cudaStream_t s) { k.gather_rows(out, in, row_of, scale, rows, width, s); });
 }
 
 void Replica::combine_rows(const std::string& name, void* out, const void* residual, const void* in, int64_t in_rows,
                            const int32_t* slots, const void* scale, int64_t rows, int k, int64_t width) {
-  const Elementwise* kern = &kernels_;
   std::vector<Access> access = {reads(residual, rows * width), reads(in, in_rows * width), writes(out, rows * width)};
   if (scale) access.push_back(reads(scale, in_rows));
-  compute(
-      name, std::move(access),
-      [=](cudaStream_t s) { kern->combine_rows(out, residual, in, slots, scale, rows, k, width, s); },
-      kernels_.kernel(Elementwise::Kernel::CombineRows));
+  elementwise(name, std::move(access), Elementwise::Kernel::CombineRows, [=](const Elementwise& e, cudaStream_t s) {
+    e.combine_rows(out, residual, in, slots, scale, rows, k, width, s);
+  });
 }
 
 void Replica::swap_blocks(const std::string& name, void* out, const void* in, int64_t outer, int64_t inner,
                           int64_t block) {
-  const Elementwise* k = &kernels_;
   const int64_t n = outer * inner * block;
-  compute(
-      name, {reads(in, n), writes(out, n)}, [=](cudaStream_t s) { k->swap_blocks(out, in, outer, inner, block, s); },
-      kernels_.kernel(Elementwise::Kernel::SwapBlocks));
+  elementwise(name, {reads(in, n), writes(out, n)}, Elementwise::Kernel::SwapBlocks,
+              [=](const Elementwise& k, cudaStream_t s) { k.swap_blocks(out, in, outer, inner, block, s); });
 }
 
 void Replica::collective(const std::string& name, Collective kind, const void* send, void* recv, int64_t count) {
   Op op;
   op.kind = Op::Kind::Collective;
   op.name = name;
-  op.call.kind = kind;
-  op.call.send = send;
-  op.call.recv = recv;
-  op.call.count = count;
-  op.call.dtype = config_.dtype;
+  op.call = {kind, send, recv, count, config_.dtype};
   if (kind == Collective::AllToAll) TANDEM_REQUIRE(send != recv, "all-to-all '" + name + "' cannot run in place");
   append(std::move(op));
 }
@@ -410,7 +394,7 @@ void ReplicatedScenario::compute_reference(RankContext& ctx) {
 }
 
 void ReplicatedScenario::poison_outputs(cudaStream_t stream) {
-  for (const auto& e : expected_) poison(const_cast<void*>(e.got), config_.dtype, e.elements, stream);
+  for (const auto& e : expected_) poison(const_cast<void*>(e.got), config_.dtype, size_t(e.elements), stream);
 }
 
 int64_t ReplicatedScenario::count_wrong(RankContext& ctx) {

@@ -6,7 +6,6 @@
 // replicas in lockstep with collectives computed by copies and fp32 sums (run_lockstep), and keeps
 // this rank's reference outputs. Checked runs compare against those under every policy.
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -92,6 +91,9 @@ class Replica {
   void append(Op op);
   void compute(const std::string& name, std::vector<Access> access, std::function<void(cudaStream_t)> fn,
                ShapedKernel* kernel);
+  // One of the element-wise kernels: `fn` launches it through the scenario's Elementwise.
+  void elementwise(const std::string& name, std::vector<Access> access, Elementwise::Kernel kernel,
+                   std::function<void(const Elementwise&, cudaStream_t)> fn);
   Access reads(const void* p, int64_t elements) const { return {p, elements * elem_, false}; }
   Access writes(const void* p, int64_t elements) const { return {p, elements * elem_, true}; }
 

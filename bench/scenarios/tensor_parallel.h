@@ -14,8 +14,6 @@
 //
 // Micro-batches are interleaved block by block (a block ends at each collective), so micro-batch
 // m + 1's GEMMs run while micro-batch m's collective does.
-#include <algorithm>
-
 #include "scenarios/layers.h"
 
 namespace tandem::bench::scenarios {

@@ -3,29 +3,15 @@
 // scenarios/gemm_op.h (one thread per output, k in order), independent of the kernels under test.
 // Matrices are row-major: C[m][n] = sum_k A[m][k] * B[k][n].
 #include <cmath>
-#include <string>
 
 #include "harness/rank_context.h"
 #include "harness/values.cuh"
 #include "scenarios/gemm_op.h"
+#include "scenarios/kernels.h"
 #include "tandem/cuda_check.h"
 #include "tandem/dtype.h"
 
 namespace tandem::bench {
-
-// |got - ref| must be within the output type's rounding of |ref| plus an accumulation-order
-// allowance that grows like the typical magnitude of a sum of k products of [-1, 1) values.
-template <class T>
-__global__ void count_gemm_mismatches_kernel(const T* got, const float* ref, size_t count, float rtol, float atol,
-                                             unsigned long long* wrong) {
-  unsigned long long local = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
-    const float g = to_float(got[i]);
-    const float r = ref[i];
-    if (!(fabsf(g - r) <= rtol * fabsf(r) + atol)) ++local;  // NaN poison fails
-  }
-  if (local) atomicAdd(wrong, local);
-}
 
 // Operands, output and reference of a row-major GEMM, filled and checked on the rank's device.
 class GemmBuffers {
@@ -62,24 +48,15 @@ class GemmBuffers {
     ctx.wait(ctx.compute, "GEMM reference");
   }
 
-  void poison(cudaStream_t stream) {
-    dispatch_dtype(dtype, [&](auto t) {
-      using T = decltype(t);
-      poison_kernel<T><<<grid_for(size_t(m * n)), 256, 0, stream>>>(static_cast<T*>(c), size_t(m * n));
-    });
-    TANDEM_CUDA_CHECK_LAUNCH();
-  }
+  void poison(cudaStream_t stream) { bench::poison(c, dtype, size_t(m * n), stream); }
 
+  // |got - ref| must be within the output type's rounding of |ref| plus an accumulation-order
+  // allowance that grows like the typical magnitude of a sum of k products of [-1, 1) values.
   int64_t count_wrong(RankContext& ctx) {
     const float rtol = dtype == DType::BF16 ? 1.0f / 128 : dtype == DType::FP16 ? 1.0f / 1024 : 1e-4f;
     const float atol = 1e-3f * std::sqrt(static_cast<float>(k));
     TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong, 0, sizeof(unsigned long long), ctx.compute));
-    dispatch_dtype(dtype, [&](auto t) {
-      using T = decltype(t);
-      count_gemm_mismatches_kernel<T><<<grid_for(size_t(m * n)), 256, 0, ctx.compute>>>(
-          static_cast<const T*>(c), ref, size_t(m * n), rtol, atol, wrong);
-    });
-    TANDEM_CUDA_CHECK_LAUNCH();
+    scenarios::count_mismatches(wrong, c, dtype, ref, m * n, rtol, atol, ctx.compute);
     unsigned long long host = 0;
     TANDEM_CUDA_CHECK(cudaMemcpyAsync(&host, wrong, sizeof(host), cudaMemcpyDeviceToHost, ctx.compute));
     ctx.wait(ctx.compute, "GEMM check");

@@ -97,13 +97,7 @@ class StreamTriad final : public Workload {
 
   ShapedKernel* shaped_kernel() override { return kernel_.get(); }
 
-  void poison_output(cudaStream_t stream) override {
-    dispatch_dtype(options_.dtype, [&](auto t) {
-      using T = decltype(t);
-      poison_kernel<T><<<grid_for(count_), 256, 0, stream>>>(static_cast<T*>(a_), count_);
-    });
-    TANDEM_CUDA_CHECK_LAUNCH();
-  }
+  void poison_output(cudaStream_t stream) override { poison(a_, options_.dtype, count_, stream); }
 
   int64_t count_wrong(RankContext& ctx) override {
     TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), ctx.compute));

@@ -4,7 +4,6 @@
 #include <mpi.h>
 
 #include <cstdio>
-#include <cstring>
 
 namespace {
 
