@@ -9,6 +9,7 @@
 #include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
 namespace {
@@ -125,7 +126,7 @@ class ProgramTuner {
     if (!o_.metric.is_wall_time()) run.metric_values = o_.metric.values_in_file(run.log, &not_numbers);
     std::string failure;
     if (p.timed_out) {
-      failure = "timed out after " + value_text(timeout) + " s";
+      failure = "timed out after " + number(timeout) + " s";
     } else if (run.candidate == 0 && run.round == 1 && (p.exit_status == 126 || p.exit_status == 127)) {
       failure = "exit status " + std::to_string(p.exit_status) + ": the command could not be executed";
     } else if (run.candidate == 0 && run.round == 1 && p.exit_status >= 128) {
@@ -224,12 +225,12 @@ ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, boo
   if (d.winner) {
     const PolicyStats& w = stats[*d.winner];
     const double gain = std::fabs(w.median - base.median);
-    d.reason = w.policy + " beats the baseline by " + value_text(gain) + percent_text(gain, base.median) +
-               ", more than the spreads added (" + value_text(base.spread()) + " + " + value_text(w.spread()) + ")";
+    d.reason = w.policy + " beats the baseline by " + number(gain) + percent_text(gain, base.median) +
+               ", more than the spreads added (" + number(base.spread()) + " + " + number(w.spread()) + ")";
   } else if (closest) {
     d.reason = "no policy beats the baseline by more than the spreads; the best, " + closest->policy + ", has median " +
-               value_text(closest->median) + " (spread " + value_text(closest->spread()) + ") against " +
-               value_text(base.median) + " (spread " + value_text(base.spread()) + ")";
+               number(closest->median) + " (spread " + number(closest->spread()) + ") against " +
+               number(base.median) + " (spread " + number(base.spread()) + ")";
   } else {
     d.reason = "no policy beats the baseline: every candidate was disqualified";
   }

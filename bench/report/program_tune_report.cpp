@@ -1,10 +1,9 @@
 #include "report/program_tune_report.h"
 
 #include "tandem/printable.h"
+#include "tandem/text.h"
 
 namespace tandem::bench {
-
-std::string value_text(double v) { return format("%.6g", v); }
 
 std::string program_table_text(const std::vector<ProgramPolicyLine>& table) {
   std::string out =
@@ -28,7 +27,7 @@ void ProgramTuneConsoleReporter::report_context(const ProgramTuneContext& c) {
                "# rounds     %d: the baseline (the program without tandem), then %zu candidates rotated per round\n",
                c.rounds, c.candidates);
   if (c.timeout_s > 0)
-    std::fprintf(out_, "# timeout    %s s per run\n", value_text(c.timeout_s).c_str());
+    std::fprintf(out_, "# timeout    %s s per run\n", number(c.timeout_s).c_str());
   else
     std::fprintf(out_,
                  "# timeout    none for the baseline; a candidate run after 3 x the slowest baseline run + 60 s\n");

@@ -55,8 +55,6 @@ class ProgramTuneReporter {
   virtual void report_end(const ProgramTuneEnd& end) = 0;
 };
 
-// A measured value as the table prints it (printf's %.6g).
-std::string value_text(double v);
 
 // The results table ('#' column header, one fixed-width line per policy).
 std::string program_table_text(const std::vector<ProgramPolicyLine>& table);
