@@ -1,6 +1,7 @@
 #include "shaping_decision.h"
 
 #include <exception>
+#include <iterator>
 
 namespace tandem::preload {
 namespace {
@@ -79,43 +80,28 @@ ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget&
 }  // namespace
 
 const char* to_string(ShapingOutcome outcome) {
-  switch (outcome) {
-    case ShapingOutcome::NotRequested:
-      return "not-requested";
-    case ShapingOutcome::Shaped:
-      return "shaped";
-    case ShapingOutcome::Excluded:
-      return "excluded";
-    case ShapingOutcome::FailedRetry:
-      return "failed-retry";
-    case ShapingOutcome::Cooperative:
-      return "cooperative";
-    case ShapingOutcome::NoCollectiveInFlight:
-      return "no-collective-in-flight";
-    case ShapingOutcome::NoNcclFootprint:
-      return "no-nccl-footprint";
-    case ShapingOutcome::OneBlockPerSm:
-      return "one-block-per-sm";
-    case ShapingOutcome::AlreadyAtTarget:
-      return "already-at-target";
-    case ShapingOutcome::AlreadyHasRoom:
-      return "already-has-room";
-    case ShapingOutcome::Unreachable:
-      return "unreachable";
-    case ShapingOutcome::Cluster:
-      return "cluster";
-    case ShapingOutcome::ModelError:
-      return "model-error";
-    case ShapingOutcome::NoMetadata:
-      return "no-metadata";
-    case ShapingOutcome::NoDevice:
-      return "no-device";
-    case ShapingOutcome::CapRaiseFailed:
-      return "cap-raise-failed";
-    case ShapingOutcome::kCount:
-      break;
-  }
-  return "unknown";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {
+      "not-requested",            // ShapingOutcome::NotRequested
+      "shaped",                   // ShapingOutcome::Shaped
+      "excluded",                 // ShapingOutcome::Excluded
+      "failed-retry",             // ShapingOutcome::FailedRetry
+      "cooperative",              // ShapingOutcome::Cooperative
+      "no-collective-in-flight",  // ShapingOutcome::NoCollectiveInFlight
+      "no-nccl-footprint",        // ShapingOutcome::NoNcclFootprint
+      "one-block-per-sm",         // ShapingOutcome::OneBlockPerSm
+      "already-at-target",        // ShapingOutcome::AlreadyAtTarget
+      "already-has-room",         // ShapingOutcome::AlreadyHasRoom
+      "unreachable",              // ShapingOutcome::Unreachable
+      "cluster",                  // ShapingOutcome::Cluster
+      "model-error",              // ShapingOutcome::ModelError
+      "no-metadata",              // ShapingOutcome::NoMetadata
+      "no-device",                // ShapingOutcome::NoDevice
+      "cap-raise-failed",         // ShapingOutcome::CapRaiseFailed
+  };
+  static_assert(std::size(kNames) == kShapingOutcomeCount, "a name for every outcome");
+  const auto i = static_cast<size_t>(outcome);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 bool decided_before_model(const ShapeTarget& target, const ShapingRequest& request) {

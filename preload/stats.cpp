@@ -1,6 +1,7 @@
 #include "stats.h"
 
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "tandem/text.h"
@@ -75,23 +76,18 @@ nlohmann::json kernel_json(const KernelSummary& k) {
 }  // namespace
 
 const char* to_string(ElevationOutcome outcome) {
-  switch (outcome) {
-    case ElevationOutcome::NotRequested:
-      return "not-requested";
-    case ElevationOutcome::Elevated:
-      return "elevated";
-    case ElevationOutcome::Excluded:
-      return "excluded";
-    case ElevationOutcome::FailedRetry:
-      return "failed-retry";
-    case ElevationOutcome::NoDevice:
-      return "no-device";
-    case ElevationOutcome::TooManyAttributes:
-      return "too-many-attributes";
-    case ElevationOutcome::kCount:
-      break;
-  }
-  return "unknown";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {
+      "not-requested",        // ElevationOutcome::NotRequested
+      "elevated",             // ElevationOutcome::Elevated
+      "excluded",             // ElevationOutcome::Excluded
+      "failed-retry",         // ElevationOutcome::FailedRetry
+      "no-device",            // ElevationOutcome::NoDevice
+      "too-many-attributes",  // ElevationOutcome::TooManyAttributes
+  };
+  static_assert(std::size(kNames) == kElevationOutcomeCount, "a name for every outcome");
+  const auto i = static_cast<size_t>(outcome);
+  return i < std::size(kNames) ? kNames[i] : "unknown";
 }
 
 void Counters::reset() {
