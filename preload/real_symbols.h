@@ -5,6 +5,7 @@
 // comes first: the dlsym or cuGetProcAddress hook handing our wrapper to a caller (it stores what
 // the real resolver returned), or a direct call of our exported symbol by a program linked against
 // libcuda/libcublas (it looks up the next definition after this library, RTLD_NEXT).
+#include <atomic>
 #include <optional>
 
 #include "dl_error.h"
@@ -40,6 +41,17 @@ std::optional<Hook> hook_named(const char* name);
 // file: never loads anything), so that a helper function comes from the same copy as the real
 // function it goes with, never from a second copy of the library. nullptr if absent.
 void* symbol_beside(const void* sibling, const char* symbol);
+
+// symbol_beside the real function of `h`, looked up once into `cache` (racing threads find the same).
+template <class Fn>
+Fn function_beside(std::atomic<void*>& cache, Hook h, const char* symbol) {
+  void* fn = cache.load(std::memory_order_acquire);
+  if (!fn) {
+    fn = symbol_beside(real_address(h), symbol);
+    cache.store(fn, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
 
 // The loaded libcuda, for internal driver calls (dlopen with RTLD_NOLOAD); nullptr if not loaded.
 void* loaded_libcuda();
