@@ -151,6 +151,25 @@ void* symbol_beside(const void* sibling, const char* symbol) {
   return found;
 }
 
+std::string file_of(const void* address) {
+  Dl_info info{};
+  if (!address || !dladdr(address, &info) || !info.dli_fname) return "";
+  return info.dli_fname;
+}
+
+std::string own_file() { return file_of(reinterpret_cast<const void*>(&own_file)); }
+
+std::string own_folder() {
+  const std::string file = own_file();
+  const size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "." : file.substr(0, slash);
+}
+
+std::string take_dl_error() {
+  const char* error = real_dlerror()();
+  return error ? error : "unknown error";
+}
+
 void* loaded_libcuda() {
   static std::atomic<void*> handle{nullptr};
   void* h = handle.load(std::memory_order_acquire);

@@ -7,6 +7,7 @@
 // libcuda/libcublas (it looks up the next definition after this library, RTLD_NEXT).
 #include <atomic>
 #include <optional>
+#include <string>
 
 #include "dl_error.h"
 #include "hooked_symbols.h"
@@ -52,6 +53,15 @@ Fn function_beside(std::atomic<void*>& cache, Hook h, const char* symbol) {
   }
   return reinterpret_cast<Fn>(fn);
 }
+
+// The file of the loaded object that holds `address`; "" for none.
+std::string file_of(const void* address);
+// This library's own file, and its folder: the libraries it loads are installed beside it.
+std::string own_file();
+std::string own_folder();
+// dlerror()'s message after a failed dl call of ours, read so that it is cleared: the program's next
+// dlerror() must not read our failure.
+std::string take_dl_error();
 
 // The loaded libcuda, for internal driver calls (dlopen with RTLD_NOLOAD); nullptr if not loaded.
 void* loaded_libcuda();
