@@ -159,10 +159,6 @@ void account(Slot& slot) {
   slot.last = now;
 }
 
-void say_once(std::atomic<bool>& said, LogLevel level, const std::string& text) {
-  if (!said.exchange(true, std::memory_order_relaxed)) log(level, "%s", text.c_str());
-}
-
 // The slot's route, made now if the library is there and the communicator has none yet; null (and
 // the slot marked unavailable) otherwise.
 tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
@@ -177,7 +173,8 @@ tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
   if (!slot.route) {
     slot.unavailable = true;
     static std::atomic<bool> said{false};
-    say_once(said, LogLevel::Warn, std::string("copy-engine route unavailable: ") + why + "; collectives left to NCCL");
+    if (!said.exchange(true, std::memory_order_relaxed))
+      log(LogLevel::Warn, "copy-engine route unavailable: %s; collectives left to NCCL", why);
   }
   return slot.route;
 }
