@@ -273,20 +273,14 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
   const auto emit = [&](const nlohmann::json& event) {
     out << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   };
-  int64_t first = 0;
-  bool any = false;
-  for (const tandem_timeline_activity& a : raw.activities) {
-    if (a.end_ns < a.start_ns) continue;
-    first = any ? std::min(first, a.start_ns) : a.start_ns;
-    any = true;
-  }
+  std::optional<int64_t> first;
+  const auto note_start = [&](int64_t start_ns) { first = first ? std::min(*first, start_ns) : start_ns; };
+  for (const tandem_timeline_activity& a : raw.activities)
+    if (a.end_ns >= a.start_ns) note_start(a.start_ns);
   for (const DeviceTimeline& d : t.devices)
-    for (const StepFigures& s : d.figures.steps) {
-      first = any ? std::min(first, s.start_ns) : s.start_ns;
-      any = true;
-    }
+    for (const StepFigures& s : d.figures.steps) note_start(s.start_ns);
   // The header: the earliest time of this process, so that the assembler can find the job's first.
-  emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first}});
+  emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first.value_or(0)}});
 
   std::string label =
       t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(pid) + ")" : "pid " + std::to_string(pid);
