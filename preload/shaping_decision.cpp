@@ -80,28 +80,14 @@ ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget&
 }  // namespace
 
 const char* to_string(ShapingOutcome outcome) {
-  // In the enum's order.
-  static constexpr const char* kNames[] = {
-      "not-requested",            // ShapingOutcome::NotRequested
-      "shaped",                   // ShapingOutcome::Shaped
-      "excluded",                 // ShapingOutcome::Excluded
-      "failed-retry",             // ShapingOutcome::FailedRetry
-      "cooperative",              // ShapingOutcome::Cooperative
-      "no-collective-in-flight",  // ShapingOutcome::NoCollectiveInFlight
-      "no-nccl-footprint",        // ShapingOutcome::NoNcclFootprint
-      "one-block-per-sm",         // ShapingOutcome::OneBlockPerSm
-      "already-at-target",        // ShapingOutcome::AlreadyAtTarget
-      "already-has-room",         // ShapingOutcome::AlreadyHasRoom
-      "unreachable",              // ShapingOutcome::Unreachable
-      "cluster",                  // ShapingOutcome::Cluster
-      "model-error",              // ShapingOutcome::ModelError
-      "no-metadata",              // ShapingOutcome::NoMetadata
-      "no-device",                // ShapingOutcome::NoDevice
-      "cap-raise-failed",         // ShapingOutcome::CapRaiseFailed
-  };
+  static constexpr const char* kNames[] = {"not-requested",     "shaped",           "excluded",
+                                           "failed-retry",      "cooperative",      "no-collective-in-flight",
+                                           "no-nccl-footprint", "one-block-per-sm", "already-at-target",
+                                           "already-has-room",  "unreachable",      "cluster",
+                                           "model-error",       "no-metadata",      "no-device",
+                                           "cap-raise-failed"};  // in the enum's order
   static_assert(std::size(kNames) == kShapingOutcomeCount, "a name for every outcome");
-  const auto i = static_cast<size_t>(outcome);
-  return i < std::size(kNames) ? kNames[i] : "unknown";
+  return name_in(kNames, outcome, "unknown");
 }
 
 bool decided_before_model(const ShapeTarget& target, const ShapingRequest& request) {

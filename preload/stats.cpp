@@ -70,18 +70,10 @@ nlohmann::json kernel_json(const KernelSummary& k) {
 }  // namespace
 
 const char* to_string(ElevationOutcome outcome) {
-  // In the enum's order.
-  static constexpr const char* kNames[] = {
-      "not-requested",        // ElevationOutcome::NotRequested
-      "elevated",             // ElevationOutcome::Elevated
-      "excluded",             // ElevationOutcome::Excluded
-      "failed-retry",         // ElevationOutcome::FailedRetry
-      "no-device",            // ElevationOutcome::NoDevice
-      "too-many-attributes",  // ElevationOutcome::TooManyAttributes
-  };
+  static constexpr const char* kNames[] = {"not-requested", "elevated",  "excluded",
+                                           "failed-retry",  "no-device", "too-many-attributes"};  // in the enum's order
   static_assert(std::size(kNames) == kElevationOutcomeCount, "a name for every outcome");
-  const auto i = static_cast<size_t>(outcome);
-  return i < std::size(kNames) ? kNames[i] : "unknown";
+  return name_in(kNames, outcome, "unknown");
 }
 
 void Counters::reset() {
