@@ -127,9 +127,6 @@ std::optional<LogLevel> parse_log_level(std::string_view text) {
 std::optional<ShapeWhen> parse_shape_when(std::string_view text) {
   return parse_named<ShapeWhen>(text, env::kShapeWhenNames);
 }
-std::optional<TimelineMode> parse_timeline_mode(std::string_view text) {
-  return parse_named<TimelineMode>(text, env::kTimelineModeNames);
-}
 const char* to_string(LogLevel level) { return env::kLogLevelNames[static_cast<size_t>(level)]; }
 const char* to_string(ShapeWhen when) { return env::kShapeWhenNames[static_cast<size_t>(when)]; }
 const char* to_string(TimelineMode mode) { return env::kTimelineModeNames[static_cast<size_t>(mode)]; }

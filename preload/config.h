@@ -67,7 +67,6 @@ PreloadConfig config_from_environment();
 
 std::optional<LogLevel> parse_log_level(std::string_view);
 std::optional<ShapeWhen> parse_shape_when(std::string_view);
-std::optional<TimelineMode> parse_timeline_mode(std::string_view);
 const char* to_string(LogLevel);
 const char* to_string(ShapeWhen);
 const char* to_string(TimelineMode);

@@ -15,16 +15,6 @@
 namespace tandem::preload {
 namespace {
 
-template <class Fn>
-Fn setter(std::atomic<void*>& cache, Hook creator, const char* symbol) {
-  void* fn = cache.load(std::memory_order_acquire);
-  if (!fn) {
-    fn = symbol_beside(real_address(creator), symbol);
-    cache.store(fn, std::memory_order_release);
-  }
-  return reinterpret_cast<Fn>(fn);
-}
-
 void note_cap(bool ok, std::atomic<uint64_t>& capped, const char* what, int target) {
   Counters::bump(ok ? capped : counters().cublas_cap_failures);
   if (!ok) log(LogLevel::Warn, "could not set SM-count target %d on a new %s", target, what);
@@ -41,7 +31,7 @@ cublasStatus_t handle_cublasCreate_v2(cublasHandle_t* handle) {
   if (status != CUBLAS_STATUS_SUCCESS || !target || !handle) return status;
   static std::atomic<void*> set_target{nullptr};
   using SetSmCountTarget = cublasStatus_t (*)(cublasHandle_t, int);
-  const auto set = setter<SetSmCountTarget>(set_target, Hook::cublasCreate_v2, "cublasSetSmCountTarget");
+  const auto set = function_beside<SetSmCountTarget>(set_target, Hook::cublasCreate_v2, "cublasSetSmCountTarget");
   note_cap(set && set(*handle, *target) == CUBLAS_STATUS_SUCCESS, counters().cublas_handles_capped, "cuBLAS handle",
            *target);
   return status;  // the handle exists either way; a failed cap must not fail the program
@@ -56,8 +46,8 @@ cublasStatus_t handle_cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmul_desc
   const auto target = runtime().config.sm_target();
   if (status != CUBLAS_STATUS_SUCCESS || !target || !matmul_desc) return status;
   static std::atomic<void*> set_attribute{nullptr};
-  const auto set =
-      setter<MatmulDescSetAttribute>(set_attribute, Hook::cublasLtMatmulDescCreate, "cublasLtMatmulDescSetAttribute");
+  const auto set = function_beside<MatmulDescSetAttribute>(set_attribute, Hook::cublasLtMatmulDescCreate,
+                                                           "cublasLtMatmulDescSetAttribute");
   note_cap(set && set_sm_count_target(*matmul_desc, *target, set) == CUBLAS_STATUS_SUCCESS,
            counters().cublaslt_descriptors_capped, "cuBLASLt matmul descriptor", *target);
   return status;

@@ -8,36 +8,14 @@
 namespace tandem::preload {
 namespace {
 
-template <class Fn>
-void lookup(void* libcuda, const char* name, Fn& out) {
-  out = reinterpret_cast<Fn>(real_dlsym()(libcuda, name));
-}
-
-bool has_required(const DriverApi& a) {
-  return a.cuFuncGetAttribute && a.cuFuncSetAttribute && a.cuFuncGetName && a.cuCtxGetDevice &&
-         a.cuDeviceGetAttribute && a.cuDeviceGetName && a.cuCtxGetStreamPriorityRange && a.cuEventCreate &&
-         a.cuEventRecord && a.cuEventQuery && a.cuStreamIsCapturing && a.cuLaunchKernelEx && a.cuLaunchKernelEx_ptsz;
-}
-
 DriverApi* load(void* libcuda) {
   auto* api = new DriverApi;  // lives for the whole process: hooks may run during exit
-  lookup(libcuda, "cuFuncGetAttribute", api->cuFuncGetAttribute);
-  lookup(libcuda, "cuFuncSetAttribute", api->cuFuncSetAttribute);
-  lookup(libcuda, "cuFuncGetName", api->cuFuncGetName);
-  lookup(libcuda, "cuKernelGetFunction", api->cuKernelGetFunction);
-  lookup(libcuda, "cuKernelSetAttribute", api->cuKernelSetAttribute);
-  lookup(libcuda, "cuCtxGetDevice", api->cuCtxGetDevice);
-  lookup(libcuda, "cuDeviceGetAttribute", api->cuDeviceGetAttribute);
-  lookup(libcuda, "cuDeviceGetName", api->cuDeviceGetName);
-  lookup(libcuda, "cuCtxGetStreamPriorityRange", api->cuCtxGetStreamPriorityRange);
-  lookup(libcuda, "cuEventCreate", api->cuEventCreate);
-  lookup(libcuda, "cuEventRecord", api->cuEventRecord);
-  lookup(libcuda, "cuEventQuery", api->cuEventQuery);
-  lookup(libcuda, "cuStreamIsCapturing", api->cuStreamIsCapturing);
-  lookup(libcuda, "cuThreadExchangeStreamCaptureMode", api->cuThreadExchangeStreamCaptureMode);
-  lookup(libcuda, "cuLaunchKernelEx", api->cuLaunchKernelEx);
-  lookup(libcuda, "cuLaunchKernelEx_ptsz", api->cuLaunchKernelEx_ptsz);
-  api->complete = has_required(*api);
+  api->complete = true;
+#define TANDEM_DRIVER_API_LOOKUP(name, parameters, required)                       \
+  api->name = reinterpret_cast<decltype(api->name)>(real_dlsym()(libcuda, #name)); \
+  if (required && !api->name) api->complete = false;
+  TANDEM_DRIVER_API(TANDEM_DRIVER_API_LOOKUP)
+#undef TANDEM_DRIVER_API_LOOKUP
   return api;
 }
 

@@ -12,26 +12,32 @@
 
 namespace tandem::preload {
 
-struct DriverApi {
-  CUresult (*cuFuncGetAttribute)(int*, CUfunction_attribute, CUfunction) = nullptr;
-  CUresult (*cuFuncSetAttribute)(CUfunction, CUfunction_attribute, int) = nullptr;
-  CUresult (*cuFuncGetName)(const char**, CUfunction) = nullptr;                              // CUDA >= 12.3
-  CUresult (*cuKernelGetFunction)(CUfunction*, CUkernel) = nullptr;                           // CUDA >= 12.0, optional
-  CUresult (*cuKernelSetAttribute)(CUfunction_attribute, int, CUkernel, CUdevice) = nullptr;  // optional
-  CUresult (*cuCtxGetDevice)(CUdevice*) = nullptr;
-  CUresult (*cuDeviceGetAttribute)(int*, CUdevice_attribute, CUdevice) = nullptr;
-  CUresult (*cuDeviceGetName)(char*, int, CUdevice) = nullptr;
-  CUresult (*cuCtxGetStreamPriorityRange)(int*, int*) = nullptr;
-  CUresult (*cuEventCreate)(CUevent*, unsigned) = nullptr;
-  CUresult (*cuEventRecord)(CUevent, CUstream) = nullptr;
-  CUresult (*cuEventQuery)(CUevent) = nullptr;
-  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*) = nullptr;
-  CUresult (*cuThreadExchangeStreamCaptureMode)(CUstreamCaptureMode*) = nullptr;  // optional
-  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
-  CUresult (*cuLaunchKernelEx_ptsz)(const CUlaunchConfig*, CUfunction, void**, void**) = nullptr;
+// X(name, parameters, required): each is a CUresult function. Without a required one the
+// interposer only counts launches.
+#define TANDEM_DRIVER_API(X)                                                      \
+  X(cuFuncGetAttribute, (int*, CUfunction_attribute, CUfunction), true)           \
+  X(cuFuncSetAttribute, (CUfunction, CUfunction_attribute, int), true)            \
+  X(cuFuncGetName, (const char**, CUfunction), true)     /* CUDA >= 12.3 */       \
+  X(cuKernelGetFunction, (CUfunction*, CUkernel), false) /* CUDA >= 12.0 */       \
+  X(cuKernelSetAttribute, (CUfunction_attribute, int, CUkernel, CUdevice), false) \
+  X(cuCtxGetDevice, (CUdevice*), true)                                            \
+  X(cuDeviceGetAttribute, (int*, CUdevice_attribute, CUdevice), true)             \
+  X(cuDeviceGetName, (char*, int, CUdevice), true)                                \
+  X(cuCtxGetStreamPriorityRange, (int*, int*), true)                              \
+  X(cuEventCreate, (CUevent*, unsigned), true)                                    \
+  X(cuEventRecord, (CUevent, CUstream), true)                                     \
+  X(cuEventQuery, (CUevent), true)                                                \
+  X(cuStreamIsCapturing, (CUstream, CUstreamCaptureStatus*), true)                \
+  X(cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode*), false)             \
+  X(cuLaunchKernelEx, (const CUlaunchConfig*, CUfunction, void**, void**), true)  \
+  X(cuLaunchKernelEx_ptsz, (const CUlaunchConfig*, CUfunction, void**, void**), true)
 
-  // Whether every function above but the optional ones was found; without them the interposer only
-  // counts launches. Computed once when the table is filled.
+struct DriverApi {
+#define TANDEM_DRIVER_API_FIELD(name, parameters, required) CUresult(*name) parameters = nullptr;
+  TANDEM_DRIVER_API(TANDEM_DRIVER_API_FIELD)
+#undef TANDEM_DRIVER_API_FIELD
+
+  // Whether every required function was found. Computed once when the table is filled.
   bool complete = false;
 };
 

@@ -25,7 +25,7 @@ FunctionRecord* record_for(Runtime& rt, const DriverApi& api, CUfunction f) {
   }
 }
 
-CUresult run_launch(Launch& l) {
+CUresult run_launch(Launch&& l) {
   Counters& count = counters();
   Counters::bump(count.launches);
   Counters::bump(count.calls_by_hook[index_of(l.entry)]);
@@ -73,43 +73,37 @@ Launch launch_from_arguments(Hook entry, CUfunction f, unsigned grid_x, unsigned
 CUresult handle_cuLaunchKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                                unsigned block_y, unsigned block_z, unsigned shared_mem_bytes, CUstream stream,
                                void** kernel_params, void** extra) {
-  Launch l = launch_from_arguments(Hook::cuLaunchKernel, f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
-                                   shared_mem_bytes, stream, kernel_params, extra);
-  return run_launch(l);
+  return run_launch(launch_from_arguments(Hook::cuLaunchKernel, f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
+                                          shared_mem_bytes, stream, kernel_params, extra));
 }
 
 CUresult handle_cuLaunchKernel_ptsz(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,
                                     unsigned block_y, unsigned block_z, unsigned shared_mem_bytes, CUstream stream,
                                     void** kernel_params, void** extra) {
-  Launch l = launch_from_arguments(Hook::cuLaunchKernel_ptsz, f, grid_x, grid_y, grid_z, block_x, block_y, block_z,
-                                   shared_mem_bytes, stream, kernel_params, extra);
-  return run_launch(l);
+  return run_launch(launch_from_arguments(Hook::cuLaunchKernel_ptsz, f, grid_x, grid_y, grid_z, block_x, block_y,
+                                          block_z, shared_mem_bytes, stream, kernel_params, extra));
 }
 
 CUresult handle_cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra) {
-  Launch l = launch_from_config(Hook::cuLaunchKernelEx, config, f, kernel_params, extra);
-  return run_launch(l);
+  return run_launch(launch_from_config(Hook::cuLaunchKernelEx, config, f, kernel_params, extra));
 }
 
 CUresult handle_cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernel_params, void** extra) {
-  Launch l = launch_from_config(Hook::cuLaunchKernelEx_ptsz, config, f, kernel_params, extra);
-  return run_launch(l);
+  return run_launch(launch_from_config(Hook::cuLaunchKernelEx_ptsz, config, f, kernel_params, extra));
 }
 
 CUresult handle_cuLaunchCooperativeKernel(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                           unsigned block_x, unsigned block_y, unsigned block_z,
                                           unsigned shared_mem_bytes, CUstream stream, void** kernel_params) {
-  Launch l = launch_from_arguments(Hook::cuLaunchCooperativeKernel, f, grid_x, grid_y, grid_z, block_x, block_y,
-                                   block_z, shared_mem_bytes, stream, kernel_params, nullptr);
-  return run_launch(l);
+  return run_launch(launch_from_arguments(Hook::cuLaunchCooperativeKernel, f, grid_x, grid_y, grid_z, block_x, block_y,
+                                          block_z, shared_mem_bytes, stream, kernel_params, nullptr));
 }
 
 CUresult handle_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                                                unsigned block_x, unsigned block_y, unsigned block_z,
                                                unsigned shared_mem_bytes, CUstream stream, void** kernel_params) {
-  Launch l = launch_from_arguments(Hook::cuLaunchCooperativeKernel_ptsz, f, grid_x, grid_y, grid_z, block_x, block_y,
-                                   block_z, shared_mem_bytes, stream, kernel_params, nullptr);
-  return run_launch(l);
+  return run_launch(launch_from_arguments(Hook::cuLaunchCooperativeKernel_ptsz, f, grid_x, grid_y, grid_z, block_x,
+                                          block_y, block_z, shared_mem_bytes, stream, kernel_params, nullptr));
 }
 
 }  // namespace tandem::preload

@@ -44,20 +44,10 @@ struct RouteLibrary {
   decltype(&tandem_nccl_route_destroy) destroy = nullptr;
 };
 
-// This library's folder: the route library is installed beside it.
-std::string own_folder() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&own_folder), &info) || !info.dli_fname) return "";
-  const std::string self = info.dli_fname;
-  const size_t slash = self.rfind('/');
-  return slash == std::string::npos ? "." : self.substr(0, slash);
-}
-
 // The file that defines the program's NCCL (the real function behind a hook).
 std::string program_nccl_file() {
   for (Hook h : {Hook::ncclAllReduce, Hook::ncclAllGather, Hook::ncclCommInitRank, Hook::ncclCommDestroy}) {
-    Dl_info info{};
-    if (void* real = real_address(h); real && dladdr(real, &info) && info.dli_fname) return info.dli_fname;
+    if (std::string file = file_of(real_address(h)); !file.empty()) return file;
   }
   return "";
 }
@@ -73,13 +63,10 @@ Fn symbol(void* handle, const char* name) {
 std::string loaded_nccl_by_soname() {
   void* handle = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
   if (!handle) {
-    (void)real_dlerror()();  // not the program's failure to read
+    (void)take_dl_error();
     return "";
   }
-  std::string file;
-  Dl_info info{};
-  if (void* fn = real_dlsym()(handle, "ncclGetVersion"); fn && dladdr(fn, &info) && info.dli_fname)
-    file = info.dli_fname;
+  const std::string file = file_of(real_dlsym()(handle, "ncclGetVersion"));
   dlclose(handle);  // only the reference RTLD_NOLOAD took
   return file;
 }
@@ -99,9 +86,7 @@ RouteLibrary load() {
   // the program's already loaded NCCL (by SONAME).
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
-    // Read (and so clear) the failure: the program's next dlerror() must not see our dlopen's.
-    const char* error = real_dlerror()();
-    lib.why = "cannot load " + path + ": " + (error ? error : "unknown error");
+    lib.why = "cannot load " + path + ": " + take_dl_error();
     return lib;
   }
   const auto abi = symbol<int (*)()>(handle, "tandem_nccl_route_abi_version");
@@ -174,10 +159,6 @@ void account(Slot& slot) {
   slot.last = now;
 }
 
-void say_once(std::atomic<bool>& said, LogLevel level, const std::string& text) {
-  if (!said.exchange(true, std::memory_order_relaxed)) log(level, "%s", text.c_str());
-}
-
 // The slot's route, made now if the library is there and the communicator has none yet; null (and
 // the slot marked unavailable) otherwise.
 tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
@@ -192,7 +173,8 @@ tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
   if (!slot.route) {
     slot.unavailable = true;
     static std::atomic<bool> said{false};
-    say_once(said, LogLevel::Warn, std::string("copy-engine route unavailable: ") + why + "; collectives left to NCCL");
+    if (!said.exchange(true, std::memory_order_relaxed))
+      log(LogLevel::Warn, "copy-engine route unavailable: %s; collectives left to NCCL", why);
   }
   return slot.route;
 }

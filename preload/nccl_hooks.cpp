@@ -71,16 +71,6 @@ ncclResult_t as_program(int program_errno, const Call& call) {
 
 // ---- NCCL's own helpers, from the library that defines the real creation functions --------------
 
-template <class Fn>
-Fn helper(std::atomic<void*>& cache, Hook sibling, const char* symbol) {
-  void* fn = cache.load(std::memory_order_acquire);
-  if (!fn) {
-    fn = symbol_beside(real_address(sibling), symbol);
-    cache.store(fn, std::memory_order_release);
-  }
-  return reinterpret_cast<Fn>(fn);
-}
-
 using CommQuery = ncclResult_t (*)(const ncclComm_t, int*);
 using AsyncError = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
 
@@ -94,12 +84,12 @@ using AsyncError = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
 CommunicatorInfo describe(ncclComm_t comm, Hook sibling) {
   static std::atomic<void*> async_error{nullptr}, count{nullptr}, rank{nullptr}, device{nullptr};
   CommunicatorInfo info;
-  const auto get_error = helper<AsyncError>(async_error, sibling, "ncclCommGetAsyncError");
+  const auto get_error = function_beside<AsyncError>(async_error, sibling, "ncclCommGetAsyncError");
   ncclResult_t state = ncclInternalError;
   if (!get_error || get_error(comm, &state) != ncclSuccess || state != ncclSuccess) return info;
-  const auto get_count = helper<CommQuery>(count, sibling, "ncclCommCount");
-  const auto get_rank = helper<CommQuery>(rank, sibling, "ncclCommUserRank");
-  const auto get_device = helper<CommQuery>(device, sibling, "ncclCommCuDevice");
+  const auto get_count = function_beside<CommQuery>(count, sibling, "ncclCommCount");
+  const auto get_rank = function_beside<CommQuery>(rank, sibling, "ncclCommUserRank");
+  const auto get_device = function_beside<CommQuery>(device, sibling, "ncclCommCuDevice");
   int n = 0, r = -1, d = -1;
   if (!get_count || get_count(comm, &n) != ncclSuccess) return info;
   if (get_rank) (void)get_rank(comm, &r);
@@ -177,7 +167,7 @@ void warn_if_nccl_lacks(const OverlapPolicy& settings, Hook via) {
   static std::atomic<bool> checked{false};
   if (checked.exchange(true, std::memory_order_relaxed)) return;
   static std::atomic<void*> get_version{nullptr};
-  const auto version_of = helper<ncclResult_t (*)(int*)>(get_version, via, "ncclGetVersion");
+  const auto version_of = function_beside<ncclResult_t (*)(int*)>(get_version, via, "ncclGetVersion");
   int version = 0;
   if (!version_of || version_of(&version) != ncclSuccess) return;
   const auto lacks = [&](int needed, bool named, const char* token) {
@@ -244,7 +234,7 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
   }
   static std::atomic<void*> with_config{nullptr};
   const auto configured =
-      wanted ? helper<ncclCommInitRankConfig_fn>(with_config, Hook::ncclCommInitRank, "ncclCommInitRankConfig")
+      wanted ? function_beside<ncclCommInitRankConfig_fn>(with_config, Hook::ncclCommInitRank, "ncclCommInitRankConfig")
              : nullptr;
   if (configured)
     return create_with_settings(program_errno, comm, Hook::ncclCommInitRank, nullptr,

@@ -146,10 +146,12 @@ void end(nvtxRangeId_t id) {
   close_step(index);
 }
 
-const void* keep_string(const std::string& text) {
+// A kept string, as the handle NVTX gets for it (a registered string's, or a domain's).
+template <class Handle>
+Handle keep_string(const std::string& text) {
   try {
     const std::lock_guard<std::mutex> lock(g_steps->mutex);
-    return &*g_steps->strings.insert(text).first;
+    return reinterpret_cast<Handle>(const_cast<std::string*>(&*g_steps->strings.insert(text).first));
   } catch (...) {
     return nullptr;
   }
@@ -171,18 +173,17 @@ int domain_range_pop(nvtxDomainHandle_t domain) { return pop(domain); }
 nvtxRangeId_t domain_range_start_ex(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return start(message_of(a)); }
 void domain_range_end(nvtxDomainHandle_t, nvtxRangeId_t id) { end(id); }
 nvtxStringHandle_t domain_register_string_a(nvtxDomainHandle_t, const char* text) {
-  return reinterpret_cast<nvtxStringHandle_t>(const_cast<void*>(keep_string(text ? text : "")));
+  return keep_string<nvtxStringHandle_t>(text ? text : "");
 }
 nvtxStringHandle_t domain_register_string_w(nvtxDomainHandle_t, const wchar_t* text) {
-  return reinterpret_cast<nvtxStringHandle_t>(const_cast<void*>(keep_string(narrow(text))));
+  return keep_string<nvtxStringHandle_t>(narrow(text));
 }
 // A domain is named by a handle of ours (its name, kept), so that each has its own push/pop nesting.
 nvtxDomainHandle_t domain_create_a(const char* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(
-      const_cast<void*>(keep_string(std::string("domain:") + (name ? name : ""))));
+  return keep_string<nvtxDomainHandle_t>(std::string("domain:") + (name ? name : ""));
 }
 nvtxDomainHandle_t domain_create_w(const wchar_t* name) {
-  return reinterpret_cast<nvtxDomainHandle_t>(const_cast<void*>(keep_string("domain:" + narrow(name))));
+  return keep_string<nvtxDomainHandle_t>("domain:" + narrow(name));
 }
 void domain_destroy(nvtxDomainHandle_t) {}
 

@@ -65,30 +65,25 @@ void* lookup_next_definition(Hook h) {
   return is_own_hook(found) ? nullptr : found;
 }
 
+// glibc's own `name`, once: RTLD_NEXT is relative to the caller of dlvsym, i.e. this library, so the
+// next definition is glibc's. glibc >= 2.34 defines name@@GLIBC_2.34 in libc; older ones only
+// name@GLIBC_2.2.5 (libdl). Racing threads compute the same value; last store wins harmlessly.
+template <class Fn>
+Fn glibc_entry(std::atomic<Fn>& cache, const char* name, Fn unavailable) {
+  Fn fn = cache.load(std::memory_order_acquire);
+  if (fn) return fn;
+  void* found = dlvsym(RTLD_NEXT, name, "GLIBC_2.34");
+  if (!found) found = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
+  fn = found ? reinterpret_cast<Fn>(found) : unavailable;
+  cache.store(fn, std::memory_order_release);
+  return fn;
+}
+
 }  // namespace
 
-DlsymFn real_dlsym() {
-  DlsymFn fn = g_real_dlsym.load(std::memory_order_acquire);
-  if (fn) return fn;
-  // RTLD_NEXT is relative to the caller of dlvsym, i.e. this library: the next dlsym is glibc's.
-  // glibc >= 2.34 defines dlsym@@GLIBC_2.34 in libc; older ones only dlsym@GLIBC_2.2.5 (libdl).
-  void* found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-  if (!found) found = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-  fn = found ? reinterpret_cast<DlsymFn>(found) : &dlsym_unavailable;
-  // Racing threads compute the same value; last store wins harmlessly.
-  g_real_dlsym.store(fn, std::memory_order_release);
-  return fn;
-}
+DlsymFn real_dlsym() { return glibc_entry(g_real_dlsym, "dlsym", &dlsym_unavailable); }
 
-DlerrorFn real_dlerror() {
-  DlerrorFn fn = g_real_dlerror.load(std::memory_order_acquire);
-  if (fn) return fn;
-  void* found = dlvsym(RTLD_NEXT, "dlerror", "GLIBC_2.34");
-  if (!found) found = dlvsym(RTLD_NEXT, "dlerror", "GLIBC_2.2.5");
-  fn = found ? reinterpret_cast<DlerrorFn>(found) : &dlerror_unavailable;
-  g_real_dlerror.store(fn, std::memory_order_release);
-  return fn;
-}
+DlerrorFn real_dlerror() { return glibc_entry(g_real_dlerror, "dlerror", &dlerror_unavailable); }
 
 namespace {
 // The only work done at load time: two pointers, before the program can have an error pending.
@@ -154,6 +149,25 @@ void* symbol_beside(const void* sibling, const char* symbol) {
   void* found = real_dlsym()(library, symbol);
   dlclose(library);  // drops only the reference RTLD_NOLOAD added
   return found;
+}
+
+std::string file_of(const void* address) {
+  Dl_info info{};
+  if (!address || !dladdr(address, &info) || !info.dli_fname) return "";
+  return info.dli_fname;
+}
+
+std::string own_file() { return file_of(reinterpret_cast<const void*>(&own_file)); }
+
+std::string own_folder() {
+  const std::string file = own_file();
+  const size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "." : file.substr(0, slash);
+}
+
+std::string take_dl_error() {
+  const char* error = real_dlerror()();
+  return error ? error : "unknown error";
 }
 
 void* loaded_libcuda() {

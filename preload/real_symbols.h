@@ -5,7 +5,9 @@
 // comes first: the dlsym or cuGetProcAddress hook handing our wrapper to a caller (it stores what
 // the real resolver returned), or a direct call of our exported symbol by a program linked against
 // libcuda/libcublas (it looks up the next definition after this library, RTLD_NEXT).
+#include <atomic>
 #include <optional>
+#include <string>
 
 #include "dl_error.h"
 #include "hooked_symbols.h"
@@ -40,6 +42,26 @@ std::optional<Hook> hook_named(const char* name);
 // file: never loads anything), so that a helper function comes from the same copy as the real
 // function it goes with, never from a second copy of the library. nullptr if absent.
 void* symbol_beside(const void* sibling, const char* symbol);
+
+// symbol_beside the real function of `h`, looked up once into `cache` (racing threads find the same).
+template <class Fn>
+Fn function_beside(std::atomic<void*>& cache, Hook h, const char* symbol) {
+  void* fn = cache.load(std::memory_order_acquire);
+  if (!fn) {
+    fn = symbol_beside(real_address(h), symbol);
+    cache.store(fn, std::memory_order_release);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+// The file of the loaded object that holds `address`; "" for none.
+std::string file_of(const void* address);
+// This library's own file, and its folder: the libraries it loads are installed beside it.
+std::string own_file();
+std::string own_folder();
+// dlerror()'s message after a failed dl call of ours, read so that it is cleared: the program's next
+// dlerror() must not read our failure.
+std::string take_dl_error();
 
 // The loaded libcuda, for internal driver calls (dlopen with RTLD_NOLOAD); nullptr if not loaded.
 void* loaded_libcuda();

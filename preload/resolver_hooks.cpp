@@ -31,30 +31,29 @@ std::optional<Hook> hook_for_request(const char* symbol, int cuda_version, cuuin
   return std::nullopt;
 }
 
-void wrap_resolved(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
-  if (!pfn || !*pfn) return;
+// Both resolvers: the real answer, with a hooked driver function's pointer replaced by our wrapper.
+// `real_of` is looked up after the call is counted. `extra`: cuGetProcAddress_v2's symbol status.
+template <class RealOf, class... Extra>
+CUresult resolve(Hook via, RealOf real_of, const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                 Extra... extra) {
+  Counters::bump(counters().calls_by_hook[index_of(via)]);
+  const auto real = real_of();
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult result = real(symbol, pfn, cuda_version, flags, extra...);
+  if (result != CUDA_SUCCESS || !pfn || !*pfn) return result;
   if (const auto hook = hook_for_request(symbol, cuda_version, flags)) *pfn = adopt_real(*hook, *pfn);
+  return result;
 }
 
 }  // namespace
 
 CUresult handle_cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags) {
-  Counters::bump(counters().calls_by_hook[index_of(Hook::cuGetProcAddress)]);
-  const auto real = real_cuGetProcAddress();
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult result = real(symbol, pfn, cuda_version, flags);
-  if (result == CUDA_SUCCESS) wrap_resolved(symbol, pfn, cuda_version, flags);
-  return result;
+  return resolve(Hook::cuGetProcAddress, &real_cuGetProcAddress, symbol, pfn, cuda_version, flags);
 }
 
 CUresult handle_cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                                     CUdriverProcAddressQueryResult* symbol_status) {
-  Counters::bump(counters().calls_by_hook[index_of(Hook::cuGetProcAddress_v2)]);
-  const auto real = real_cuGetProcAddress_v2();
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult result = real(symbol, pfn, cuda_version, flags, symbol_status);
-  if (result == CUDA_SUCCESS) wrap_resolved(symbol, pfn, cuda_version, flags);
-  return result;
+  return resolve(Hook::cuGetProcAddress_v2, &real_cuGetProcAddress_v2, symbol, pfn, cuda_version, flags, symbol_status);
 }
 
 }  // namespace tandem::preload

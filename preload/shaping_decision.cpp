@@ -1,6 +1,7 @@
 #include "shaping_decision.h"
 
 #include <exception>
+#include <iterator>
 
 namespace tandem::preload {
 namespace {
@@ -79,43 +80,14 @@ ShapingDecision decide_with_model(const DeviceLimits& limits, const ShapeTarget&
 }  // namespace
 
 const char* to_string(ShapingOutcome outcome) {
-  switch (outcome) {
-    case ShapingOutcome::NotRequested:
-      return "not-requested";
-    case ShapingOutcome::Shaped:
-      return "shaped";
-    case ShapingOutcome::Excluded:
-      return "excluded";
-    case ShapingOutcome::FailedRetry:
-      return "failed-retry";
-    case ShapingOutcome::Cooperative:
-      return "cooperative";
-    case ShapingOutcome::NoCollectiveInFlight:
-      return "no-collective-in-flight";
-    case ShapingOutcome::NoNcclFootprint:
-      return "no-nccl-footprint";
-    case ShapingOutcome::OneBlockPerSm:
-      return "one-block-per-sm";
-    case ShapingOutcome::AlreadyAtTarget:
-      return "already-at-target";
-    case ShapingOutcome::AlreadyHasRoom:
-      return "already-has-room";
-    case ShapingOutcome::Unreachable:
-      return "unreachable";
-    case ShapingOutcome::Cluster:
-      return "cluster";
-    case ShapingOutcome::ModelError:
-      return "model-error";
-    case ShapingOutcome::NoMetadata:
-      return "no-metadata";
-    case ShapingOutcome::NoDevice:
-      return "no-device";
-    case ShapingOutcome::CapRaiseFailed:
-      return "cap-raise-failed";
-    case ShapingOutcome::kCount:
-      break;
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"not-requested",     "shaped",           "excluded",
+                                           "failed-retry",      "cooperative",      "no-collective-in-flight",
+                                           "no-nccl-footprint", "one-block-per-sm", "already-at-target",
+                                           "already-has-room",  "unreachable",      "cluster",
+                                           "model-error",       "no-metadata",      "no-device",
+                                           "cap-raise-failed"};  // in the enum's order
+  static_assert(std::size(kNames) == kShapingOutcomeCount, "a name for every outcome");
+  return name_in(kNames, outcome, "unknown");
 }
 
 bool decided_before_model(const ShapeTarget& target, const ShapingRequest& request) {

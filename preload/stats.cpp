@@ -1,6 +1,7 @@
 #include "stats.h"
 
 #include <cstdio>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "tandem/text.h"
@@ -13,12 +14,9 @@ uint64_t load(const std::atomic<uint64_t>& c) { return c.load(std::memory_order_
 std::string line(long pid, const std::string& text) { return pid_prefix(pid) + text + "\n"; }
 
 std::string join_reasons(const std::vector<std::pair<std::string, uint64_t>>& reasons) {
-  std::string out;
-  for (const auto& [reason, count] : reasons) {
-    if (!out.empty()) out += ", ";
-    out += reason + " " + std::to_string(count);
-  }
-  return out.empty() ? "none" : out;
+  std::vector<std::string> items;
+  for (const auto& [reason, count] : reasons) items.push_back(reason + " " + std::to_string(count));
+  return items.empty() ? "none" : join(items, ", ");
 }
 
 nlohmann::json reasons_json(const std::vector<std::pair<std::string, uint64_t>>& reasons) {
@@ -34,12 +32,9 @@ std::string bytes_text(uint64_t bytes) {
 }
 
 std::string join_routes(const std::vector<RouteCount>& routes) {
-  std::string out;
-  for (const auto& r : routes) {
-    if (!out.empty()) out += ", ";
-    out += r.route + " " + std::to_string(r.calls) + " / " + bytes_text(r.bytes);
-  }
-  return out;
+  std::vector<std::string> items;
+  for (const auto& r : routes) items.push_back(r.route + " " + std::to_string(r.calls) + " / " + bytes_text(r.bytes));
+  return join(items, ", ");
 }
 
 nlohmann::json route_json(const RouteCount& r) { return {{"calls", r.calls}, {"bytes", r.bytes}}; }
@@ -75,23 +70,10 @@ nlohmann::json kernel_json(const KernelSummary& k) {
 }  // namespace
 
 const char* to_string(ElevationOutcome outcome) {
-  switch (outcome) {
-    case ElevationOutcome::NotRequested:
-      return "not-requested";
-    case ElevationOutcome::Elevated:
-      return "elevated";
-    case ElevationOutcome::Excluded:
-      return "excluded";
-    case ElevationOutcome::FailedRetry:
-      return "failed-retry";
-    case ElevationOutcome::NoDevice:
-      return "no-device";
-    case ElevationOutcome::TooManyAttributes:
-      return "too-many-attributes";
-    case ElevationOutcome::kCount:
-      break;
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"not-requested", "elevated",  "excluded",
+                                           "failed-retry",  "no-device", "too-many-attributes"};  // in the enum's order
+  static_assert(std::size(kNames) == kElevationOutcomeCount, "a name for every outcome");
+  return name_in(kNames, outcome, "unknown");
 }
 
 void Counters::reset() {

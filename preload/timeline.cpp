@@ -71,17 +71,6 @@ std::optional<int64_t> g_recorded_until;
 bool g_finished = false;
 ProcessTimeline* g_result = nullptr;  // never deleted: the exit report reads it during exit
 
-std::string own_file() {
-  Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(&own_file), &info) || !info.dli_fname) return "";
-  return info.dli_fname;
-}
-
-std::string folder_of(const std::string& file) {
-  const size_t slash = file.rfind('/');
-  return slash == std::string::npos ? "." : file.substr(0, slash);
-}
-
 std::string real_path(const std::string& path) {
   char buf[PATH_MAX];
   return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
@@ -93,13 +82,6 @@ std::string host_name() {
   return buf;
 }
 
-// Clears the loader's error state after a failed dl call of ours: the program's next dlerror() must
-// not read our failure.
-std::string take_dl_error() {
-  const char* error = real_dlerror()();
-  return error ? error : "unknown error";
-}
-
 template <class Fn>
 bool bind(void* handle, Fn& fn, const char* name) {
   fn = reinterpret_cast<Fn>(real_dlsym()(handle, name));
@@ -108,7 +90,7 @@ bool bind(void* handle, Fn& fn, const char* name) {
 
 // "" when loaded, else why not.
 std::string load_recorder() {
-  const std::string path = folder_of(own_file()) + "/" + kRecorderLibrary;
+  const std::string path = own_folder() + "/" + kRecorderLibrary;
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return "cannot load " + path + ": " + take_dl_error();
   Recorder& r = g_recorder;
@@ -157,9 +139,7 @@ std::string bind_cupti(std::string* file) {
     }
   }
   g_cupti = handle;
-  Dl_info info{};
-  if (void* fn = real_dlsym()(handle, "cuptiGetVersion"); fn && dladdr(fn, &info) && info.dli_fname)
-    *file = info.dli_fname;
+  *file = file_of(real_dlsym()(handle, "cuptiGetVersion"));
   return "";
 }
 

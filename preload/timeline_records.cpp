@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <map>
 #include <utility>
 
@@ -80,18 +81,11 @@ nlohmann::json median_json(const std::vector<StepFigures>& steps) {
 }
 
 const char* kind_name(uint8_t kind) {
-  switch (kind) {
-    case TANDEM_TIMELINE_KERNEL:
-      return "kernel";
-    case TANDEM_TIMELINE_MEMCPY:
-      return "memcpy";
-    case TANDEM_TIMELINE_MEMSET:
-      return "memset";
-    case TANDEM_TIMELINE_PEER_COPY:
-      return "peer copy";
-    default:
-      return "other";
-  }
+  // Indexed by the record's kind (TANDEM_TIMELINE_KERNEL = 0, ... PEER_COPY = 3).
+  static constexpr const char* kNames[] = {"kernel", "memcpy", "memset", "peer copy"};
+  static_assert(static_cast<size_t>(TANDEM_TIMELINE_PEER_COPY) == std::size(kNames) - 1,
+                "a name for every record kind");
+  return kind < std::size(kNames) ? kNames[kind] : "other";
 }
 
 // Chrome's reserved colour names (trace viewer's colour scheme); Perfetto shows the categories.
@@ -117,19 +111,11 @@ ActivityClass classify(const tandem_timeline_activity& a, const std::string& nam
 }
 
 const char* to_string(TimelineState state) {
-  switch (state) {
-    case TimelineState::Off:
-      return "off";
-    case TimelineState::NotStarted:
-      return "not-started";
-    case TimelineState::Recorded:
-      return "recorded";
-    case TimelineState::SteppedAside:
-      return "stepped-aside";
-    case TimelineState::Failed:
-      break;
-  }
-  return "failed";
+  // In the enum's order.
+  static constexpr const char* kNames[] = {"off", "not-started", "recorded", "stepped-aside", "failed"};
+  static_assert(static_cast<size_t>(TimelineState::Failed) == std::size(kNames) - 1, "a name for every state");
+  const auto i = static_cast<size_t>(state);
+  return i < std::size(kNames) ? kNames[i] : "failed";
 }
 
 uint64_t ProcessTimeline::records_lost() const { return counts.dropped + counts.incomplete + counts.over_limit; }
@@ -287,20 +273,14 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
   const auto emit = [&](const nlohmann::json& event) {
     out << event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   };
-  int64_t first = 0;
-  bool any = false;
-  for (const tandem_timeline_activity& a : raw.activities) {
-    if (a.end_ns < a.start_ns) continue;
-    first = any ? std::min(first, a.start_ns) : a.start_ns;
-    any = true;
-  }
+  std::optional<int64_t> first;
+  const auto note_start = [&](int64_t start_ns) { first = first ? std::min(*first, start_ns) : start_ns; };
+  for (const tandem_timeline_activity& a : raw.activities)
+    if (a.end_ns >= a.start_ns) note_start(a.start_ns);
   for (const DeviceTimeline& d : t.devices)
-    for (const StepFigures& s : d.figures.steps) {
-      first = any ? std::min(first, s.start_ns) : s.start_ns;
-      any = true;
-    }
+    for (const StepFigures& s : d.figures.steps) note_start(s.start_ns);
   // The header: the earliest time of this process, so that the assembler can find the job's first.
-  emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first}});
+  emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first.value_or(0)}});
 
   std::string label =
       t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(pid) + ")" : "pid " + std::to_string(pid);

@@ -127,15 +127,17 @@ void keep(Recorder& r, tandem_timeline_activity a) {
   ++r.counts.records;
 }
 
-tandem_timeline_activity activity(uint64_t start, uint64_t end, uint32_t device, uint32_t stream, uint32_t correlation,
-                                  uint8_t kind) {
+// The fields every kind of CUPTI record has, and the record's name (interned).
+template <class Record>
+tandem_timeline_activity activity(Recorder& r, const Record* x, uint8_t kind, const char* name) {
   tandem_timeline_activity a{};
-  a.start_ns = static_cast<int64_t>(start);
-  a.end_ns = static_cast<int64_t>(end);
-  a.device = device;
-  a.stream = stream;
-  a.correlation = correlation;
+  a.start_ns = static_cast<int64_t>(x->start);
+  a.end_ns = static_cast<int64_t>(x->end);
+  a.device = x->deviceId;
+  a.stream = x->streamId;
+  a.correlation = x->correlationId;
   a.kind = kind;
+  a.name = intern(r, name);
   return a;
 }
 
@@ -145,39 +147,27 @@ void take(Recorder& r, const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      tandem_timeline_activity a =
-          activity(k->start, k->end, k->deviceId, k->streamId, k->correlationId, TANDEM_TIMELINE_KERNEL);
-      a.name = intern(r, k->name);
-      keep(r, a);
+      keep(r, activity(r, k, TANDEM_TIMELINE_KERNEL, k->name));
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-      tandem_timeline_activity a =
-          activity(m->start, m->end, m->deviceId, m->streamId, m->correlationId, TANDEM_TIMELINE_MEMCPY);
+      tandem_timeline_activity a = activity(r, m, TANDEM_TIMELINE_MEMCPY, "memcpy");
       a.runtime_correlation = m->runtimeCorrelationId;
       a.copy_kind = m->copyKind;
-      a.name = intern(r, "memcpy");
       keep(r, a);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY2: {
       const auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(record);
-      tandem_timeline_activity a =
-          activity(m->start, m->end, m->deviceId, m->streamId, m->correlationId, TANDEM_TIMELINE_PEER_COPY);
+      tandem_timeline_activity a = activity(r, m, TANDEM_TIMELINE_PEER_COPY, "memcpy peer");
       a.copy_kind = m->copyKind;
-      a.name = intern(r, "memcpy peer");
       keep(r, a);
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MEMSET: {
-      const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-      tandem_timeline_activity a =
-          activity(m->start, m->end, m->deviceId, m->streamId, m->correlationId, TANDEM_TIMELINE_MEMSET);
-      a.name = intern(r, "memset");
-      keep(r, a);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      keep(r, activity(r, reinterpret_cast<const CUpti_ActivityMemset4*>(record), TANDEM_TIMELINE_MEMSET, "memset"));
       break;
-    }
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
       const auto* c = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
       if (c->externalKind == kCommunicationKind) {
@@ -277,6 +267,14 @@ void disable_all(Recorder& r) {
   r.enabled_kinds.clear();
 }
 
+// One of the recorder's arrays and its size (nullptr and 0 when empty or never started).
+template <class T>
+const T* records(std::vector<T> Recorder::*array, size_t* count) {
+  Recorder* r = g_recorder;
+  if (count) *count = r ? (r->*array).size() : 0;
+  return r && !(r->*array).empty() ? (r->*array).data() : nullptr;
+}
+
 }  // namespace
 
 TANDEM_TIMELINE_EXPORT int tandem_timeline_abi_version(void) { return TANDEM_TIMELINE_ABI_VERSION; }
@@ -302,16 +300,17 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_start(tandem_timeline_resolve_fn reso
     if (r->options.buffer_bytes < 4096) r->options.buffer_bytes = size_t(8) << 20;
     Cupti& c = r->cupti;
     const char* missing = nullptr;
-    if (!bind(resolve, c.get_version, "cuptiGetVersion")) missing = "cuptiGetVersion";
-    if (!missing && !bind(resolve, c.result_string, "cuptiGetResultString")) missing = "cuptiGetResultString";
-    if (!missing && !bind(resolve, c.register_callbacks, "cuptiActivityRegisterCallbacks"))
-      missing = "cuptiActivityRegisterCallbacks";
-    if (!missing && !bind(resolve, c.enable, "cuptiActivityEnable")) missing = "cuptiActivityEnable";
-    if (!missing && !bind(resolve, c.disable, "cuptiActivityDisable")) missing = "cuptiActivityDisable";
-    if (!missing && !bind(resolve, c.flush_all, "cuptiActivityFlushAll")) missing = "cuptiActivityFlushAll";
-    if (!missing && !bind(resolve, c.next_record, "cuptiActivityGetNextRecord")) missing = "cuptiActivityGetNextRecord";
-    if (!missing && !bind(resolve, c.dropped_records, "cuptiActivityGetNumDroppedRecords"))
-      missing = "cuptiActivityGetNumDroppedRecords";
+    const auto need = [&](auto& fn, const char* name) {
+      if (!missing && !bind(resolve, fn, name)) missing = name;
+    };
+    need(c.get_version, "cuptiGetVersion");
+    need(c.result_string, "cuptiGetResultString");
+    need(c.register_callbacks, "cuptiActivityRegisterCallbacks");
+    need(c.enable, "cuptiActivityEnable");
+    need(c.disable, "cuptiActivityDisable");
+    need(c.flush_all, "cuptiActivityFlushAll");
+    need(c.next_record, "cuptiActivityGetNextRecord");
+    need(c.dropped_records, "cuptiActivityGetNumDroppedRecords");
     if (missing) {
       say(why, why_size, "CUPTI has no %s", missing);
       delete r;
@@ -444,15 +443,11 @@ TANDEM_TIMELINE_EXPORT int tandem_timeline_stop(char* why, size_t why_size) {
 }
 
 TANDEM_TIMELINE_EXPORT const tandem_timeline_activity* tandem_timeline_activities(size_t* count) {
-  Recorder* r = g_recorder;
-  if (count) *count = r ? r->activities.size() : 0;
-  return r && !r->activities.empty() ? r->activities.data() : nullptr;
+  return records(&Recorder::activities, count);
 }
 
 TANDEM_TIMELINE_EXPORT const tandem_timeline_mark_record* tandem_timeline_marks(size_t* count) {
-  Recorder* r = g_recorder;
-  if (count) *count = r ? r->marks.size() : 0;
-  return r && !r->marks.empty() ? r->marks.data() : nullptr;
+  return records(&Recorder::marks, count);
 }
 
 TANDEM_TIMELINE_EXPORT size_t tandem_timeline_name_count(void) { return g_recorder ? g_recorder->names.size() : 0; }
@@ -463,9 +458,7 @@ TANDEM_TIMELINE_EXPORT const char* tandem_timeline_name(uint32_t index) {
 }
 
 TANDEM_TIMELINE_EXPORT const uint32_t* tandem_timeline_communication_correlations(size_t* count) {
-  Recorder* r = g_recorder;
-  if (count) *count = r ? r->communication_correlations.size() : 0;
-  return r && !r->communication_correlations.empty() ? r->communication_correlations.data() : nullptr;
+  return records(&Recorder::communication_correlations, count);
 }
 
 TANDEM_TIMELINE_EXPORT void tandem_timeline_get_counts(tandem_timeline_counts* out) {
