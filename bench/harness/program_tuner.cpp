@@ -229,8 +229,8 @@ ProgramDecision decide_program_policy(const std::vector<PolicyStats>& stats, boo
                ", more than the spreads added (" + number(base.spread()) + " + " + number(w.spread()) + ")";
   } else if (closest) {
     d.reason = "no policy beats the baseline by more than the spreads; the best, " + closest->policy + ", has median " +
-               number(closest->median) + " (spread " + number(closest->spread()) + ") against " +
-               number(base.median) + " (spread " + number(base.spread()) + ")";
+               number(closest->median) + " (spread " + number(closest->spread()) + ") against " + number(base.median) +
+               " (spread " + number(base.spread()) + ")";
   } else {
     d.reason = "no policy beats the baseline: every candidate was disqualified";
   }

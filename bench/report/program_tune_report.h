@@ -55,7 +55,6 @@ class ProgramTuneReporter {
   virtual void report_end(const ProgramTuneEnd& end) = 0;
 };
 
-
 // The results table ('#' column header, one fixed-width line per policy).
 std::string program_table_text(const std::vector<ProgramPolicyLine>& table);
 
