@@ -82,7 +82,6 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto options = std::make_shared<RunOptions>();
   options->policy = env::kDefaultPolicy;
   options->log_level = env::kDefaultLogLevel;
-  options->shape_when = env::kDefaultShapeWhen;
   cmd->add_option("--policy", options->policy, "Overlap policy, e.g. priority, shape:2+priority, sm-target:116")
       ->capture_default_str();
   cmd->add_option("--log-level", options->log_level, "Interposer messages: error|warn|info|debug")
@@ -94,10 +93,6 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--exclude", options->exclude, "Never control kernels whose name matches this glob (repeatable)")
       ->delimiter(',');
   cmd->add_option("--stats", options->stats_file, "Write the interposer's statistics as JSON here (%p: pid)");
-  cmd->add_option("--shape-when", options->shape_when,
-                  "Shape compute launches always, or only while a collective is in flight")
-      ->check(CLI::IsMember(names(env::kShapeWhenNames)))
-      ->capture_default_str();
   cmd->add_flag("--timeline", options->timeline,
                 "Record the program's GPU activity (CUPTI) and report, per rank and step, computation, communication, "
                 "their overlap, exposed communication and idle time");

@@ -113,7 +113,6 @@ std::vector<EnvChange> child_environment(const RunOptions& options, const std::s
   changes.emplace_back("LD_PRELOAD", prepend_preload(library, existing_ld_preload));
   changes.emplace_back(env::kPolicy, options.policy);
   changes.emplace_back(env::kLogLevel, options.log_level);
-  changes.emplace_back(env::kShapeWhen, options.shape_when);
   const auto optional_value = [](const std::string& v) -> std::optional<std::string> {
     return v.empty() ? std::nullopt : std::optional<std::string>(v);
   };

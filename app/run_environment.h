@@ -18,8 +18,7 @@ struct RunOptions {
   std::string log_level;
   std::vector<std::string> include;  // glob patterns
   std::vector<std::string> exclude;
-  std::string stats_file;  // "" for none
-  std::string shape_when;
+  std::string stats_file;            // "" for none
   bool timeline = false;             // --timeline (run_timeline.h)
   std::string trace_file;            // --trace FILE, "" for none
   std::string step_range;            // --step-range PATTERN, "" for none

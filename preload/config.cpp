@@ -124,11 +124,7 @@ void find_overriding_nccl_variables(const EnvironmentLookup& lookup, PreloadConf
 std::optional<LogLevel> parse_log_level(std::string_view text) {
   return parse_named<LogLevel>(text, env::kLogLevelNames);
 }
-std::optional<ShapeWhen> parse_shape_when(std::string_view text) {
-  return parse_named<ShapeWhen>(text, env::kShapeWhenNames);
-}
 const char* to_string(LogLevel level) { return env::kLogLevelNames[static_cast<size_t>(level)]; }
-const char* to_string(ShapeWhen when) { return env::kShapeWhenNames[static_cast<size_t>(when)]; }
 const char* to_string(TimelineMode mode) { return env::kTimelineModeNames[static_cast<size_t>(mode)]; }
 
 std::vector<std::string> split_patterns(std::string_view text) {
@@ -179,7 +175,14 @@ PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
   find_overriding_nccl_variables(lookup, config);
 
   read_choice(lookup, env::kLogLevel, env::kLogLevelNames, "using warn", config.log_level, config);
-  read_choice(lookup, env::kShapeWhen, env::kShapeWhenNames, "using always", config.shape_when, config);
+  if (const auto cap = lookup(env::kRoutePoolMax); cap && !trim(*cap).empty()) {
+    // At most 1 TiB: more than any GPU's memory, and far from size_t's end.
+    if (const auto bytes = parse_byte_count(trim(*cap), uint64_t{1} << 40))
+      config.route_pool_max_bytes = *bytes;
+    else
+      config.problems.push_back({LogLevel::Warn, std::string(env::kRoutePoolMax) + "=" + quoted_value(*cap) +
+                                                     " is not a byte count (256MiB, 1G, 0 for no cap); using 256MiB"});
+  }
   if (const auto include = lookup(env::kInclude)) config.include_patterns = split_patterns(*include);
   if (const auto exclude = lookup(env::kExclude)) config.exclude_patterns = split_patterns(*exclude);
   if (const auto stats = lookup(env::kStatsFile); stats && !trim(*stats).empty())

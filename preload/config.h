@@ -18,7 +18,6 @@
 namespace tandem::preload {
 
 enum class LogLevel { Error = 0, Warn = 1, Info = 2, Debug = 3 };
-enum class ShapeWhen { Always, InFlight };
 enum class TimelineMode { Off, On, Trace };
 
 struct Problem {
@@ -34,7 +33,9 @@ struct PreloadConfig {
   std::vector<std::string> include_patterns;  // empty: every kernel
   std::vector<std::string> exclude_patterns;
   std::string stats_file;  // "" for none; "%p" already replaced by the pid
-  ShapeWhen shape_when = ShapeWhen::Always;
+  // TANDEM_ROUTE_POOL_MAX: the most window memory each copy-engine route's staging pool holds (0: no
+  // cap); larger calls run in pieces (tandem/copy_engine_route.h).
+  uint64_t route_pool_max_bytes = uint64_t{256} << 20;
   std::optional<long> root_pid;  // the process `tandem run` started
   // The timeline (preload/timeline.h).
   TimelineMode timeline = TimelineMode::Off;
@@ -54,6 +55,13 @@ struct PreloadConfig {
   bool elevates_collectives() const { return policy.comm_priority; }
   bool shapes_compute() const { return policy.shape.kind != ShapeTarget::Kind::None; }
   std::optional<int> sm_target() const { return policy.sm_target; }
+  // Whether shape and sm-target act only on compute that may run beside an outstanding collective
+  // (the default), rather than on every compute launch (compute-always).
+  bool targets_compute() const { return policy.controls_compute() && !policy.compute_always; }
+  // "targeted" or "always": how shape and sm-target are applied ("" when the policy sets neither).
+  const char* compute_controls() const {
+    return !policy.controls_compute() ? "" : policy.compute_always ? "always" : "targeted";
+  }
   // Whether the launch path has anything to do beyond counting.
   bool controls_active() const { return elevates_collectives() || shapes_compute(); }
 };
@@ -66,9 +74,7 @@ PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid);
 PreloadConfig config_from_environment();
 
 std::optional<LogLevel> parse_log_level(std::string_view);
-std::optional<ShapeWhen> parse_shape_when(std::string_view);
 const char* to_string(LogLevel);
-const char* to_string(ShapeWhen);
 const char* to_string(TimelineMode);
 // Comma-separated glob patterns; surrounding blanks trimmed, empty entries dropped.
 std::vector<std::string> split_patterns(std::string_view);

@@ -75,27 +75,4 @@ DeviceState* DeviceTable::get(const DriverApi& api, int device) {
   return state;
 }
 
-void DeviceTable::note_collective_launch(const DriverApi& api, DeviceState& device, CUstream stream) {
-  CUevent event = device.collective_event.load(std::memory_order_acquire);
-  if (!event) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    event = device.collective_event.load(std::memory_order_relaxed);
-    if (!event) {
-      // Timing disabled: recording and querying are then the cheapest the driver offers.
-      const RelaxedCaptureMode relaxed(api);
-      if (api.cuEventCreate(&event, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return;
-      device.collective_event.store(event, std::memory_order_release);
-    }
-  }
-  // Re-recording moves the event to the end of the latest NCCL launch; a query then reports on it.
-  if (api.cuEventRecord(event, stream) == CUDA_SUCCESS)
-    device.collective_recorded.store(true, std::memory_order_release);
-}
-
-bool DeviceTable::collective_in_flight(const DriverApi& api, const DeviceState& device) const {
-  if (!device.collective_recorded.load(std::memory_order_acquire)) return false;
-  const CUevent event = device.collective_event.load(std::memory_order_acquire);
-  return event && api.cuEventQuery(event) == CUDA_ERROR_NOT_READY;
-}
-
 }  // namespace tandem::preload

@@ -1,8 +1,7 @@
 #pragma once
 // Per-device facts and state the launch path needs, created on the first launch on each device and
 // then read without a lock: the residency limits (tandem::DeviceLimits, from cuDeviceGetAttribute),
-// the greatest stream priority, and for TANDEM_SHAPE_WHEN=in-flight the event recorded after the last
-// NCCL launch.
+// the greatest stream priority.
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -21,9 +20,6 @@ struct DeviceState {
   DeviceLimits limits;
   bool priority_ok = false;
   int greatest_priority = 0;  // numerically lowest: -5 on H200
-  // In-flight tracking: an event of this device's context, recorded after each NCCL launch.
-  std::atomic<CUevent> collective_event{nullptr};
-  std::atomic<bool> collective_recorded{false};
 };
 
 class DeviceTable {
@@ -31,11 +27,6 @@ class DeviceTable {
   // The state of `device`, created on first use (driver queries in the current context); nullptr
   // for ordinals outside [0, kMaxDevices).
   DeviceState* get(const DriverApi&, int device);
-
-  // Records the collective-tracking event on `stream` (after an NCCL launch); best effort.
-  void note_collective_launch(const DriverApi&, DeviceState&, CUstream stream);
-  // Whether the last recorded NCCL launch of this device has not finished yet (non-blocking).
-  bool collective_in_flight(const DriverApi&, const DeviceState&) const;
 
   void lock_for_fork() { mutex_.lock(); }
   void unlock_after_fork() { mutex_.unlock(); }

@@ -58,7 +58,7 @@ Snapshot take_snapshot(const PreloadConfig& config, Runtime* rt) {
   s.pid = static_cast<long>(getpid());
   s.policy = printable(config.policy_text, 2000);  // from the environment: anything, of any length
   s.policy_valid = config.policy_valid;
-  s.shape_when = to_string(config.shape_when);
+  s.compute_controls = config.compute_controls();
   s.log_level = to_string(config.log_level);
   fill_counters(counters(), s);
   const OverlapPolicy settings = communicator_settings(config.policy);

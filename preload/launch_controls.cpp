@@ -23,7 +23,7 @@ void remember_outcome(FunctionRecord& record, Outcome outcome) {
 }
 
 // Whether the launch's stream is capturing into a graph (counted). Captured launches need nothing
-// special: the node keeps the padded size and the priority. Only in-flight gating treats them apart.
+// special: the node keeps the padded size and the priority. Only the targeted form treats them apart.
 // Asked only for launches a control applies to, so a launch the policy leaves alone costs no query.
 bool capturing(const DriverApi& api, const Launch& l) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -174,7 +174,8 @@ CUresult launch_collective(Runtime& rt, const DriverApi& api, FunctionRecord& re
   if (record.metadata_ok) rt.last_collective.store(pack_footprint(footprint_of(record, l)), std::memory_order_relaxed);
 
   const PreloadConfig& config = rt.config;
-  const bool track_in_flight = config.shape_when == ShapeWhen::InFlight && config.shapes_compute();
+  // The targeted form of shape and sm-target follows the streams NCCL kernels run on (outstanding_collectives.h).
+  const bool track_in_flight = config.targets_compute();
   DeviceState* device = nullptr;
   bool captured = false;
   if (config.elevates_collectives() || track_in_flight) {
@@ -216,10 +217,10 @@ CUresult launch_collective(Runtime& rt, const DriverApi& api, FunctionRecord& re
   Counters::bump(count.elevation[static_cast<int>(outcome)]);
   remember_outcome(record, outcome);
 
-  // In-flight gating: mark the end of this collective on its stream. Not during capture: the event
+  // The targeted form: mark the end of this collective on its stream. Not during capture: the event
   // would describe the capture, not a running collective.
   if (result == CUDA_SUCCESS && track_in_flight && device && !captured)
-    rt.devices.note_collective_launch(api, *device, l.stream_for_driver_calls());
+    rt.outstanding.note_collective_launch(api, device->ordinal, l.stream_for_driver_calls());
   return result;
 }
 
@@ -239,9 +240,11 @@ CUresult launch_compute(Runtime& rt, const DriverApi& api, FunctionRecord& recor
   const auto ordinal = current_device(api);
   DeviceState* device = ordinal ? rt.devices.get(api, *ordinal) : nullptr;
   if (!device || !device->limits_ok) return skip_shaping(record, l, ShapingOutcome::NoDevice);
-  // A captured launch is replayed later, when a collective may well be running: shape it.
-  if (config.shape_when == ShapeWhen::InFlight)
-    request.collective_in_flight = captured || rt.devices.collective_in_flight(api, *device);
+  // The targeted form shapes only what may run beside an NCCL kernel. A captured launch is replayed
+  // later, when a collective may well be running: it is shaped.
+  if (config.targets_compute())
+    request.collective_in_flight =
+        captured || rt.outstanding.beside_collective(api, device->ordinal, l.stream_for_driver_calls());
 
   const ShapingDecision decision = decide(rt, record, *device, request);
   if (decision.outcome != ShapingOutcome::Shaped) return skip_shaping(record, l, decision.outcome);

@@ -169,7 +169,7 @@ tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
     return nullptr;
   }
   char why[512] = "";
-  slot.route = lib.create(comm, kRouteTimeoutS, why, sizeof why);
+  slot.route = lib.create(comm, kRouteTimeoutS, runtime().config.route_pool_max_bytes, why, sizeof why);
   if (!slot.route) {
     slot.unavailable = true;
     static std::atomic<bool> said{false};

@@ -20,11 +20,13 @@ void before_fork() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   rt->functions.lock_for_fork();
   rt->devices.lock_for_fork();
+  rt->outstanding.lock_for_fork();
   rt->communicators.lock_for_fork();
 }
 void after_fork_in_parent() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   rt->communicators.unlock_after_fork();
+  rt->outstanding.unlock_after_fork();
   rt->devices.unlock_after_fork();
   rt->functions.unlock_after_fork();
 }
@@ -32,6 +34,7 @@ void after_fork_in_child() {
   Runtime* rt = g_runtime.load(std::memory_order_acquire);
   rt->communicators.forget_all_after_fork();
   rt->communicators.unlock_after_fork();
+  rt->outstanding.unlock_after_fork();
   rt->devices.unlock_after_fork();
   rt->functions.unlock_after_fork();
   g_counters.reset();
@@ -44,8 +47,8 @@ void initialise() {
   set_log_level(rt->config.log_level);
   for (const auto& problem : rt->config.problems) log(problem.level, "%s", problem.message.c_str());
   const auto& c = rt->config;
-  log(LogLevel::Info, "active: policy %s (applied: %s), shape-when %s%s%s", c.policy_text.c_str(),
-      to_string(c.policy).c_str(), to_string(c.shape_when), c.stats_file.empty() ? "" : ", stats ",
+  log(LogLevel::Info, "active: policy %s (applied: %s)%s%s%s%s", c.policy_text.c_str(), to_string(c.policy).c_str(),
+      *c.compute_controls() ? ", compute controls " : "", c.compute_controls(), c.stats_file.empty() ? "" : ", stats ",
       c.stats_file.c_str());
   g_runtime.store(rt, std::memory_order_release);
   pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);

@@ -8,6 +8,7 @@
 #include "device_table.h"
 #include "function_table.h"
 #include "nccl_registry.h"
+#include "outstanding_collectives.h"
 #include "stats.h"
 
 namespace tandem::preload {
@@ -16,6 +17,7 @@ struct Runtime {
   PreloadConfig config;
   FunctionTable functions;
   DeviceTable devices;
+  OutstandingCollectives outstanding;  // for the targeted form of shape and sm-target
   CommunicatorRegistry communicators;  // NCCL communicators created through the hooks (nccl_hooks.cpp)
   // Footprint of the last NCCL launch (collective_footprint.h); 0 until one is seen.
   std::atomic<uint64_t> last_collective{0};

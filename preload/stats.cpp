@@ -140,16 +140,22 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                          " compute, " + std::to_string(s.captured) + " under graph capture)");
   out += line(s.pid, "nccl launches elevated: " + std::to_string(s.collectives_elevated) +
                          "; not elevated: " + join_reasons(s.collectives_not_elevated));
-  out += line(s.pid,
-              "compute launches shaped: " + std::to_string(s.compute_shaped) + "; skipped: " + join_reasons(s.skipped));
+  out += line(s.pid, "compute launches shaped: " + std::to_string(s.compute_shaped) +
+                         (s.compute_controls == "targeted" ? " (targeted: beside an outstanding collective)" : "") +
+                         "; skipped: " + join_reasons(s.skipped));
   if (s.shaped_launch_failures || s.elevated_launch_failures || s.untracked_launches)
     out += line(s.pid, "retried unmodified after a failure: " + std::to_string(s.shaped_launch_failures) + " shaped, " +
                            std::to_string(s.elevated_launch_failures) +
                            " elevated; untracked: " + std::to_string(s.untracked_launches));
   if (s.cublas_handles_capped || s.cublaslt_descriptors_capped || s.cublas_cap_failures)
-    out += line(s.pid, "SM-count target set on " + std::to_string(s.cublas_handles_capped) + " cuBLAS handles, " +
+    out += line(s.pid, "SM-count target set on " + std::to_string(s.cublas_handles_capped) + " new cuBLAS handles, " +
                            std::to_string(s.cublaslt_descriptors_capped) + " cuBLASLt descriptors (" +
                            std::to_string(s.cublas_cap_failures) + " failed)");
+  if (s.cublas_gemms_capped_beside || s.cublas_gemms_left_alone || s.cublaslt_descriptors_left_alone)
+    out += line(s.pid, "SM-count target (targeted): " + std::to_string(s.cublas_gemms_capped_beside) +
+                           " cuBLAS GEMMs capped beside an outstanding collective, " +
+                           std::to_string(s.cublas_gemms_left_alone) + " left every SM; " +
+                           std::to_string(s.cublaslt_descriptors_left_alone) + " cuBLASLt descriptors left uncapped");
   if (s.communicators_created || !s.collectives.empty())
     out += line(s.pid, "nccl communicators: " + std::to_string(s.communicators_created) + " created, " +
                            std::to_string(s.communicators_configured) + " configured (" +
@@ -228,7 +234,7 @@ std::string render_json(const Snapshot& s) {
       {"pid", s.pid},
       {"policy", s.policy},
       {"policy_valid", s.policy_valid},
-      {"shape_when", s.shape_when},
+      {"compute_controls", s.compute_controls},
       {"log_level", s.log_level},
       {"calls_by_hook", calls},
       {"nccl_elevated", s.collectives_elevated},

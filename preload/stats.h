@@ -39,7 +39,7 @@ inline uint64_t saturating_sum(uint64_t a, uint64_t b) { return a > kSaturated -
 
 // The version of the --stats document (docs/BENCH_JSON.md, tandem run --stats): raised when a field
 // changes meaning or goes away.
-inline constexpr int kStatsSchemaVersion = 1;
+inline constexpr int kStatsSchemaVersion = 2;
 
 // The single-number counters: X(field, JSON object, JSON key). Each is a field of Counters (atomic)
 // and of Snapshot (its value), reset after fork, copied into the snapshot and written to the --stats
@@ -56,6 +56,11 @@ inline constexpr int kStatsSchemaVersion = 1;
   X(cublas_handles_capped, "cublas", "handles_capped")                                                 \
   X(cublaslt_descriptors_capped, "cublas", "lt_descriptors_capped")                                    \
   X(cublas_cap_failures, "cublas", "cap_failures")                                                     \
+  /* The targeted form of sm-target: GEMMs decided at cublasSetStream, capped beside an outstanding */ \
+  /* collective or left with every SM; cuBLASLt descriptors left uncapped for want of one. */          \
+  X(cublas_gemms_capped_beside, "cublas", "gemms_capped_beside_collective")                            \
+  X(cublas_gemms_left_alone, "cublas", "gemms_left_alone")                                             \
+  X(cublaslt_descriptors_left_alone, "cublas", "lt_descriptors_left_alone")                            \
   X(communicators_created, "nccl_communicators", "created")                                            \
   X(communicators_configured, "nccl_communicators", "configured")     /* nccl-* settings applied */    \
   X(communicators_unconfigured, "nccl_communicators", "unconfigured") /* asked for, not applicable */  \
@@ -140,7 +145,7 @@ struct Snapshot {
   long pid = 0;
   std::string policy;
   bool policy_valid = true;
-  std::string shape_when;
+  std::string compute_controls;  // "targeted", "always", "" (no shape or sm-target)
   std::string log_level;
 #define TANDEM_SNAPSHOT_FIELD(field, object, key) uint64_t field = 0;
   TANDEM_STATS_COUNTERS(TANDEM_SNAPSHOT_FIELD)

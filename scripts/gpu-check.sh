@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks pytorch reach timeline ab
+#               scenario-clocks pytorch reach timeline ab cost targeted
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -18,6 +18,10 @@
 #     timeline (not in full: a call of its own) = `tandem run --timeline` on a program of known overlap,
 #     on DDP and FSDP2 (TANDEM_TIMELINE_PARTS, default figures,overhead; compile and hta as further calls)
 #     ab (not in full: a call of its own) = old and new binaries built here and run interleaved
+#     cost (not in full: a call of its own, one GPU) = each control's compute tax and device memory on a
+#       Transformers Llama step at world size 1 (targeted and always-on forms against stock)
+#     targeted (not in full: a call of its own, one GPU) = the targeted compute controls on DDP and FSDP2 at 2
+#       ranks sharing the GPU: losses against stock, launches shaped beside a collective and left alone
 #     build (not in full: a call of its own) = the README's install-deps, configure and build steps on
 #       a clean copy of this tree in a temporary folder, with this machine's own NCCL (PyTorch's
 #       nvidia-nccl wheel) and python3, then `ctest -L gpu` there
@@ -542,6 +546,71 @@ else
   grep -E 'FAILED' "$logs/pytorch-compare.err" | head -n 10
   cp "$logs/pytorch-compare-$tag.json" "$out/" 2> /dev/null
 fi
+fi
+
+if want cost; then
+section "cost: each control's compute tax and device memory on a real step with nothing to hide (one rank)"
+# scripts/pytorch-compare.py (docs/PERFORMANCE.md, "What the controls cost"): a Transformers Llama of
+# 1.9 B parameters (hidden 4096, 8 layers, seq 2048, AdamW) under DDP at world size 1, where no
+# collective runs beside the compute: stock against `tandem run --policy P` for each control, targeted
+# (the default) and always-on (compute-always), interleaved, TANDEM_COST_ROUNDS rounds (default 3).
+# ~20 s a launch; TANDEM_COST_POLICIES (comma-separated) picks the policies, to split the run over calls.
+if ! python3 -c "import torch, transformers" 2> /dev/null; then
+  echo "cost: skipped, python3 cannot import torch and transformers" | tee -a "$logs/summary.log"
+else
+  cost_policies=${TANDEM_COST_POLICIES:-priority,shape:2,shape:2+compute-always,shape:4,shape:4+compute-always,sm-target:96,sm-target:96+compute-always,copy-engine}
+  timeout 570 python3 "$root/scripts/pytorch-compare.py" --programs examples/reach/llama_train.py --nproc 1 \
+    --rounds "${TANDEM_COST_ROUNDS:-3}" --variants stock,tandem-run --policies "$cost_policies" --tandem-bin "$tandem" \
+    --timeout 150 --out "$logs/cost-$tag.json" -- --parallel ddp --hidden 4096 --intermediate 11008 --layers 8 \
+    --heads 32 --seq 2048 --batch 1 --steps 12 > "$logs/cost.log" 2> "$logs/cost.err" || status=1
+  tee -a "$logs/summary.log" < "$logs/cost.log"
+  grep -E 'FAILED' "$logs/cost.err" | head -n 10
+  cp "$logs/cost-$tag.json" "$out/" 2> /dev/null
+fi
+fi
+
+if want targeted; then
+section "targeted: shape and sm-target only beside an outstanding collective, DDP and FSDP2, 2 ranks sharing the GPU"
+# The Transformers Llama of examples/reach (its default size, 6 steps) stock and under `tandem run`:
+# the losses must be stock's bitwise (shaping and SM targets never change a result), and the
+# interposer's counts say how many compute launches were shaped beside a collective and how many were
+# left alone (no-collective-in-flight), per rank. Shared-GPU times are not speed results.
+targeted_policies=${TANDEM_TARGETED_POLICIES:-shape:2+priority,shape:2+priority+compute-always,sm-target:96+priority}
+for parallel in ddp fsdp2; do
+  for policy in stock ${targeted_policies//,/ }; do
+    dir="$logs/targeted-$parallel-$(echo "$policy" | tr ':+' '--')"
+    mkdir -p "$dir"
+    prefix=()
+    [ "$policy" = stock ] || prefix=("$tandem" run --policy "$policy" --stats "$dir/stats-%p.json" --)
+    timeout 300 torchrun --standalone --nproc-per-node 2 --no-python "${prefix[@]}" python3 \
+      "$root/tests/tools/shared_gpu_rank.py" "$root/examples/reach/llama_train.py" --parallel "$parallel" --steps 6 \
+      > "$dir/out.log" 2>&1 || { echo "targeted $parallel $policy: FAILED (exit $?)" | tee -a "$logs/summary.log"; status=1; }
+  done
+done
+python3 - "$logs" "$out/targeted-$tag.json" "$root" <<'PY' | tee -a "$logs/summary.log" || status=1
+import glob, importlib.util, json, os, sys
+spec = importlib.util.spec_from_file_location("pc", os.path.join(sys.argv[3], "scripts", "pytorch-compare.py"))
+pc = importlib.util.module_from_spec(spec); spec.loader.exec_module(pc)
+rows, failed = [], 0
+for d in sorted(glob.glob(os.path.join(sys.argv[1], "targeted-*"))):
+    result = pc.parse_result(open(os.path.join(d, "out.log"), errors="replace").read())
+    stats = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(d, "stats-*.json")))]
+    stats = [s for s in stats if s.get("launches", {}).get("compute")]  # the ranks, not torchrun
+    rows.append({"run": os.path.basename(d), "losses": result and result.get("losses"),
+                 "shaped": [s["compute_shaped"] for s in stats],
+                 "left_alone": [s["skipped"].get("no-collective-in-flight", 0) for s in stats],
+                 "gemms_capped_beside": [s["cublas"].get("gemms_capped_beside_collective", 0) for s in stats],
+                 "gemms_left_alone": [s["cublas"].get("gemms_left_alone", 0) for s in stats],
+                 "compute_controls": sorted({s.get("compute_controls", "") for s in stats})})
+stock = {r["run"].split("-")[1]: r["losses"] for r in rows if r["run"].endswith("-stock")}
+for r in rows:
+    r["losses_as_stock"] = r["losses"] is not None and r["losses"] == stock.get(r["run"].split("-")[1])
+    failed += not r["losses_as_stock"]
+    print(f'{r["run"]:<48} losses {"= stock" if r["losses_as_stock"] else "DIFFER"}  shaped {r["shaped"]}  '
+          f'left alone {r["left_alone"]}  GEMMs capped {r["gemms_capped_beside"]} / left {r["gemms_left_alone"]}')
+json.dump({"kind": "targeted-check", "rows": rows}, open(sys.argv[2], "w"), indent=1)
+sys.exit(1 if failed else 0)
+PY
 fi
 
 # tandem_torch_package PYTHON: tandem.torch with its extension modules, built on this machine for PYTHON

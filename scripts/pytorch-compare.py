@@ -231,6 +231,9 @@ def summarize(runs):
             "program": program, "variant": name, "kind": rs[0]["kind"],
             "runs_ok": len(ok), "runs_failed": len(rs) - len(ok),
             "step_ms": t, "spread_ms": [min(medians), max(medians)] if medians else None,
+            # Device memory in use after the steps (rank 0's view of the GPU), median over the launches.
+            "device_memory_gib": median([r["result"]["device_memory_used_bytes"] / 2 ** 30 for r in ok
+                                         if isinstance(r["result"].get("device_memory_used_bytes"), (int, float))]),
             "t_stock_ms": t_stock, "t_bound_ms": t_bound,
             "speedup": t_stock / t if t and t_stock and not is_bound else None,
             "efficiency": None if is_bound else efficiency(t_stock, t, t_bound),
@@ -256,11 +259,11 @@ def row_cells(s):
     runs = "%d/%d" % (s["runs_ok"], s["runs_ok"] + s["runs_failed"])
     return [s["program"], s["variant"], runs, fmt(s["step_ms"], ".3f"),
             "%.3f–%.3f" % tuple(spread) if spread else "—", fmt(s["speedup"], ".3f"), percent(s["efficiency"]),
-            {None: "n/a"}.get(s["loss_vs_stock"], s["loss_vs_stock"])]
+            {None: "n/a"}.get(s["loss_vs_stock"], s["loss_vs_stock"]), fmt(s.get("device_memory_gib"), ".2f")]
 
 
 HEADER = ["program", "variant", "runs ok", "step ms (median)", "spread ms (min–max)", "speed-up", "efficiency",
-          "loss vs stock"]
+          "loss vs stock", "device GiB"]
 
 
 def text_table(summary):
@@ -350,7 +353,8 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--programs", default=",".join(PROGRAMS),
-                        help="examples/pytorch programs, comma-separated (default %(default)s)")
+                        help="examples/pytorch programs by name, or programs by path (*.py), comma-separated "
+                             "(default %(default)s)")
     parser.add_argument("--nproc", type=int, default=2, help="ranks per launch (default 2)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of every variant (default 3)")
     parser.add_argument("--policies", default="", help="tandem policies, comma-separated (each its own variants)")
@@ -439,6 +443,10 @@ def launcher_python(torchrun):
 
 
 def program_path(name):
+    """An examples/pytorch program by name, or any program by its path (ending in .py), such as
+    examples/reach/llama_train.py."""
+    if name.endswith(".py"):
+        return name if os.path.isabs(name) else os.path.join(ROOT, name)
     return os.path.join(ROOT, "examples", "pytorch", name + ".py")
 
 

@@ -1,5 +1,6 @@
 #include "harness/bench_options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -100,26 +101,13 @@ void validate_scenario_options(const ScenarioOptions& s) {
 uint64_t parse_size(const std::string& text, const std::string& flag) {
   const std::string expected =
       "; expected a number of bytes with an optional unit B, K, M or G (binary), at most " + size_text(kMaxBytes);
-  size_t pos = 0;
-  while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
-  const std::string digits = text.substr(0, pos), unit = text.substr(pos);
-  uint64_t scale = 0;
-  if (unit.empty() || unit == "B")
-    scale = 1;
-  else if (unit == "K" || unit == "KB" || unit == "KiB")
-    scale = 1ull << 10;
-  else if (unit == "M" || unit == "MB" || unit == "MiB")
-    scale = 1ull << 20;
-  else if (unit == "G" || unit == "GB" || unit == "GiB")
-    scale = 1ull << 30;
-  TANDEM_CHECK_INPUT(!digits.empty() && scale != 0, "bad " + flag + " " + quoted_value(text) + expected);
-  // Digit by digit against the bound: no multiplication can wrap (17179869185G is not 1G).
-  uint64_t value = 0;
-  for (char c : digits) {
-    value = value * 10 + static_cast<uint64_t>(c - '0');
-    TANDEM_CHECK_INPUT(value <= kMaxBytes / scale, "bad " + flag + " " + quoted_value(text) + ": too large" + expected);
-  }
-  return value * scale;
+  const auto bytes = parse_byte_count(text, kMaxBytes);
+  // Digits and a unit that is one, too large: say so; anything else is not a size at all.
+  const size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  const bool too_large = !bytes && digits > 0 && parse_byte_count("1" + text.substr(digits), kMaxBytes);
+  TANDEM_CHECK_INPUT(bytes.has_value(),
+                     "bad " + flag + " " + quoted_value(text) + (too_large ? ": too large" : "") + expected);
+  return *bytes;
 }
 
 void parse_gemm_shape(const std::string& text, WorkloadOptions& w) {

@@ -35,6 +35,11 @@ std::vector<OverlapPolicy> program_candidates() {
     out.push_back(parse_policy(shape + "+priority"));
   }
   out.push_back(parse_policy("shape:auto+priority"));
+  // The forms above are targeted (shaping only beside an outstanding collective): tried first, since they
+  // cost nothing where nothing overlaps. The always-on form (compute-always) follows, for programs whose
+  // every compute launch runs beside communication.
+  for (const char* always : {"shape:2+priority+compute-always", "shape:4+priority+compute-always"})
+    out.push_back(parse_policy(always));
   // NCCL's CTA count, cluster size and CTA policy: the benchmark tune's stage, on tandem run's default.
   for (const auto& p : nccl_candidates(parse_policy("priority"))) out.push_back(p);
   return out;

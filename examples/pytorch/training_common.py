@@ -240,6 +240,13 @@ def report(program, args, step_ms, loss, extra):
         "nccl": nccl_version() if dist.get_backend() == "nccl" else None,
         "config": vars(args),
     }
+    if torch.cuda.is_available() and dist.get_backend() == "nccl":
+        # What a control costs in device memory shows here: everything the process holds on the GPU
+        # after its steps (PyTorch's caching allocator, NCCL's and tandem's buffers, CUDA's context).
+        # Ranks sharing one GPU see each other's memory too.
+        free, total = torch.cuda.mem_get_info()
+        result["device_memory_used_bytes"] = total - free
+        result["torch_max_allocated_bytes"] = torch.cuda.max_memory_allocated()
     result.update(extra)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
 

@@ -49,6 +49,7 @@ enum class RouteOutcome : uint8_t {
   NoSumKernel,          // a reduction of a type other than bf16, fp16, fp32 (integers, fp64, fp8)
   UnknownType,          // a data type whose size is not known
   Empty,                // count 0: nothing to move, NCCL returns at once
+  SingleRank,           // a communicator of one rank exchanges nothing: NCCL's local copy, no window memory
   InPlaceAllToAll,      // one buffer for both sides: NCCL's own rules for it apply
   RootOutOfRange,       // a broadcast from a rank the communicator does not have: NCCL reports it
   CaptureNotReady,      // captured into a CUDA graph before the route's lanes and pool were set up

@@ -96,4 +96,23 @@ struct AddressRange {
 };
 bool lies_within(const std::vector<AddressRange>& windows, uintptr_t address, size_t bytes);
 
+// A call whose plan needs more pool than the route may hold runs as consecutive pieces: calls of the
+// same kind on consecutive parts of its buffers, each planned on its own, so the pool never exceeds
+// the cap whatever the model's size. Each element's result is computed as in the whole call (the
+// same terms summed in the same order), so a cut call's results are bitwise the whole call's.
+// All-reduces and broadcasts are cut (their buffers are contiguous); a reduce-scatter, all-gather or
+// all-to-all runs whole (one piece) for now. `plan_bytes(count)`: the pool a call of `count`
+// elements needs, as pool_layout(plan_copy_engine_collective(...)) computes it.
+struct CallPiece {
+  uint64_t offset = 0;  // elements from the start of the send and receive buffers
+  uint64_t count = 0;   // NCCL's count for the piece
+};
+// The pieces of `whole` under `max_pool_bytes` (0: no cap): one piece when the whole call fits or its
+// kind is not cut; else pieces of equal count (the last one shorter), each a multiple of
+// `granularity` elements, the largest that fit. A call that does not fit even at one granule is
+// cut into granules (the cap is then exceeded by what one granule needs).
+std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity = 4096);
+// The pool `request` needs, in bytes.
+size_t plan_pool_bytes(const PlanRequest& request);
+
 }  // namespace tandem

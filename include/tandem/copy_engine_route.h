@@ -10,7 +10,8 @@
 // from window_buffer(), the exchange (a broadcast: the scatter from its root) on copy engines on
 // lanes split from the caller's communicator, the sum of a reduction (scaled for an average or a
 // pre-multiplied sum), and the output copied out unless `recv` lies in window memory.
-// The staging buffers and the scratch are one pool of ncclMemAlloc memory registered as symmetric
+// The staging buffers and the scratch are one pool of ncclMemAlloc memory, at most max_pool_bytes
+// (calls that would need more run in consecutive pieces: all-reduces and broadcasts), registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
 // registered again) only when a call needs more, by half again at least: registration is expensive
 // (seconds were reported for cuMem export/import), so it happens once per size, never per call.
@@ -66,6 +67,10 @@
 
 namespace tandem {
 
+// The staging pool's cap by default: a route's window memory does not grow with the model (a 7 B
+// model's gradients in one call would otherwise take twice their size of extra device memory).
+inline constexpr size_t kDefaultRoutePoolBytes = size_t(256) << 20;
+
 // What a route has done, for the summary of `tandem run` and tandem.torch.
 struct CopyEngineRouteStats {
   int64_t calls = 0;          // calls that took the route (a captured call once, at capture)
@@ -99,9 +104,12 @@ struct GroupedCall {
 
 class CopyEngineRoute {
  public:
-  // `parent`: the caller's communicator (not owned; it must outlive the route). `base_config`: the
-  // configuration the lanes start from (its CTA policy is forced to zero, blocking to 0).
-  CopyEngineRoute(ncclComm_t parent, WaitRules rules, const ncclConfig_t& base_config = NCCL_CONFIG_INITIALIZER);
+  // `parent`: the caller's communicator (not owned; it must outlive the route). `max_pool_bytes`: the
+  // most window memory the staging pool may hold (0: no cap); a call that would need more runs in
+  // pieces (tandem/copy_engine_plan.h, pieces_within). `base_config`: the configuration the lanes
+  // start from (its CTA policy is forced to zero, blocking to 0).
+  CopyEngineRoute(ncclComm_t parent, WaitRules rules, size_t max_pool_bytes = kDefaultRoutePoolBytes,
+                  const ncclConfig_t& base_config = NCCL_CONFIG_INITIALIZER);
   // Releases the windows, frees the pools and closes the lanes; after a failure (abort()) it only
   // aborts.
   ~CopyEngineRoute();

@@ -38,8 +38,13 @@ struct OverlapPolicy {
   std::optional<int> green_sms;
   bool nccl_symmetric = false;
   bool copy_engine = false;
+  // shape and sm-target on every compute launch (the paper's form); false: only on compute that may
+  // run beside an outstanding collective (`tandem run` decides per launch, docs/RUN.md).
+  bool compute_always = false;
 
   bool is_sequential() const { return order == LaunchOrder::Sequential; }
+  // Whether a compute-side control (shape, sm-target) is set.
+  bool controls_compute() const { return shape.kind != ShapeTarget::Kind::None || sm_target.has_value(); }
   // Whether the collective's buffers are registered as symmetric windows (nccl-symmetric, copy-engine).
   bool registers_windows() const;
   // True if the policy needs its own NCCL communicator (any nccl-* or copy-engine setting).

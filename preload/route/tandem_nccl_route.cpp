@@ -57,8 +57,8 @@ TANDEM_ROUTE_EXPORT const char* tandem_nccl_route_nccl_file(void) {
   return info.dli_fname;
 }
 
-TANDEM_ROUTE_EXPORT tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double timeout_s, char* why,
-                                                                size_t why_size) {
+TANDEM_ROUTE_EXPORT tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double timeout_s,
+                                                                size_t max_pool_bytes, char* why, size_t why_size) {
   try {
     int version = 0;
     if (ncclGetVersion(&version) != ncclSuccess || version < NCCL_VERSION(2, 28, 0)) {
@@ -81,7 +81,7 @@ TANDEM_ROUTE_EXPORT tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm,
     rules.timeout_s = timeout_s;
     rules.who = "tandem copy-engine route";
     auto created = std::make_unique<tandem_nccl_route>();
-    created->route = std::make_unique<tandem::CopyEngineRoute>(comm, rules);
+    created->route = std::make_unique<tandem::CopyEngineRoute>(comm, rules, max_pool_bytes);
     return created.release();
   } catch (const std::exception& e) {
     say(why, why_size, e.what());

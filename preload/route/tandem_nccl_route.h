@@ -59,7 +59,9 @@ const char* tandem_nccl_route_nccl_file(void);
 // A route for `comm` (the program's; not owned), or NULL with `why` filled: NCCL older than 2.28,
 // no usable CUDA device, a communicator NCCL does not answer for. Local: no NCCL collective runs
 // here (the lanes are split at the first collective), so a refusal never leaves peers waiting.
-tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double timeout_s, char* why, size_t why_size);
+// `max_pool_bytes`: the staging pool's cap (0: none); larger calls run in pieces.
+tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double timeout_s, size_t max_pool_bytes, char* why,
+                                            size_t why_size);
 
 // Whether `call` takes the route: a tandem::RouteOutcome value (0: the copy-engine route).
 int tandem_nccl_route_check(const tandem_nccl_route* route, const tandem_nccl_route_call* call);

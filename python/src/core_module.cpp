@@ -87,6 +87,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("green_sms", [](const OverlapPolicy& p) { return p.green_sms; })
       .def_prop_ro("nccl_symmetric", [](const OverlapPolicy& p) { return p.nccl_symmetric; })
       .def_prop_ro("copy_engine", [](const OverlapPolicy& p) { return p.copy_engine; })
+      .def_prop_ro("compute_always", [](const OverlapPolicy& p) { return p.compute_always; })
       .def_prop_ro(
           "nccl_config",
           [](const OverlapPolicy& p) {

@@ -51,13 +51,14 @@ T* as_pointer(uintptr_t address) {
 // must not outlive its parent); every call after close() is an error, not a crash.
 class Route {
  public:
-  Route(uintptr_t comm, double timeout_s, const std::string& who) {
+  Route(uintptr_t comm, double timeout_s, const std::string& who, size_t max_pool_bytes) {
     TANDEM_REQUIRE(comm != 0, "the process group has no NCCL communicator");
     tandem::WaitRules rules;
     rules.timeout_s = timeout_s;
     rules.who = who;
     rules.timeout_setting = "tandem.torch.copy_engine_route(timeout_s=...)";
-    route_ = std::make_unique<CopyEngineRoute>(as_pointer<std::remove_pointer_t<ncclComm_t>>(comm), rules);
+    route_ =
+        std::make_unique<CopyEngineRoute>(as_pointer<std::remove_pointer_t<ncclComm_t>>(comm), rules, max_pool_bytes);
   }
   CopyEngineRoute& get() {
     TANDEM_REQUIRE(route_ != nullptr, "the copy-engine route is closed");
@@ -118,8 +119,8 @@ NB_MODULE(_cuda, m) {
                     "tandem::CopyEngineRoute on a communicator (an ncclComm_t as an integer): copy-engine "
                     "collectives on any device buffers, staged through one registered window pool. Collective: "
                     "every rank makes the same calls in the same order.")
-      .def(nb::init<uintptr_t, double, const std::string&>(), nb::arg("comm"), nb::arg("timeout_s") = 300.0,
-           nb::arg("who") = "", release_gil())
+      .def(nb::init<uintptr_t, double, const std::string&, size_t>(), nb::arg("comm"), nb::arg("timeout_s") = 300.0,
+           nb::arg("who") = "", nb::arg("max_pool_bytes") = tandem::kDefaultRoutePoolBytes, release_gil())
       .def_prop_ro("rank", [](Route& r) { return r.get().rank(); })
       .def_prop_ro("nranks", [](Route& r) { return r.get().nranks(); })
       .def(

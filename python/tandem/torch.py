@@ -136,6 +136,12 @@ def _set_sm_carveout(parsed, carveout):
                       f"PyTorch ({torch.__version__}) has no torch._C._set_sm_carveout_experimental",
                       RuntimeWarning, stacklevel=3)
         return
+    if not parsed.compute_always:
+        # PyTorch's carveout is read by every GEMM of the process: tandem.torch cannot tell which run beside a
+        # collective. The targeted form is `tandem run`'s (docs/RUN.md, "Targeted compute controls").
+        warnings.warn(f"tandem: policy '{parsed}': sm-target:{parsed.sm_target} is applied to every GEMM (PyTorch's "
+                      f"SM carveout is process-wide), as with compute-always; `tandem run` applies it only beside "
+                      f"an outstanding collective", RuntimeWarning, stacklevel=3)
     setter(carveout)
 
 
@@ -260,13 +266,19 @@ def _group(group):
     return dist.group.WORLD if group is None else group
 
 
-def copy_engine_route(group=None, timeout_s=300.0):
+# The most window memory a route's staging pool holds (tandem::kDefaultRoutePoolBytes): larger calls run in
+# pieces, so the route's memory does not grow with the model. 0: no cap.
+DEFAULT_ROUTE_POOL_BYTES = 256 << 20
+
+
+def copy_engine_route(group=None, timeout_s=300.0, max_pool_bytes=DEFAULT_ROUTE_POOL_BYTES):
     """The copy-engine route of a process group (tandem._cuda.CopyEngineRoute), made on first use.
 
     Collective: every rank of the group must ask at the same point (the DDP hook and the FSDP2 collectives
     ask on their first call, which every rank makes in the same order). When PyTorch has not created the
     group's communicator yet, a one-element all-reduce on the group creates it. ``timeout_s`` bounds every
-    wait on NCCL inside the route."""
+    wait on NCCL inside the route; ``max_pool_bytes`` caps its staging pool (all-reduces and broadcasts
+    larger than the cap allows run in pieces; 0: no cap). Both apply when the route is made."""
     group = _group(group)
     route = _ROUTES.get(group.group_name)
     if route is None:
@@ -274,7 +286,7 @@ def copy_engine_route(group=None, timeout_s=300.0):
         backend = group._get_backend(torch.device("cuda"))
         if getattr(backend, "_comm_ptr", None) is not None and int(backend._comm_ptr()) == 0:
             dist.all_reduce(torch.zeros(1, device=torch.cuda.current_device()), group=group)
-        route = cuda.CopyEngineRoute(nccl_comm(group), timeout_s, f"rank {dist.get_rank()}")
+        route = cuda.CopyEngineRoute(nccl_comm(group), timeout_s, f"rank {dist.get_rank()}", max_pool_bytes)
         _ROUTES[group.group_name] = route
     return route
 

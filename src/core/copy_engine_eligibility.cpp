@@ -28,6 +28,8 @@ constexpr OutcomeText kOutcomeTexts[] = {
     {"no-sum-kernel", "the route adds bf16, fp16 and fp32 only"},
     {"unknown-type", "the data type's size is not known"},
     {"empty", "an empty collective has nothing to move"},
+    {"single-rank",
+     "a communicator of one rank exchanges nothing: NCCL's local copy, with no staging and no window memory"},
     {"in-place-all-to-all", "an in-place all-to-all is left to NCCL's own rules"},
     {"root-out-of-range", "a broadcast from a rank outside the communicator is left to NCCL, which reports it"},
     {"capture-not-ready",
@@ -61,6 +63,7 @@ RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   // All-gather and all-to-all only move bytes: any type of known size.
   if (r.element_bytes == 0) return RouteOutcome::UnknownType;
   if (r.count == 0) return RouteOutcome::Empty;
+  if (r.nranks == 1) return RouteOutcome::SingleRank;
   if (r.kind == Collective::AllToAll && r.in_place) return RouteOutcome::InPlaceAllToAll;
   if (r.kind == Collective::Broadcast && (r.root < 0 || r.root >= r.nranks)) return RouteOutcome::RootOutOfRange;
   if (facts.failed) return RouteOutcome::RouteFailed;

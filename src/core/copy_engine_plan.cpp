@@ -1,5 +1,7 @@
 #include "tandem/copy_engine_plan.h"
 
+#include <algorithm>
+
 #include "tandem/enum_table.h"
 #include "tandem/error.h"
 
@@ -224,6 +226,31 @@ PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {
   l.scratch = l.output + align_up(size_t(p.output_elements) * element_bytes, kPartAlignment);
   l.bytes = l.scratch + align_up(size_t(p.scratch_elements) * element_bytes, kPartAlignment);
   return l;
+}
+
+size_t plan_pool_bytes(const PlanRequest& request) {
+  return pool_layout(plan_copy_engine_collective(request), request.element_bytes).bytes;
+}
+
+std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity) {
+  const bool contiguous = whole.kind == Collective::AllReduce || whole.kind == Collective::Broadcast;
+  if (max_pool_bytes == 0 || !contiguous || whole.count == 0 || plan_pool_bytes(whole) <= max_pool_bytes)
+    return {{0, whole.count}};
+  granularity = std::max<uint64_t>(granularity, 1);
+  const auto needs = [&](uint64_t count) {
+    PlanRequest piece = whole;
+    piece.count = count;
+    return plan_pool_bytes(piece);
+  };
+  // The pool grows (almost) linearly with the count: start from the proportional share, then step
+  // down to the largest multiple of the granularity that fits.
+  const double share = double(max_pool_bytes) / double(needs(whole.count));
+  uint64_t piece = std::max<uint64_t>(uint64_t(double(whole.count) * share) / granularity * granularity, granularity);
+  while (piece > granularity && needs(piece) > max_pool_bytes) piece -= granularity;
+  std::vector<CallPiece> out;
+  for (uint64_t offset = 0; offset < whole.count; offset += piece)
+    out.push_back({offset, std::min(piece, whole.count - offset)});
+  return out;
 }
 
 bool lies_within(const std::vector<AddressRange>& windows, uintptr_t address, size_t bytes) {

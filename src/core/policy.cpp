@@ -108,6 +108,11 @@ void check_combination(const std::vector<AppliedToken>& applied, std::string_vie
                                 quoted_value(text) +
                                 ": sequential runs compute and collective on one stream, so no other control applies"));
   }
+  if (const AppliedToken* always = find_applied(applied, "compute-always");
+      always && !find_applied(applied, "shape") && !find_applied(applied, "sm-target"))
+    fail(with_accepted_list("policy token " + quoted_value(always->token) + " in " + quoted_value(text) +
+                            " has nothing to apply: it makes shape and sm-target act on every compute launch, and "
+                            "the policy sets neither"));
   if (find_applied(applied, "concurrent") && find_applied(applied, "comm-first"))
     fail(with_accepted_list("policy token 'comm-first' cannot combine with 'concurrent' in " + quoted_value(text) +
                             ": both are launch orders (concurrent enqueues compute first); give one"));
@@ -255,7 +260,8 @@ bool OverlapPolicy::operator==(const OverlapPolicy& other) const {
   return order == other.order && comm_priority == other.comm_priority && shape == other.shape &&
          sm_target == other.sm_target && nccl_min_ctas == other.nccl_min_ctas && nccl_max_ctas == other.nccl_max_ctas &&
          nccl_cga_cluster_size == other.nccl_cga_cluster_size && nccl_cta_policy == other.nccl_cta_policy &&
-         green_sms == other.green_sms && nccl_symmetric == other.nccl_symmetric && copy_engine == other.copy_engine;
+         green_sms == other.green_sms && nccl_symmetric == other.nccl_symmetric && copy_engine == other.copy_engine &&
+         compute_always == other.compute_always;
 }
 
 OverlapPolicy parse_policy(std::string_view text) {

@@ -216,7 +216,8 @@ std::vector<PolicyToken> make_rows() {
        [](P& p) { p.shape = ShapeTarget{}; },
        3,
        RunTreatment::Interposer,
-       "compute launches padded (shape:auto: for the NCCL footprint last seen)",
+       "compute launches that may run beside an outstanding collective padded (with compute-always: every "
+       "compute launch; shape:auto: for the NCCL footprint last seen)",
        kNeedsTwoStreams,
        "occupancy shaping pads the launches of PyTorch's compute kernels, which only tandem's interposer can do: run "
        "the program under `tandem run --policy {policy} -- python ...` instead"},
@@ -228,7 +229,8 @@ std::vector<PolicyToken> make_rows() {
        [](P& p) { p.sm_target.reset(); },
        5,
        RunTreatment::Interposer,
-       "cuBLAS handles and cuBLASLt matmul descriptors",
+       "cuBLAS GEMMs that may run beside an outstanding collective (set on the handle at cublasSetStream, on a "
+       "cuBLASLt matmul descriptor at its creation; with compute-always: every handle and descriptor)",
        kNeedsTwoStreams | kNeedsCublasLt,
        kAppliedInPyTorch},
       {"nccl-ctas",
@@ -311,6 +313,19 @@ std::vector<PolicyToken> make_rows() {
        "and CUDA graphs (copied through window memory of its own, on lanes split from the program's "
        "communicator); any other call stays with NCCL, its reason in the summary",
        kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows,
+       kAppliedInPyTorch},
+      {"compute-always",
+       "",
+       {{"compute-always",
+         "shape and sm-target on every compute launch (the paper's form); without it `tandem run` applies them "
+         "only to compute that may run beside an outstanding collective"}},
+       [](V, P& p) { p.compute_always = true; },
+       [](const P& p) { return flag(p.compute_always, "compute-always"); },
+       [](P& p) { p.compute_always = false; },
+       12,
+       RunTreatment::Interposer,
+       "shape and sm-target act on every compute launch, also where no collective is outstanding",
+       kNeedsNothing,
        kAppliedInPyTorch},
   };
   return rows;

@@ -88,12 +88,25 @@ SumScale scale_of(const CopyEngineCall& c, int nranks) {
   return s;
 }
 
+// The part of `c` that `piece` names: the same call on the piece's elements of its buffers (a
+// broadcast's send is read on its root alone, and may be null elsewhere).
+CopyEngineCall piece_of(const CopyEngineCall& c, const CallPiece& piece) {
+  if (piece.offset == 0 && piece.count == c.count) return c;
+  const size_t skip = size_t(piece.offset) * nccl_type_bytes(c.dtype);
+  CopyEngineCall part = c;
+  part.send = c.send ? static_cast<const char*>(c.send) + skip : nullptr;
+  part.recv = static_cast<char*>(c.recv) + skip;
+  part.count = piece.count;
+  return part;
+}
+
 }  // namespace
 
 struct CopyEngineRoute::State {
   ncclComm_t parent = nullptr;
   WaitRules rules;
-  ncclConfig_t config{};  // the lanes': the caller's base, CTA policy zero, non-blocking
+  size_t max_pool_bytes = kDefaultRoutePoolBytes;  // 0: no cap
+  ncclConfig_t config{};                           // the lanes': the caller's base, CTA policy zero, non-blocking
   int rank = 0;
   int nranks = 0;
   int device = 0;
@@ -184,7 +197,14 @@ struct CopyEngineRoute::State {
     return lies_within(buffers, reinterpret_cast<uintptr_t>(p), bytes);
   }
 
-  CopyEnginePlan plan_for(const CopyEngineCall& c) const {
+  CopyEnginePlan plan_for(const CopyEngineCall& c) const { return plan_copy_engine_collective(plan_request(c)); }
+
+  // The consecutive pieces `c` runs as, so that the pool stays within max_pool_bytes (copy_engine_plan.h).
+  std::vector<CallPiece> pieces_of(const CopyEngineCall& c) const {
+    return pieces_within(plan_request(c), max_pool_bytes);
+  }
+
+  PlanRequest plan_request(const CopyEngineCall& c) const {
     PlanRequest r;
     r.kind = c.kind;
     r.count = c.count;
@@ -195,7 +215,7 @@ struct CopyEngineRoute::State {
     r.recv_in_window = in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * r.element_bytes);
     r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
     r.root = c.root;
-    return plan_copy_engine_collective(r);
+    return r;
   }
 
   RouteRequest request_for(const CopyEngineCall& c) const {
@@ -263,12 +283,14 @@ struct CopyEngineRoute::State {
   }
 };
 
-CopyEngineRoute::CopyEngineRoute(ncclComm_t parent, WaitRules rules, const ncclConfig_t& base_config)
+CopyEngineRoute::CopyEngineRoute(ncclComm_t parent, WaitRules rules, size_t max_pool_bytes,
+                                 const ncclConfig_t& base_config)
     : state_(std::make_unique<State>()) {
   TANDEM_REQUIRE(parent != nullptr, "the copy-engine route needs a communicator");
   State& s = *state_;
   s.parent = parent;
   s.rules = std::move(rules);
+  s.max_pool_bytes = max_pool_bytes;
   s.config = base_config;
   s.config.blocking = 0;
   s.config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
@@ -323,11 +345,12 @@ RouteOutcome CopyEngineRoute::check(const CopyEngineCall& call) const {
   const Capture capture = capture_of(call.stream);
   if (!capture.known) return RouteOutcome::CaptureNotReady;
   if (capture.id == 0) return outcome;
-  // Captured: the lanes and a pool of this call's size must exist already.
+  // Captured: the lanes and a pool of this call's size (its first piece's, the largest) must exist already.
   try {
     if (!s.lanes) return RouteOutcome::CaptureNotReady;
-    const CopyEnginePlan plan = s.plan_for(call);
-    if (pool_layout(plan, nccl_type_bytes(call.dtype)).bytes > s.pool_bytes) return RouteOutcome::CaptureNotReady;
+    const CopyEngineCall first = piece_of(call, s.pieces_of(call).front());
+    if (pool_layout(s.plan_for(first), nccl_type_bytes(call.dtype)).bytes > s.pool_bytes)
+      return RouteOutcome::CaptureNotReady;
   } catch (...) {
     return RouteOutcome::CaptureNotReady;
   }
@@ -344,23 +367,30 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
     const Capture capture = capture_of(c.stream);
     const size_t element_bytes = nccl_type_bytes(c.dtype);
     if (capture.id == 0) s.ensure_lanes();
-    const CopyEnginePlan plan = s.plan_for(c);
-    const PoolLayout layout = pool_layout(plan, element_bytes);
-    if (capture.id == 0) s.ensure_pool(layout.bytes);
+    // A call larger than the pool's cap runs as consecutive pieces in one pool, sized for the first
+    // (the largest). They follow each other on the caller's stream: a piece's staging waits for the
+    // previous piece's last step there, so they share the pool safely.
+    const std::vector<CallPiece> pieces = s.pieces_of(c);
+    if (capture.id == 0) s.ensure_pool(pool_layout(s.plan_for(piece_of(c, pieces.front())), element_bytes).bytes);
     // The previous call may have been on another stream, or in a graph, and still use the pool.
     s.begin(c.stream, capture.id);
     char* pool = static_cast<char*>(s.pool);
-    PlanBuffers buffers;
-    buffers.send = c.send;
-    buffers.recv = c.recv;
-    if (pool) {
-      buffers.pool_input = pool + layout.input;
-      buffers.pool_output = pool + layout.output;
-      buffers.pool_scratch = pool + layout.scratch;
+    for (const CallPiece& piece : pieces) {
+      const CopyEngineCall part = piece_of(c, piece);
+      const CopyEnginePlan plan = s.plan_for(part);
+      const PoolLayout layout = pool_layout(plan, element_bytes);
+      PlanBuffers buffers;
+      buffers.send = part.send;
+      buffers.recv = part.recv;
+      if (pool) {
+        buffers.pool_input = pool + layout.input;
+        buffers.pool_output = pool + layout.output;
+        buffers.pool_scratch = pool + layout.scratch;
+      }
+      execute_copy_engine_plan(*s.lanes, plan, buffers, c.dtype, scale_of(c, s.nranks), c.stream);
+      for (const PlanStep& step : plan.steps)
+        if (step.op == PlanStep::Op::Stage) s.stats.staged_bytes += int64_t(step.elements * element_bytes);
     }
-    execute_copy_engine_plan(*s.lanes, plan, buffers, c.dtype, scale_of(c, s.nranks), c.stream);
-    for (const PlanStep& step : plan.steps)
-      if (step.op == PlanStep::Op::Stage) s.stats.staged_bytes += int64_t(step.elements * element_bytes);
     s.end(c.stream, capture.id);
   });
 }

@@ -37,7 +37,7 @@ TEST(CopyEngineEligibility, WithoutCopyEngineInThePolicyEverythingStaysWithNccl)
 TEST(CopyEngineEligibility, SumAverageAndPreMultipliedSumsOfAnyCountTakeTheRoute) {
   for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter})
     for (Reduction reduction : {Reduction::Sum, Reduction::Average, Reduction::PreMulSum, Reduction::PreDivSum})
-      for (int nranks : {1, 2, 3, 5, 8})
+      for (int nranks : {2, 3, 5, 8})
         for (uint64_t count : {1u, 2u, 7u, 13u, 4096u, 1000003u})
           EXPECT_EQ(decide_route(request(kind, count, nranks, reduction)), RouteOutcome::CopyEngine)
               << to_string(kind) << " " << to_string(reduction) << " " << count << " over " << nranks;
@@ -68,7 +68,7 @@ TEST(CopyEngineEligibility, GathersAndAllToAllMoveAnyTypeOfKnownSizeAndIgnoreThe
 }
 
 TEST(CopyEngineEligibility, BroadcastsFromAnyRankOfTheCommunicatorMoveAnyTypeOfKnownSize) {
-  for (int nranks : {1, 2, 3, 8})
+  for (int nranks : {2, 3, 8})
     for (int root = 0; root < nranks; ++root)
       for (uint64_t count : {1u, 7u, 4096u}) {
         RouteRequest r = request(Collective::Broadcast, count, nranks, Reduction::Unsupported, 8, false);
@@ -84,6 +84,21 @@ TEST(CopyEngineEligibility, BroadcastsFromAnyRankOfTheCommunicatorMoveAnyTypeOfK
   r.root = 0;
   r.element_bytes = 0;
   EXPECT_EQ(decide_route(r), RouteOutcome::UnknownType);
+}
+
+TEST(CopyEngineEligibility, OneRankExchangesNothingAndStaysWithNcclWithoutWindowMemory) {
+  // NCCL's collective of one rank is a local copy (no kernel, no window): the route would stage the
+  // buffer through its pool for nothing.
+  for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll,
+                          Collective::Broadcast})
+    for (uint64_t count : {1u, 4096u})
+      EXPECT_EQ(decide_route(request(kind, count, 1)), RouteOutcome::SingleRank) << to_string(kind) << " " << count;
+  // What the call could never do still says so first; an empty call is empty whatever the size.
+  EXPECT_EQ(decide_route(request(Collective::AllReduce, 8, 1, Reduction::Unsupported)), RouteOutcome::OpNotSupported);
+  EXPECT_EQ(decide_route(request(Collective::AllReduce, 0, 1)), RouteOutcome::Empty);
+  RouteFacts failed;
+  failed.failed = true;
+  EXPECT_EQ(decide_route(request(Collective::AllGather, 8, 1), failed), RouteOutcome::SingleRank);
 }
 
 TEST(CopyEngineEligibility, EmptyCallsAndUnknownCommunicatorsStayWithNccl) {

@@ -375,6 +375,113 @@ TEST(CopyEnginePlan, BadRequestsAreRefused) {
   EXPECT_THROW(plan_copy_engine_collective(broadcast), Error);
 }
 
+// A call cut into pieces under a pool cap (pieces_within): each piece planned and run on every rank
+// over its part of the buffers, with a pool of its own size; the whole result must be the call's.
+void check_in_pieces(const Case& c, size_t cap, uint64_t granularity) {
+  SCOPED_TRACE(describe(c) + " cap " + std::to_string(cap));
+  PlanRequest whole;
+  whole.kind = c.kind;
+  whole.count = c.count;
+  whole.nranks = c.nranks;
+  whole.element_bytes = 2;
+  whole.in_place = c.in_place;
+  whole.root = c.root;
+  const std::vector<CallPiece> pieces = pieces_within(whole, cap, granularity);
+  ASSERT_GT(pieces.size(), 1u) << "the case must be cut for this test to mean anything";
+  uint64_t next = 0;
+  for (const CallPiece& piece : pieces) {
+    EXPECT_EQ(piece.offset, next);
+    EXPECT_GT(piece.count, 0u);
+    next += piece.count;
+  }
+  EXPECT_EQ(next, c.count) << "the pieces cover the call exactly";
+  // The buffers as the whole call has them; each piece's pool replaced by one of its own size.
+  std::vector<RankMemory> ranks;
+  for (int r = 0; r < c.nranks; ++r) {
+    whole.rank = r;
+    ranks.push_back(memory_for(c, r, plan_copy_engine_collective(whole)));
+  }
+  std::vector<std::map<PlanBuffer, View>> whole_views;
+  for (const RankMemory& m : ranks) whole_views.push_back(m.views);
+  for (const CallPiece& piece : pieces) {
+    Case part = c;
+    part.count = piece.count;
+    std::vector<CopyEnginePlan> plans;
+    for (int r = 0; r < c.nranks; ++r) {
+      PlanRequest req = whole;
+      req.count = piece.count;
+      req.rank = r;
+      plans.push_back(plan_copy_engine_collective(req));
+      EXPECT_LE(pool_layout(plans.back(), 2).bytes, cap) << "piece at " << piece.offset;
+      RankMemory& m = ranks[size_t(r)];
+      const double nan = std::nan("");
+      m.arrays["pool-input"].assign(plans.back().input_elements, nan);
+      m.arrays["pool-output"].assign(plans.back().output_elements, nan);
+      m.arrays["pool-scratch"].assign(plans.back().scratch_elements, nan);
+      for (PlanBuffer b : {PlanBuffer::Send, PlanBuffer::Recv}) {
+        View v = m.views.at(b);
+        v.offset += piece.offset;
+        m.views[b] = v;
+      }
+    }
+    ASSERT_NO_THROW(execute(part, plans, ranks));
+    for (size_t r = 0; r < ranks.size(); ++r) ranks[r].views = whole_views[r];
+  }
+  for (int r = 0; r < c.nranks; ++r)
+    for (uint64_t i = 0; i < c.count; ++i)
+      ASSERT_EQ(ranks[size_t(r)].at({PlanBuffer::Recv, 0}, i), expected(c, r, i)) << "rank " << r << " element " << i;
+}
+
+TEST(CopyEnginePlan, AllReducesAndBroadcastsLargerThanThePoolCapRunInPiecesWithTheWholeResult) {
+  // Small granules and a small cap, so that short host arrays make several pieces: pool parts start on
+  // 4 KiB boundaries, so an all-reduce's pool is at least 8 KiB (input and scratch, 2048 bf16 each).
+  for (int nranks : {2, 3, 4})
+    for (uint64_t count : {4096u, 5001u, 9000u})
+      for (bool in_place : {false, true})
+        for (bool scaled : {false, true}) {
+          check_in_pieces({Collective::AllReduce, count, nranks, in_place, false, false, scaled}, 8192, 64);
+          if (HasFatalFailure()) return;
+        }
+  for (int nranks : {2, 3})
+    for (int root = 0; root < nranks; ++root)
+      for (bool in_place : {false, true}) {
+        check_in_pieces({Collective::Broadcast, 3000, nranks, in_place, false, false, false, root}, 4096, 64);
+        if (HasFatalFailure()) return;
+      }
+}
+
+TEST(CopyEnginePlan, PiecesStayWithinTheCapAndOtherKindsRunWhole) {
+  PlanRequest r = request(Collective::AllReduce, uint64_t{1} << 30, 8, 4);  // 4 GiB of fp32
+  const std::vector<CallPiece> pieces = pieces_within(r, size_t{256} << 20);
+  ASSERT_GT(pieces.size(), 8u);
+  for (const CallPiece& p : pieces) {
+    PlanRequest piece = r;
+    piece.count = p.count;
+    EXPECT_LE(plan_pool_bytes(piece), size_t{256} << 20);
+    EXPECT_EQ(p.offset % 4096, 0u);  // 16-byte aligned parts for the sum kernel's vector loads
+  }
+  // The largest pieces that fit: one granule more would not.
+  PlanRequest bigger = r;
+  bigger.count = pieces.front().count + 4096;
+  EXPECT_GT(plan_pool_bytes(bigger), size_t{256} << 20);
+  // A call that fits, no cap, and the kinds not cut yet: one piece, the whole call.
+  for (const auto& [kind, cap] : std::vector<std::pair<Collective, size_t>>{{Collective::AllReduce, size_t{1} << 40},
+                                                                            {Collective::AllReduce, 0},
+                                                                            {Collective::ReduceScatter, 4096},
+                                                                            {Collective::AllGather, 4096},
+                                                                            {Collective::AllToAll, 4096}}) {
+    PlanRequest q = request(kind, 1 << 20, 4);
+    const std::vector<CallPiece> one = pieces_within(q, cap);
+    ASSERT_EQ(one.size(), 1u) << to_string(kind) << " cap " << cap;
+    EXPECT_EQ(one[0].offset, 0u);
+    EXPECT_EQ(one[0].count, uint64_t{1} << 20);
+  }
+  // A cap too small for one granule: granules, each exceeding the cap by what it needs.
+  const std::vector<CallPiece> granules = pieces_within(request(Collective::AllReduce, 10000, 2), 1, 4096);
+  ASSERT_EQ(granules.size(), 3u);
+  EXPECT_EQ(granules[2].count, 10000u - 8192u);
+}
+
 TEST(CopyEnginePlan, WindowContainmentIsWhole) {
   const std::vector<AddressRange> windows = {{0x1000, 0x100}, {0x4000, 0x1000}};
   EXPECT_TRUE(lies_within(windows, 0x1000, 0x100));

@@ -41,14 +41,15 @@ TEST(PolicyDoc, TokenTableIsRenderedFromTheRows) {
 // The table names every keyword in backquotes, with each form of shape on a line of its own.
 TEST(PolicyDoc, TableHasALinePerForm) {
   const std::string table = policy_tokens_markdown();
-  for (const char* cell : {"`sequential`", "`concurrent`", "`comm-first`", "`priority`", "`shape:N`", "`shape:<bytes>`",
-                           "`shape:auto`", "`sm-target:N`", "`nccl-ctas:MIN..MAX`", "`nccl-cga:1\\|2\\|4`",
-                           "`nccl-cta-policy:efficiency\\|zero`", "`green:N`", "`nccl-symmetric`", "`copy-engine`"})
+  for (const char* cell :
+       {"`sequential`", "`concurrent`", "`comm-first`", "`priority`", "`shape:N`", "`shape:<bytes>`", "`shape:auto`",
+        "`sm-target:N`", "`nccl-ctas:MIN..MAX`", "`nccl-cga:1\\|2\\|4`", "`nccl-cta-policy:efficiency\\|zero`",
+        "`green:N`", "`nccl-symmetric`", "`copy-engine`", "`compute-always`"})
     EXPECT_NE(table.find("| " + std::string(cell) + " |"), std::string::npos) << cell;
-  // A header, a separator and 14 forms.
+  // A header, a separator and 15 forms.
   size_t lines = 0;
   for (char c : table) lines += c == '\n';
-  EXPECT_EQ(lines, 16u);
+  EXPECT_EQ(lines, 17u);
 }
 
 }  // namespace

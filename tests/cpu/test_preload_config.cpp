@@ -1,12 +1,14 @@
 // The interposer's configuration: every TANDEM_* variable, its default and its bad values.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 
 #include "preload/config.h"
 #include "tandem/run_contract.h"
+#include "tandem/text.h"
 
 namespace tandem::preload {
 namespace {
@@ -38,7 +40,8 @@ TEST(preload_config, DefaultsWithEmptyEnvironment) {
   EXPECT_FALSE(c.shapes_compute());
   EXPECT_TRUE(c.controls_active());
   EXPECT_EQ(c.log_level, LogLevel::Warn);
-  EXPECT_EQ(c.shape_when, ShapeWhen::Always);
+  EXPECT_FALSE(c.targets_compute());
+  EXPECT_STREQ(c.compute_controls(), "");
   EXPECT_TRUE(c.include_patterns.empty());
   EXPECT_TRUE(c.exclude_patterns.empty());
   EXPECT_TRUE(c.stats_file.empty());
@@ -163,13 +166,52 @@ TEST(preload_config, BadLogLevelWarnsAndKeepsWarn) {
   }
 }
 
-TEST(preload_config, ShapeWhen) {
-  EXPECT_EQ(parse({{"TANDEM_SHAPE_WHEN", "always"}}).shape_when, ShapeWhen::Always);
-  EXPECT_EQ(parse({{"TANDEM_SHAPE_WHEN", "in-flight"}}).shape_when, ShapeWhen::InFlight);
-  EXPECT_STREQ(to_string(ShapeWhen::InFlight), "in-flight");
-  const PreloadConfig bad = parse({{"TANDEM_SHAPE_WHEN", "sometimes"}});
-  EXPECT_EQ(bad.shape_when, ShapeWhen::Always);
-  EXPECT_TRUE(has_problem(bad, LogLevel::Warn, "TANDEM_SHAPE_WHEN"));
+TEST(preload_config, ComputeControlsAreTargetedUnlessComputeAlways) {
+  for (const char* policy : {"shape:2", "sm-target:96", "shape:auto+priority", "shape:4+sm-target:100"}) {
+    const PreloadConfig targeted = parse({{"TANDEM_POLICY", policy}});
+    EXPECT_TRUE(targeted.targets_compute()) << policy;
+    EXPECT_STREQ(targeted.compute_controls(), "targeted") << policy;
+    const PreloadConfig always = parse({{"TANDEM_POLICY", std::string(policy) + "+compute-always"}});
+    EXPECT_FALSE(always.targets_compute()) << policy;
+    EXPECT_STREQ(always.compute_controls(), "always") << policy;
+    EXPECT_EQ(always.shapes_compute(), targeted.shapes_compute()) << policy;
+  }
+  // Without a compute-side control there is nothing to target.
+  for (const char* policy : {"priority", "copy-engine", "nccl-ctas:2..8"}) {
+    EXPECT_FALSE(parse({{"TANDEM_POLICY", policy}}).targets_compute()) << policy;
+    EXPECT_STREQ(parse({{"TANDEM_POLICY", policy}}).compute_controls(), "") << policy;
+  }
+  // compute-always alone is refused by the policy grammar: an invalid policy applies no control.
+  const PreloadConfig alone = parse({{"TANDEM_POLICY", "compute-always"}});
+  EXPECT_FALSE(alone.policy_valid);
+  EXPECT_TRUE(has_problem(alone, LogLevel::Error, "has nothing to apply"));
+}
+
+TEST(preload_config, RoutePoolCap) {
+  EXPECT_EQ(parse({}).route_pool_max_bytes, uint64_t{256} << 20);
+  EXPECT_EQ(parse({{"TANDEM_ROUTE_POOL_MAX", "1G"}}).route_pool_max_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(parse({{"TANDEM_ROUTE_POOL_MAX", " 64MiB "}}).route_pool_max_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(parse({{"TANDEM_ROUTE_POOL_MAX", "4096"}}).route_pool_max_bytes, 4096u);
+  EXPECT_EQ(parse({{"TANDEM_ROUTE_POOL_MAX", "0"}}).route_pool_max_bytes, 0u);  // no cap
+  for (const char* bad : {"lots", "-1", "1.5G", "12TiB", "2048G", "1 G", "G"}) {
+    const PreloadConfig c = parse({{"TANDEM_ROUTE_POOL_MAX", bad}});
+    EXPECT_EQ(c.route_pool_max_bytes, uint64_t{256} << 20) << bad;
+    EXPECT_TRUE(has_problem(c, LogLevel::Warn, "TANDEM_ROUTE_POOL_MAX")) << bad;
+  }
+  EXPECT_TRUE(parse({{"TANDEM_ROUTE_POOL_MAX", "1024G"}}).problems.empty());  // 1 TiB, the most
+}
+
+TEST(preload_config, ByteCountsAreDigitsAndABinaryUnit) {
+  EXPECT_EQ(parse_byte_count("17", 100), 17u);
+  EXPECT_EQ(parse_byte_count("2K", 4096), 2048u);
+  EXPECT_EQ(parse_byte_count("3MB", uint64_t{1} << 30), uint64_t{3} << 20);
+  EXPECT_FALSE(parse_byte_count("101", 100));
+  EXPECT_FALSE(parse_byte_count("5K", 4096));
+  EXPECT_FALSE(parse_byte_count("18446744073709551616", UINT64_MAX));  // one past: no wrap
+  EXPECT_FALSE(parse_byte_count("17179869185G", UINT64_MAX));
+  EXPECT_EQ(parse_byte_count("18446744073709551615", UINT64_MAX), UINT64_MAX);
+  for (const char* bad : {"", "K", "1k", "1 K", "0x10", "+1", "1KiBs"})
+    EXPECT_FALSE(parse_byte_count(bad, 1 << 20)) << bad;
 }
 
 TEST(preload_config, IncludeAndExcludePatterns) {
@@ -200,15 +242,10 @@ TEST(preload_config, ParsersAcceptExactlyTheDocumentedNames) {
   EXPECT_EQ(parse_log_level("warn"), LogLevel::Warn);
   EXPECT_EQ(parse_log_level("info"), LogLevel::Info);
   EXPECT_EQ(parse_log_level("debug"), LogLevel::Debug);
-  EXPECT_EQ(parse_shape_when("always"), ShapeWhen::Always);
-  EXPECT_EQ(parse_shape_when("in-flight"), ShapeWhen::InFlight);
   // Exactly those: the tables hold nothing more.
   EXPECT_EQ(env::kLogLevelNames.size(), 4u);
-  EXPECT_EQ(env::kShapeWhenNames.size(), 2u);
   EXPECT_FALSE(parse_log_level("trace"));
   EXPECT_FALSE(parse_log_level("Warn"));
-  EXPECT_FALSE(parse_shape_when("never"));
-  EXPECT_FALSE(parse_shape_when("inflight"));
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ json as_json(const ClientRun& r) { return {{"out", r.out}, {"stats", r.stats}}; 
 class preload_fake_driver : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    shaped_ = new ClientRun(run_client("TANDEM_POLICY=shape:2+priority"));
+    shaped_ = new ClientRun(run_client("TANDEM_POLICY=shape:2+priority+compute-always"));
     plain_ = new ClientRun(run_client("", false));
   }
   static void TearDownTestSuite() {
@@ -220,7 +220,7 @@ TEST_F(preload_fake_driver, FailedShapedLaunchIsRetriedUnshapedAndNeverShapedAga
 TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
   const json& s = shaped().stats;
   ASSERT_TRUE(s.is_object()) << shaped().err;
-  EXPECT_EQ(s["policy"], "shape:2+priority");
+  EXPECT_EQ(s["policy"], "shape:2+priority+compute-always");
   EXPECT_EQ(s["nccl_elevated"], 3);
   EXPECT_EQ(s["launches"]["nccl"], 4);  // nccl, nccl_ex_with_attributes, nccl_ex_many_attributes, nccl_ptsz
   EXPECT_EQ(s["launches"]["captured"], 1);
@@ -255,7 +255,7 @@ TEST_F(preload_fake_driver, StatisticsCountEveryPathAndReason) {
 }
 
 TEST(preload_fake_driver_policies, ShapeAutoWaitsForAnNcclFootprintThenLeavesRoom) {
-  const ClientRun r = run_client("TANDEM_POLICY=shape:auto");
+  const ClientRun r = run_client("TANDEM_POLICY=shape:auto+compute-always");
   ASSERT_EQ(r.status, 0) << r.err;
   const json run = as_json(r);
   EXPECT_EQ(only(run, "compute_before_nccl")["smem"], 0);
@@ -267,17 +267,72 @@ TEST(preload_fake_driver_policies, ShapeAutoWaitsForAnNcclFootprintThenLeavesRoo
   EXPECT_EQ(r.stats["skipped"]["no-nccl-footprint"], 1);
 }
 
-TEST(preload_fake_driver_policies, InFlightGatingShapesOnlyWhileACollectiveRuns) {
-  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority TANDEM_SHAPE_WHEN=in-flight");
+// The targeted form (docs/RUN.md): shape and sm-target act on compute that may run beside an NCCL
+// kernel launched on another stream, not yet complete and not ordered before it by a wait.
+ClientRun run_stream_order(const std::string& policy) {
+  return run_client("FAKE_CLIENT_SCENARIO=stream-order TANDEM_POLICY=" + policy);
+}
+
+TEST(preload_fake_driver_policies, TargetedFormShapesOnlyBesideAnOutstandingCollective) {
+  const ClientRun r = run_stream_order("shape:2+sm-target:100");
   ASSERT_EQ(r.status, 0) << r.err;
   const json run = as_json(r);
-  EXPECT_EQ(only(run, "compute_before_nccl")["smem"], 0);
-  EXPECT_EQ(only(run, "compute")["smem"], kShape2Smem);
-  EXPECT_EQ(r.stats["skipped"]["no-collective-in-flight"], 1);
+  const auto smem = [&](const char* step) { return only(run, step)["smem"].get<unsigned>(); };
+  EXPECT_EQ(smem("before_any_nccl"), 0u);
+  EXPECT_EQ(smem("beside_running_nccl"), kShape2Smem);
+  EXPECT_EQ(smem("on_the_nccl_stream"), 0u);  // runs after the collective on its own stream
+  EXPECT_EQ(smem("after_waiting"), 0u);       // ordered after it by cuStreamWaitEvent
+  EXPECT_EQ(smem("side_stream_not_waiting"), kShape2Smem);
+  EXPECT_EQ(smem("side_after_unrelated_wait"), kShape2Smem);  // the event was re-recorded elsewhere first
+  EXPECT_EQ(smem("beside_second_nccl"), kShape2Smem);         // a collective issued after the wait
+  EXPECT_EQ(smem("per_thread_after_waiting"), 0u);            // the _ptsz wait on stream 0
+  EXPECT_EQ(smem("legacy_stream_not_waiting"), kShape2Smem);
+  EXPECT_EQ(smem("after_completion"), 0u);
+  EXPECT_EQ(smem("captured_with_nothing_running"), kShape2Smem);
+  const json& targets = r.out["gemm_targets"];
+  EXPECT_EQ(targets["created"], 0);
+  EXPECT_EQ(targets["before_any_nccl"], 0);
+  EXPECT_EQ(targets["beside_running_nccl"], 100);
+  EXPECT_EQ(targets["on_the_nccl_stream"], 0);
+  EXPECT_EQ(targets["after_waiting"], 0);
+  EXPECT_EQ(targets["after_completion"], 0);
+  EXPECT_EQ(r.stats["compute_controls"], "targeted");
+  EXPECT_EQ(r.stats["compute_shaped"], 6);
+  EXPECT_EQ(r.stats["skipped"]["no-collective-in-flight"], 5);
+  EXPECT_EQ(r.stats["cublas"]["gemms_capped_beside_collective"], 1);
+  EXPECT_EQ(r.stats["cublas"]["gemms_left_alone"], 4);
+  EXPECT_EQ(r.stats["calls_by_hook"]["cuStreamWaitEvent"], 2);
+  EXPECT_EQ(r.stats["calls_by_hook"]["cuStreamWaitEvent_ptsz"], 1);
+  EXPECT_NE(r.err.find("(targeted: beside an outstanding collective)"), std::string::npos) << r.err;
+}
+
+TEST(preload_fake_driver_policies, ComputeAlwaysShapesAndCapsEveryComputeLaunch) {
+  const ClientRun r = run_stream_order("shape:2+sm-target:100+compute-always");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const auto& [name, launches] : r.out["steps"].items()) {
+    ASSERT_EQ(launches.size(), 1u) << name;
+    if (name.rfind("nccl", 0) != 0) EXPECT_EQ(launches[0]["smem"], kShape2Smem) << name;
+  }
+  for (const auto& [name, target] : r.out["gemm_targets"].items()) EXPECT_EQ(target, 100) << name;
+  EXPECT_EQ(r.stats["compute_controls"], "always");
+  EXPECT_EQ(r.stats["skipped"].value("no-collective-in-flight", 0), 0);
+}
+
+TEST(preload_fake_driver_policies, TheProgramSeesTheSameResultsUnderTheTargetedForm) {
+  // The stream-order program without the interposer: every launch and call as issued.
+  const ClientRun plain = run_client("FAKE_CLIENT_SCENARIO=stream-order", false);
+  const ClientRun targeted = run_stream_order("shape:2+sm-target:100");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  ASSERT_EQ(targeted.status, 0) << targeted.err;
+  for (const auto& [name, launches] : plain.out["steps"].items()) {
+    EXPECT_EQ(launches[0]["smem"], 0) << name;
+    EXPECT_EQ(launches[0]["returned"], targeted.out["steps"][name][0]["returned"]) << name;
+  }
 }
 
 TEST(preload_fake_driver_policies, ExcludedKernelsGetNoControl) {
-  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority 'TANDEM_EXCLUDE=*fill_compute*,ncclDevKernel_*'");
+  const ClientRun r =
+      run_client("TANDEM_POLICY=shape:2+priority+compute-always 'TANDEM_EXCLUDE=*fill_compute*,ncclDevKernel_*'");
   ASSERT_EQ(r.status, 0) << r.err;
   const json run = as_json(r);
   EXPECT_EQ(only(run, "compute")["smem"], 0);
@@ -291,19 +346,19 @@ TEST(preload_fake_driver_policies, ExcludedKernelsGetNoControl) {
 TEST(preload_fake_driver_policies, PatternsMatchTheMangledNameToo) {
   // _Z12fill_computePjmj is "fill_compute(unsigned int*, unsigned long, unsigned int)" demangled: a
   // pattern copied from a profiler's mangled listing excludes it as well.
-  const ClientRun r = run_client("TANDEM_POLICY=shape:2 'TANDEM_EXCLUDE=_Z12fill_compute*'");
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+compute-always 'TANDEM_EXCLUDE=_Z12fill_compute*'");
   ASSERT_EQ(r.status, 0) << r.err;
   const json run = as_json(r);
   EXPECT_EQ(only(run, "compute")["smem"], 0);
   EXPECT_EQ(only(run, "captured")["smem"], kShape2Smem);
-  const ClientRun included = run_client("TANDEM_POLICY=shape:2 'TANDEM_INCLUDE=_Z8captured*'");
+  const ClientRun included = run_client("TANDEM_POLICY=shape:2+compute-always 'TANDEM_INCLUDE=_Z8captured*'");
   ASSERT_EQ(included.status, 0) << included.err;
   EXPECT_EQ(only(as_json(included), "compute")["smem"], 0);
   EXPECT_EQ(only(as_json(included), "captured")["smem"], kShape2Smem);
 }
 
 TEST(preload_fake_driver_policies, IncludeSelectsKernels) {
-  const ClientRun r = run_client("TANDEM_POLICY=shape:2 'TANDEM_INCLUDE=captured*'");
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+compute-always 'TANDEM_INCLUDE=captured*'");
   ASSERT_EQ(r.status, 0) << r.err;
   const json run = as_json(r);
   EXPECT_EQ(only(run, "compute")["smem"], 0);
@@ -311,7 +366,7 @@ TEST(preload_fake_driver_policies, IncludeSelectsKernels) {
 }
 
 TEST(preload_fake_driver_policies, ShapeBytesAddsToEachLaunch) {
-  const ClientRun r = run_client("TANDEM_POLICY=shape:48KiB");
+  const ClientRun r = run_client("TANDEM_POLICY=shape:48KiB+compute-always");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(only(as_json(r), "compute")["smem"], 48 * 1024);
   // The same kernel right after, asking for 4096 B itself: its own decision, not the one cached for
@@ -365,7 +420,7 @@ TEST(preload_fake_driver_elevation, WithoutAPriorityRangeNothingIsElevated) {
 }
 
 TEST(preload_fake_driver_policies, SmTargetReachesCublasAndCublasLt) {
-  const ClientRun r = run_client("TANDEM_POLICY=sm-target:100");
+  const ClientRun r = run_client("TANDEM_POLICY=sm-target:100+compute-always");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out["blas"]["cublas_sm_target"], 100);
   EXPECT_EQ(r.out["blas"]["cublaslt_sm_target"], 100);
@@ -392,7 +447,7 @@ TEST(preload_fake_driver_policies, InvalidPolicyRunsWithoutControlsAndSaysSoOnce
 }
 
 TEST(preload_fake_driver_policies, DebugLogDescribesKernelsAndDecisions) {
-  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority TANDEM_LOG_LEVEL=debug");
+  const ClientRun r = run_client("TANDEM_POLICY=shape:2+priority+compute-always TANDEM_LOG_LEVEL=debug");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("kernel fill_compute(unsigned int*, unsigned long, unsigned int): compute, 32 regs"),
             std::string::npos)

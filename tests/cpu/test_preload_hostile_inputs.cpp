@@ -38,7 +38,7 @@ PreloadConfig parse(const std::map<std::string, std::string>& vars) {
 TEST(preload_hostile, EchoedVariablesArePrintable) {
   const auto c = parse({{"TANDEM_POLICY", "shape:2\x1b[31m\n+x"},
                         {"TANDEM_LOG_LEVEL", "loud\x1b]0;title\x07"},
-                        {"TANDEM_SHAPE_WHEN", std::string("nev\0er", 6)}});
+                        {"TANDEM_TIMELINE", std::string("nev\0er", 6)}});
   ASSERT_EQ(c.problems.size(), 3u);
   for (const auto& p : c.problems) EXPECT_TRUE(is_printable(p.message)) << p.message;
   EXPECT_NE(c.problems[0].message.find("TANDEM_POLICY='shape:2\\x1b[31m\\n+x' is invalid"), std::string::npos)

@@ -86,12 +86,12 @@ TEST(preload_run_command, ExistingLdPreloadIsKeptAfterOurs) {
 
 TEST(preload_run_command, SetsTheTandemVariables) {
   const Result r =
-      run(tandem_run("--policy shape:2+priority --log-level debug --shape-when in-flight "
+      run(tandem_run("--policy shape:2+priority --log-level debug "
                      "--include '*gemm*' --include 'k2' --exclude 'nccl*' --stats /tmp/x-%p.json",
-                     "sh -c 'echo \"$TANDEM_POLICY|$TANDEM_LOG_LEVEL|$TANDEM_SHAPE_WHEN|$TANDEM_INCLUDE|"
+                     "sh -c 'echo \"$TANDEM_POLICY|$TANDEM_LOG_LEVEL|${TANDEM_SHAPE_WHEN-unset}|$TANDEM_INCLUDE|"
                      "$TANDEM_EXCLUDE|$TANDEM_STATS_FILE\"'"));
   ASSERT_EQ(r.status, 0) << r.err;
-  EXPECT_EQ(r.out, "shape:2+priority|debug|in-flight|*gemm*,k2|nccl*|/tmp/x-%p.json\n");
+  EXPECT_EQ(r.out, "shape:2+priority|debug|unset|*gemm*,k2|nccl*|/tmp/x-%p.json\n");
 }
 
 TEST(preload_run_command, UnsetOptionsClearInheritedVariables) {
@@ -138,7 +138,8 @@ TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
   EXPECT_EQ(ce.status, 0) << ce.err;
   EXPECT_EQ(ce.out, "copy-engine\n");
   EXPECT_NE(run(tandem_run("--log-level loud", "true")).status, 0);
-  EXPECT_NE(run(tandem_run("--shape-when sometimes", "true")).status, 0);
+  // --shape-when is gone: the targeted form is the default, compute-always the policy token for the other.
+  EXPECT_NE(run(tandem_run("--shape-when always", "true")).status, 0);
 }
 
 // A policy file as `tandem tune` writes it (comments on the case, then the policy) is accepted by

@@ -21,11 +21,14 @@ namespace {
 TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
-  // 8 driver, 2 cuBLAS, 1 CUPTI (the timeline's hand-over), 22 NCCL (ncclGroupStart/End and the
+  // 14 driver (the launches, the resolvers, and the event records and waits the targeted compute
+  // controls follow), 3 cuBLAS, 1 CUPTI (the timeline's hand-over), 22 NCCL (ncclGroupStart/End and the
   // pre-multiplied sums' for the copy-engine route, the broadcasts counted, reduce, send and receive
   // counted and never routed, ncclCommShrink's children configured)
-  EXPECT_EQ(kHookCount, 33);
-  EXPECT_EQ(kDriverHookCount, 8);
+  EXPECT_EQ(kHookCount, 40);
+  EXPECT_EQ(kDriverHookCount, 14);
+  EXPECT_EQ(family_of(Hook::cuStreamWaitEvent_ptsz), HookFamily::Driver);
+  EXPECT_EQ(family_of(Hook::cublasSetStream_v2), HookFamily::Library);
   EXPECT_EQ(kNcclHookCount, 22);
   EXPECT_TRUE(is_nccl_hook(Hook::ncclCommShrink));
   EXPECT_TRUE(is_nccl_hook(Hook::ncclRecv));
@@ -155,7 +158,7 @@ Snapshot sample_snapshot() {
   Snapshot s;
   s.pid = 99;
   s.policy = "shape:2+priority";
-  s.shape_when = "always";
+  s.compute_controls = "always";
   s.log_level = "warn";
   fill_counters(c, s);
   for (int i = 0; i < 12; ++i)

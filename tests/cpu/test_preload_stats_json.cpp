@@ -17,7 +17,7 @@ Snapshot distinct_snapshot() {
   s.pid = 4242;
   s.policy = "copy-engine+priority";
   s.policy_valid = false;
-  s.shape_when = "in-flight";
+  s.compute_controls = "targeted";
   s.log_level = "info";
   s.launches = 101;
   s.calls_by_hook = {{"cuLaunchKernel", 102}, {"ncclAllReduce", 103}};
@@ -35,6 +35,9 @@ Snapshot distinct_snapshot() {
   s.cublas_handles_capped = 116;
   s.cublaslt_descriptors_capped = 117;
   s.cublas_cap_failures = 118;
+  s.cublas_gemms_capped_beside = 130;
+  s.cublas_gemms_left_alone = 131;
+  s.cublaslt_descriptors_left_alone = 132;
   s.communicators_created = 119;
   s.communicators_configured = 120;
   s.communicators_unconfigured = 121;
@@ -69,7 +72,7 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
   EXPECT_EQ(j["pid"], 4242);
   EXPECT_EQ(j["policy"], "copy-engine+priority");
   EXPECT_EQ(j["policy_valid"], false);
-  EXPECT_EQ(j["shape_when"], "in-flight");
+  EXPECT_EQ(j["compute_controls"], "targeted");
   EXPECT_EQ(j["log_level"], "info");
   EXPECT_EQ(j["launches"], json({{"total", 101}, {"nccl", 105}, {"compute", 106}, {"captured", 104}}));
   EXPECT_EQ(j["calls_by_hook"], json({{"cuLaunchKernel", 102}, {"ncclAllReduce", 103}}));
@@ -81,7 +84,12 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
                                  {"elevated_retried_as_issued", 113},
                                  {"smem_limit_raised_again", 114},
                                  {"untracked_launches", 115}}));
-  EXPECT_EQ(j["cublas"], json({{"handles_capped", 116}, {"lt_descriptors_capped", 117}, {"cap_failures", 118}}));
+  EXPECT_EQ(j["cublas"], json({{"handles_capped", 116},
+                               {"lt_descriptors_capped", 117},
+                               {"cap_failures", 118},
+                               {"gemms_capped_beside_collective", 130},
+                               {"gemms_left_alone", 131},
+                               {"lt_descriptors_left_alone", 132}}));
   const json& c = j["nccl_communicators"];
   EXPECT_EQ(c["created"], 119);
   EXPECT_EQ(c["configured"], 120);

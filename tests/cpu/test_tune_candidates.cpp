@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
+#include "harness/program_tuner.h"
 #include "harness/tuner.h"
 
 namespace tb = tandem::bench;
@@ -79,4 +82,19 @@ TEST(TuneCandidates, PartitionsGiveNcclExactlyTheFreedSms) {
   ASSERT_EQ(green.size(), 4u);
   EXPECT_EQ(to_string(green[0]), "priority+nccl-ctas:..8+nccl-cga:1+green:120");
   EXPECT_EQ(to_string(green[3]), "priority+nccl-ctas:..32+nccl-cga:1+green:96");
+}
+
+TEST(TuneCandidates, ProgramTuneTriesTheTargetedComputeControlsBeforeTheAlwaysOnForm) {
+  const std::vector<std::string> candidates = texts(tb::program_candidates());
+  const auto position = [&](const std::string& text) {
+    const auto at = std::find(candidates.begin(), candidates.end(), text);
+    EXPECT_NE(at, candidates.end()) << text;
+    return at - candidates.begin();
+  };
+  // Targeted (the default): shaping only beside an outstanding collective, first; then the paper's form.
+  for (const char* targeted : {"shape:1", "shape:2+priority", "shape:4+priority", "shape:auto+priority"})
+    for (const char* always : {"shape:2+priority+compute-always", "shape:4+priority+compute-always"})
+      EXPECT_LT(position(targeted), position(always)) << targeted << " before " << always;
+  EXPECT_EQ(candidates.front(), "priority");
+  EXPECT_EQ(candidates.size(), 17u);
 }

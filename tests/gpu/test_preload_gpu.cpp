@@ -86,7 +86,7 @@ const json* kernel_named(const json& stats, const std::string& fragment) {
 TEST(preload_gpu, ShapingAndPriorityChangeNoResultAndReachTheirTargets) {
   TANDEM_REQUIRE_GPUS(1);
   const TargetRun plain = run_target("");
-  const TargetRun shaped = run_target("--policy shape:2+priority");
+  const TargetRun shaped = run_target("--policy shape:2+priority+compute-always");
   ASSERT_FALSE(plain.result.is_null());
   ASSERT_FALSE(shaped.result.is_null());
   ASSERT_FALSE(shaped.stats.is_null());
@@ -148,7 +148,7 @@ TEST(preload_gpu, PriorityAloneLeavesResidencyAlone) {
 TEST(preload_gpu, SmTargetReachesCublasAndCublasLt) {
   TANDEM_REQUIRE_GPUS(1);
   const TargetRun plain = run_target("");
-  const TargetRun capped = run_target("--policy sm-target:100");
+  const TargetRun capped = run_target("--policy sm-target:100+compute-always");
   EXPECT_EQ(plain.result["checksums"], capped.result["checksums"]);
   EXPECT_EQ(plain.result["cublas_sm_count_target"], 0);
   EXPECT_EQ(capped.result["cublas_sm_count_target"], 100);
@@ -157,14 +157,22 @@ TEST(preload_gpu, SmTargetReachesCublasAndCublasLt) {
   EXPECT_GE(capped.stats["cublas"]["lt_descriptors_capped"].get<uint64_t>(), 1u);
 }
 
-TEST(preload_gpu, ShapeAutoAndInFlightGatingChangeNoResult) {
+TEST(preload_gpu, ShapeAutoAndTheTargetedFormChangeNoResult) {
   TANDEM_REQUIRE_GPUS(1);
   const TargetRun plain = run_target("");
-  const TargetRun automatic = run_target("--policy shape:auto+priority");
+  const TargetRun automatic = run_target("--policy shape:auto+priority+compute-always");
   EXPECT_EQ(plain.result["checksums"], automatic.result["checksums"]);
-  const TargetRun gated = run_target("--policy shape:2+priority --shape-when in-flight");
-  EXPECT_EQ(plain.result["checksums"], gated.result["checksums"]);
-  EXPECT_EQ(gated.stats["shape_when"], "in-flight");
+  // The targeted form (the default): the program's eager compute launches with no NCCL kernel
+  // outstanding keep their residency; its graph's launches, replayed later, are shaped.
+  const TargetRun targeted = run_target("--policy shape:2+priority");
+  EXPECT_EQ(plain.result["checksums"], targeted.result["checksums"]);
+  EXPECT_EQ(targeted.stats["compute_controls"], "targeted");
+  EXPECT_GT(targeted.stats["skipped"].value("no-collective-in-flight", uint64_t{0}), 0u) << targeted.stats.dump(2);
+  const json* graph = kernel_named(targeted.stats, "fill_graph");
+  ASSERT_NE(graph, nullptr);
+  EXPECT_NE((*graph)["decision"].get<std::string>().find("shaped"), std::string::npos) << graph->dump();
+  if (targeted.result["nccl_ranks"].get<int>() == 1)
+    EXPECT_EQ(targeted.result["residency"]["probe_runtime"], plain.result["residency"]["natural"]);
 }
 
 }  // namespace

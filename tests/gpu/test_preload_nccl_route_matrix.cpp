@@ -44,8 +44,9 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-// Starts `nranks` ranks at once, each in its own process, under the copy-engine route or not.
-std::vector<Rank> run_ranks(int nranks, bool routed) {
+// Starts `nranks` ranks at once, each in its own process, under the copy-engine route or not;
+// `pool_max`: TANDEM_ROUTE_POOL_MAX for the routed ranks ("" for the default).
+std::vector<Rank> run_ranks(int nranks, bool routed, const std::string& pool_max = "") {
   const fs::path dir = fs::temp_directory_path() / ("tandem_route_matrix_" + std::to_string(getpid()) + "_" +
                                                     std::to_string(nranks) + (routed ? "_routed" : "_stock"));
   fs::remove_all(dir);
@@ -54,6 +55,7 @@ std::vector<Rank> run_ranks(int nranks, bool routed) {
   for (int r = 0; r < nranks; ++r) {
     const std::string rank = std::to_string(r);
     std::string command = "env NCCL_NVLS_ENABLE=0 NCCL_HOSTID=tandem-route-matrix-" + rank + " ";
+    if (!pool_max.empty()) command += "TANDEM_ROUTE_POOL_MAX=" + pool_max + " ";
     if (routed)
       command += tandem_test::cli_path() + " run --policy copy-engine --stats " + (dir / ("stats-" + rank)).string() +
                  ".json -- ";
@@ -111,6 +113,22 @@ TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
     for (const auto& [name, collective] : r.stats["nccl_collectives"].items())
       EXPECT_EQ(collective["nccl"], json::object()) << name;
     // Each captured case's call was captured once and replayed three times.
+    EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
+  }
+}
+
+TEST_P(preload_nccl_route_matrix, CallsLargerThanThePoolCapRunInPiecesAndStayExact) {
+  TANDEM_REQUIRE_GPUS(1);
+  const int nranks = GetParam();
+  // 16 KiB: the all-reduces and broadcasts of 4096 x ranks and 7919 elements need more, and run as two
+  // or three pieces (one granule of 4096 elements each); results must still be the route's numerics.
+  for (const Rank& r : run_ranks(nranks, true, "16KiB")) {
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
+    EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
+    ASSERT_TRUE(r.stats.is_object()) << r.output;
+    const json& reach = r.stats["copy_engine_reach"];
+    EXPECT_EQ(reach["calls"], reach["total_calls"]) << r.stats["nccl_collectives"].dump(1);
     EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
   }
 }

@@ -2,6 +2,8 @@
 
 Needs a PyTorch built with NCCL (ProcessGroupNCCL.Options exists without a GPU); skipped otherwise.
 """
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -126,9 +128,13 @@ def carveout(monkeypatch):
 
 
 def test_sm_target_leaves_the_gemms_that_many_sms(carveout):
-    assert tt.apply_process_settings("sm-target:100+priority", device=0) == tandem.parse_policy("priority+sm-target:100")
+    with pytest.warns(RuntimeWarning, match="applied to every GEMM"):
+        policy = tt.apply_process_settings("sm-target:100+priority", device=0)
+    assert policy == tandem.parse_policy("priority+sm-target:100")
     assert carveout == [32]
-    tt.apply_process_settings("sm-target:132", device=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the always-on form asked for: nothing to warn about
+        tt.apply_process_settings("sm-target:132+compute-always", device=0)
     assert carveout == [32, 0]
     # No sm-target: the carveout is left alone.
     tt.apply_process_settings("priority", device=0)

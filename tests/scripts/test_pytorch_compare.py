@@ -110,9 +110,9 @@ class Statistics(unittest.TestCase):
         tandem = lines[2].split()
         self.assertEqual(tandem[:3], ["ddp_mlp", "tandem-run", "priority"])
         self.assertEqual(tandem[3:9], ["2/2", "8.500", "8.000–9.000", "1.294", "65.8", "%"])
-        self.assertEqual(" ".join(tandem[9:]), "within tolerance")
+        self.assertEqual(" ".join(tandem[9:]), "within tolerance —")  # no device memory reported
         self.assertEqual(lines[5].split()[:3], ["ddp_mlp", "comm-only", "2/3"])  # one of three launches failed
-        self.assertEqual(lines[5].split()[5:], ["—", "—", "n/a"])  # a bound has no speed-up, efficiency, loss check
+        self.assertEqual(lines[5].split()[5:], ["—", "—", "n/a", "—"])  # a bound has no speed-up, efficiency, loss check
         record = {"kind": "pytorch-compare", "gpus": ["NVIDIA H200, 580.1"], "versions": {"torch": "2.11.0", "nccl": "2.28.9"},
                   "commit": "abc123", "date": "2026-12-01T00:00:00Z", "config": {"rounds": 3, "nproc": 2},
                   "summary": summary}
@@ -128,8 +128,26 @@ class Statistics(unittest.TestCase):
         self.assertIn("cmp.json: NVIDIA H200, 580.1; nccl 2.28.9, torch 2.11.0; tandem abc123; 2026-12-01; 3 rounds, 2 ranks.", md)
         rows = [[c.strip() for c in l.strip("|").split("|")] for l in md.splitlines() if l.startswith("| ddp_mlp")]
         self.assertEqual(rows[1], ["ddp_mlp", "tandem-run priority", "2/2", "8.500", "8.000–9.000", "1.294", "65.8 %",
-                                   "within tolerance"])
-        self.assertEqual(rows[3][6:], ["—", "n/a"])  # no-comm
+                                   "within tolerance", "—"])
+        self.assertEqual(rows[3][6:], ["—", "n/a", "—"])  # no-comm
+
+
+class MemoryAndPaths(unittest.TestCase):
+    def test_device_memory_is_the_median_over_the_successful_launches(self):
+        runs = synthetic_runs()
+        for i, r in enumerate(r for r in runs if r["variant"] == "stock" and r["ok"]):
+            r["result"]["device_memory_used_bytes"] = (20 + 2 * i) * 2 ** 30
+        stock = next(s for s in pc.summarize(runs) if s["variant"] == "stock")
+        self.assertAlmostEqual(stock["device_memory_gib"], 22.0)
+        self.assertEqual(pc.row_cells(stock)[-1], "22.00")
+        no_memory = next(s for s in pc.summarize(runs) if s["variant"] == "tandem-run priority")
+        self.assertIsNone(no_memory["device_memory_gib"])
+
+    def test_a_program_given_by_path_is_taken_as_it_is(self):
+        self.assertEqual(pc.program_path("ddp_mlp"), os.path.join(pc.ROOT, "examples", "pytorch", "ddp_mlp.py"))
+        self.assertEqual(pc.program_path("examples/reach/llama_train.py"),
+                         os.path.join(pc.ROOT, "examples", "reach", "llama_train.py"))
+        self.assertEqual(pc.program_path("/abs/train.py"), "/abs/train.py")
 
 
 class Launches(unittest.TestCase):
@@ -264,7 +282,7 @@ class WholeRun(unittest.TestCase):
         self.assertAlmostEqual(hp["efficiency"], 1 / 3)
         self.assertEqual(hp["loss_vs_stock"], "bitwise")
         self.assertEqual(rows["tandem.torch priority"]["runs_failed"], 2)
-        self.assertIn("| ddp_mlp | stock+high-priority | 2/2 | 9.000 | 9.000–9.000 | 1.111 | 33.3 % | bitwise |",
+        self.assertIn("| ddp_mlp | stock+high-priority | 2/2 | 9.000 | 9.000–9.000 | 1.111 | 33.3 % | bitwise | — |",
                       tables.stdout)
 
 

@@ -20,6 +20,10 @@
 // Each launch entry point has a per-thread-default-stream twin (_ptsz): same ABI, but stream 0 means
 // the calling thread's default stream instead of the legacy one. Resolving "cuLaunchKernel" with
 // CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM returns the _ptsz twin, so it gets the _ptsz slot.
+//
+// cuEventRecord[WithFlags] and cuStreamWaitEvent (and their _ptsz twins) tell the targeted form of
+// shape and sm-target how the program orders its streams after its collectives
+// (stream_order_hooks.cpp, outstanding_collectives.h); they are forwarded unchanged.
 #define TANDEM_DRIVER_HOOKS(X)                                                                                         \
   X(cuGetProcAddress, CUresult, (const char* symbol, void** pfn, int cuda_version, cuuint64_t flags),                  \
     (symbol, pfn, cuda_version, flags))                                                                                \
@@ -46,19 +50,27 @@
   X(cuLaunchCooperativeKernel_ptsz, CUresult,                                                                          \
     (CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x, unsigned block_y,              \
      unsigned block_z, unsigned shared_mem_bytes, CUstream stream, void** kernel_params),                              \
-    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))
+    (f, grid_x, grid_y, grid_z, block_x, block_y, block_z, shared_mem_bytes, stream, kernel_params))                   \
+  X(cuEventRecord, CUresult, (CUevent event, CUstream stream), (event, stream))                                        \
+  X(cuEventRecord_ptsz, CUresult, (CUevent event, CUstream stream), (event, stream))                                   \
+  X(cuEventRecordWithFlags, CUresult, (CUevent event, CUstream stream, unsigned flags), (event, stream, flags))        \
+  X(cuEventRecordWithFlags_ptsz, CUresult, (CUevent event, CUstream stream, unsigned flags), (event, stream, flags))   \
+  X(cuStreamWaitEvent, CUresult, (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))             \
+  X(cuStreamWaitEvent_ptsz, CUresult, (CUstream stream, CUevent event, unsigned flags), (stream, event, flags))
 
 // Library entry points (cuBLAS, cuBLASLt, NCCL). Unlike the driver, a process may load two different
 // copies of a library (a framework's bundled one and the system one), so a real pointer is only
 // adopted for a slot that is empty or already holds that same pointer.
 #define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_CUPTI_HOOKS(X) TANDEM_NCCL_HOOKS(X)
 
-// cuBLAS and cuBLASLt, for the SM-count cap (cublas_hooks.cpp).
+// cuBLAS and cuBLASLt, for the SM-count cap (cublas_hooks.cpp): set on new handles and descriptors, and for
+// the targeted form at cublasSetStream, which PyTorch calls before each GEMM.
 #define TANDEM_CUBLAS_HOOKS(X)                                                                         \
   X(cublasLtMatmulDescCreate, cublasStatus_t,                                                          \
     (cublasLtMatmulDesc_t * matmul_desc, cublasComputeType_t compute_type, cudaDataType_t scale_type), \
     (matmul_desc, compute_type, scale_type))                                                           \
-  X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))
+  X(cublasCreate_v2, cublasStatus_t, (cublasHandle_t * handle), (handle))                              \
+  X(cublasSetStream_v2, cublasStatus_t, (cublasHandle_t handle, cudaStream_t stream), (handle, stream))
 
 // CUPTI (cupti_hooks.cpp): a program's profiler (torch.profiler's Kineto) taking CUPTI's activity
 // buffers, so that the timeline hands CUPTI over first (timeline.h). The parameters are CUPTI's

@@ -27,7 +27,8 @@ inline constexpr const char* kLogLevel = "TANDEM_LOG_LEVEL";
 inline constexpr const char* kInclude = "TANDEM_INCLUDE";
 inline constexpr const char* kExclude = "TANDEM_EXCLUDE";
 inline constexpr const char* kStatsFile = "TANDEM_STATS_FILE";
-inline constexpr const char* kShapeWhen = "TANDEM_SHAPE_WHEN";
+// The copy-engine route's staging pool cap per communicator (a byte count: 256MiB, 1G; 0: no cap).
+inline constexpr const char* kRoutePoolMax = "TANDEM_ROUTE_POOL_MAX";
 // The timeline (`tandem run --timeline`, `--trace`, `--step-range`; preload/timeline.h): off, on
 // (figures), trace (figures and the trace's events); the folder each recording process writes its
 // figures (and trace events) to; the glob NVTX range names of steps match.
@@ -60,8 +61,6 @@ inline constexpr const char* kDefaultPolicy = "priority";
 
 inline constexpr std::array<const char*, 4> kLogLevelNames = {"error", "warn", "info", "debug"};
 inline constexpr const char* kDefaultLogLevel = "warn";
-inline constexpr std::array<const char*, 2> kShapeWhenNames = {"always", "in-flight"};
-inline constexpr const char* kDefaultShapeWhen = "always";
 
 // TANDEM_PRELOAD_LIB, or empty.
 inline std::string preload_library_override() {

@@ -29,6 +29,9 @@ cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int target) {
   reinterpret_cast<FakeHandle*>(handle)->sm_target = target;
   return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t) {
+  return handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_NOT_INITIALIZED;
+}
 cublasStatus_t cublasGetSmCountTarget(cublasHandle_t handle, int* target) {
   *target = reinterpret_cast<FakeHandle*>(handle)->sm_target;
   return CUBLAS_STATUS_SUCCESS;

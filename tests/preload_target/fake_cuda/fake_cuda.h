@@ -40,9 +40,10 @@ int fake_cuda_function_limit(int index);  // current max dynamic smem of a funct
 void fake_cuda_set_function_limit(int index, int bytes);
 void fake_cuda_fail_launches_above(int bytes);  // -1: off
 void fake_cuda_set_capturing(int capturing);
-void fake_cuda_set_collective_running(int running);
-void* fake_cuda_own_address(const char* symbol);  // the fake's own definition of a symbol
-int fake_cuda_capture_mode();                     // the calling thread's CUstreamCaptureMode
-int fake_cuda_kernel_level_limit();               // cuKernelSetAttribute's value for the CUkernel
+void fake_cuda_set_collective_running(int running);      // every event not ready while set
+void fake_cuda_set_stream_busy(void* stream, int busy);  // events last recorded on `stream` not ready
+void* fake_cuda_own_address(const char* symbol);         // the fake's own definition of a symbol
+int fake_cuda_capture_mode();                            // the calling thread's CUstreamCaptureMode
+int fake_cuda_kernel_level_limit();                      // cuKernelSetAttribute's value for the CUkernel
 
 }  // extern "C"

@@ -51,6 +51,13 @@ struct Driver {
   decltype(&fake_cuda_fail_launches_above) fail_above = nullptr;
   decltype(&fake_cuda_set_capturing) set_capturing = nullptr;
   decltype(&fake_cuda_set_collective_running) set_collective_running = nullptr;
+  decltype(&fake_cuda_set_stream_busy) set_stream_busy = nullptr;
+  // Stream ordering, resolved as the runtime resolves them (the targeted compute controls follow them).
+  decltype(&cuEventCreate) event_create = nullptr;
+  decltype(&cuEventRecord) event_record = nullptr;
+  decltype(&cuEventRecordWithFlags) event_record_with_flags = nullptr;
+  decltype(&cuStreamWaitEvent) stream_wait = nullptr;
+  decltype(&cuStreamWaitEvent) stream_wait_ptsz = nullptr;
   decltype(&fake_cuda_own_address) own_address = nullptr;
   decltype(&fake_cuda_capture_mode) capture_mode = nullptr;
 
@@ -84,6 +91,14 @@ Driver open_driver() {
   d.fail_above = symbol<decltype(d.fail_above)>(d.library, "fake_cuda_fail_launches_above");
   d.set_capturing = symbol<decltype(d.set_capturing)>(d.library, "fake_cuda_set_capturing");
   d.set_collective_running = symbol<decltype(d.set_collective_running)>(d.library, "fake_cuda_set_collective_running");
+  d.set_stream_busy = symbol<decltype(d.set_stream_busy)>(d.library, "fake_cuda_set_stream_busy");
+  d.event_create = reinterpret_cast<decltype(d.event_create)>(resolve(d, "cuEventCreate", 0));
+  d.event_record = reinterpret_cast<decltype(d.event_record)>(resolve(d, "cuEventRecord", 0));
+  d.event_record_with_flags =
+      reinterpret_cast<decltype(d.event_record_with_flags)>(resolve(d, "cuEventRecordWithFlags", 0));
+  d.stream_wait = reinterpret_cast<decltype(d.stream_wait)>(resolve(d, "cuStreamWaitEvent", 0));
+  d.stream_wait_ptsz = reinterpret_cast<decltype(d.stream_wait_ptsz)>(
+      resolve(d, "cuStreamWaitEvent", CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM));
   d.own_address = symbol<decltype(d.own_address)>(d.library, "fake_cuda_own_address");
   d.capture_mode = symbol<decltype(d.capture_mode)>(d.library, "fake_cuda_capture_mode");
   return d;
@@ -132,7 +147,7 @@ json run_steps(const Driver& d) {
   // The lean collective CTA (512 threads, 32 registers, 16 KiB): shape:auto plans around it.
   constexpr unsigned kNcclThreads = 512, kNcclSmem = 16 * 1024;
 
-  // Under TANDEM_SHAPE_WHEN=in-flight nothing is pending yet.
+  // Under the targeted form nothing is outstanding yet.
   d.set_collective_running(0);
   steps["compute_before_nccl"] = step(d, [&] { return plain_launch(d, d.launch, kFakeCompute, 256, 0); });
   d.set_collective_running(1);
@@ -237,6 +252,76 @@ json run_steps(const Driver& d) {
   return out;
 }
 
+// The targeted form of shape and sm-target (outstanding_collectives.h), step by step: a program with
+// an NCCL stream, a compute stream and a side stream (fake handles), NCCL kernels that stay running
+// until the test says they completed, events recorded on the NCCL stream and waited on by the compute
+// stream, a cuBLAS handle whose stream is set before each GEMM, and a capture.
+json run_stream_order(const Driver& d) {
+  const auto nccl = reinterpret_cast<CUstream>(0x1000);
+  const auto compute = reinterpret_cast<CUstream>(0x2000);
+  const auto side = reinterpret_cast<CUstream>(0x3000);
+  const auto launch_on = [&](CUstream stream, int function, unsigned threads) {
+    return [&d, stream, function, threads] {
+      return d.launch(d.f(function), 132 * 8, 1, 1, threads, 1, 1, 0, stream, nullptr, nullptr);
+    };
+  };
+  cublasHandle_t handle = nullptr;
+  if (cublasCreate_v2(&handle) != CUBLAS_STATUS_SUCCESS) fail("cublasCreate_v2");
+  const auto gemm_target = [&](CUstream stream) {
+    cublasSetStream_v2(handle, reinterpret_cast<cudaStream_t>(stream));
+    int target = -1;
+    cublasGetSmCountTarget(handle, &target);
+    return target;
+  };
+  json steps, targets;
+  targets["created"] = [&] {
+    int target = -1;
+    cublasGetSmCountTarget(handle, &target);
+    return target;
+  }();
+  steps["before_any_nccl"] = step(d, launch_on(compute, kFakeCompute, 256));
+  targets["before_any_nccl"] = gemm_target(compute);
+  d.set_stream_busy(nccl, 1);
+  steps["nccl"] = step(d, launch_on(nccl, kFakeNccl, 512));
+  steps["beside_running_nccl"] = step(d, launch_on(compute, kFakeCompute, 256));
+  targets["beside_running_nccl"] = gemm_target(compute);
+  steps["on_the_nccl_stream"] = step(d, launch_on(nccl, kFakeCompute, 256));
+  targets["on_the_nccl_stream"] = gemm_target(nccl);
+  // work.wait(): the compute stream waits on an event recorded on the NCCL stream after the kernel.
+  CUevent done = nullptr;
+  if (d.event_create(&done, 0) != CUDA_SUCCESS) fail("cuEventCreate");
+  d.event_record(done, nccl);
+  d.stream_wait(compute, done, 0);
+  steps["after_waiting"] = step(d, launch_on(compute, kFakeCompute, 256));
+  targets["after_waiting"] = gemm_target(compute);
+  steps["side_stream_not_waiting"] = step(d, launch_on(side, kFakeCompute, 256));
+  // The event re-recorded on a stream without NCCL kernels orders nothing after NCCL any more.
+  d.event_record(done, side);
+  d.stream_wait(side, done, 0);
+  steps["side_after_unrelated_wait"] = step(d, launch_on(side, kFakeCompute, 256));
+  // A second collective, issued after the wait: the compute stream is beside it again.
+  steps["nccl_again"] = step(d, launch_on(nccl, kFakeNccl, 512));
+  steps["beside_second_nccl"] = step(d, launch_on(compute, kFakeCompute, 256));
+  // The per-thread default stream waits through the _ptsz entry point (stream 0 means its own stream).
+  CUevent done_again = nullptr;
+  if (d.event_create(&done_again, 0) != CUDA_SUCCESS) fail("cuEventCreate");
+  d.event_record_with_flags(done_again, nccl, 0);
+  d.stream_wait_ptsz(nullptr, done_again, 0);
+  steps["per_thread_after_waiting"] =
+      step(d, [&] { return d.launch_ptsz(d.f(kFakeCompute), 132 * 8, 1, 1, 256, 1, 1, 0, nullptr, nullptr, nullptr); });
+  steps["legacy_stream_not_waiting"] = step(d, launch_on(nullptr, kFakeCompute, 256));
+  // The collectives complete: nothing is beside anything.
+  d.set_stream_busy(nccl, 0);
+  steps["after_completion"] = step(d, launch_on(side, kFakeCompute, 256));
+  targets["after_completion"] = gemm_target(side);
+  // A captured launch is replayed later, when a collective may be running: shaped even now.
+  d.set_capturing(1);
+  steps["captured_with_nothing_running"] = step(d, launch_on(compute, kFakeCaptured, 256));
+  d.set_capturing(0);
+  cublasDestroy_v2(handle);
+  return {{"steps", steps}, {"gemm_targets", targets}};
+}
+
 // cuBLAS through a direct (PLT) call; cuBLASLt through dlopen + dlsym, as a framework loading it
 // lazily would.
 json run_blas() {
@@ -267,6 +352,12 @@ json run_blas() {
 
 int main() {
   const Driver d = open_driver();
+  // FAKE_CLIENT_SCENARIO=stream-order plays the targeted compute controls' program instead.
+  const char* scenario = std::getenv("FAKE_CLIENT_SCENARIO");
+  if (scenario && std::string(scenario) == "stream-order") {
+    std::printf("%s\n", run_stream_order(d).dump().c_str());
+    return 0;
+  }
   json out = run_steps(d);
   out["blas"] = run_blas();
   std::printf("%s\n", out.dump().c_str());

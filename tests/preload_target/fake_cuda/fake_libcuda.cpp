@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,12 @@ std::vector<FakeLaunchRecord> g_launches;
 int g_fail_above = -1;
 int g_capturing = 0;
 int g_collective_running = 0;
-int g_event;  // the one fake event
+// Events remember the stream they were last recorded on; an event is not ready while that stream is
+// busy (fake_cuda_set_stream_busy) or while "a collective runs" (fake_cuda_set_collective_running).
+struct FakeEvent {
+  CUstream stream = nullptr;
+};
+std::set<CUstream> g_busy_streams;
 thread_local CUstreamCaptureMode t_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 // Failures a test asks for through the client's environment (read at each call, so the client needs
@@ -115,6 +121,13 @@ void fake_cuda_set_function_limit(int index, int bytes) { g_functions[index].max
 void fake_cuda_fail_launches_above(int bytes) { g_fail_above = bytes; }
 void fake_cuda_set_capturing(int capturing) { g_capturing = capturing; }
 void fake_cuda_set_collective_running(int running) { g_collective_running = running; }
+void fake_cuda_set_stream_busy(void* stream, int busy) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  if (busy)
+    g_busy_streams.insert(static_cast<CUstream>(stream));
+  else
+    g_busy_streams.erase(static_cast<CUstream>(stream));
+}
 
 // ---- launches -----------------------------------------------------------------------------------
 CUresult cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned bx, unsigned by, unsigned bz,
@@ -280,11 +293,33 @@ CUresult cuCtxGetStreamPriorityRange(int* least, int* greatest) {
 }
 CUresult cuEventCreate(CUevent* event, unsigned) {
   if (unsafe_now()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  *event = reinterpret_cast<CUevent>(&g_event);
+  *event = reinterpret_cast<CUevent>(new FakeEvent);
   return CUDA_SUCCESS;
 }
-CUresult cuEventRecord(CUevent, CUstream) { return CUDA_SUCCESS; }
-CUresult cuEventQuery(CUevent) { return g_collective_running ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS; }
+CUresult cuEventRecord(CUevent event, CUstream stream) {
+  if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  reinterpret_cast<FakeEvent*>(event)->stream = stream;
+  return CUDA_SUCCESS;
+}
+CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) {
+  return cuEventRecord(event, stream ? stream : CU_STREAM_PER_THREAD);
+}
+CUresult cuEventRecordWithFlags(CUevent event, CUstream stream, unsigned) { return cuEventRecord(event, stream); }
+CUresult cuEventRecordWithFlags_ptsz(CUevent event, CUstream stream, unsigned) {
+  return cuEventRecord_ptsz(event, stream);
+}
+CUresult cuStreamWaitEvent(CUstream, CUevent event, unsigned) {
+  return event ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuStreamWaitEvent_ptsz(CUstream stream, CUevent event, unsigned flags) {
+  return cuStreamWaitEvent(stream, event, flags);
+}
+CUresult cuEventQuery(CUevent event) {
+  if (!event) return CUDA_ERROR_INVALID_HANDLE;
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  const bool busy = g_collective_running || g_busy_streams.count(reinterpret_cast<FakeEvent*>(event)->stream);
+  return busy ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
 CUresult cuStreamIsCapturing(CUstream, CUstreamCaptureStatus* status) {
   *status = g_capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   return CUDA_SUCCESS;
@@ -309,6 +344,13 @@ void* fake_cuda_own_address(const char* symbol) {
       {"cuGetProcAddress", reinterpret_cast<void*>(&cuGetProcAddress)},
       {"cuGetProcAddress_v2", reinterpret_cast<void*>(&cuGetProcAddress_v2)},
       {"cuFuncGetAttribute", reinterpret_cast<void*>(&cuFuncGetAttribute)},
+      {"cuEventCreate", reinterpret_cast<void*>(&cuEventCreate)},
+      {"cuEventRecord", reinterpret_cast<void*>(&cuEventRecord)},
+      {"cuEventRecord_ptsz", reinterpret_cast<void*>(&cuEventRecord_ptsz)},
+      {"cuEventRecordWithFlags", reinterpret_cast<void*>(&cuEventRecordWithFlags)},
+      {"cuEventRecordWithFlags_ptsz", reinterpret_cast<void*>(&cuEventRecordWithFlags_ptsz)},
+      {"cuStreamWaitEvent", reinterpret_cast<void*>(&cuStreamWaitEvent)},
+      {"cuStreamWaitEvent_ptsz", reinterpret_cast<void*>(&cuStreamWaitEvent_ptsz)},
   };
   for (const auto& e : entries)
     if (std::strcmp(e.name, symbol) == 0) return e.address;

@@ -57,8 +57,8 @@ __attribute__((visibility("default"))) const char* tandem_nccl_route_nccl_file(v
   return info.dli_fname;
 }
 
-__attribute__((visibility("default"))) tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double, char*,
-                                                                                   size_t) {
+__attribute__((visibility("default"))) tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm, double, size_t,
+                                                                                   char*, size_t) {
   int rank = -1;
   ncclCommUserRank(comm, &rank);
   auto* route = new tandem_nccl_route;
