@@ -1,9 +1,11 @@
 // `tandem bench`, run: resolves the options and chooses the reporters; measuring and reporting happen
 // in bench/ (harness/bench_run.h). In the GPU commands module (gpu_commands.h).
 #include <memory>
+#include <utility>
 
 #include "bench_cli.h"
 #include "gpu_commands.h"
+#include "harness/bench_options.h"
 #include "harness/bench_run.h"
 #include "report/console_reporter.h"
 #include "report/json_reporter.h"
@@ -12,8 +14,10 @@
 namespace tandem::cli {
 
 int run_bench(const BenchCli& cli) {
-  const bench::BenchOptions options = resolve_bench_options(cli);
+  bench::BenchOptions options = resolve_bench_options(cli);
   const int nranks = resolve_ranks(options);
+  // One rank has nothing to overlap: the run shows what one GPU can (bench_options.h plan_for_ranks).
+  options = bench::plan_for_ranks(std::move(options), nranks);
   const bench::RunInfo info = describe_run(options, nranks, "bench");
   // The table on stdout (progress on stderr), then the --json and --trace files, in that order.
   bench::Reporters reporter;

@@ -17,6 +17,7 @@
 #include "tandem/footprint_text.h"
 #include "tandem/gpu_catalog.h"
 #include "tandem/occupancy.h"
+#include "tandem/residency_plan.h"
 #include "tandem/safe_file.h"
 #include "tandem/text.h"
 
@@ -42,43 +43,11 @@ struct PlanOptions {
   std::string json_path;
 };
 
-struct PlanLevel {
-  int blocks_per_sm = 0;
-  int64_t dynamic_smem = 0;
-  Residency residency;
-  double compute_fraction = 0;  // blocks / natural blocks
-  bool comm_fits = false;
-  bool comm_fits_after_retire = false;
-  bool is_auto = false;
-};
-
 std::string catalog_key_of(const DeviceLimits& limits) {
   const auto keys = gpu_catalog_keys();
   for (const auto& key : keys)
     if (gpu_limits(key).name == limits.name) return key;
   return limits.name;
-}
-
-std::vector<PlanLevel> plan_levels(const DeviceLimits& gpu, const KernelFootprint& kernel, const KernelFootprint& comm,
-                                   const std::optional<ShapePlan>& chosen) {
-  std::vector<PlanLevel> levels;
-  const int natural = residency(gpu, kernel).blocks_per_sm;
-  for (int blocks = natural; blocks >= 1; --blocks) {
-    const auto dynamic = dynamic_smem_for_target(gpu, kernel, blocks);
-    if (!dynamic) continue;  // no padding lands exactly on this level
-    KernelFootprint shaped = kernel;
-    shaped.dynamic_smem = *dynamic;
-    PlanLevel level;
-    level.blocks_per_sm = blocks;
-    level.dynamic_smem = *dynamic;
-    level.residency = residency(gpu, shaped);
-    level.compute_fraction = static_cast<double>(blocks) / natural;
-    level.comm_fits = fits_beside(gpu, shaped, blocks, comm);
-    level.comm_fits_after_retire = fits_beside(gpu, shaped, blocks - 1, comm);
-    level.is_auto = chosen && chosen->blocks_per_sm == blocks;
-    levels.push_back(level);
-  }
-  return levels;
 }
 
 void print_header(const std::string& key, const DeviceLimits& g, const KernelFootprint& kernel,
@@ -108,17 +77,6 @@ void print_header(const std::string& key, const DeviceLimits& g, const KernelFoo
       "after_retire: it fits once one compute block retires\n");
 }
 
-void print_table(const std::vector<PlanLevel>& levels) {
-  std::printf("%9s %10s %10s %11s %10s %-13s %-9s %-12s %s\n", "blocks/SM", "dsmem[B]", "dsmem[KiB]", "warp_occ[%]",
-              "compute[%]", "limiter", "comm_fits", "after_retire", "shape:auto");
-  for (const auto& l : levels) {
-    std::printf("%9d %10lld %10.1f %11.1f %10.1f %-13s %-9s %-12s %s\n", l.blocks_per_sm,
-                static_cast<long long>(l.dynamic_smem), l.dynamic_smem / 1024.0, 100.0 * l.residency.warp_occupancy,
-                100.0 * l.compute_fraction, to_string(l.residency.limiter), l.comm_fits ? "yes" : "no",
-                l.comm_fits_after_retire ? "yes" : "no", l.is_auto ? "<- auto" : "");
-  }
-}
-
 nlohmann::json limits_json(const std::string& key, const DeviceLimits& g) {
   nlohmann::json limits = g;
   limits["key"] = key;
@@ -128,23 +86,12 @@ nlohmann::json limits_json(const std::string& key, const DeviceLimits& g) {
 void write_json(const std::string& path, const std::string& key, const DeviceLimits& gpu, const KernelFootprint& kernel,
                 const Residency& natural, const KernelFootprint& comm, const std::vector<PlanLevel>& levels,
                 const std::optional<ShapePlan>& chosen) {
-  nlohmann::json levels_json = nlohmann::json::array();
-  for (const auto& l : levels) {
-    levels_json.push_back({{"blocks_per_sm", l.blocks_per_sm},
-                           {"dynamic_smem", l.dynamic_smem},
-                           {"warp_occupancy", l.residency.warp_occupancy},
-                           {"compute_fraction", l.compute_fraction},
-                           {"limiter", to_string(l.residency.limiter)},
-                           {"comm_fits", l.comm_fits},
-                           {"comm_fits_after_retire", l.comm_fits_after_retire},
-                           {"auto", l.is_auto}});
-  }
   nlohmann::json out = {
       {"gpu", limits_json(key, gpu)},
       {"kernel", kernel},
       {"natural", {{"blocks_per_sm", natural.blocks_per_sm}, {"limiter", to_string(natural.limiter)}}},
       {"comm", comm},
-      {"levels", levels_json},
+      {"levels", bench::plan_levels_json(levels)},
       {"auto", chosen ? nlohmann::json{{"blocks_per_sm", chosen->blocks_per_sm}, {"dynamic_smem", chosen->dynamic_smem}}
                       : nlohmann::json(nullptr)}};
   write_file_atomically(path, bench::json_text(out, 2) + "\n");
@@ -171,7 +118,7 @@ void run_plan(const PlanOptions& opt) {
   const auto levels = plan_levels(gpu, kernel, comm, chosen);
 
   print_header(key, gpu, kernel, natural, comm, comm_is_default);
-  print_table(levels);
+  std::fputs(plan_table_text(levels).c_str(), stdout);
   if (chosen) {
     std::printf("# shape:auto -> %d blocks/SM, dsmem %lld B\n", chosen->blocks_per_sm,
                 static_cast<long long>(chosen->dynamic_smem));

@@ -35,8 +35,8 @@ std::string policy_file_text(const bench::TunedCase& c, const bench::RunInfo& in
   std::ostringstream how_well;
   const bench::Row& t = c.tuned;
   how_well << "t_overlap " << t.t_overlap_ms << " ms, t_seq " << t.t_seq_ms << " ms, efficiency "
-           << std::lround(t.efficiency * 100) << " % (naive " << std::lround(c.naive.efficiency * 100) << " %, paper "
-           << std::lround(c.paper.efficiency * 100) << " %)";
+           << bench::percent_text(t.efficiency) << " (naive " << bench::percent_text(c.naive.efficiency) << ", paper "
+           << bench::percent_text(c.paper.efficiency) << ")";
   return tune_policy_file_text(info, {case_line(t, info), how_well.str()}, parse_policy(t.policy));
 }
 

@@ -15,6 +15,8 @@ import json
 import sys
 from collections import defaultdict
 
+from tandem_results import times
+
 
 def key(r):
     return (r["workload"], r["collective"], r["bytes"], r["ranks"], r["policy"])
@@ -79,8 +81,8 @@ def compare(label, old_doc, new_doc, out):
                    f"{o['t_overlap_ms']:.3f} ({o['t_overlap_min_ms']:.3f}..{o['t_overlap_max_ms']:.3f}) | "
                    f"{n['t_overlap_ms']:.3f}{mark} | {ratio(n['t_overlap_ms'], o['t_overlap_ms'])} | "
                    f"{ratio(n['t_seq_ms'], o['t_seq_ms'])} | {ratio(n['t_compute_ms'], o['t_compute_ms'])} | "
-                   f"{ratio(n['t_comm_ms'], o['t_comm_ms'])} | {o['compute_slowdown']:.2f}/{n['compute_slowdown']:.2f} | "
-                   f"{o['comm_slowdown']:.2f}/{n['comm_slowdown']:.2f} | {o['wrong']}/{n['wrong']} |")
+                   f"{ratio(n['t_comm_ms'], o['t_comm_ms'])} | {times(o['compute_slowdown'])}/{times(n['compute_slowdown'])} | "
+                   f"{times(o['comm_slowdown'])}/{times(n['comm_slowdown'])} | {o['wrong']}/{n['wrong']} |")
         if o["count"] != n["count"]:
             out.append(f"  (count differs: the balance chose {o['count']} before, {n['count']} now)")
 

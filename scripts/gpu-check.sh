@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks pytorch reach timeline ab cost targeted
+#               scenario-clocks one-gpu pytorch reach timeline ab cost targeted
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -30,7 +30,7 @@ mode=${1:-quick}
 shift || true
 case $mode in
   quick) sections=environment,tests,suite ;;
-  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,interrupt,cli,scenarios,scenario-tune,clocks,scenario-clocks ;;
+  full) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,shared-gpu,mpi-suite,run,interposer-programs,faults,interrupt,cli,scenarios,scenario-tune,clocks,scenario-clocks,one-gpu ;;
   scaling) sections=environment,tests,suite,tune,multiprocess,mpi-suite ;;
   full-scenarios) sections=environment,tests,suite,collectives,tune,tune-in-place,copy-paths,counts,multiprocess,run ;;
   *) sections=$mode ;;
@@ -326,6 +326,15 @@ gtest_section() {
   printf '%-28s %s %s\n' "$name" "$result" "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$logs/$name.log" | tr '\n' ' ')" \
     | tee -a "$logs/summary.log"
 }
+
+if want one-gpu; then
+section "one GPU: the main job on one rank (compute tax, residency plan, no undefined figure as a number)"
+gtest_section one-gpu "$root/build/tests/test_one_gpu_bench"
+"$tandem" bench --gpus 1 --json "$logs/one-gpu-$tag.json" \
+  > "$logs/one-gpu.log" 2> "$logs/one-gpu.err" || status=1
+grep -v '^# \(command\|date\|workload \|timing\|check\)' "$logs/one-gpu.log" | tee -a "$logs/summary.log"
+cp "$logs/one-gpu-$tag.json" "$out/" 2>/dev/null
+fi
 
 if want interposer-programs; then
 section "tandem run: real programs unchanged (priority, shape:3+priority, sm-target:116)"

@@ -124,6 +124,8 @@ def metric_of_time(r, metric):
     None where the row has no such metric (efficiency when t_seq <= t_bound)."""
     if metric == "time":
         return lambda t: t
+    if r[metric] is None:  # undefined in the run (docs/BENCH_JSON.md): nothing to draw
+        return None
     if metric == "reduction":
         return lambda t: 100 * (1 - t / r["t_seq_ms"])
     if r["efficiency"] is None or r["t_seq_ms"] <= r["t_bound_ms"]:

@@ -6,11 +6,7 @@
 import argparse
 import json
 
-from tandem_results import final_round, geometric_mean, measured_cases, size
-
-
-def pct(v):
-    return "n/a" if v is None else f"{100 * v:.1f}"
+from tandem_results import final_round, geometric_mean, measured_cases, percent as pct, size, times
 
 
 def scenario_targets(rows):
@@ -31,6 +27,16 @@ def scenario_targets(rows):
               f"{naive['t_overlap_ms']:.2f} | `{tuned['policy']}` | {tuned['t_overlap_ms']:.2f} | {tuned['t_bound_ms']:.2f} | "
               f"{tuned['t_seq_ms'] / tuned['t_overlap_ms']:.3f} | {naive['t_overlap_ms'] / tuned['t_overlap_ms']:.3f} | "
               f"{tuned['t_overlap_ms'] / tuned['t_bound_ms']:.3f} |")
+
+
+def one_gpu_table(rows):
+    """A one-GPU run: each policy's compute tax against the workload alone in the default configuration."""
+    print("| workload | count | policy | t_compute ms | t_policy ms (min..max) | compute tax % | wrong |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['workload']} | {r['count']} | `{r['policy']}` | {r['t_compute_ms']:.3f} | "
+              f"{r['t_compute_policy_ms']:.3f} ({r['t_compute_policy_min_ms']:.3f}..{r['t_compute_policy_max_ms']:.3f}) | "
+              f"{pct(r['compute_tax'])} | {r['wrong']} |")
 
 
 def main():
@@ -54,6 +60,9 @@ def main():
     if args.scenario_targets:
         scenario_targets(rows)
         return
+    if doc.get("one_gpu"):
+        one_gpu_table(rows)
+        return
     if args.tuned:
         print("| workload | collective | size | count | naive eff. % | paper policy | paper eff. % | tuned policy | tuned eff. % | tuned reduction % | t_seq ms | t_overlap ms | t_bound ms |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -73,8 +82,8 @@ def main():
         spread = (r["t_overlap_max_ms"] - r["t_overlap_min_ms"]) / r["t_overlap_ms"] * 100
         print(f"| {r['workload']} | {r['collective']} | {size(r['bytes'])} | {r['count']} | `{r['policy']}` | "
               f"{r['t_compute_ms']:.3f} | {r['t_comm_ms']:.3f} | {r['t_seq_ms']:.3f} | {r['t_overlap_ms']:.3f} | "
-              f"{r['t_bound_ms']:.3f} | {pct(r['reduction'])} | {pct(r['efficiency'])} | {r['compute_slowdown']:.2f} | "
-              f"{r['comm_slowdown']:.2f} | {spread:.1f} | {r['wrong']} |")
+              f"{r['t_bound_ms']:.3f} | {pct(r['reduction'])} | {pct(r['efficiency'])} | {times(r['compute_slowdown'])} | "
+              f"{times(r['comm_slowdown'])} | {spread:.1f} | {r['wrong']} |")
 
 
 if __name__ == "__main__":

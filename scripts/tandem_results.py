@@ -1,6 +1,6 @@
 """What scripts/results-table.py and scripts/plot-results.py share about tandem bench/tune JSON
 (docs/BENCH_JSON.md): sizes as text, rows grouped by measured case, the naive, paper and tuned rows
-of a tuned case, and the geometric mean of the tuned reductions."""
+of a tuned case, the geometric mean of the tuned reductions, and figures that may be undefined (null)."""
 import math
 
 
@@ -11,9 +11,22 @@ def size(b):
     return f"{b} B"
 
 
+UNDEFINED = "\u2014"  # a figure the run could not define (null in the JSON, docs/BENCH_JSON.md)
+
+
+def percent(v):
+    """A fraction as a percentage, or the undefined mark for null."""
+    return UNDEFINED if v is None else f"{100 * v:.1f}"
+
+
+def times(v):
+    """A ratio (a slowdown), or the undefined mark for null."""
+    return UNDEFINED if v is None else f"{v:.2f}"
+
+
 def geometric_mean(values):
-    """The geometric mean of positive values (None when any is not positive)."""
-    if not values or min(values) <= 0:
+    """The geometric mean of positive values (None when any is undefined or not positive)."""
+    if not values or any(v is None for v in values) or min(values) <= 0:
         return None
     return math.exp(sum(map(math.log, values)) / len(values))
 

@@ -18,6 +18,13 @@ struct Baselines {
 // Fills a row's time, metric and bandwidth columns from the baselines and one policy's measurement:
 // `overlap` is the step time, `compute_span_ms` and `comm_span_ms` each side's time under the policy
 // (ignored for `sequential`, where each side ran alone by construction).
+// Every derived figure follows metrics.h's rule (denominator_defined): an undefined one is NaN, with
+// its reason in row.undefined. On one rank (row.ranks == 1) the overlap figures are all undefined.
 void fill_times(Row& row, const Baselines& base, const Summary& overlap, double compute_span_ms, double comm_span_ms,
                 bool sequential, double collective_bytes, double busbw_factor);
+// `tandem bench` on one GPU, after fill_times: the compute alone under the policy and its compute
+// tax against row.t_compute (the same rule).
+void fill_compute_tax(Row& row, const Summary& compute_under_policy);
+// Why the overlap figures of a one-rank row are undefined.
+extern const char* const kOneRankReason;
 }  // namespace tandem::bench

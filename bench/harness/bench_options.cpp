@@ -27,6 +27,32 @@ const std::vector<OverlapPolicy>& effective_policies(const BenchOptions& o) {
   return o.policies.empty() ? defaults : o.policies;
 }
 
+std::vector<OverlapPolicy> one_gpu_policies() {
+  return parse_policy_list("priority,shape:1,shape:2,shape:3,sm-target:96,sm-target:116,sm-target:124,green:96");
+}
+
+BenchOptions plan_for_ranks(BenchOptions options, int nranks) {
+  if (nranks != 1) return options;
+  options.one_gpu = true;
+  if (!options.policies_given) options.policies = one_gpu_policies();
+  return options;
+}
+
+std::vector<std::string> one_gpu_lines() {
+  return {
+      "one GPU   no collective to overlap: on one rank NCCL copies locally and launches no kernel, so no overlap "
+      "figure (efficiency, reduction, slowdown) means anything here",
+      "one GPU   shown instead: each policy's compute tax (the workloads alone under the policy against the "
+      "workloads alone in the default configuration, with the spread), what a policy costs a step where nothing is "
+      "in flight, and the residency plan of `tandem plan` for this GPU",
+      "one GPU   the tax is that of the control on every launch, as `tandem bench` applies it; `tandem run` applies "
+      "shape and sm-target by default only beside outstanding collectives",
+      "one GPU   overlap needs two or more GPUs: run `tandem bench` on a machine with them, or across hosts with "
+      "`mpirun -np 2 -H host1:1,host2:1 tandem bench` (docs/LAUNCHERS.md); --allow-shared-gpu with several ranks "
+      "on this one GPU checks correctness only",
+  };
+}
+
 std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double factor) {
   std::vector<uint64_t> sizes;
   for (double s = static_cast<double>(min_bytes); s <= static_cast<double>(max_bytes) * (1 + 1e-9); s *= factor) {

@@ -61,11 +61,22 @@ struct BenchOptions {
   // a launcher's world (mpirun, torchrun, srun), and what the command line asked for.
   LaunchRequest launch_request;
   LaunchEnv launch;
+  // `tandem bench` on one rank (plan_for_ranks): each policy's compute tax, no overlap figures.
+  bool one_gpu = false;
 };
 
 // The paper's controls and their combinations, as the suite runs them.
 std::vector<OverlapPolicy> default_policies();
 const std::vector<OverlapPolicy>& effective_policies(const BenchOptions&);
+// The controls that change the computation itself, each alone: what one GPU can show of them.
+std::vector<OverlapPolicy> one_gpu_policies();
+// `tandem bench` on `nranks` ranks. One rank has no collective to overlap (NCCL copies locally), so
+// the run measures each policy's compute tax instead (one_gpu), over one_gpu_policies() unless the
+// user named policies. Any other rank count: `options` unchanged.
+BenchOptions plan_for_ranks(BenchOptions options, int nranks);
+// What the header of a one-GPU run says first: what one GPU can and cannot show, and how to see the
+// rest.
+std::vector<std::string> one_gpu_lines();
 // min, min*f, ... up to max (nccl-tests' -b/-e/-f).
 std::vector<uint64_t> size_sweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
 // "4096", "64K", "256M", "1G", "1GiB", "512MB": binary multiples, at most kMaxBytes. Throws

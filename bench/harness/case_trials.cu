@@ -5,6 +5,7 @@
 #include "harness/footprints.h"
 #include "harness/slowest_rank.h"
 #include "tandem/cuda_check.h"
+#include "tandem/gpu_catalog.h"
 #include "tandem/nvtx.h"
 
 namespace tandem::bench {
@@ -129,11 +130,32 @@ void CaseTrials::check_and_measure(const OverlapPolicy& policy, Row& row) {
   // its time alone.
   fill_times(row, baselines_, m.total, m.compute_busy.median, m.comm_busy.median, policy.is_sequential(),
              double(case_.program().collective_bytes()), case_.program().busbw_factor());
+  // One GPU: the compute alone under the policy (its shaping, SM target, green context, stream
+  // priority), against the compute alone in the default configuration.
+  if (options_.one_gpu) {
+    StepStreams streams = streams_for(Schedule::ComputeOnly);
+    streams.compute = active_.compute;
+    fill_compute_tax(row, measure_on(streams, Schedule::ComputeOnly, &policy).total);
+  }
   const auto kernels = case_.shaped_kernels();
   fill_kernel_columns(row, kernels.empty() ? nullptr : kernels.front());
 }
 
 std::vector<TraceIteration> CaseTrials::take_traces() { return std::exchange(traces_, {}); }
+
+std::optional<ResidencyPlan> CaseTrials::residency_plan() const {
+  if (case_.shaped_kernels().empty()) return std::nullopt;
+  ResidencyPlan plan;
+  plan.workload = case_.workload();
+  plan.gpu = ctx_.limits.name;
+  plan.kernel = compute_kernel_.footprint;
+  // The collective's own CTA where NCCL launched one; on one rank it launches none.
+  plan.comm = comm_kernel_.kernel.empty() ? typical_nccl_footprint(ctx_.limits) : comm_kernel_.footprint;
+  plan.natural_blocks_per_sm = residency(ctx_.limits, plan.kernel).blocks_per_sm;
+  plan.levels =
+      plan_levels(ctx_.limits, plan.kernel, plan.comm, least_shaping_with_room(ctx_.limits, plan.kernel, plan.comm));
+  return plan;
+}
 
 void CaseTrials::trace(Schedule schedule, const OverlapPolicy& policy) {
   const NvtxRange range("trace step");
@@ -265,12 +287,16 @@ int64_t CaseTrials::check(Schedule schedule, const OverlapPolicy* policy) {
 }
 
 CaseTrials::Measured CaseTrials::measure(Schedule schedule, const OverlapPolicy* policy) {
+  return measure_on(streams_for(schedule), schedule, policy);
+}
+
+CaseTrials::Measured CaseTrials::measure_on(const StepStreams& streams, Schedule schedule,
+                                            const OverlapPolicy* policy) {
   std::vector<double> total, compute_busy, comm_busy;
   const std::string step = step_name(schedule, policy);
   const NvtxRange range(step);
   // Nested in the step's range: the warm-up steps, then the timed ones.
   NvtxRange phase(options_.warmup > 0 ? "warm-up" : "timed");
-  const StepStreams streams = streams_for(schedule);
   for (int rep = 0; rep < options_.warmup + options_.iters; ++rep) {
     if (rep == options_.warmup && rep > 0) phase.next("timed");
     // Ranks enqueue together, so no rank waits in a collective for another's host.

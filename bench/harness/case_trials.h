@@ -56,6 +56,7 @@ class CaseTrials final : public PolicyTrials {
   CaseTraits traits() override;
   void remeasure_baselines() override { measure_baselines(); }
   std::vector<TraceIteration> take_traces() override;
+  std::optional<ResidencyPlan> residency_plan() const override;
 
  private:
   std::string apply(const OverlapPolicy& policy) override;
@@ -71,6 +72,8 @@ class CaseTrials final : public PolicyTrials {
   std::string step_name(Schedule schedule, const OverlapPolicy* policy) const;
   void run_once(Schedule schedule, const OverlapPolicy* policy);
   Measured measure(Schedule schedule, const OverlapPolicy* policy);
+  // The same on streams chosen by the caller (one GPU: the compute alone on the policy's stream).
+  Measured measure_on(const StepStreams& streams, Schedule schedule, const OverlapPolicy* policy);
   double measure_chain();
   // Poisons the outputs, runs one step and counts wrong elements over all ranks.
   int64_t check(Schedule schedule, const OverlapPolicy* policy);

@@ -42,6 +42,10 @@ double efficiency(double t_seq_ms, double t_overlap_ms, double t_bound_ms) {
   return (t_seq_ms - t_overlap_ms) / possible;
 }
 
+bool denominator_defined(double denominator_ms, double noise_ms) {
+  return denominator_ms > 0 && denominator_ms > noise_ms;
+}
+
 std::vector<double> operation_times(const std::vector<double>& compute_side, const std::vector<double>& comm_side,
                                     double t_compute_ms, double t_comm_ms) {
   TANDEM_REQUIRE(compute_side.size() == comm_side.size(), "both sides must time the same operations");

@@ -36,6 +36,11 @@ double reduction(double t_overlap_ms, double t_seq_ms);
 // (t_seq - t_overlap) / (t_seq - t_bound): 1 = the collective fully hidden, 0 = no gain, < 0 worse
 // than sequential. NaN when t_seq <= t_bound (nothing to gain).
 double efficiency(double t_seq_ms, double t_overlap_ms, double t_bound_ms);
+// The rule for every derived figure (efficiency, reduction, slowdown, compute tax): its denominator
+// must stand out of the noise of the timed steps behind it. True when `denominator_ms` is above
+// `noise_ms` (the max - min of those steps, summed over the times the denominator combines); false
+// for zero, a negative denominator, NaN, or one within the noise: the figure is then undefined.
+bool denominator_defined(double denominator_ms, double noise_ms);
 // nccl-tests bandwidths, GB/s (1e9 B/s).
 double algbw_gbps(double bytes, double time_ms);
 // Units of compute whose time is closest to the collective's (at least one).

@@ -4,6 +4,7 @@
 // default-configuration baselines, and say what is known about it, so the tuner can prune controls
 // that cannot apply. The sequence - apply, check, measure, restore - is the same for every kind of
 // case and lives here; a kind supplies the three steps.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,9 @@ class PolicyTrials {
   // The timelines recorded since the last call (`--trace`: training scenarios only), every rank's;
   // empty when nothing was traced.
   virtual std::vector<TraceIteration> take_traces() { return {}; }
+  // The residency plan of the case's shapeable compute kernel on this GPU (report.h); none when
+  // every compute kernel is a library's.
+  virtual std::optional<ResidencyPlan> residency_plan() const { return std::nullopt; }
 
  protected:
   explicit PolicyTrials(bool policies_given) : policies_given_(policies_given) {}

@@ -60,8 +60,12 @@ RunInfo describe_run(const BenchOptions& o, int nranks, const std::string& tool,
   info.world_size = nranks;
   // The same choice the ranks make when they meet (ranks/process_rank.h).
   if (o.launch.is_process_mode()) info.rendezvous = planned_rendezvous(o.launch, o.launch_request).describe();
+  info.one_gpu = o.one_gpu;
+  // One GPU: what it can show comes first, before the configuration.
+  const std::vector<std::string> first = o.one_gpu ? one_gpu_lines() : std::vector<std::string>{};
   if (find_workload(o.workloads.front()).scenario) {  // validate() forbids mixing them with microbenchmarks
     info.config = scenario_config_lines(o, nranks);
+    info.config.insert(info.config.begin(), first.begin(), first.end());
     // tandem tune chooses the policies itself.
     if (tool != "bench")
       info.config.erase(std::remove_if(info.config.begin(), info.config.end(),
@@ -85,6 +89,7 @@ RunInfo describe_run(const BenchOptions& o, int nranks, const std::string& tool,
           (o.check ? "on: collectives exact, GEMMs against an fp32 reference, every policy" : "off"),
   };
   if (tool == "bench") info.config.insert(info.config.begin() + 2, "policies  " + policies);
+  info.config.insert(info.config.begin(), first.begin(), first.end());
   for (const auto& name : o.workloads) {
     WorkloadOptions w = o.workload;
     w.dtype = o.dtype;

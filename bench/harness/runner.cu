@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <memory>
 
 #include "harness/bench_ranks.h"
@@ -117,6 +118,12 @@ size_t case_count(const BenchOptions& options) {
 void record_policies(PolicyTrials& trials, const CaseId& id, const BenchOptions& options, size_t& step,
                      size_t total_steps, BenchOutcome& outcome, const RowSink& on_row, const ProgressSink& progress) {
   const std::string& label = id.label;
+  // One GPU: what shaping would do to the workload's kernel, once per workload.
+  if (options.one_gpu && id.collects)
+    if (auto plan = trials.residency_plan())
+      if (std::none_of(outcome.residency_plans.begin(), outcome.residency_plans.end(),
+                       [&](const ResidencyPlan& p) { return p.workload == plan->workload; }))
+        outcome.residency_plans.push_back(std::move(*plan));
   for (const auto& policy : effective_policies(options)) {
     if (id.rank == 0 && progress)
       progress("[" + std::to_string(++step) + "/" + std::to_string(total_steps) + "] " + label + " " +

@@ -1,6 +1,7 @@
 #include "harness/tune_resume.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "tandem/error.h"
 #include "tandem/printable.h"
@@ -27,7 +28,8 @@ Row policy_row(const nlohmann::json& j) {
   r.t_overlap_ms = j.value("t_overlap_ms", 0.0);
   r.t_seq_ms = j.value("t_seq_ms", 0.0);
   const auto e = j.find("efficiency");
-  r.efficiency = e != j.end() && e->is_number() ? e->get<double>() : 0.0;
+  // null: undefined (report.h), which must not come back as a figure.
+  r.efficiency = e != j.end() && e->is_number() ? e->get<double>() : std::numeric_limits<double>::quiet_NaN();
   return r;
 }
 

@@ -29,7 +29,7 @@ void JsonReporter::report_row(const Row& row) {
 void JsonReporter::report_end(const RunResults& results) {
   RunInfo info = info_;
   info.hbm_bandwidth_gbps = results.hbm_bandwidth_gbps;
-  write_results_json(path_, to_json(info, results.rows, results.notes, true));
+  write_results_json(path_, to_json(info, results.rows, results.notes, true, results.residency_plans));
 }
 
 void JsonReporter::report_interrupted(const std::string&) {

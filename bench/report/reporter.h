@@ -17,9 +17,10 @@ namespace tandem::bench {
 // What a finished run measured.
 struct RunResults {
   std::vector<Row> rows;
-  std::vector<std::string> notes;      // policies skipped, launch and setup notes
-  double hbm_bandwidth_gbps = 0;       // measured device-to-device copy bandwidth (the collecting rank's)
-  std::vector<TraceIteration> traces;  // `--trace`: one iteration per policy and rank (report/trace.h)
+  std::vector<std::string> notes;              // policies skipped, launch and setup notes
+  double hbm_bandwidth_gbps = 0;               // measured device-to-device copy bandwidth (the collecting rank's)
+  std::vector<TraceIteration> traces;          // `--trace`: one iteration per policy and rank (report/trace.h)
+  std::vector<ResidencyPlan> residency_plans;  // one GPU: each shapeable workload's (report.h)
 };
 
 class Reporter {

@@ -111,3 +111,46 @@ TEST(BenchOptions, InPlaceIsForCollectivesThatHaveTheForm) {
   o.workloads = {"fsdp"};
   EXPECT_NE(error_of([&] { tb::validate(o); }).find("(got 'fsdp')"), std::string::npos);
 }
+
+// The main job on one GPU: no collective to overlap, so it measures what one GPU can show.
+TEST(BenchOptions, OneRankMeasuresEachControlsComputeTax) {
+  tb::BenchOptions o;
+  const tb::BenchOptions one = tb::plan_for_ranks(o, 1);
+  EXPECT_TRUE(one.one_gpu);
+  EXPECT_FALSE(one.policies_given);  // a control that cannot apply to a workload is skipped with a note
+  EXPECT_EQ(tb::effective_policies(one), tb::one_gpu_policies());
+  EXPECT_EQ(one.workloads, o.workloads);
+  bool shapes = false, caps = false;
+  for (const auto& p : tb::effective_policies(one)) {
+    // Every one changes the computation; one that only moves the collective would show nothing.
+    EXPECT_TRUE(p.shape.kind != tandem::ShapeTarget::Kind::None || p.sm_target || p.green_sms || p.comm_priority)
+        << tandem::to_string(p);
+    EXPECT_FALSE(p.is_sequential() || p.order == tandem::LaunchOrder::CommFirst || p.copy_engine)
+        << tandem::to_string(p);
+    // shape:auto needs the collective's CTA, which one rank never launches.
+    EXPECT_NE(p.shape.kind, tandem::ShapeTarget::Kind::Auto) << tandem::to_string(p);
+    shapes |= p.shape.kind == tandem::ShapeTarget::Kind::BlocksPerSm;
+    caps |= p.sm_target.has_value();
+  }
+  EXPECT_TRUE(shapes && caps);  // the paper's control and tandem's
+  // Policies the user named are kept, and measured the same way.
+  o.policies = tandem::parse_policy_list("priority,shape:2+priority");
+  o.policies_given = true;
+  const tb::BenchOptions named = tb::plan_for_ranks(o, 1);
+  EXPECT_TRUE(named.one_gpu);
+  EXPECT_EQ(named.policies, o.policies);
+  // Two ranks or more: the overlap run, unchanged.
+  for (int ranks : {2, 8}) {
+    const tb::BenchOptions many = tb::plan_for_ranks(tb::BenchOptions{}, ranks);
+    EXPECT_FALSE(many.one_gpu);
+    EXPECT_EQ(tb::effective_policies(many), tb::default_policies());
+  }
+}
+
+TEST(BenchOptions, OneGpuHeaderSaysWhatOneGpuCanAndCannotShow) {
+  std::string text;
+  for (const auto& line : tb::one_gpu_lines()) text += line + "\n";
+  for (const char* what : {"no collective to overlap", "compute tax", "residency plan", "two or more GPUs",
+                           "--allow-shared-gpu", "checks correctness only", "tandem run"})
+    EXPECT_NE(text.find(what), std::string::npos) << what;
+}

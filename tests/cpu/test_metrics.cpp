@@ -41,6 +41,17 @@ TEST(Metrics, ReductionAndEfficiencyFollowTheDesignDefinitions) {
   EXPECT_TRUE(std::isnan(tb::efficiency(2.0, 1.5, 3.0)));  // bound above t_seq
 }
 
+TEST(Metrics, ADenominatorMustStandOutOfItsSpread) {
+  EXPECT_TRUE(tb::denominator_defined(1.0, 0.1));
+  EXPECT_TRUE(tb::denominator_defined(0.3, 0));
+  EXPECT_FALSE(tb::denominator_defined(0.1, 0.1));  // equal to the noise: within it
+  EXPECT_FALSE(tb::denominator_defined(0.05, 0.1));
+  EXPECT_FALSE(tb::denominator_defined(0, 0));
+  EXPECT_FALSE(tb::denominator_defined(-1.0, 0.1));
+  EXPECT_FALSE(tb::denominator_defined(std::nan(""), 0.1));
+  EXPECT_FALSE(tb::denominator_defined(1.0, std::nan("")));
+}
+
 TEST(Metrics, BandwidthAndBalance) {
   EXPECT_DOUBLE_EQ(tb::algbw_gbps(1e9, 1.0), 1000);
   EXPECT_EQ(tb::balanced_count(0.4, 1.9), 5);

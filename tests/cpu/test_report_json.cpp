@@ -55,6 +55,12 @@ tb::Row distinct_row() {
   r.wrong = 4;
   r.compute_blocks_per_sm = 2;
   r.shape_dynamic_smem = 76928;
+  r.t_compute_min_ms = 1.0625;
+  r.t_compute_max_ms = 1.4375;
+  r.t_comm_min_ms = 1.3125;
+  r.t_comm_max_ms = 1.6875;
+  r.t_seq_min_ms = 2.5625;
+  r.t_seq_max_ms = 2.9375;
   r.compute_kernel = footprint("tiled_gemm_kernel", 100);
   r.comm_kernel = footprint("ncclDevKernel_ReduceScatter", 200);
   return r;
@@ -154,8 +160,54 @@ TEST(ReportJson, EveryRowFieldHasItsValue) {
                            {"static_smem", 204},
                            {"dynamic_smem", 205},
                            {"cluster_size", 206},
-                           {"blocks_per_sm", 207}}}};
+                           {"blocks_per_sm", 207}}},
+                         {"t_compute_min_ms", 1.0625},
+                         {"t_compute_max_ms", 1.4375},
+                         {"t_comm_min_ms", 1.3125},
+                         {"t_comm_max_ms", 1.6875},
+                         {"t_seq_min_ms", 2.5625},
+                         {"t_seq_max_ms", 2.9375},
+                         {"undefined", json::object()}};
   EXPECT_EQ(row, expected) << row.dump(1);
+}
+
+TEST(ReportJson, EveryUndefinedFigureIsNullWithItsReason) {
+  tb::Row r = distinct_row();
+  r.reduction = r.efficiency = r.compute_slowdown = r.comm_slowdown = std::nan("");
+  r.undefined = {
+      {"reduction", "why 1"}, {"efficiency", "why 2"}, {"compute_slowdown", "why 3"}, {"comm_slowdown", "why 3"}};
+  const json doc = tb::to_json({}, {r}, {"n1"});
+  const json& row = doc["rows"][0];
+  for (const char* figure : {"reduction", "efficiency", "compute_slowdown", "comm_slowdown"})
+    EXPECT_TRUE(row[figure].is_null()) << figure;
+  EXPECT_EQ(row["undefined"], json({{"reduction", "why 1"},
+                                    {"efficiency", "why 2"},
+                                    {"compute_slowdown", "why 3"},
+                                    {"comm_slowdown", "why 3"}}));
+  EXPECT_EQ(doc["notes"].size(), 4u);  // one per reason, then the run's own
+  EXPECT_EQ(doc["notes"][2].get<std::string>().rfind("compute_slowdown, comm_slowdown undefined", 0), 0u);
+  EXPECT_EQ(doc["notes"][3], "n1");
+  EXPECT_FALSE(row.contains("compute_tax"));  // not a one-GPU row
+}
+
+TEST(ReportJson, AOneGpuRowHasItsComputeTax) {
+  tb::Row r = distinct_row();
+  r.one_gpu = true;
+  r.t_compute_policy_ms = 1.75;
+  r.t_compute_policy_min_ms = 1.5625;
+  r.t_compute_policy_max_ms = 1.8125;
+  r.compute_tax = 0.4;
+  tb::RunInfo info = distinct_run();
+  info.one_gpu = true;
+  const json doc = tb::to_json(info, {r}, {});
+  EXPECT_EQ(doc["one_gpu"], true);
+  EXPECT_EQ(doc["residency_plans"], json::array());
+  const json& row = doc["rows"][0];
+  EXPECT_EQ(row["t_compute_policy_ms"], 1.75);
+  EXPECT_EQ(row["t_compute_policy_min_ms"], 1.5625);
+  EXPECT_EQ(row["t_compute_policy_max_ms"], 1.8125);
+  EXPECT_EQ(row["compute_tax"], 0.4);
+  EXPECT_EQ(tb::to_json(distinct_run(), {}, {})["one_gpu"], false);
 }
 
 TEST(ReportJson, RowsKeepTheirOrderAndUndefinedValuesAreNull) {

@@ -61,6 +61,12 @@ class AbCompare(unittest.TestCase):
             self.assertEqual(code, 1, out)
             self.assertIn(why, out)
 
+    def test_undefined_slowdowns_read_as_a_dash(self):
+        rows = [dict(r, compute_slowdown=None, comm_slowdown=None) for r in OLD["rows"]]
+        code, out = self.compare({"rows": rows, "notes": OLD["notes"]})
+        self.assertEqual(code, 0, out)
+        self.assertIn("| 1.10/\u2014 | 1.20/\u2014 |", out)
+
     def test_a_separated_best_policy_must_stay_best(self):
         new = {"rows": [row("concurrent", 3.8, 3.7, 3.9), row("priority", 4.0, 3.9, 4.1)], "notes": OLD["notes"]}
         code, out = self.compare(new)

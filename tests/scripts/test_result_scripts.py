@@ -67,7 +67,29 @@ class ResultsTable(unittest.TestCase):
         self.assertEqual(first[:5], ["stream", "all-reduce", "64 MiB", "3", "`priority`"])
         self.assertEqual(first[5:10], ["4.000", "3.000", "7.000", "5.000", "4.000"])
         self.assertEqual(first[10:], ["28.6", "66.7", "1.00", "1.00", "20.0", "2"])
-        self.assertEqual(lines[1][11], "n/a")  # no efficiency: nothing to gain
+        self.assertEqual(lines[1][11], "\u2014")  # no efficiency: nothing to gain
+
+    def test_undefined_figures_read_as_a_dash(self):
+        # A one-rank row of an overlap run: every figure null (docs/BENCH_JSON.md).
+        out = self.table([row("priority", 5.0, reduction=None, efficiency=None, compute_slowdown=None,
+                              comm_slowdown=None)])
+        self.assertEqual(table_lines(out)[0][10:14], ["\u2014"] * 4)
+
+    def test_a_one_gpu_run_is_its_compute_tax(self):
+        # 2.5 ms under the policy against 2.0 alone: tax 25.0 %; an undefined tax reads as a dash.
+        taxed = row("shape:2", 2.3, t_compute_ms=2.0, t_compute_policy_ms=2.5, t_compute_policy_min_ms=2.4,
+                    t_compute_policy_max_ms=2.7, compute_tax=0.25)
+        noisy = row("priority", 2.3, t_compute_ms=2.0, t_compute_policy_ms=2.0, t_compute_policy_min_ms=1.9,
+                    t_compute_policy_max_ms=2.1, compute_tax=None)
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(dict(document([taxed, noisy]), one_gpu=True), f)
+        try:
+            out = run(RESULTS_TABLE, f.name)
+        finally:
+            os.unlink(f.name)
+        lines = table_lines(out)
+        self.assertEqual(lines[0], ["stream", "3", "`shape:2`", "2.000", "2.500 (2.400..2.700)", "25.0", "0"])
+        self.assertEqual(lines[1][5], "\u2014")
 
     def test_policies_filter(self):
         out = self.table([row("priority", 5.0), row("concurrent", 7.0), row("comm-first", 6.0)],
