@@ -11,7 +11,6 @@ skip without it (TANDEM_TORCH_PYTHON names a Python that has it).
 import importlib.util
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
@@ -234,10 +233,7 @@ FAKE_TORCHRUN = textwrap.dedent("""\
 class WholeRun(unittest.TestCase):
     def test_comparison_with_a_failing_variant(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             out = os.path.join(d, "cmp.json")
             p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "2", "--policies", "priority",
                                 "--variants", "stock,high-priority,tandem-torch,no-comm,comm-only", "--torchrun", fake,
@@ -273,10 +269,7 @@ class WholeRun(unittest.TestCase):
 
     def test_a_step_that_is_no_time_fails_its_launch(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             out = os.path.join(d, "cmp.json")
             bad = {"nan": "NaN", "true": "true", "negative": "-3.5", "zero": "0", "infinite": "1e999"}
             p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "1", "--variants",
@@ -306,10 +299,7 @@ class WholeRun(unittest.TestCase):
 
     def test_a_hanging_launch_is_ended_with_its_ranks(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             pidfile = os.path.join(d, "rank.pid")
             out = os.path.join(d, "cmp.json")
             p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "1", "--variants",

@@ -11,7 +11,6 @@ need torch (and jax), and skip without them (TANDEM_TORCH_PYTHON names a Python 
 import importlib.util
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
@@ -335,10 +334,7 @@ print("TANDEM_RESULT " + json.dumps(result))
 class WholeRun(unittest.TestCase):
     def test_rows_through_a_fake_torchrun(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             out = os.path.join(d, "reach.json")
             p = subprocess.run([sys.executable, SCRIPT, "--only", "torch-collectives", "--ranks", "2,3", "--jobs", "2",
                                 "--torchrun", fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"),
@@ -372,10 +368,7 @@ class WholeRun(unittest.TestCase):
 
     def test_a_row_with_nothing_to_measure_does_not_pass(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             out = os.path.join(d, "reach.json")
             p = subprocess.run([sys.executable, SCRIPT, "--only", "torch-collectives", "--ranks", "2", "--torchrun", fake,
                                 "--python", sys.executable, "--work-dir", os.path.join(d, "work"), "--out", out],
@@ -401,10 +394,7 @@ class WholeRun(unittest.TestCase):
 
     def test_sigterm_stops_every_row_and_keeps_the_json(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             pidfile, out = os.path.join(d, "hung.pids"), os.path.join(d, "reach.json")
             p = subprocess.Popen([sys.executable, SCRIPT, "--only", "torch-collectives/2", "--jobs", "2", "--torchrun",
                                   fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"), "--out", out],

@@ -18,6 +18,8 @@ from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
+sys.path.insert(0, HERE)
+import torch_launch  # noqa: E402
 
 
 def load(name, file):
@@ -146,12 +148,8 @@ class HtaCompareWholeRun(unittest.TestCase):
     def run_compare(self, d, hta_modules, torchrun=FAKE_TORCHRUN):
         """hta-compare through the fake torchrun and tandem, with `hta_modules` as holistictraceanalysis
         (None each: not importable): its exit status, what it printed and its JSON."""
-        tools = {}
-        for name, text in (("torchrun", torchrun), ("tandem", FAKE_TANDEM)):
-            tools[name] = os.path.join(d, name)
-            with open(tools[name], "w") as f:
-                f.write(text.format(python=sys.executable, here=HERE))
-            os.chmod(tools[name], 0o755)
+        tools = {name: torch_launch.fake_program(d, text, name, here=HERE)
+                 for name, text in (("torchrun", torchrun), ("tandem", FAKE_TANDEM))}
         out = os.path.join(d, "hta.json")
         printed = io.StringIO()
         with mock.patch.dict(sys.modules, hta_modules), contextlib.redirect_stdout(printed), \
@@ -208,10 +206,7 @@ print('TANDEM_RESULT {{"step_ms_median": %s, "loss": 0.5}}' % os.environ["FAKE_S
 class TimelineRecord(unittest.TestCase):
     def test_a_step_that_is_no_time_fails_the_run(self):
         with tempfile.TemporaryDirectory() as d:
-            tandem = os.path.join(d, "tandem")
-            with open(tandem, "w") as f:
-                f.write(FAKE_TIMELINE_TANDEM.format(python=sys.executable))
-            os.chmod(tandem, 0o755)
+            tandem = torch_launch.fake_program(d, FAKE_TIMELINE_TANDEM, "tandem")
             for step, ok in (("10.5", True), ("NaN", False), ("true", False), ("-2.0", False), ("Infinity", False)):
                 printed = io.StringIO()
                 with mock.patch.dict(os.environ, FAKE_STEP=step), contextlib.redirect_stdout(printed), \
