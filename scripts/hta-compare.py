@@ -35,6 +35,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(ROOT, "scripts", "pytorch-compare.py"))
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
+Maybe, MapOf, NUMBER = compare.Maybe, compare.MapOf, compare.NUMBER
 
 NCCL_KERNEL = re.compile(r"^nccl.*Kernel")  # HTA's own test (hta/utils/utils.py)
 MEMORY = re.compile(r"^(Memcpy|Memset|dma)")
@@ -148,10 +149,16 @@ def profiler_round(args, program, keep_dir, under_tandem=False):
            "exit_code": code, "trace_dir": trace_dir, "recomputed": {}}
     if under_tandem:
         run["tandem_stepped_aside"] = PROFILER_TAKES_CUPTI in output
-    for path in sorted(glob.glob(os.path.join(trace_dir, "*.json"))):
+    traces = sorted(glob.glob(os.path.join(trace_dir, "*.json")))
+    for path in traces:
         rank, shares = shares_of_trace(path)
         run["recomputed"][str(rank)] = shares
-    run["hta"], run["hta_error"] = hta_shares(trace_dir) if code == 0 else (None, "the profiled run failed")
+    if code != 0:
+        run["hta"], run["hta_error"] = None, f"the profiled run failed (exit {code})"
+    elif not traces:
+        run["hta"], run["hta_error"] = None, f"the profiled run left no profiler trace in {trace_dir}"
+    else:
+        run["hta"], run["hta_error"] = hta_shares(trace_dir)
     if code != 0:
         run["output_tail"] = compare.failure_text(output)
     return run
@@ -180,7 +187,21 @@ def summarize(program, runs):
     if s["tandem"] is not None and s["hta"] is not None:
         s["difference_points"] = 100 * (s["tandem"] - s["hta"])
         s["within_5_points"] = abs(s["difference_points"]) <= 5
+    # Why a figure is missing: the first reason a round gave (a dash alone would read as a result).
+    reasons = {"tandem": [f"tandem run (exit {r['exit_code']}) left no rank's share hidden in its stats files"
+                          for r in runs if r["kind"] == "tandem" and not r["shares"]],
+               "hta": [r["hta_error"] for r in runs if r["kind"] == "profiler" and r.get("hta_error")]}
+    missing = {figure: (reasons[figure] or ["no round measured it"])[0] for figure in reasons if s[figure] is None}
+    if missing:
+        s["missing"] = missing
     return s
+
+
+def missing_lines(summary):
+    """'ddp_mlp: no HTA figure: holistictraceanalysis not importable: ...', one per figure missing."""
+    names = {"tandem": "tandem", "hta": "HTA"}
+    return [f"{s['program']}: no {names[figure]} figure: {why}"
+            for s in summary for figure, why in (s.get("missing") or {}).items()]
 
 
 def fmt(x):
@@ -209,7 +230,7 @@ def markdown_table(doc):
     p = doc.get("provenance", {})
     shared = " (ranks sharing one GPU: times distorted, the shares are each run's own)" if doc.get("shared_gpu") else ""
     rounds = max((r.get("round", 0) for r in doc.get("runs", [])), default=0)
-    out = [f"{doc.get('nproc')} ranks on {', '.join(p.get('gpus', [])) or 'GPU'}{shared}, tandem {p.get('commit')}, "
+    out = [f"{doc.get('nproc')} ranks on {', '.join(p.get('gpus', [])) or 'GPU'}{shared}, tandem {p.get('commit') or '?'}, "
            f"{doc.get('date', '')[:10]}; the programs' arguments: {' '.join(doc.get('program_args', []))}; "
            f"{rounds} rounds, medians over rounds of the mean over ranks:", "",
            "| program | tandem | HTA | difference | tandem's definition on the profiler's trace | "
@@ -221,10 +242,21 @@ def markdown_table(doc):
         diff = "—" if "difference_points" not in s else f"{s['difference_points']:+.1f} pp"
         out.append(f"| {s['program']} | {fmt(s['tandem'])} | {fmt(s['hta'])} | {diff} | "
                    f"{fmt(s['tandem_definition_on_profiler_trace'])} | {fmt(s['hta_definition_recomputed'])} | "
-                   f"{spread(runs, s['program'], 'tandem', lambda r: r['shares'].values())} | "
+                   f"{spread(runs, s['program'], 'tandem', lambda r: (r.get('shares') or {}).values())} | "
                    f"{spread(runs, s['program'], 'profiler', lambda r: (r.get('hta') or {}).values())} | "
                    f"{under_tandem_text(s)} |")
-    return "\n".join(out)
+    missing = missing_lines(doc.get("summary", []))
+    return "\n".join(out + ([""] + [f"Missing: {line}." for line in missing] if missing else []))
+
+
+SUMMARY = {"program": str, "tandem": Maybe(NUMBER), "hta": Maybe(NUMBER),
+           "tandem_definition_on_profiler_trace": Maybe(NUMBER), "hta_definition_recomputed": Maybe(NUMBER),
+           "?difference_points": NUMBER, "?missing": MapOf(str),
+           "?profiled_under_tandem": {"exit_codes": [int], "tandem_stepped_aside": bool, "hta": Maybe(NUMBER)}}
+DOC = {"?provenance": compare.PROVENANCE, "?date": str, "?program_args": [str], "nproc": int, "?shared_gpu": bool,
+       "?runs": [{"kind": str, "program": str, "?round": int, "?shares": MapOf(Maybe(NUMBER)),
+                  "?hta": Maybe(MapOf(Maybe(NUMBER)))}],
+       "summary": compare.Rows(SUMMARY)}
 
 
 def main(argv=None):
@@ -246,8 +278,7 @@ def main(argv=None):
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.table:
         for path in args.table:
-            with open(path) as f:
-                print(markdown_table(json.load(f)) + "\n")
+            print(markdown_table(compare.read_record(path, "hta-compare", DOC, "hta-compare JSON", key="tool")) + "\n")
         return 0
     args.torchrun = shlex.split(args.torchrun)
     args.program_args = args.program_args or ["--steps", "10", "--warmup", "3"]
@@ -290,8 +321,13 @@ def main(argv=None):
     for r in doc["runs"]:
         if r.get("hta_error"):
             print(f"{r['program']} round {r['round']}: {r['hta_error']}", file=sys.stderr)
-    return status
+    missing = missing_lines(doc["summary"])
+    for line in missing:
+        print(line)
+    print("# %s: %d programs, %d figures missing" % ("FAILED" if status or missing else "OK", len(doc["summary"]),
+                                                    len(missing)))
+    return 1 if status or missing else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    compare.run_script(main, "hta-compare")

@@ -23,6 +23,7 @@ import argparse
 import datetime
 import itertools
 import json
+import math
 import os
 import re
 import shlex
@@ -165,6 +166,17 @@ def parse_result(output):
     return results[-1] if results else None
 
 
+def result_problem(result):
+    """Why a program's TANDEM_RESULT is no result (one line), or None: its median step must be a positive
+    finite number of ms (not NaN, not true, not negative), its loss a finite number or null."""
+    step, loss = result.get("step_ms_median"), result.get("loss")
+    if not is_number(step) or step <= 0:
+        return f"the program reported step_ms_median {shown(step)}, not a step time in ms"
+    if loss is not None and not is_number(loss):
+        return f"the program reported loss {shown(loss)}, not a finite number"
+    return None
+
+
 def tail(text, lines=20):
     return "\n".join(text.splitlines()[-lines:])
 
@@ -272,23 +284,132 @@ def text_table(summary):
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
-def read_record(path, kind, what="JSON"):
-    """A result file of `kind` (its "kind" field), or a one-line UserError naming the file."""
+# ---------------------------------------------------------------- reading result documents
+# One place for every script's --table/--tables: a result document is read strictly (JSON with no NaN or
+# Infinity), its kind checked, and every field its table reads checked for its type, or refused with one
+# line naming the file and the field; never a traceback, never a table from a document that is not a result.
+
+NUMBER = "a finite number"  # shape: an int or float that is neither NaN, infinite, true nor false
+
+
+class Maybe:
+    """Shape: null, or the shape given."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+class MapOf:
+    """Shape: an object whose every value has the shape given (its keys any)."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+class Rows:
+    """Shape: a list of at least one item of the shape given."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def shown(value, limit=60):
+    """A value as one printable line of JSON, cut at `limit` characters."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+TYPE_NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object", list: "a list"}
+
+
+def shape_problem(value, shape, where=""):
+    """Why `value` does not have `shape`, as one line naming the field (None when it does). A shape is a type
+    (str, int, bool, dict, list), NUMBER, Maybe, MapOf, Rows, [item shape], (shape, shape...) for a list of
+    exactly those, or {key: shape} for an object with those keys ("?key": optional; other keys allowed)."""
+    name = where or "the document"
+    if isinstance(shape, Maybe):
+        return None if value is None else shape_problem(value, shape.shape, where)
+    if isinstance(shape, (dict, MapOf)):
+        if not isinstance(value, dict):
+            return f"{name} is {shown(value)}, not an object"
+        items = shape.items() if isinstance(shape, dict) else ((k, shape.shape) for k in value)
+        for key, sub in items:
+            field = key[1:] if key.startswith("?") else key
+            if field not in value:
+                if key.startswith("?"):
+                    continue
+                return f"{name} has no {shown(field)}"
+            problem = shape_problem(value[field], sub, f"{where}.{field}" if where else field)
+            if problem:
+                return problem
+        return None
+    if isinstance(shape, (list, tuple, Rows)):
+        if not isinstance(value, list):
+            return f"{name} is {shown(value)}, not a list"
+        if isinstance(shape, tuple) and len(value) != len(shape):
+            return f"{name} is {shown(value)}, not a list of {len(shape)}"
+        if isinstance(shape, Rows) and not value:
+            return f"{name} is [], not a list of at least one row"
+        subs = shape if isinstance(shape, tuple) else [shape.shape if isinstance(shape, Rows) else shape[0]] * len(value)
+        for i, (item, sub) in enumerate(zip(value, subs)):
+            problem = shape_problem(item, sub, f"{name}[{i}]")
+            if problem:
+                return problem
+        return None
+    if shape == NUMBER:
+        return None if is_number(value) else f"{name} is {shown(value)}, not {NUMBER}"
+    if isinstance(value, shape) and (shape is bool or not isinstance(value, bool)):
+        return None
+    return f"{name} is {shown(value)}, not {TYPE_NAMES[shape]}"
+
+
+def check_shape(path, value, shape, where=""):
+    """`value` (read from `path`), or a one-line UserError naming the file and the field that is wrong."""
+    problem = shape_problem(value, shape, where)
+    if problem:
+        raise UserError(f"'{path}': {problem}")
+    return value
+
+
+def refuse_constant(name):
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def load_json(path, what="JSON"):
+    """The JSON document in `path`, strictly (NaN and Infinity refused), or a one-line UserError naming it."""
     try:
         with open(path) as f:
-            record = json.load(f)
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read {what} '{path}': {e}")
-    if record.get("kind") != kind:
-        raise UserError(f"'{path}' is not a {kind} record (kind {record.get('kind')!r})")
-    return record
+            return json.load(f, parse_constant=refuse_constant)
+    except (OSError, ValueError, RecursionError) as e:
+        raise UserError(f"cannot read {what} '{path}': {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+
+
+def read_record(path, kind, shape=None, what="JSON", key="kind"):
+    """A result document of `kind` (its `key` field: "kind", or "tool" for the timeline scripts) with every
+    field of `shape`, or a one-line UserError naming the file and what is wrong."""
+    record = load_json(path, what)
+    if not isinstance(record, dict) or record.get(key) != kind:
+        what_it_is = f"its {key} is {shown(record.get(key))}" if isinstance(record, dict) else f"it is {shown(record)}"
+        raise UserError(f"'{path}' is not a {kind} record ({what_it_is})")
+    return check_shape(path, record, shape or {})
+
+
+PROVENANCE = {"?gpus": [str], "?versions": MapOf(Maybe(str)), "?commit": Maybe(str), "?date": Maybe(str)}
+SUMMARY_ROW = {"program": str, "variant": str, "runs_ok": int, "runs_failed": int, "step_ms": Maybe(NUMBER),
+               "spread_ms": Maybe((NUMBER, NUMBER)), "speedup": Maybe(NUMBER), "efficiency": Maybe(NUMBER),
+               "loss_vs_stock": Maybe(str)}
+RECORD = {**PROVENANCE, "config": {"rounds": int, "nproc": int}, "summary": Rows(SUMMARY_ROW)}
 
 
 def markdown_tables(paths):
     """docs/PYTORCH.md's tables: per file, where and how it was measured, then one row per variant."""
     lines = []
     for path in paths:
-        record = read_record(path, "pytorch-compare", "comparison JSON")
+        record = read_record(path, "pytorch-compare", RECORD, "comparison JSON")
         versions = ", ".join("%s %s" % kv for kv in sorted(record.get("versions", {}).items()) if kv[1])
         lines += ["%s: %s; %s; tandem %s; %s; %d rounds, %d ranks." % (
             os.path.basename(path), ", ".join(record.get("gpus") or ["GPU unknown"]), versions or "versions unknown",
@@ -478,13 +599,25 @@ def run_child(argv, env, timeout):
         raise
 
 
+def finite_json(obj):
+    """`obj` with every NaN or infinite float (a program's own output may hold them) spelt as a string, so
+    that what is written is valid JSON, which has no such numbers."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return json.dumps(obj)
+    if isinstance(obj, dict):
+        return {k: finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_json(v) for v in obj]
+    return obj
+
+
 def write_json_atomically(path, obj):
     """A reader never sees half a file: a fresh temporary file (mkstemp: never an existing name or
     link) beside PATH, renamed over it."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".pytorch-compare-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
+            json.dump(finite_json(obj), f, indent=1, allow_nan=False)
             f.write("\n")
         os.replace(tmp, path)
     except BaseException:
@@ -502,10 +635,15 @@ def launch(round_, program, v, args):
     run["seconds"] = round(time.monotonic() - start, 2)
     run["exit_code"] = code
     result = parse_result(output) if code == 0 else None
-    run["ok"] = result is not None and isinstance(result.get("step_ms_median"), (int, float))
-    run["result"] = result
+    if code != 0:
+        problem = None
+    else:
+        problem = "no TANDEM_RESULT line" if result is None else result_problem(result)
+    run["ok"] = code == 0 and not problem
+    run["result"] = result if run["ok"] else None  # a run that failed gives no figure
     if not run["ok"]:
-        run["output_tail"] = failure_text(output) + ("" if code != 0 else "\n(no TANDEM_RESULT line)")
+        run["failure"] = problem or f"exit {code}"
+        run["output_tail"] = failure_text(output) + (f"\n({problem})" if problem else "")
     return run
 
 
@@ -538,7 +676,7 @@ def main(argv=None):
     for i, (round_, program, v) in enumerate(launches, 1):
         run = launch(round_, program, v, args)
         record["runs"].append(run)
-        state = ("%.3f ms" % run["result"]["step_ms_median"]) if run["ok"] else "FAILED (exit %s)" % run["exit_code"]
+        state = ("%.3f ms" % run["result"]["step_ms_median"]) if run["ok"] else "FAILED (%s)" % run["failure"]
         print(f"[{i}/{len(launches)}] round {round_} {program} {v['name']}: {state}, {run['seconds']:.0f} s",
               file=sys.stderr, flush=True)
         if not run["ok"]:

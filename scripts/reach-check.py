@@ -42,6 +42,7 @@ _spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(R
 pc = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(pc)
 UserError = pc.UserError
+Maybe, MapOf, NUMBER = pc.Maybe, pc.MapOf, pc.NUMBER
 results_of = pc.results_of
 
 POLICY = "copy-engine"
@@ -538,6 +539,9 @@ def compare_results(results, reference, ranks):
     return "within tolerance" if tolerance_applies(ranks) else "differs"
 
 
+NOTHING_MEASURED = "nothing measured"
+
+
 def verdicts(rows):
     """Each row's results against its program's stock row at the same ranks (stock rows: 'reference', or
     'wrong: N elements' when its own checks failed)."""
@@ -546,6 +550,8 @@ def verdicts(rows):
         if not r.get("ok"):
             codes = r.get("exit_codes") or []
             r["vs_stock"] = "FAILED (exit %s)" % ",".join(str(c) for c in codes if c) if any(codes) else "FAILED"
+        elif nothing_measured(r):
+            r["vs_stock"] = NOTHING_MEASURED + ": " + ", ".join(nothing_measured(r))
         elif r["front_end"] == "stock":
             checks = r["results"].get("checks") or {}
             wrong = sum(c["wrong"] for c in checks.values())
@@ -607,16 +613,33 @@ TABLE_HEADER = ["program", "ranks", "front end", "collectives (calls / bytes)", 
                 "results vs stock", "s"]
 
 
-def table_row(r):
+def collectives_seen(r):
+    """The collectives a row saw ({calls, bytes}): the route's count on tandem's rows, else the program's own
+    inventory (its process groups' flight recorders, or what it says it issued); None where neither is known."""
     route = r.get("route")
     if route:
-        total = {"calls": route["total_calls"], "bytes": route["total_bytes"]}
+        return {"calls": route["total_calls"], "bytes": route["total_bytes"]}
+    inventory = r.get("process_group") or r.get("issued")
+    if inventory is None and r.get("process_group") is None and r.get("issued") is None:
+        return None
+    return {key: sum(c[key] for c in (inventory or {}).values()) for key in ("calls", "bytes")}
+
+
+def nothing_measured(r):
+    """What a row that ran could not measure: its reach ("no collective": it saw none) and its results against
+    stock ("no result checked": no loss, no check). Such a row passes nothing: it is reported as such."""
+    seen, results = collectives_seen(r), r.get("results") or {}
+    return ((["no collective"] if seen is not None and seen["calls"] == 0 else []) +
+            (["no result checked"] if not results.get("losses") and not results.get("checks") else []))
+
+
+def table_row(r):
+    route = r.get("route")
+    total = collectives_seen(r)
+    if route:
         cells = [calls_bytes(total), calls_bytes({"calls": route["calls"], "bytes": route["bytes"]}),
                  share_text(route), fallback_text(route)]
     else:
-        inventory = r.get("process_group") or r.get("issued")
-        total = {"calls": sum(c["calls"] for c in inventory.values()),
-                 "bytes": sum(c["bytes"] for c in inventory.values())} if inventory else None
         cells = [calls_bytes(total) if total else "—", "—", "—", "— (not asked)"]
     unseen = "—" if r["front_end"] == "tandem-torch" else unseen_text(r)
     return [r["program"], str(r["ranks"]), r["front_end"]] + cells + [unseen, r.get("vs_stock", "—"),
@@ -645,6 +668,8 @@ def markdown_table(record, judged=False):
     short = [r["id"] for r in rows if r.get("route") and r["route"].get("share_of_bytes") is not None
              and r["route"]["share_of_bytes"] < 0.99]
     lines += ["", "Rows below 99 % of the bytes through the route: " + (", ".join(short) or "none") + "."]
+    empty = [r["id"] for r in rows if r.get("vs_stock", "").startswith(NOTHING_MEASURED)]
+    lines += ["Rows that measured nothing (failed): " + ", ".join(empty) + "."] if empty else []
     lines += controls_table(rows, record.get("config", {}).get("policy", POLICY))
     return "\n".join(lines)
 
@@ -786,12 +811,26 @@ def merge_records(records, names):
     return merged
 
 
+# What --table reads of a record (pc.read_record refuses anything else in one line).
+COUNTS = {"calls": int, "bytes": int}
+ROUTE = {"total_calls": int, "total_bytes": int, "calls": int, "bytes": int, "share_of_bytes": Maybe(NUMBER),
+         "collectives": MapOf({"nccl": MapOf(COUNTS)}), "?not_routed": Maybe(MapOf(COUNTS)),
+         "?controls": Maybe({"communicators": {"configured": int, "created": int, "overridden_by_variables": [str]},
+                             "elevated": int, "nccl_launches": int, "not_elevated": MapOf(int)})}
+ROW = {"id": str, "program": str, "ranks": int, "front_end": str, "ok": bool, "?exit_codes": Maybe([int]),
+       "?seconds": NUMBER, "results": {"?losses": [NUMBER], "?checks": MapOf({"wrong": int, "digests": [str]})},
+       "?route": Maybe(ROUTE), "?process_group": Maybe(MapOf(COUNTS)), "?issued": Maybe(MapOf(COUNTS)),
+       "?unseen": Maybe({"?operations": Maybe(MapOf(COUNTS)), "?functions": Maybe(MapOf({"calls": int}))})}
+RECORD = {**pc.PROVENANCE, "?tandem": Maybe(str), "?clean_tree": Maybe(bool), "?config": {"?policy": str},
+          "rows": pc.Rows(ROW)}
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--table"]:
         if len(argv) < 2:
             raise UserError("--table needs reach-check JSON files (one, or the parts of one coverage)")
-        records = [pc.read_record(path, "reach-check") for path in argv[1:]]
+        records = [pc.read_record(path, "reach-check", RECORD, "reach-check JSON") for path in argv[1:]]
         print(markdown_table(merge_records(records, argv[1:]), judged=True))
         return 0
     args = parse_args(argv)
@@ -855,7 +894,8 @@ def main(argv=None):
             record["versions"]["jax"] = record["versions"].get("jax") or r["jax"]
     save()
     print(markdown_table(record))
-    bad = [r["id"] for r in record["rows"] if not r["ok"] or r["vs_stock"].startswith(("wrong", "differs"))]
+    bad = [r["id"] for r in record["rows"]
+           if not r["ok"] or r["vs_stock"].startswith(("wrong", "differs", NOTHING_MEASURED))]
     print("# %s: %d rows, %d failed or wrong%s" % ("OK" if not bad else "FAILED", len(record["rows"]), len(bad),
                                                   (": " + ", ".join(bad)) if bad else ""))
     return 1 if bad else 0

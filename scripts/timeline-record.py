@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location("pytorch_compare", os.path.join(ROOT, "scripts", "pytorch-compare.py"))
 compare = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(compare)
+Maybe, NUMBER = compare.Maybe, compare.NUMBER
 
 PROGRAMS = ("ddp_mlp", "fsdp2_mlp")
 PARTS = ("figures", "compile", "overhead")
@@ -61,14 +62,18 @@ def one_run(args, program, policy, timeline, extra=(), nproc=None):
         run = {"program": program, "policy": policy, "timeline": timeline, "compile": "--compile" in extra,
                "command": shlex.join(argv), "exit_code": code, "seconds": round(time.monotonic() - start, 2)}
         result = compare.parse_result(output) if code == 0 else None
-        run["step_ms_median"] = result.get("step_ms_median") if result else None
-        run["loss"] = result.get("loss") if result else None
+        problem = "no TANDEM_RESULT line" if result is None else compare.result_problem(result)
+        run["step_ms_median"] = None if problem else result.get("step_ms_median")
+        run["loss"] = None if problem else result.get("loss")
         if timeline and os.path.exists(json_file):
             with open(json_file) as f:
                 run["job"] = json.load(f)["job"]
-        run["ok"] = run["step_ms_median"] is not None and (not timeline or bool(run.get("job", {}).get("summary")))
+        if not problem and timeline and not run.get("job", {}).get("summary"):
+            problem = "no timeline summary from tandem run"
+        run["ok"] = code == 0 and not problem
         if not run["ok"]:
-            run["output_tail"] = compare.failure_text(output)
+            run["failure"] = problem if code == 0 else f"exit {code}"
+            run["output_tail"] = compare.failure_text(output) + (f"\n({problem})" if code == 0 else "")
     return run
 
 
@@ -127,7 +132,7 @@ def text_table(doc):
 
 def markdown_table(doc):
     p = doc.get("provenance", {})
-    where = f"{', '.join(p.get('gpus', [])) or 'GPU'}, tandem {p.get('commit')}, {doc.get('date', '')[:10]}; " \
+    where = f"{', '.join(p.get('gpus', [])) or 'GPU'}, tandem {p.get('commit') or '?'}, {doc.get('date', '')[:10]}; " \
             f"the programs' arguments: {' '.join(doc.get('program_args') or []) or 'their defaults'}"
     out = []
     if doc.get("figures"):
@@ -148,6 +153,27 @@ def markdown_table(doc):
             f"(spread {o['without_spread_ms']:.3f} ms), {o['with_median_ms']:.3f} ms with it (spread "
             f"{o['with_spread_ms']:.3f} ms): {100 * o['overhead']:+.2f} %."]
     return "\n".join(out)
+
+
+FIGURE = {"program": str, "policy": str, "compile": bool, "hidden_share": Maybe(NUMBER),
+          **{k: Maybe(NUMBER) for k in TIMES}}
+DOC = {"?provenance": compare.PROVENANCE, "?date": str, "?program_args": Maybe([str]), "nproc": int,
+       "?shared_gpu": bool, "?figures": [FIGURE], "?overhead": {"program": str, "rounds": int, "?policy": str,
+                                                                "?nproc": int, "?shared_gpu": bool}}
+# The overhead's figures, where both kinds of run gave some ("overhead" in it).
+OVERHEAD = {k: NUMBER for k in ("without_median_ms", "with_median_ms", "overhead", "without_spread_ms",
+                                "with_spread_ms")}
+
+
+def read_doc(path):
+    """A timeline-record file with every field its tables read, or a one-line UserError naming what is wrong."""
+    doc = compare.read_record(path, "timeline-record", DOC, "timeline JSON", key="tool")
+    o = doc.get("overhead") or {}
+    if "overhead" in o:
+        compare.check_shape(path, o, OVERHEAD, "overhead")
+    if not doc.get("figures") and "overhead" not in o:
+        raise compare.UserError(f"'{path}' holds no figures and no overhead: nothing was measured")
+    return doc
 
 
 def parse_args(argv):
@@ -184,8 +210,7 @@ def main(argv=None):
     args = parse_args(sys.argv[1:] if argv is None else argv)
     if args.table:
         for path in args.table:
-            with open(path) as f:
-                print(markdown_table(json.load(f)))
+            print(markdown_table(read_doc(path)))
         return 0
     gpus = compare.gpu_count()
     args.gpus = gpus
@@ -210,7 +235,7 @@ def main(argv=None):
                 doc["runs"].append(run)
                 doc["figures"].append(figures_row(run))
                 print(f"{program} {policy}{' compile' if compiled else ''}: "
-                      + ("ok" if run["ok"] else "FAILED\n" + run.get("output_tail", "")), file=sys.stderr)
+                      + ("ok" if run["ok"] else f"FAILED ({run['failure']})\n" + run["output_tail"]), file=sys.stderr)
                 status |= 0 if run["ok"] else 1
                 save()
     if "overhead" in args.parts:
@@ -233,4 +258,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    compare.run_script(main, "timeline-record")

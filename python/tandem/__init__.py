@@ -10,9 +10,34 @@ one-line messages, raised as ValueError). The controls inside PyTorch are in ``t
 """
 import os
 
-from tandem._core import Policy, __version__, load_policy_file, parse_policy, policy_help
+from tandem import _core
+from tandem._core import Policy, __version__, policy_help
 
 __all__ = ["Policy", "__version__", "as_policy", "load_policy_file", "parse_policy", "policy_help"]
+
+
+def _utf8(value, what):
+    """``value``, or ValueError naming its first character UTF-8 cannot encode (a lone surrogate: no text holds
+    one, and tandem's parser takes UTF-8). What is not a ``str`` is left to the parser's own TypeError."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as e:
+            shown = value.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            shown = shown if len(shown) <= 200 else shown[:200] + "..."
+            raise ValueError(f"{what} '{shown}': character U+{ord(value[e.start]):04X} at position {e.start} is a "
+                             "lone surrogate, not text") from None
+    return value
+
+
+def parse_policy(text):
+    """Parses a policy ('shape:3+priority', or '@FILE'); ValueError names a bad token or character."""
+    return _core.parse_policy(_utf8(text, "policy"))
+
+
+def load_policy_file(path):
+    """Reads a policy file as `tandem tune` writes it; ValueError if missing or invalid, or its path is not text."""
+    return _core.load_policy_file(_utf8(path, "policy file"))
 
 
 def as_policy(policy):

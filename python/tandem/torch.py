@@ -253,6 +253,14 @@ def _count(stat, route, nbytes):
     _BYTES[stat][route] += nbytes
 
 
+def _on_nccl(stat, reason, tensors, collective, *args, **kwargs):
+    """Runs ``collective(*args, **kwargs)`` (the process group's own, for a call the route did not take), then
+    counts it under ``reason``: a call that raised ran nowhere, and ``stats()`` counts only calls that ran."""
+    result = collective(*args, **kwargs)
+    _count(stat, reason, _nbytes(*tensors))
+    return result
+
+
 def _nbytes(*tensors):
     return max(t.numel() * t.element_size() for t in tensors)
 
@@ -263,7 +271,14 @@ def nccl_dtype(dtype):
 
 
 def _group(group):
-    return dist.group.WORLD if group is None else group
+    """The group given, or the default one; before there is one, RuntimeError naming what to call first
+    (``dist.group.WORLD`` is None until then)."""
+    if group is not None:
+        return group
+    if not dist.is_initialized():
+        raise RuntimeError("tandem.torch: no default process group yet: call tandem.torch.init_process_group(policy) "
+                           "(or torch.distributed.init_process_group) first, or pass the group")
+    return dist.group.WORLD
 
 
 # The most window memory a route's staging pool holds (tandem::kDefaultRoutePoolBytes): larger calls run in
@@ -333,20 +348,22 @@ def _route_for(group, tensors):
 
 def _run_on_route(stat, kind, group, send, recv, count, dtype, reduction="sum", scalar=1.0, device_scalar=0, root=0):
     """Runs one collective on the group's copy-engine route, on the current stream, and counts it under ``stat``
-    in ``stats()``: "" when it ran, else why not (nothing was enqueued: the caller hands it to NCCL). Whether
-    the route takes a call depends only on the call's arguments and the group, so every rank decides alike.
-    ``root``: a broadcast's, as a rank of ``group``."""
+    in ``stats()`` once it ran: "" when it did, else why not (nothing was enqueued: the caller hands it to NCCL
+    through ``_on_nccl``, which counts it under that reason). Whether the route takes a call depends only on
+    the call's arguments and the group, so every rank decides alike. ``root``: a broadcast's, as a rank of
+    ``group``."""
     if nccl_dtype(dtype) is None:
-        reason = f"{dtype} has no NCCL type"
-    else:
-        route, reason = _route_for(group, (send, recv))
-        if not reason:
-            stream = torch.cuda.current_stream(send.device)
-            outcome = route.run(kind, send.data_ptr(), recv.data_ptr(), count, nccl_dtype(dtype), stream.cuda_stream,
-                                reduction, scalar, device_scalar, root)
-            reason = "" if outcome == ROUTED else outcome
-    _count(stat, reason or ROUTED, _nbytes(send, recv))
-    return reason
+        return f"{dtype} has no NCCL type"
+    route, reason = _route_for(group, (send, recv))
+    if reason:
+        return reason
+    stream = torch.cuda.current_stream(send.device)
+    outcome = route.run(kind, send.data_ptr(), recv.data_ptr(), count, nccl_dtype(dtype), stream.cuda_stream,
+                        reduction, scalar, device_scalar, root)
+    if outcome != ROUTED:
+        return outcome
+    _count(stat, ROUTED, _nbytes(send, recv))
+    return ""
 
 
 def _comm_stream(device, high_priority):
@@ -376,6 +393,7 @@ def all_reduce_average(state, tensor):
     ``torch.futures.Future`` whose value is ``tensor``."""
     group = _group(state.process_group)
     device = tensor.device
+    reason = f"a {device.type} tensor"
     if tensor.is_cuda:
         comm = _comm_stream(device, state.high_priority)
         # The bucket is complete on the compute stream; the all-reduce runs beside it, never on it, so the
@@ -390,10 +408,9 @@ def all_reduce_average(state, tensor):
                 future = torch.futures.Future(devices=[device])
                 future.set_result(tensor)
                 return future
-    else:
-        _count("ddp_all_reduce", f"a {device.type} tensor", _nbytes(tensor))
     tensor.div_(group.size())
-    return dist.all_reduce(tensor, group=group, async_op=True).get_future().then(lambda fut: fut.value()[0])
+    work = _on_nccl("ddp_all_reduce", reason, (tensor,), dist.all_reduce, tensor, group=group, async_op=True)
+    return work.get_future().then(lambda fut: fut.value()[0])
 
 
 def _copy_engine_hook(state, bucket):
@@ -456,10 +473,14 @@ def sync_module_states(module, policy, process_group=None, src=0):
         for name, tensor in list(module.named_parameters()) + list(module.named_buffers()):
             if name in ignored or tensor.numel() == 0:
                 continue
-            # _run_on_route answers why the route did not take it ("" when it did).
-            if not parsed.copy_engine or _run_on_route("ddp_broadcast", "broadcast", group, tensor, tensor,
-                                                       tensor.numel(), tensor.dtype, root=root):
+            if not parsed.copy_engine:
                 dist.broadcast(tensor, src=src, group=group)
+                continue
+            # _run_on_route answers why the route did not take it ("" when it did).
+            reason = _run_on_route("ddp_broadcast", "broadcast", group, tensor, tensor, tensor.numel(), tensor.dtype,
+                                   root=root)
+            if reason:
+                _on_nccl("ddp_broadcast", reason, (tensor,), dist.broadcast, tensor, src=src, group=group)
     return parsed
 
 
@@ -562,8 +583,10 @@ class CopyEngineAllGather(_AllGather):
 
     def __call__(self, output_tensor, input_tensor, group, async_op=False):
         nbytes = input_tensor.numel() * input_tensor.element_size()
-        if _run_on_route("fsdp_all_gather", "all_gather", group, input_tensor, output_tensor, nbytes, torch.uint8):
-            return dist.all_gather_into_tensor(output_tensor, input_tensor, group=group, async_op=async_op)
+        reason = _run_on_route("fsdp_all_gather", "all_gather", group, input_tensor, output_tensor, nbytes, torch.uint8)
+        if reason:
+            return _on_nccl("fsdp_all_gather", reason, (input_tensor, output_tensor), dist.all_gather_into_tensor,
+                            output_tensor, input_tensor, group=group, async_op=async_op)
         return None
 
 
@@ -586,12 +609,12 @@ class CopyEngineReduceScatter(_ReduceScatter):
         reduction = _route_reduction(op, input_tensor.dtype)
         if reduction is None or output_tensor.dtype != input_tensor.dtype:
             reason = f"reduction {op}" if reduction is None else "input and output of different dtypes"
-            _count("fsdp_reduce_scatter", reason, _nbytes(input_tensor, output_tensor))
         else:
             reason = _run_on_route("fsdp_reduce_scatter", "reduce_scatter", group, input_tensor, output_tensor,
                                    output_tensor.numel(), input_tensor.dtype, *reduction)
         if reason:
-            return dist.reduce_scatter_tensor(output_tensor, input_tensor, op=op, group=group, async_op=async_op)
+            return _on_nccl("fsdp_reduce_scatter", reason, (input_tensor, output_tensor), dist.reduce_scatter_tensor,
+                            output_tensor, input_tensor, op=op, group=group, async_op=async_op)
         return None
 
 

@@ -91,6 +91,16 @@ def test_hostile_policy_text_is_one_printable_bounded_line(text):
     assert "unknown policy token" in message or "invalid" in message
 
 
+@pytest.mark.parametrize("call", [tandem.parse_policy, tandem.as_policy, tandem.load_policy_file])
+@pytest.mark.parametrize("text,at", [("\ud800", 0), ("priority+\udcff", 9), ("/tmp/x\udc80.policy", 6)])
+def test_a_lone_surrogate_is_named(call, text, at):
+    with pytest.raises(ValueError) as caught:
+        call(text)
+    message = str(caught.value)
+    assert f"character U+{ord(text[at]):04X} at position {at} is a lone surrogate, not text" in message
+    assert message.isprintable() and len(message) < 2000, repr(message)
+
+
 def test_comparing_with_another_type_is_not_an_error():
     p = tandem.parse_policy("priority")
     assert (p == "priority") is False

@@ -103,6 +103,44 @@ def test_cpu_bucket_never_reaches_the_route(world):
     assert route.asked == []
 
 
+@pytest.mark.parametrize("call", [
+    lambda: tt.copy_engine_route(), lambda: tt.nccl_comm(),
+    lambda: tt.all_reduce_average(tt.CopyEngineHookState(), torch.ones(2)),
+    lambda: tt.sync_module_states(torch.nn.Linear(2, 2), "copy-engine"),
+], ids=["copy_engine_route", "nccl_comm", "all_reduce_average", "sync_module_states"])
+def test_before_init_process_group_the_error_names_it(call):
+    assert not dist.is_initialized()
+    with pytest.raises(RuntimeError, match=r"no default process group yet: call tandem\.torch\.init_process_group"
+                                           r"\(policy\) \(or torch\.distributed\.init_process_group\) first"):
+        call()
+    assert "ddp_all_reduce" not in tt.stats()  # nothing ran, nothing counted
+
+
+def test_calls_that_raised_are_not_counted(world, monkeypatch):
+    seed_route(world, "refused (test)")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("the process group failed (test)")
+    for name in ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor"):
+        monkeypatch.setattr(dist, name, broken)
+    calls = [lambda: tt.all_reduce_average(tt.CopyEngineHookState(), torch.ones(4)),
+             lambda: tt.sync_module_states(torch.nn.Linear(2, 2), "copy-engine"),
+             lambda: tt.CopyEngineAllGather()(torch.empty(4), torch.ones(4), world),
+             lambda: tt.CopyEngineReduceScatter()(torch.empty(4), torch.ones(4), world, dist.ReduceOp.SUM),
+             lambda: tt.CopyEngineReduceScatter()(torch.empty(4), torch.ones(4), world, dist.ReduceOp.MAX)]
+    for call in calls:
+        with pytest.raises(RuntimeError, match="failed"):
+            call()
+    assert {k: v for k, v in tt.stats().items() if k != "routes"} == {"bytes": {}}
+    monkeypatch.undo()
+    for call in calls:  # the same calls, once they run, are counted by reason
+        call()
+    counts = tt.stats()
+    assert (counts["ddp_all_reduce"], counts["fsdp_all_gather"]) == ({"a cpu tensor": 1}, {"a cpu tensor": 1})
+    assert counts["ddp_broadcast"] == {"a cpu tensor": 2}  # the weight and the bias
+    assert counts["fsdp_reduce_scatter"] == {"a cpu tensor": 1, f"reduction {dist.ReduceOp.MAX}": 1}
+
+
 def test_hook_divides_before_the_sum_and_returns_the_bucket(world):
     seed_route(world, "refused (test)")
     bucket = torch.tensor([2.0, 4.0, 6.0])

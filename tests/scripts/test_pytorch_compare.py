@@ -11,7 +11,6 @@ skip without it (TANDEM_TORCH_PYTHON names a Python that has it).
 import importlib.util
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
@@ -241,6 +240,9 @@ FAKE_TORCHRUN = textwrap.dedent("""\
         open(os.environ["FAKE_HANG_PIDFILE"], "w").write(str(rank.pid))
         time.sleep(60)
     print("torchrun noise")
+    if os.environ.get("FAKE_STEP"):  # the step as the program spells it (JSON text), beside a NaN of its own
+        print('TANDEM_RESULT {{"step_ms_median": %s, "loss": 0.25, "step_ms": [NaN]}}' % os.environ["FAKE_STEP"])
+        sys.exit(0)
     print("TANDEM_RESULT " + json.dumps({{"step_ms_median": ms, "loss": None if mode == "comm-only" else 0.25,
                                           "argv": args, "torch": "9.9"}}))
     """)
@@ -249,10 +251,7 @@ FAKE_TORCHRUN = textwrap.dedent("""\
 class WholeRun(unittest.TestCase):
     def test_comparison_with_a_failing_variant(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             out = os.path.join(d, "cmp.json")
             p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "2", "--policies", "priority",
                                 "--variants", "stock,high-priority,tandem-torch,no-comm,comm-only", "--torchrun", fake,
@@ -286,12 +285,39 @@ class WholeRun(unittest.TestCase):
                       tables.stdout)
 
 
+    def test_a_step_that_is_no_time_fails_its_launch(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
+            out = os.path.join(d, "cmp.json")
+            bad = {"nan": "NaN", "true": "true", "negative": "-3.5", "zero": "0", "infinite": "1e999"}
+            p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "1", "--variants",
+                                "stock,nccl-env", "--torchrun", fake, "--out", out] +
+                               [f"--env-variant={k}:FAKE_STEP={v}" for k, v in bad.items()] +
+                               ["--env-variant=odd-but-fine:FAKE_STEP=7.5"], capture_output=True, text=True, timeout=120)
+            with open(out) as f:  # valid JSON: no NaN or Infinity token, whatever the programs printed
+                record = json.load(f, parse_constant=lambda c: self.fail(f"{c} in --out"))
+            tables = subprocess.run([sys.executable, SCRIPT, "--tables", out], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertTrue(p.stdout.rstrip().endswith("# FAILED: 9 launches, 5 failed"), p.stdout)
+        runs = {r["variant"]: r for r in record["runs"]}
+        for name, text in bad.items():
+            run = runs["stock+" + name]
+            self.assertEqual((run["ok"], run["result"]), (False, None))  # no figure from a failed launch
+            shown = {"1e999": "Infinity", "0": "0"}.get(text, text)
+            self.assertEqual(run["failure"], f"the program reported step_ms_median {shown}, not a step time in ms")
+            self.assertIn(f"stock+{name}: FAILED (the program reported step_ms_median {shown}", p.stderr)
+        self.assertEqual(runs["stock+odd-but-fine"]["result"]["step_ms"], ["NaN"])  # a NaN elsewhere, spelt out
+        rows = {s["variant"]: s for s in record["summary"]}
+        self.assertEqual((rows["stock+nan"]["runs_ok"], rows["stock+nan"]["step_ms"]), (0, None))
+        self.assertEqual(rows["stock+odd-but-fine"]["step_ms"], 7.5)
+        cells = [c for line in p.stdout.splitlines() if line.startswith("ddp_mlp") for c in line.split()]
+        self.assertFalse({"nan", "inf", "-3.500", "0.000"} & set(cells), p.stdout)  # no figure from a bad step
+        self.assertEqual(tables.returncode, 0, tables.stderr)
+        self.assertIn("| ddp_mlp | stock+nan | 0/1 | — | — | — | — | n/a |", tables.stdout)
+
     def test_a_hanging_launch_is_ended_with_its_ranks(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             pidfile = os.path.join(d, "rank.pid")
             out = os.path.join(d, "cmp.json")
             p = subprocess.run([sys.executable, SCRIPT, "--programs", "ddp_mlp", "--rounds", "1", "--variants",

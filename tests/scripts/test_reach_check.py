@@ -11,7 +11,6 @@ need torch (and jax), and skip without them (TANDEM_TORCH_PYTHON names a Python 
 import importlib.util
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
@@ -311,6 +310,10 @@ if os.environ.get("FAKE_HANG_PIDFILE"):
     time.sleep(300)
 n = int(args[args.index("--nproc-per-node") + 1])
 routed = "--no-python" in args
+if os.environ.get("FAKE_NOTHING"):  # a program that issues no collective and checks nothing
+    print("TANDEM_RESULT " + json.dumps({{"program": "torch_collectives", "ok": True, "checks": {{}},
+                                         "ranks": [{{"process_group": {{}}, "issued": {{}}}}] * n}}))
+    sys.exit(0)
 if routed:
     stats = args[args.index("--stats") + 1]
     for r in range(n):
@@ -331,10 +334,7 @@ print("TANDEM_RESULT " + json.dumps(result))
 class WholeRun(unittest.TestCase):
     def test_rows_through_a_fake_torchrun(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             out = os.path.join(d, "reach.json")
             p = subprocess.run([sys.executable, SCRIPT, "--only", "torch-collectives", "--ranks", "2,3", "--jobs", "2",
                                 "--torchrun", fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"),
@@ -366,12 +366,35 @@ class WholeRun(unittest.TestCase):
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
 
+    def test_a_row_with_nothing_to_measure_does_not_pass(self):
+        with tempfile.TemporaryDirectory() as d:
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
+            out = os.path.join(d, "reach.json")
+            p = subprocess.run([sys.executable, SCRIPT, "--only", "torch-collectives", "--ranks", "2", "--torchrun", fake,
+                                "--python", sys.executable, "--work-dir", os.path.join(d, "work"), "--out", out],
+                               capture_output=True, text=True, timeout=120, env=dict(os.environ, FAKE_NOTHING="1"))
+            table = subprocess.run([sys.executable, SCRIPT, "--table", out], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1, p.stderr + p.stdout)
+        self.assertTrue(p.stdout.rstrip().endswith("# FAILED: 2 rows, 2 failed or wrong: torch-collectives/2/stock, "
+                                                   "torch-collectives/2/tandem-run"), p.stdout)
+        # Not "bitwise", not "reference": the rows say what they could not measure.
+        self.assertIn("| torch-collectives | 2 | stock | 0 / 0 B | — | — | — (not asked) | none | "
+                      "nothing measured: no collective, no result checked |", table.stdout)
+        self.assertIn("| torch-collectives | 2 | tandem-run | 0 / 0 B | 0 / 0 B | — | none | none | "
+                      "nothing measured: no collective, no result checked |", table.stdout)
+        self.assertIn("Rows that measured nothing (failed): torch-collectives/2/stock, torch-collectives/2/tandem-run.",
+                      table.stdout)
+        # Each alone is enough: collectives but no check, a check but no collective.
+        row = {"ok": True, "front_end": "tandem-torch", "route": {"total_calls": 4, "total_bytes": 64}, "results": {}}
+        self.assertEqual(rc.nothing_measured(row), ["no result checked"])
+        row.update(route={"total_calls": 0, "total_bytes": 0}, results={"losses": [1.5]})
+        self.assertEqual(rc.nothing_measured(row), ["no collective"])
+        # Unknown is not nothing: a stock row without an inventory (no flight recorder, no count of its own).
+        self.assertEqual(rc.nothing_measured({"results": {"losses": [1.5]}, "process_group": None}), [])
+
     def test_sigterm_stops_every_row_and_keeps_the_json(self):
         with tempfile.TemporaryDirectory() as d:
-            fake = os.path.join(d, "faketorchrun")
-            with open(fake, "w") as f:
-                f.write(FAKE_TORCHRUN.format(python=sys.executable))
-            os.chmod(fake, os.stat(fake).st_mode | stat.S_IXUSR)
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
             pidfile, out = os.path.join(d, "hung.pids"), os.path.join(d, "reach.json")
             p = subprocess.Popen([sys.executable, SCRIPT, "--only", "torch-collectives/2", "--jobs", "2", "--torchrun",
                                   fake, "--python", sys.executable, "--work-dir", os.path.join(d, "work"), "--out", out],

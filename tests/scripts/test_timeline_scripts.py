@@ -12,10 +12,14 @@ import json
 import os
 import sys
 import tempfile
+import types
 import unittest
+from unittest import mock
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPTS = os.path.join(HERE, "..", "..", "scripts")
+sys.path.insert(0, HERE)
+import torch_launch  # noqa: E402
 
 
 def load(name, file):
@@ -129,25 +133,54 @@ sys.exit(subprocess.run(program).returncode)
 """
 
 
+def fake_hta(share):
+    """holistictraceanalysis as far as hta-compare uses it: every rank's overlap is `share` (in %)."""
+    class TraceAnalysis:
+        def __init__(self, trace_dir):
+            self.ranks = sorted(range(len(os.listdir(trace_dir))))
+
+        def get_comm_comp_overlap(self, visualize):
+            return {"rank": self.ranks, "comp_comm_overlap_pctg": [share] * len(self.ranks)}
+    return {"hta": types.ModuleType("hta"), "hta.trace_analysis": types.SimpleNamespace(TraceAnalysis=TraceAnalysis)}
+
+
 class HtaCompareWholeRun(unittest.TestCase):
+    def run_compare(self, d, hta_modules, torchrun=FAKE_TORCHRUN):
+        """hta-compare through the fake torchrun and tandem, with `hta_modules` as holistictraceanalysis
+        (None each: not importable): its exit status, what it printed and its JSON."""
+        tools = {name: torch_launch.fake_program(d, text, name, here=HERE)
+                 for name, text in (("torchrun", torchrun), ("tandem", FAKE_TANDEM))}
+        out = os.path.join(d, "hta.json")
+        printed = io.StringIO()
+        with mock.patch.dict(sys.modules, hta_modules), contextlib.redirect_stdout(printed), \
+                contextlib.redirect_stderr(printed):
+            status = hta_compare.main(["--tandem", tools["tandem"], "--torchrun", tools["torchrun"], "--programs",
+                                       "ddp_mlp", "--rounds", "2", "--traces", os.path.join(d, "traces"),
+                                       "--out", out, "--", "--steps", "2"])
+        with open(out) as f:
+            return status, printed.getvalue(), json.load(f), tools
+
+    def test_without_htas_figure_the_run_fails_and_says_why(self):
+        with tempfile.TemporaryDirectory() as d:
+            status, printed, doc, _ = self.run_compare(d, {"hta": None, "hta.trace_analysis": None})
+        self.assertEqual(status, 1, printed)
+        self.assertIn("ddp_mlp: no HTA figure: holistictraceanalysis not importable", printed)
+        self.assertTrue(printed.rstrip().endswith("# FAILED: 1 programs, 1 figures missing"), printed)
+        self.assertIn("Missing: ddp_mlp: no HTA figure: holistictraceanalysis not importable",
+                      hta_compare.markdown_table(doc))
+        # A profiled run that leaves no trace: said so, not handed to HTA.
+        with tempfile.TemporaryDirectory() as d:
+            status, printed, doc, _ = self.run_compare(d, fake_hta(25.0), torchrun="#!{python}\n")
+        self.assertEqual(status, 1, printed)
+        self.assertIn("ddp_mlp: no HTA figure: the profiled run left no profiler trace in ", printed)
+
     def test_rounds_alternate_and_the_profile_inside_tandem_run_is_its_own(self):
         with tempfile.TemporaryDirectory() as d:
-            tools = {}
-            for name, text in (("torchrun", FAKE_TORCHRUN), ("tandem", FAKE_TANDEM)):
-                tools[name] = os.path.join(d, name)
-                with open(tools[name], "w") as f:
-                    f.write(text.format(python=sys.executable, here=HERE))
-                os.chmod(tools[name], 0o755)
-            out = os.path.join(d, "hta.json")
-            printed = io.StringIO()
-            with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-                status = hta_compare.main(["--tandem", tools["tandem"], "--torchrun", tools["torchrun"], "--programs",
-                                           "ddp_mlp", "--rounds", "2", "--traces", os.path.join(d, "traces"),
-                                           "--out", out, "--", "--steps", "2"])
-            with open(out) as f:
-                doc = json.load(f)
-        self.assertEqual(status, 0, printed.getvalue())
-        self.assertIn("tandem stepped aside", printed.getvalue())
+            status, printed, doc, tools = self.run_compare(d, fake_hta(25.0))
+        self.assertEqual(status, 0, printed)
+        self.assertTrue(printed.rstrip().endswith("# OK: 1 programs, 0 figures missing"), printed)
+        self.assertAlmostEqual(doc["summary"][0]["hta"], 0.25)
+        self.assertIn("tandem stepped aside", printed)
         # Round 1: tandem, profiler, then the profile made inside tandem run; round 2 the other way round.
         self.assertEqual([(r["round"], r["kind"]) for r in doc["runs"]],
                          [(1, "tandem"), (1, "profiler"), (1, "profiler-under-tandem"), (2, "profiler"), (2, "tandem")])
@@ -159,7 +192,35 @@ class HtaCompareWholeRun(unittest.TestCase):
         self.assertTrue(doc["runs"][2]["command"].startswith(tools["tandem"] + " run --policy concurrent --timeline"))
 
 
+# A `tandem run --timeline` that writes the job's figures into --timeline-json and prints the program's
+# TANDEM_RESULT line with the step time $FAKE_STEP (JSON text).
+FAKE_TIMELINE_TANDEM = """#!{python}
+import json, os, sys
+argv = sys.argv[1:]
+with open(argv[argv.index("--timeline-json") + 1], "w") as f:
+    json.dump({{"job": {{"summary": {{"step_ms": 10.0, "steps": 3}}}}, "records_lost": 0}}, f)
+print('TANDEM_RESULT {{"step_ms_median": %s, "loss": 0.5}}' % os.environ["FAKE_STEP"])
+"""
+
+
 class TimelineRecord(unittest.TestCase):
+    def test_a_step_that_is_no_time_fails_the_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            tandem = torch_launch.fake_program(d, FAKE_TIMELINE_TANDEM, "tandem")
+            for step, ok in (("10.5", True), ("NaN", False), ("true", False), ("-2.0", False), ("Infinity", False)):
+                printed = io.StringIO()
+                with mock.patch.dict(os.environ, FAKE_STEP=step), contextlib.redirect_stdout(printed), \
+                        contextlib.redirect_stderr(printed):
+                    status = timeline_record.main(["--tandem", tandem, "--parts", "figures", "--programs", "ddp_mlp",
+                                                   "--out", os.path.join(d, "t.json")])
+                with open(os.path.join(d, "t.json")) as f:
+                    doc = json.load(f, parse_constant=lambda c: self.fail(f"{c} in the JSON"))
+                self.assertEqual(status, 0 if ok else 1, printed.getvalue())
+                self.assertEqual([r["ok"] for r in doc["runs"]], [ok, ok])
+                if not ok:
+                    self.assertIn(f"ddp_mlp concurrent: FAILED (the program reported step_ms_median {step}, not a "
+                                  "step time in ms)", printed.getvalue())
+                    self.assertEqual([r["program_step_ms"] for r in doc["figures"]], [None, None])
     def test_overhead_is_the_change_of_the_median_step(self):
         runs = [{"timeline": False, "ok": True, "step_ms_median": v} for v in (40.0, 41.0, 39.0)]
         runs += [{"timeline": True, "ok": True, "step_ms_median": v} for v in (40.4, 40.8, 40.2)]

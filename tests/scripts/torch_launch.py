@@ -16,6 +16,16 @@ EXIT_ABORT = "terminate called without an active exception"
 ATTEMPTS = 3
 
 
+def fake_program(folder, text, name="faketorchrun", **fields):
+    """An executable stand-in (a launcher, `tandem`) written into `folder`: `text` formatted with this Python
+    (`python`) and `fields`. Returns its path."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(text.format(python=sys.executable, **fields))
+    os.chmod(path, 0o755)
+    return path
+
+
 def python_with(*modules):
     """A Python that imports every module: TANDEM_TORCH_PYTHON, else this one, else None."""
     for python in (os.environ.get("TANDEM_TORCH_PYTHON"), sys.executable):
