@@ -1,6 +1,7 @@
 // The interposer survives real programs unchanged (issue 18, item 5): each program of
 // tests/preload_target/program_*.cu (interposer_program MODE) and tests/gpu/programs/*.py runs
-// without and with `tandem run --policy P` for P in priority, shape:3+priority and sm-target:116.
+// without and with `tandem run --policy P` for P in priority, shape:3+priority+compute-always and
+// sm-target:116+compute-always.
 // Both runs must exit alike and print the same digest (tests/gpu/programs/program_output.py says
 // what a digest holds); floating-point results that a different cuBLAS algorithm may change in the
 // last bits ("approx") must agree within kRelativeTolerance / kAbsoluteTolerance. The interposer's
@@ -39,7 +40,10 @@ constexpr double kAbsoluteTolerance = 1e-5;
 // Per run; torch.compile's first compilation is the slowest part.
 constexpr int kRunTimeoutSeconds = 420;
 
-const char* const kPolicies[] = {"priority", "shape:3+priority", "sm-target:116"};
+// The compute controls in their always-on form: these programs launch no NCCL kernel beside their
+// compute, so the targeted form (the default) would leave every launch alone and check nothing of
+// shaping or capping on them (tests/cpu/test_preload_fake_driver.cpp covers the targeted rule).
+const char* const kPolicies[] = {"priority", "shape:3+priority+compute-always", "sm-target:116+compute-always"};
 
 fs::path cli_dir() { return fs::path(tandem_test::cli_path()).parent_path(); }
 
