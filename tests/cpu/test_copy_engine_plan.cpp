@@ -464,6 +464,17 @@ TEST(CopyEnginePlan, PiecesStayWithinTheCapAndOtherKindsRunWhole) {
   PlanRequest bigger = r;
   bigger.count = pieces.front().count + 4096;
   EXPECT_GT(plan_pool_bytes(bigger), size_t{256} << 20);
+  // Where the pool's 4 KiB parts make small pieces dearer than the proportional share says (20000 bf16
+  // need 80 KiB; 12 KiB is 15 % of that, 2944 elements, whose parts round up to 16 KiB), the pieces
+  // step down to what fits: 2048 elements, 4 KiB each part.
+  PlanRequest small = request(Collective::AllReduce, 20000, 2);
+  const std::vector<CallPiece> stepped = pieces_within(small, 12288, 64);
+  ASSERT_EQ(stepped.front().count, 2048u);
+  for (const CallPiece& p : stepped) {
+    PlanRequest piece = small;
+    piece.count = p.count;
+    EXPECT_LE(plan_pool_bytes(piece), 12288u) << "piece at " << p.offset;
+  }
   // A call that fits, no cap, and the kinds not cut yet: one piece, the whole call.
   for (const auto& [kind, cap] : std::vector<std::pair<Collective, size_t>>{{Collective::AllReduce, size_t{1} << 40},
                                                                             {Collective::AllReduce, 0},
