@@ -98,39 +98,32 @@ TEST_P(preload_nccl_route_matrix, StockNcclIsWithinItsBound) {
   }
 }
 
+// A routed rank: every call took the route, every result is the route's numerics.
+void expect_routed_and_exact(const Rank& r) {
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
+  EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
+  ASSERT_TRUE(r.stats.is_object()) << r.output;
+  const json& reach = r.stats["copy_engine_reach"];
+  EXPECT_EQ(reach["calls"], reach["total_calls"]) << r.stats["nccl_collectives"].dump(1);
+  EXPECT_EQ(reach["bytes"], reach["total_bytes"]);
+  EXPECT_GT(reach["calls"].get<int>(), 500);
+  for (const auto& [name, collective] : r.stats["nccl_collectives"].items())
+    EXPECT_EQ(collective["nccl"], json::object()) << name;
+  // Each captured case's call was captured once and replayed three times.
+  EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
+}
+
 TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
   TANDEM_REQUIRE_GPUS(1);
-  const int nranks = GetParam();
-  for (const Rank& r : run_ranks(nranks, true)) {
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
-    EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
-    ASSERT_TRUE(r.stats.is_object()) << r.output;
-    const json& reach = r.stats["copy_engine_reach"];
-    EXPECT_EQ(reach["calls"], reach["total_calls"]) << r.stats["nccl_collectives"].dump(1);
-    EXPECT_EQ(reach["bytes"], reach["total_bytes"]);
-    EXPECT_GT(reach["calls"].get<int>(), 500);
-    for (const auto& [name, collective] : r.stats["nccl_collectives"].items())
-      EXPECT_EQ(collective["nccl"], json::object()) << name;
-    // Each captured case's call was captured once and replayed three times.
-    EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
-  }
+  for (const Rank& r : run_ranks(GetParam(), true)) expect_routed_and_exact(r);
 }
 
 TEST_P(preload_nccl_route_matrix, CallsLargerThanThePoolCapRunInPiecesAndStayExact) {
   TANDEM_REQUIRE_GPUS(1);
-  const int nranks = GetParam();
   // 16 KiB: the all-reduces and broadcasts of 4096 x ranks and 7919 elements need more, and run as two
   // or three pieces (one granule of 4096 elements each); results must still be the route's numerics.
-  for (const Rank& r : run_ranks(nranks, true, "16KiB")) {
-    EXPECT_EQ(r.exit_code, 0) << r.output;
-    EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
-    EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
-    ASSERT_TRUE(r.stats.is_object()) << r.output;
-    const json& reach = r.stats["copy_engine_reach"];
-    EXPECT_EQ(reach["calls"], reach["total_calls"]) << r.stats["nccl_collectives"].dump(1);
-    EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
-  }
+  for (const Rank& r : run_ranks(GetParam(), true, "16KiB")) expect_routed_and_exact(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks_on_one_gpu, preload_nccl_route_matrix, ::testing::Values(2, 3),
