@@ -89,7 +89,7 @@ std::string temporary_folder(const std::string& instead) {
                       temporary_folder_fix(instead));
   if (!S_ISDIR(st.st_mode))
     TANDEM_USER_ERROR(temporary_folder_name(tmpdir) + " is not a folder; " + temporary_folder_fix(instead));
-  return base;
+  return absolute_path(base);  // a relative TMPDIR: the program may change directory
 }
 
 std::string make_temporary_folder(const std::string& prefix, const std::string& what, const std::string& instead) {

@@ -42,7 +42,7 @@ OverlapPolicy policy_for_run(const std::string& text);
 std::vector<EnvChange> child_environment(const RunOptions&, const std::string& library,
                                          const char* existing_ld_preload);
 
-// The folder for temporary files: $TMPDIR when set and not empty, else /tmp. Throws
+// The folder for temporary files, absolute: $TMPDIR when set and not empty, else /tmp. Throws
 // tandem::UserError, one line naming TMPDIR and what is wrong with it (missing, not a folder, a name
 // too long), when it is not a folder; the line ends with what the user can do: set TMPDIR to a
 // folder they can write, or `instead` ("give --logs DIR") when not empty.
