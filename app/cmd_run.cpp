@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "command_line.h"
 #include "commands.h"
 #include "run_child.h"
 #include "run_environment.h"
@@ -97,13 +98,16 @@ void add_run_command(CLI::App& app, int& exit_code) {
                 "Record the program's GPU activity (CUPTI) and report, per rank and step, computation, communication, "
                 "their overlap, exposed communication and idle time");
   cmd->add_option("--trace", options->trace_file,
-                  "Also write the timeline as a Chrome/Perfetto trace to FILE (implies --timeline)");
+                  "Also write the timeline as a Chrome/Perfetto trace to FILE (implies --timeline)")
+      ->check(not_empty("leave --trace out to write no trace"));
   cmd->add_option("--timeline-json", options->timeline_json,
                   "Write the job's timeline (each step's slowest rank, the processes) as JSON to FILE (implies "
-                  "--timeline)");
+                  "--timeline)")
+      ->check(not_empty("leave --timeline-json out to write no JSON"));
   cmd->add_option("--step-range", options->step_range,
                   "Steps are the program's NVTX ranges whose name matches this glob, e.g. 'step' or 'ProfilerStep*' "
-                  "(implies --timeline; default: the whole run is one step)");
+                  "(implies --timeline; default: the whole run is one step)")
+      ->check(not_empty("leave --step-range out to take the whole run as one step"));
   cmd->add_option("command", options->command, "The command and its arguments (after --)")->required();
   cmd->callback([options, &exit_code] { exit_code = run(*options); });
 }

@@ -1,13 +1,10 @@
 // `tandem tune [options] -- CMD ARGS...`: parses the options of tuning a program, checks them before
 // any run, calls the program tuner and reports: progress lines on stderr, the results table on
 // stdout, the policy file (best so far after each round, headed UNFINISHED until the last) and --json.
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <set>
@@ -66,16 +63,7 @@ std::vector<OverlapPolicy> candidates_of(const ProgramTuneCli& cli) {
 // --logs DIR (created if missing; docs/SECURITY.md: a folder others cannot write or plant files in),
 // else a fresh private folder (mkdtemp: mode 0700) in $TMPDIR (or /tmp).
 std::string logs_folder(const std::string& given) {
-  if (given.empty()) {
-    const char* tmpdir = std::getenv("TMPDIR");
-    const std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
-    std::string pattern = base + "/tandem-tune-XXXXXX";
-    if (!::mkdtemp(pattern.data()))
-      TANDEM_USER_ERROR("cannot create a folder for the run logs in " +
-                        (tmpdir && *tmpdir ? "TMPDIR=" + quoted_value(base) : std::string("/tmp")) + " (" +
-                        std::strerror(errno) + "); set TMPDIR to a folder you can write, or give --logs DIR");
-    return pattern;
-  }
+  if (given.empty()) return make_temporary_folder("tandem-tune-", "the run logs", "give --logs DIR");
   const std::string absolute = fs::absolute(given).lexically_normal().string();
   make_private_folder(absolute,
                       {"--logs folder", "plant files among the run logs", "choose another folder with --logs", 022});
@@ -126,9 +114,7 @@ void add_program_tune_options(CLI::App* cmd, const std::shared_ptr<ProgramTuneCl
                   "number the program prints, e.g. '\"step_ms_median\": ([0-9.]+)'; a run's value is the median of "
                   "its matches in stdout and stderr")
       ->default_str("the wall time of each run")
-      ->check(CLI::Validator(
-          [](const std::string& v) { return v.empty() ? "is empty: leave --metric out to measure wall time" : ""; }, "",
-          "not empty"));
+      ->check(not_empty("leave --metric out to measure wall time"));
   cmd->add_flag("--metric-higher-is-better", cli->higher_is_better,
                 "The metric is a throughput: higher wins (default: lower wins)");
   cmd->add_option(
@@ -224,6 +210,10 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   context.timeout_s = o.timeout_s;
   context.logs = o.logs_dir;
   reporter.report_context(context);
+  // A reused --logs folder: an earlier tune's files would be read as this tune's (program_tuner.h).
+  if (const size_t removed = bench::remove_earlier_run_files(o.logs_dir))
+    reporter.report_warning("removed " + std::to_string(removed) + " file" + (removed == 1 ? "" : "s") +
+                            " of an earlier tune from --logs " + quoted_value(o.logs_dir));
 
   const auto write_quietly = [&](const std::string& path, const std::string& text) {
     const std::string why = try_write_file_atomically(path, text);

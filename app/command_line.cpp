@@ -45,4 +45,9 @@ const CLI::Validator& decimal_number() {
       "", "decimal");
   return validator;
 }
+
+CLI::Validator not_empty(const std::string& instead) {
+  return CLI::Validator([instead](const std::string& v) { return v.empty() ? "is empty: " + instead : ""; }, "",
+                        "not empty");
+}
 }  // namespace tandem::cli

@@ -3,6 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 
 #include "preload_library_check.h"
@@ -67,7 +70,35 @@ std::string earlier_stats_identity(const std::string& path) {
          std::to_string(static_cast<unsigned long long>(st.st_ino));
 }
 
+// "TMPDIR='x'" when set, else "/tmp", and the line's end: what the user can do instead.
+std::string temporary_folder_name(const char* tmpdir) {
+  return tmpdir && *tmpdir ? "TMPDIR=" + quoted_value(tmpdir) : std::string("/tmp");
+}
+std::string temporary_folder_fix(const std::string& instead) {
+  return "set TMPDIR to a folder you can write" + (instead.empty() ? "" : ", or " + instead);
+}
+
 }  // namespace
+
+std::string temporary_folder(const std::string& instead) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string base = tmpdir && *tmpdir ? tmpdir : "/tmp";
+  struct stat st {};
+  if (::stat(base.c_str(), &st) != 0)
+    TANDEM_USER_ERROR(temporary_folder_name(tmpdir) + " cannot hold temporary files (" + std::strerror(errno) + "); " +
+                      temporary_folder_fix(instead));
+  if (!S_ISDIR(st.st_mode))
+    TANDEM_USER_ERROR(temporary_folder_name(tmpdir) + " is not a folder; " + temporary_folder_fix(instead));
+  return absolute_path(base);  // a relative TMPDIR: the program may change directory
+}
+
+std::string make_temporary_folder(const std::string& prefix, const std::string& what, const std::string& instead) {
+  std::string pattern = temporary_folder(instead) + "/" + prefix + "XXXXXX";
+  if (!::mkdtemp(pattern.data()))
+    TANDEM_USER_ERROR("cannot create a folder for " + what + " in " + temporary_folder_name(std::getenv("TMPDIR")) +
+                      " (" + std::strerror(errno) + "); " + temporary_folder_fix(instead));
+  return pattern;
+}
 
 std::string locate_preload_library() {
   const std::string override_path = env::preload_library_override();

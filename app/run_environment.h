@@ -42,6 +42,16 @@ OverlapPolicy policy_for_run(const std::string& text);
 std::vector<EnvChange> child_environment(const RunOptions&, const std::string& library,
                                          const char* existing_ld_preload);
 
+// The folder for temporary files, absolute: $TMPDIR when set and not empty, else /tmp. Throws
+// tandem::UserError, one line naming TMPDIR and what is wrong with it (missing, not a folder, a name
+// too long), when it is not a folder; the line ends with what the user can do: set TMPDIR to a
+// folder they can write, or `instead` ("give --logs DIR") when not empty.
+std::string temporary_folder(const std::string& instead = "");
+
+// A new private folder (mkdtemp: mode 0700) "<prefix>XXXXXX" in temporary_folder(), for `what` ("the
+// run logs"). Throws tandem::UserError as temporary_folder does, naming TMPDIR.
+std::string make_temporary_folder(const std::string& prefix, const std::string& what, const std::string& instead = "");
+
 // "--stats out.json" given relative: made absolute now, since the program may change directory.
 std::string absolute_path(const std::string& path);
 

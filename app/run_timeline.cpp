@@ -1,7 +1,6 @@
 #include "run_timeline.h"
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,28 +103,27 @@ RunTimeline prepare_timeline(const RunOptions& options) {
   if (!t.enabled) return t;
   t.step_range = options.step_range;
   t.started_s = now_s();
-  if (t.trace) {
-    t.trace_file = absolute_path(options.trace_file);
-    checking_input([&] { require_writable(t.trace_file, "--trace"); });
-  }
-  if (!options.timeline_json.empty()) {
-    t.json_file = absolute_path(options.timeline_json);
-    checking_input([&] { require_writable(t.json_file, "--timeline-json"); });
-  }
+  t.trace_file = absolute_path(options.trace_file);
+  t.json_file = absolute_path(options.timeline_json);
+  // Each document its own file: of two outputs on one file, the later would replace the other. A
+  // --stats name with %p is one file per process, never one of these.
+  const std::string stats = options.stats_file.find("%p") == std::string::npos ? options.stats_file : "";
+  checking_input([&] {
+    require_writable_outputs({{"--stats", stats}, {"--trace", t.trace_file}, {"--timeline-json", t.json_file}});
+  });
   if (const auto launch = launcher_rank()) {
     // One folder per job and user, shared by this node's ranks (see run_timeline.h).
     t.shared = true;
     t.world_size = launch->world_size;
     t.rank = launch->rank;
     const std::string key = bench::rendezvous_key(*launch, bench::process_environment());
-    t.folder = (fs::temp_directory_path() / ("tandem-timeline-" + std::to_string(static_cast<long>(::getuid()))) / key)
-                   .string();
+    t.folder =
+        (fs::path(temporary_folder()) / ("tandem-timeline-" + std::to_string(static_cast<long>(::getuid()))) / key)
+            .string();
     make_private_folder(t.folder, {"timeline folder", "read the job's timelines", "set TMPDIR to another folder"});
     return t;
   }
-  std::string pattern = (fs::temp_directory_path() / "tandem-timeline-XXXXXX").string();
-  TANDEM_REQUIRE(::mkdtemp(pattern.data()), "cannot create a folder for the timeline from " + pattern);
-  t.folder = pattern;
+  t.folder = make_temporary_folder("tandem-timeline-", "the timeline");
   return t;
 }
 

@@ -123,11 +123,20 @@ uint64_t ProcessTimeline::records_lost() const { return counts.dropped + counts.
 std::vector<HostStep> host_steps(const RawTimeline& raw) {
   std::vector<StepRange> ranges;
   for (const RawStep& s : raw.steps) ranges.push_back(StepRange{s.name, s.start_ns, s.end_ns});
-  // outermost_ranges keeps the ranges it keeps whole: find each one's marks again by its times.
+  // outermost_ranges keeps the ranges it keeps whole: find each one's marks again by its times, in
+  // the steps sorted by them (a search each, not a scan: 200,000 steps at exit).
+  std::vector<size_t> by_times(raw.steps.size());
+  for (size_t i = 0; i < by_times.size(); ++i) by_times[i] = i;
+  const auto times = [&](size_t i) { return std::make_pair(raw.steps[i].start_ns, raw.steps[i].end_ns); };
+  std::stable_sort(by_times.begin(), by_times.end(), [&](size_t a, size_t b) { return times(a) < times(b); });
   std::vector<HostStep> out;
   for (const StepRange& r : outermost_ranges(ranges)) {
-    for (const RawStep& s : raw.steps) {
-      if (s.start_ns != r.start_ns || s.end_ns != r.end_ns || s.name != r.name) continue;
+    const auto key = std::make_pair(r.start_ns, r.end_ns);
+    auto it = std::lower_bound(by_times.begin(), by_times.end(), key,
+                               [&](size_t i, const std::pair<int64_t, int64_t>& k) { return times(i) < k; });
+    for (; it != by_times.end() && times(*it) == key; ++it) {
+      const RawStep& s = raw.steps[*it];
+      if (s.name != r.name) continue;
       out.push_back(HostStep{s.name, s.start_ns, s.end_ns, s.issued_after, s.issued_before});
       break;
     }

@@ -21,7 +21,8 @@ constexpr size_t kReadBytes = 64 * 1024;
 constexpr size_t kMaxNotNumbers = 8;
 
 // A decimal number: [+-] digits [. digits] [e [+-] digits], then nothing but blanks. strtod alone
-// would also take "0x1f", "inf" and "nan", which no program prints as a time or a throughput.
+// would also take "0x1f", "inf" and "nan", which no program prints as a time or a throughput. One
+// beyond a double's range ("1e400") is returned as infinite: the caller reports it.
 std::optional<double> parse_decimal(const std::string& text) {
   size_t i = 0;
   const auto digits = [&] {
@@ -44,9 +45,7 @@ std::optional<double> parse_decimal(const std::string& text) {
   const size_t end = i;
   while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
   if (i != text.size()) return std::nullopt;
-  const double v = std::strtod(text.substr(0, end).c_str(), nullptr);
-  if (!std::isfinite(v)) return std::nullopt;
-  return v;
+  return std::strtod(text.substr(0, end).c_str(), nullptr);
 }
 
 }  // namespace
@@ -55,8 +54,8 @@ std::optional<double> parse_decimal(const std::string& text) {
 // come, and its last kLinePieceBytes in a ring, so that memory stays bounded by two pieces.
 class ProgramMetric::Scanner {
  public:
-  Scanner(const MetricPattern& matcher, std::vector<std::string>* not_numbers)
-      : matcher_(matcher), not_numbers_(not_numbers) {}
+  Scanner(const MetricPattern& matcher, std::vector<std::string>* not_numbers, std::vector<std::string>* not_finite)
+      : matcher_(matcher), not_numbers_(not_numbers), not_finite_(not_finite) {}
 
   void feed(const char* data, size_t size) {
     for (size_t at = 0; at < size && !full();) {
@@ -112,15 +111,17 @@ class ProgramMetric::Scanner {
     for (const auto& captured : matcher_.captures_in(line, kMaxMatchesPerLine)) {
       if (full()) return;
       const auto v = captured ? parse_decimal(*captured) : std::nullopt;
-      if (v)
+      std::vector<std::string>* skipped = !v ? not_numbers_ : !std::isfinite(*v) ? not_finite_ : nullptr;
+      if (v && std::isfinite(*v))
         values_.push_back(*v);
-      else if (not_numbers_ && not_numbers_->size() < kMaxNotNumbers)
-        not_numbers_->push_back(captured.value_or(""));
+      else if (skipped && skipped->size() < kMaxNotNumbers)
+        skipped->push_back(captured.value_or(""));
     }
   }
 
   const MetricPattern& matcher_;
   std::vector<std::string>* not_numbers_;
+  std::vector<std::string>* not_finite_;
   std::vector<double> values_;
   std::string head_;
   std::string tail_;
@@ -143,17 +144,17 @@ std::string ProgramMetric::describe() const {
   return "--metric " + quoted_value(pattern_) + (higher_is_better_ ? ", higher is better" : ", lower is better");
 }
 
-std::vector<double> ProgramMetric::values_in_text(const std::string& text,
-                                                  std::vector<std::string>* not_numbers) const {
+std::vector<double> ProgramMetric::values_in_text(const std::string& text, std::vector<std::string>* not_numbers,
+                                                  std::vector<std::string>* not_finite) const {
   TANDEM_REQUIRE(matcher_, "no --metric pattern to search for");
-  Scanner scanner(*matcher_, not_numbers);
+  Scanner scanner(*matcher_, not_numbers, not_finite);
   scanner.feed(text.data(), text.size());
   scanner.finish();
   return scanner.take();
 }
 
-std::vector<double> ProgramMetric::values_in_file(const std::string& path,
-                                                  std::vector<std::string>* not_numbers) const {
+std::vector<double> ProgramMetric::values_in_file(const std::string& path, std::vector<std::string>* not_numbers,
+                                                  std::vector<std::string>* not_finite) const {
   TANDEM_REQUIRE(matcher_, "no --metric pattern to search for");
   // O_NONBLOCK: a FIFO put in the log's place cannot block the open; it is refused below.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
@@ -163,7 +164,7 @@ std::vector<double> ProgramMetric::values_in_file(const std::string& path,
     ::close(fd);
     TANDEM_THROW("the run log '" + path + "' is not a regular file");
   }
-  Scanner scanner(*matcher_, not_numbers);
+  Scanner scanner(*matcher_, not_numbers, not_finite);
   std::string buffer(kReadBytes, '\0');
   for (;;) {
     if (process::interrupt_pending() || scanner.full()) break;

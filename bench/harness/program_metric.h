@@ -32,11 +32,13 @@ class ProgramMetric {
 
   // Every number the capture group matched, line by line. A capture that is not a decimal number
   // (digits with an optional sign, point and exponent: no hex, inf or nan) is skipped and reported in
-  // `not_numbers` (the first few). values_in_file reads a regular file only (never a FIFO or a
-  // device) and stops early, with what it found so far, once tandem is interrupted
-  // (process::Supervisor::interrupted).
-  std::vector<double> values_in_file(const std::string& path, std::vector<std::string>* not_numbers = nullptr) const;
-  std::vector<double> values_in_text(const std::string& text, std::vector<std::string>* not_numbers = nullptr) const;
+  // `not_numbers` (the first few); one beyond a double's range ("1e400"), in `not_finite`. values_in_file
+  // reads a regular file only (never a FIFO or a device) and stops early, with what it found so far,
+  // once tandem is interrupted (process::Supervisor::interrupted).
+  std::vector<double> values_in_file(const std::string& path, std::vector<std::string>* not_numbers = nullptr,
+                                     std::vector<std::string>* not_finite = nullptr) const;
+  std::vector<double> values_in_text(const std::string& text, std::vector<std::string>* not_numbers = nullptr,
+                                     std::vector<std::string>* not_finite = nullptr) const;
 
  private:
   class Scanner;

@@ -1,7 +1,11 @@
 #include "harness/program_tuner.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "harness/metrics.h"
@@ -56,6 +60,45 @@ std::string program_run_log_name(int round, const std::string& policy) {
       name += '_';
   }
   return "round" + std::to_string(round) + "-" + name + ".log";
+}
+
+namespace {
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// "round<N>-<policy>.log" or "round<N>-<policy>.stats-<pid>.json" (program_run_log_name, stats_prefix).
+bool earlier_run_file(const std::string& name) {
+  const size_t dash = name.find('-');
+  if (name.rfind("round", 0) != 0 || dash == std::string::npos || !all_digits(name.substr(5, dash - 5))) return false;
+  if (ends_with(name, ".log")) return true;
+  const size_t stats = name.rfind(".stats-");
+  return stats != std::string::npos && ends_with(name, ".json") &&
+         all_digits(name.substr(stats + 7, name.size() - stats - 7 - 5));
+}
+
+}  // namespace
+
+size_t remove_earlier_run_files(const std::string& logs_dir) {
+  namespace fs = std::filesystem;
+  size_t removed = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(logs_dir, ec)) {
+    // Regular files only: a link, FIFO or device in a log's place stops the run that meets it.
+    std::error_code kind;
+    if (!earlier_run_file(entry.path().filename().string()) || !fs::is_regular_file(entry.symlink_status(kind)))
+      continue;
+    TANDEM_REQUIRE(::unlink(entry.path().c_str()) == 0, "cannot remove " + quoted_value(entry.path().string()) +
+                                                            ", left by an earlier tune: " + std::strerror(errno));
+    ++removed;
+  }
+  TANDEM_REQUIRE(!ec, "cannot read the --logs folder " + quoted_value(logs_dir) + ": " + ec.message());
+  return removed;
 }
 
 namespace {
@@ -127,8 +170,8 @@ class ProgramTuner {
   // The run's value, or why it does not count.
   void judge(ProgramRun& run, double timeout) const {
     const ProcessRun& p = run.process;
-    std::vector<std::string> not_numbers;
-    if (!o_.metric.is_wall_time()) run.metric_values = o_.metric.values_in_file(run.log, &not_numbers);
+    std::vector<std::string> not_numbers, not_finite;
+    if (!o_.metric.is_wall_time()) run.metric_values = o_.metric.values_in_file(run.log, &not_numbers, &not_finite);
     std::string failure;
     if (p.timed_out) {
       failure = "timed out after " + number(timeout) + " s";
@@ -149,6 +192,9 @@ class ProgramTuner {
       }
       failure = "its timeline: " + reading.failure;
     }
+    // A value beyond a double's range is no measurement: the run fails, as one with no number at all.
+    if (failure.empty() && !not_finite.empty())
+      failure = "--metric captured " + quoted_value(not_finite.front()) + ", not a finite number";
     if (failure.empty() && !o_.metric.is_wall_time() && run.metric_values.empty())
       failure = not_numbers.empty() ? "--metric " + quoted_value(o_.metric.pattern()) + " matched nothing in its output"
                                     : "--metric captured " + quoted_value(not_numbers.front()) + ", not a number";

@@ -108,6 +108,13 @@ ProgramTuneResult tune_program(const ProgramTuneOptions& options, const ProgramT
 // The run's log file name in the logs folder: "round1-baseline.log", "round2-shape-2+priority.log".
 std::string program_run_log_name(int round, const std::string& policy);
 
+// Removes what an earlier tune left in a --logs folder reused now: its run logs and its runs' stats
+// files ("round<N>-<policy>.log", "round<N>-<policy>.stats-<pid>.json"), which a timeline objective
+// would otherwise read as more ranks of this tune's runs. Regular files only (a link, FIFO or device
+// in a log's place is refused by the run that meets it); other names are left alone. Returns how
+// many it removed; throws tandem::Error naming a file it cannot remove.
+size_t remove_earlier_run_files(const std::string& logs_dir);
+
 // The results table's lines (report/program_tune_report.h): the baseline, then the candidates best
 // first, the disqualified last.
 std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,

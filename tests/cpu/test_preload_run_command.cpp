@@ -142,6 +142,61 @@ TEST(preload_run_command, RejectsBadOptionsBeforeRunning) {
   EXPECT_NE(run(tandem_run("--shape-when always", "true")).status, 0);
 }
 
+bool one_line(const std::string& text) { return !text.empty() && text.find('\n') == text.size() - 1; }
+
+// Two of --trace, --timeline-json and --stats on one file: the later writer would replace the
+// other's document. Refused before the program starts, naming both options (issue 38, item 4).
+TEST(preload_run_command, OneFileForTwoOutputsIsRefused) {
+  ScratchFolder scratch;
+  struct Case {
+    std::string options, first, second;
+  };
+  for (const Case& c : {Case{"--trace x --timeline-json x", "--trace", "--timeline-json"},
+                        Case{"--stats x --trace ./x", "--stats", "--trace"},
+                        Case{"--stats ./x --timeline-json x", "--stats", "--timeline-json"}}) {
+    const Result r = run("cd " + scratch.str() + " && " + tandem_run(c.options, "sh -c 'echo ran'"));
+    EXPECT_NE(r.status, 0) << c.options;
+    EXPECT_EQ(r.out, "") << c.options;
+    EXPECT_TRUE(one_line(r.err)) << c.options << ": " << r.err;
+    EXPECT_NE(r.err.find(c.first + " and " + c.second + " name the same file"), std::string::npos)
+        << c.options << ": " << r.err;
+  }
+  // A --stats name with %p is one file per process: not the trace's.
+  const Result pid = run("cd " + scratch.str() + " && " + tandem_run("--stats 'x%p' --trace 'x%p'", "true"));
+  EXPECT_EQ(pid.err.find("the same file"), std::string::npos) << pid.err;
+}
+
+// An empty value is a mistake, not the option left out (issue 38, item 20).
+TEST(preload_run_command, EmptyOutputAndStepValuesAreRefused) {
+  for (const char* option : {"--trace", "--timeline-json", "--step-range"}) {
+    const Result r = run(tandem_run(std::string(option) + " ''", "sh -c 'echo ran'"));
+    EXPECT_NE(r.status, 0) << option;
+    EXPECT_EQ(r.out, "") << option;
+    EXPECT_TRUE(one_line(r.err)) << option << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string(option) + ": is empty"), std::string::npos) << r.err;
+  }
+}
+
+// --timeline's folder under a TMPDIR that is missing, a file or too long a name: one line naming
+// TMPDIR, as `tandem tune` says it, never "filesystem error: temp_directory_path" (issue 38, item 9).
+TEST(preload_run_command, ATimelineUnderABadTmpdirNamesIt) {
+  ScratchFolder scratch;
+  std::ofstream(scratch.path("file")) << "x";
+  for (const std::string& tmpdir :
+       {std::string("/nonexistent/tmp"), scratch.path("file").string(), "/" + std::string(5000, 'a')}) {
+    // One process, and one rank of a launcher's job (the job's shared folder).
+    for (const std::string& launcher :
+         {std::string(""), std::string("RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 ")}) {
+      const Result r = run("TMPDIR=" + tmpdir + " " + launcher + tandem_run("--timeline", "sh -c 'echo ran'"));
+      EXPECT_NE(r.status, 0) << launcher << tmpdir.substr(0, 40);
+      EXPECT_EQ(r.out, "") << launcher << tmpdir.substr(0, 40);
+      EXPECT_TRUE(one_line(r.err)) << r.err;
+      EXPECT_EQ(r.err.rfind("tandem: error: TMPDIR='", 0), 0u) << r.err;
+      EXPECT_EQ(r.err.find("filesystem error"), std::string::npos) << r.err;
+    }
+  }
+}
+
 // A policy file as `tandem tune` writes it (comments on the case, then the policy) is accepted by
 // `tandem run --policy @FILE`; a tuned policy with controls only a program can apply (launch order)
 // is refused with the reason, before anything runs.

@@ -4,6 +4,8 @@
 // at all under priority (tests/preload_target/fake_cupti/fake_cupti_client.cpp).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -68,6 +70,31 @@ TEST(preload_timeline_tune, StepTimeToo) {
     else
       EXPECT_DOUBLE_EQ(median, 0.75);
   }
+}
+
+// A --logs folder an earlier tune used: its stats files, read as more ranks of this tune's runs,
+// made priority as slow as the baseline and shape:2 the winner. They are removed first, with a line,
+// and each run reads its own (issue 38, item 10).
+TEST(preload_timeline_tune, AReusedLogsFolderIsEmptiedOfTheEarlierTunesFiles) {
+  ScratchFolder dir;
+  ASSERT_EQ(tune(dir, "--objective exposed-comm").status, 0);
+  // The earlier tune's priority runs as if they had been as exposed as the baseline.
+  size_t planted = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path("logs"))) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("-baseline.stats-") == std::string::npos) continue;
+    const std::string round = name.substr(0, name.find('-'));
+    std::filesystem::copy_file(entry.path(), dir.path("logs/" + round + "-priority.stats-1.json"));
+    ++planted;
+  }
+  ASSERT_EQ(planted, 2u);
+  std::ofstream(dir.path("logs/notes.txt")) << "the user's\n";
+  const Result r = tune(dir, "--objective exposed-comm");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("tandem tune: warning: removed 14 files of an earlier tune from --logs '"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(json::parse(read_text(dir.path("tune.json")))["decision"]["winner"], "priority") << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir.path("logs/notes.txt")));
 }
 
 TEST(preload_timeline_tune, InconsistentOptionsAreRefusedBeforeAnyRun) {

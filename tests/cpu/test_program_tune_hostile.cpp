@@ -142,6 +142,16 @@ TEST(program_tune_hostile, HexadecimalValuesAreNotNumbers) {
   EXPECT_NE(r.err.find("--metric captured '0x1f', not a number"), std::string::npos) << r.err;
 }
 
+// 1e400 is written as a number but no double holds it: the run fails, naming it, rather than being
+// valued by the others (-0 and 5: 2.5) as if it had printed only those (issue 38, item 19).
+TEST(program_tune_hostile, AValueBeyondADoubleFailsTheRun) {
+  ScratchFolder dir;
+  const Result r = tune(dir, "--logs logs --rounds 1 --candidates priority --metric 'v=(\\S+)'",
+                        "sh -c 'echo v=1e400; echo v=-0; echo v=5'");
+  EXPECT_EQ(r.status, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("--metric captured '1e400', not a finite number"), std::string::npos) << r.err;
+}
+
 TEST(program_tune_hostile, AMissingTmpdirIsNamed) {
   ScratchFolder dir;
   const Result r = run_shell("cd " + sh_quoted(dir.str()) + " && TMPDIR=/nonexistent/tmp " + sh_quoted(kTandem) +
