@@ -690,6 +690,17 @@ TEST(preload_nccl_hooks_versions, AnNcclTooOldForASettingIsSaidOnce) {
   EXPECT_EQ(r.raw.err.find("nccl-cga needs"), std::string::npos);
 }
 
+TEST(preload_nccl_hooks_versions, AOneSidedCtaBoundOnAnNcclOlderThan217IsSaid) {
+  // 2.16.5 knows no minCTAs or maxCTAs: either bound alone is lost without a word otherwise.
+  for (const char* policy : {"nccl-ctas:..16", "nccl-ctas:4.."}) {
+    const ClientRun r = run_client(kFakeClient, policy, "FAKE_NCCL_VERSION=21605");
+    ASSERT_EQ(r.raw.status, 0) << r.raw.err;
+    EXPECT_NE(r.raw.err.find("nccl-ctas needs NCCL 2.17 or later; this process's NCCL is 2.16.5: not applied"),
+              std::string::npos)
+        << policy << ": " << r.raw.err;
+  }
+}
+
 TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing) {
   const ClientRun without = run_client(kVersionClient, nullptr);
   const ClientRun with = run_client(kVersionClient, kSettings, "TANDEM_LOG_LEVEL=warn");
