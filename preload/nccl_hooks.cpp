@@ -451,6 +451,7 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
       if (now.nranks > 0) rt.communicators.update(comm, now);
       info->nranks = now.nranks;
       info->rank = now.rank;
+      info->cuda_device = now.cuda_device;  // this call's, for its group (take_held_if_several_devices)
     }
     if (info) {
       request.nranks = info->nranks;

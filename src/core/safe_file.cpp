@@ -54,6 +54,19 @@ std::string normal_path(const std::string& path) {
   return out.empty() ? "/" : out;
 }
 
+// Where `path` will be: its folder as the file system resolves it (links and ".." followed, as the
+// kernel will when the file is written), and its name; for a path whose folder require_writable
+// found. Two outputs at one resolved path are one file, whether or not it exists yet.
+std::string resolved_path(const std::string& path) {
+  std::unique_ptr<char, decltype(&std::free)> folder(::realpath(folder_of(path).c_str(), nullptr), &std::free);
+  if (!folder) {  // not searchable after all: as spelled
+    char cwd[4096];
+    return normal_path(path[0] != '/' && ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path);
+  }
+  const std::string resolved = folder.get();
+  return (resolved == "/" ? "" : resolved) + "/" + base_of(path);
+}
+
 // What a destination that already exists must not be. "" when it is absent or a regular file.
 std::string refusal_for_existing(const std::string& path) {
   struct stat st {};
@@ -179,26 +192,22 @@ void require_writable(const std::string& path, const std::string& what) {
 
 void require_writable_outputs(const std::vector<std::pair<std::string, std::string>>& files) {
   std::vector<std::pair<std::string, struct stat>> seen;  // flag, and the file's identity if it exists
-  std::vector<std::string> paths;
+  std::vector<std::string> paths;                         // where each is, resolved
   for (const auto& [flag, path] : files) {
     if (path.empty()) continue;
     require_writable(path, flag);
-    std::string absolute = path;
-    if (absolute[0] != '/') {
-      char cwd[4096];
-      if (::getcwd(cwd, sizeof cwd)) absolute = std::string(cwd) + "/" + path;
-    }
+    const std::string resolved = resolved_path(path);
     struct stat st {};
     const bool exists = ::stat(path.c_str(), &st) == 0;
     for (size_t i = 0; i < seen.size(); ++i) {
       const bool same_file = exists && seen[i].second.st_ino == st.st_ino && seen[i].second.st_dev == st.st_dev &&
                              seen[i].second.st_nlink > 0;
-      if (same_file || normal_path(paths[i]) == normal_path(absolute))
+      if (same_file || paths[i] == resolved)
         TANDEM_THROW(seen[i].first + " and " + flag + " name the same file " + quoted(path));
     }
     if (!exists) st.st_nlink = 0;  // no identity to compare
     seen.emplace_back(flag, st);
-    paths.push_back(absolute);
+    paths.push_back(resolved);
   }
 }
 

@@ -174,6 +174,9 @@ TEST_F(InputCliFiles, OutputPathsAreCheckedBeforeTheRun) {
   expect_user_error({"bench", "--json", dir_}, "--json: cannot write '" + dir_ + "' is a folder");
   expect_user_error({"tune", "--out", dir_ + "/missing/t.policy"}, "--out: cannot write");
   expect_user_error({"tune", "--out", dir_ + "/same", "--json", dir_ + "/same"}, "name the same file");
+  ASSERT_EQ(mkdir((dir_ + "/d").c_str(), 0700), 0);
+  ASSERT_EQ(symlink("d", (dir_ + "/l").c_str()), 0);
+  expect_user_error({"tune", "--out", dir_ + "/d/best", "--json", dir_ + "/l/best"}, "name the same file");
   expect_user_error({"bench", "--workload", "tp-mlp", "--trace", dir_ + "/missing/t.json"}, "--trace: cannot write");
   expect_user_error({"plan", "--gpu", "h200", "--kernel", "threads=256,regs=32", "--json", dir_ + "/missing/p.json"},
                     "--json: cannot write");

@@ -64,6 +64,35 @@ TEST(PolicyTokens, SmTargetLeavesTheRestAsCarveout) {
   EXPECT_THROW(sm_target_on(parse_policy("sm-target:133"), 132), Error);
 }
 
+// Each numeric token at its smallest and largest accepted values, and an SM target of the whole GPU
+// (no carveout).
+TEST(PolicyTokens, NumericTokensAcceptTheirExactEdges) {
+  const auto whole = sm_target_on(parse_policy("sm-target:132"), 132);
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->gemm_sms, 132);
+  EXPECT_EQ(whole->carveout, 0);
+  const auto one = sm_target_on(parse_policy("sm-target:1"), 1);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->carveout, 0);
+  EXPECT_EQ(parse_policy("sm-target:2147483647").sm_target, 2147483647);
+  EXPECT_EQ(parse_policy("green:1").green_sms, 1);
+  EXPECT_EQ(parse_policy("green:2147483647").green_sms, 2147483647);
+  EXPECT_EQ(parse_policy("shape:1").shape.blocks_per_sm, 1);
+  EXPECT_EQ(parse_policy("shape:1B").shape.bytes, 1);
+  EXPECT_EQ(parse_policy("shape:2097151KiB").shape.bytes, 2097151LL * 1024);
+  EXPECT_EQ(parse_policy("shape:2047MiB").shape.bytes, 2047LL * 1024 * 1024);
+  for (const char* text : {"nccl-ctas:1", "nccl-ctas:1..", "nccl-ctas:..1"}) {
+    const OverlapPolicy p = parse_policy(text);
+    EXPECT_TRUE(p.nccl_min_ctas || p.nccl_max_ctas) << text;
+    EXPECT_EQ(p.nccl_min_ctas.value_or(1) + p.nccl_max_ctas.value_or(1), 2) << text;
+  }
+  for (const char* text : {"nccl-ctas:64", "nccl-ctas:64..", "nccl-ctas:..64", "nccl-ctas:64..64"}) {
+    const OverlapPolicy p = parse_policy(text);
+    EXPECT_TRUE(p.nccl_min_ctas || p.nccl_max_ctas) << text;
+    EXPECT_EQ(p.nccl_min_ctas.value_or(64) + p.nccl_max_ctas.value_or(64), 128) << text;
+  }
+}
+
 // A policy with every control set: clearing each row's control must give the default policy, so a
 // field added to OverlapPolicy without a row (and so without parse, print or a run treatment) fails.
 TEST(PolicyTokens, RowsCoverEveryControl) {

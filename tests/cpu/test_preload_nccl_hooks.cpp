@@ -547,6 +547,26 @@ TEST_F(preload_nccl_routing, AThreadDrivingSeveralDevicesKeepsItsGroupInNccl) {
   EXPECT_EQ(group[4]["count"], 5);
 }
 
+TEST_F(preload_nccl_routing, FirstCollectivesOnTwoDevicesInOneGroupStayInNccl) {
+  // Neither communicator had a collective before: their devices are asked at this first call, and
+  // differ, so the group is NCCL's (the route would wait on rank 0 for rank 1, never issued).
+  const json group = section(routed(), "group_first_use_several_devices");
+  ASSERT_EQ(functions(group), (Functions{"ncclGroupStart", "route.create", "route.create", "ncclAllReduce",
+                                         "ncclAllReduce", "ncclGroupEnd"}))
+      << group.dump(1);
+  EXPECT_EQ(group[1]["rank"], 0);
+  EXPECT_EQ(group[2]["rank"], 1);
+}
+
+TEST_F(preload_nccl_routing, ANewAndAUsedCommunicatorOnOneDeviceAreOneRouteGroup) {
+  const json group = section(routed(), "group_new_and_used_one_device");
+  ASSERT_EQ(functions(group), (Functions{"ncclGroupStart", "route.create", "ncclGroupEnd", "route.run_group"}))
+      << group.dump(1);
+  ASSERT_EQ(group[3]["calls"].size(), 2u);
+  EXPECT_EQ(group[3]["calls"][0]["kind"], kAllReduce);
+  EXPECT_EQ(group[3]["calls"][1]["kind"], kAllGather);
+}
+
 TEST_F(preload_nccl_routing, NonBlockingCommunicatorsTakeTheRoute) {
   const json nb = section(routed(), "non_blocking");
   ASSERT_EQ(functions(nb), (Functions{"route.create", "route.run"})) << nb.dump(1);
@@ -598,21 +618,21 @@ TEST_F(preload_nccl_routing, AHeldCallNcclRefusesAtTheGroupsEndIsReportedThere) 
 TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   const json& c = routed().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << routed().raw.err;
-  // 23 all-reduces: 9 routed; the calls of the two failed groups (the route's and NCCL's) and the two
-  // on the failed route: route-failed; two groups over two devices: NCCL's.
-  EXPECT_EQ(c["ncclAllReduce"]["calls"], 23);
-  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 9);
+  // 26 all-reduces: 10 routed; the calls of the two failed groups (the route's and NCCL's) and the two
+  // on the failed route: route-failed; three groups over two devices: NCCL's.
+  EXPECT_EQ(c["ncclAllReduce"]["calls"], 26);
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 10);
   const json expected_nccl = {{"op-not-supported", {{"calls", 3}, {"bytes", 16 * 2 + 8 * 4 + 8 * 4}}},
                               {"no-sum-kernel", {{"calls", 1}, {"bytes", 8 * 8}}},
                               {"empty", {{"calls", 1}, {"bytes", 0}}},
                               {"capture-not-ready", {{"calls", 1}, {"bytes", 8 * 2}}},
                               {"route-failed", {{"calls", 4}, {"bytes", 777 * 4 * 2 + 9 * 4 + 8 * 2}}},
-                              {"several-devices-group", {{"calls", 4}, {"bytes", 2 * 8 * 2 + 999 * 4 + 8 * 2}}}};
+                              {"several-devices-group", {{"calls", 6}, {"bytes", 4 * 8 * 2 + 999 * 4 + 8 * 2}}}};
   EXPECT_EQ(c["ncclAllReduce"]["nccl"], expected_nccl) << c["ncclAllReduce"].dump(1);
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["calls"], 3);
   // reduce-scatter bytes are the input's: 4 fp32 x 2 ranks, 5 fp32 x 3 ranks, 4 bf16 x 2 ranks.
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["bytes"], 32 + 60 + 16);
-  EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 4);
+  EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 5);
   EXPECT_EQ(c["ncclAlltoAll"]["copy_engine"]["calls"], 1);
   // Broadcasts, ncclBroadcast's and ncclBcast's, counted once each: two alone and one in a group
   // routed, a bad root and one in a group over two devices left to NCCL.
@@ -620,8 +640,8 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"root-out-of-range", {{"calls", 1}, {"bytes", 16 * 4}}},
                                               {"several-devices-group", {{"calls", 1}, {"bytes", 5 * 4}}}}));
   const json& reach = routed().stats["copy_engine_reach"];
-  EXPECT_EQ(reach["calls"], 9 + 3 + 4 + 1 + 3);
-  EXPECT_EQ(reach["total_calls"], 23 + 3 + 4 + 1 + 5);
+  EXPECT_EQ(reach["calls"], 10 + 3 + 5 + 1 + 3);
+  EXPECT_EQ(reach["total_calls"], 26 + 3 + 5 + 1 + 5);
   // The group's send, counted apart and not in the reach.
   EXPECT_EQ(routed().stats["nccl_not_routed"]["ncclSend"]["calls"], 1);
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
@@ -668,6 +688,17 @@ TEST(preload_nccl_hooks_versions, AnNcclTooOldForASettingIsSaidOnce) {
   EXPECT_EQ(r.raw.err.find(warning, at + 1), std::string::npos);  // once
   EXPECT_EQ(r.raw.err.find("nccl-ctas needs"), std::string::npos);
   EXPECT_EQ(r.raw.err.find("nccl-cga needs"), std::string::npos);
+}
+
+TEST(preload_nccl_hooks_versions, AOneSidedCtaBoundOnAnNcclOlderThan217IsSaid) {
+  // 2.16.5 knows no minCTAs or maxCTAs: either bound alone is lost without a word otherwise.
+  for (const char* policy : {"nccl-ctas:..16", "nccl-ctas:4.."}) {
+    const ClientRun r = run_client(kFakeClient, policy, "FAKE_NCCL_VERSION=21605");
+    ASSERT_EQ(r.raw.status, 0) << r.raw.err;
+    EXPECT_NE(r.raw.err.find("nccl-ctas needs NCCL 2.17 or later; this process's NCCL is 2.16.5: not applied"),
+              std::string::npos)
+        << policy << ": " << r.raw.err;
+  }
 }
 
 TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing) {

@@ -135,6 +135,17 @@ TEST(program_tune_hostile, OutputsThatCannotBeWrittenAreRefusedBeforeAnyRun) {
   }
 }
 
+TEST(program_tune_hostile, OutputsThroughALinkedFolderAreOneFile) {
+  ScratchFolder dir;
+  fs::create_directory(dir.path("d"));
+  fs::create_directory_symlink("d", dir.path("l"));
+  const Result r = tune(dir, "--logs logs --candidates priority -o d/best --json l/best", "touch ran");
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("--out and --json name the same file 'l/best'"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir.path("ran")));
+  EXPECT_FALSE(fs::exists(dir.path("d/best")));
+}
+
 TEST(program_tune_hostile, HexadecimalValuesAreNotNumbers) {
   ScratchFolder dir;
   const Result r = tune(dir, "--logs logs --rounds 1 --candidates priority --metric 'v=(\\S+)'", "echo v=0x1f");

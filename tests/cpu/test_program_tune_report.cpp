@@ -3,7 +3,10 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
+#include "harness/program_tuner.h"
+#include "program_tune_stats.h"
 #include "report/program_tune_report.h"
 
 namespace {
@@ -11,6 +14,7 @@ namespace {
 using tandem::bench::ProgramTuneConsoleReporter;
 using tandem::bench::ProgramTuneContext;
 using tandem::bench::ProgramTuneEnd;
+using tandem_test::stats;
 
 // What `report` wrote to a temporary FILE.
 template <typename Report>
@@ -56,6 +60,27 @@ TEST(program_tune_report, AFileNotWrittenIsNotClaimed) {
   const std::string out = captured([&](std::FILE* f) { ProgramTuneConsoleReporter(true, f, f).report_end(e); });
   EXPECT_EQ(out.find("# wrote"), std::string::npos) << out;
   EXPECT_NE(out.find("# OK: 2 runs in 1 rounds, no policy beats the baseline\n"), std::string::npos) << out;
+}
+
+TEST(program_tune_report, AHigherIsBetterTableRanksTheHighestFirst) {
+  // Throughput, higher is better: the baseline, then the qualified best first, then the disqualified
+  // (c's 130 would rank first), each with its gain over the baseline.
+  const std::vector<tandem::bench::PolicyStats> all = {
+      stats(0, "baseline", {100, 100}, 100), stats(1, "a", {90, 90}, 90), stats(2, "b", {120, 120}, 120),
+      stats(3, "c", {130, 130}, 130, "round 2: timed out"), stats(4, "d", {105, 105}, 105)};
+  tandem::bench::ProgramDecision decision;
+  decision.winner = 2;
+  const auto table = tandem::bench::program_table(all, decision, tandem::bench::ProgramMetric("v=(\\S+)", true));
+  std::vector<std::string> order, status;
+  for (const auto& line : table) {
+    order.push_back(line.policy);
+    status.push_back(line.status);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"baseline", "b", "d", "a", "c"}));
+  EXPECT_EQ(status, (std::vector<std::string>{"baseline (no tandem)", "WINNER", "ok", "ok",
+                                              "disqualified: round 2: timed out"}));
+  ASSERT_TRUE(table[1].vs_baseline_percent.has_value());
+  EXPECT_DOUBLE_EQ(*table[1].vs_baseline_percent, 20.0);
 }
 
 }  // namespace

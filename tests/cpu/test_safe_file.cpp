@@ -97,6 +97,29 @@ TEST_F(SafeFile, MissingOrReadOnlyFolderIsNamedBeforeAnyWork) {
   EXPECT_FALSE(fs::exists(path("fine.json"))) << "the check must create nothing";
 }
 
+// Outputs not written yet are one file when their folders resolve to one: "d/x" and "l/x" with l a
+// link to d, or "l/../d/x" (the link's parent, not l's).
+TEST_F(SafeFile, OutputsThroughALinkedFolderAreOneFile) {
+  fs::create_directory(dir_ / "d");
+  fs::create_directory(dir_ / "d" / "sub");
+  fs::create_directory_symlink(dir_ / "d", dir_ / "l");
+  fs::create_directory_symlink(dir_ / "d" / "sub", dir_ / "deep");
+  const auto refusal = [](const std::string& a, const std::string& b) {
+    try {
+      tandem::require_writable_outputs({{"--out", a}, {"--json", b}});
+    } catch (const tandem::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(refusal(path("d/best"), path("l/best")).find("--out and --json name the same file"), std::string::npos);
+  EXPECT_NE(refusal(path("l/best"), path("d/./best")).find("name the same file"), std::string::npos);
+  EXPECT_NE(refusal(path("deep/../best"), path("d/best")).find("name the same file"), std::string::npos);
+  EXPECT_EQ(refusal(path("d/best"), path("l/other")), "");
+  EXPECT_EQ(refusal(path("deep/../best"), path("best")), "");  // deep/.. is d, not the scratch folder
+  expect_only({"d", "l", "deep"});
+}
+
 TEST_F(SafeFile, ReadsRegularFilesWithinTheBound) {
   std::ofstream(path("policy")) << "shape:3+priority\n";  // 17 bytes
   EXPECT_EQ(tandem::read_small_regular_file(path("policy"), 64), "shape:3+priority\n");

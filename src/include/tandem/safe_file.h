@@ -41,7 +41,9 @@ std::string why_not_writable(const std::string& path);
 void require_writable(const std::string& path, const std::string& what);
 
 // The result files of one run, as (flag, path); empty paths are skipped. Each must be writable now
-// (require_writable), and no two may be the same file ("x" and "./x", or two links to one file).
+// (require_writable), and no two may be the same file ("x" and "./x", two links to one file, or
+// "d/x" and "l/x" where l is a link to folder d: files not written yet compare by their resolved
+// folder and name).
 // Throws tandem::Error with one line naming the flags.
 void require_writable_outputs(const std::vector<std::pair<std::string, std::string>>& files);
 

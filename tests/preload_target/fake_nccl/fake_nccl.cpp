@@ -17,7 +17,7 @@ using json = nlohmann::json;
 struct FakeComm {
   int nranks = 0;
   int rank = 0;
-  int device = 0;
+  int device = 0;             // ncclCommCuDevice's answer, once ready
   bool initialising = false;  // non-blocking, until fake_nccl_finish_init
   int group_polls = -1;       // queries left in progress after an in-progress group end; -1: none pending
 };
@@ -44,15 +44,16 @@ json describe_config(const ncclConfig_t* c) {
           {"CTAPolicy", c->CTAPolicy}};
 }
 
-int g_next_device = 0;
 ncclResult_t g_next_group_end = ncclSuccess;                 // fake_nccl_fail_next_group_end
 std::pair<ncclComm_t, int> g_in_progress_group{nullptr, 0};  // fake_nccl_next_group_end_in_progress
 
-ncclComm_t make(int nranks, int rank, const ncclConfig_t* config) {
+// On `device`: NCCL makes a communicator on the calling thread's current CUDA device, 0 in a process
+// that never chose one (ncclCommInitAll: on the devices of its list).
+ncclComm_t make(int nranks, int rank, const ncclConfig_t* config, int device = 0) {
   auto* c = new FakeComm;
   c->nranks = nranks;
   c->rank = rank;
-  c->device = g_next_device++;
+  c->device = device;
   c->initialising = config && config->blocking == 0;
   return reinterpret_cast<ncclComm_t>(c);
 }
@@ -137,9 +138,9 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t* comm, int nranks, int rank, in
   return created(comm, nranks, rank, config);
 }
 
-ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int*) {
+ncclResult_t ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devices) {
   record({{"fn", "ncclCommInitAll"}, {"ndev", ndev}});
-  for (int i = 0; i < ndev; ++i) comms[i] = make(ndev, i, nullptr);
+  for (int i = 0; i < ndev; ++i) comms[i] = make(ndev, i, nullptr, devices ? devices[i] : i);
   return ncclSuccess;
 }
 

@@ -15,7 +15,9 @@ ncclComm_t fake_nccl_unseen_comm(int nranks, int rank);
 // A non-blocking communicator (config.blocking = 0) stays in progress until this is called, as a
 // real one does until its initialisation thread is done; no other call changes that.
 void fake_nccl_finish_init(ncclComm_t comm);
-// The CUDA device a communicator says it is on (ncclCommCuDevice); each is made on a device of its own.
+// The CUDA device a communicator says it is on (ncclCommCuDevice, which like NCCL's refuses while the
+// communicator is initialising). Each is made on device 0, a process's current device until it chooses
+// one (ncclCommInitAll's on the devices of its list, else 0 to ndev - 1), as NCCL makes them.
 void fake_nccl_set_device(ncclComm_t comm, int device);
 // The next ncclGroupEnd fails with `result` and sets errno to kFakeNcclErrno, as an NCCL whose group
 // failed at its end (an asynchronous error, a peer gone).

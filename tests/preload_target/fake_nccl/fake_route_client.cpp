@@ -3,9 +3,10 @@
 // (fake_route.cpp) by tests/cpu/test_preload_nccl_hooks.cpp. It issues every kind of call the route
 // decision tells apart - reductions (sum, average, pre-multiplied sums with host and device scalars,
 // min/max), counts that do not split over the ranks, types without a sum kernel, groups of one and of
-// several collectives (nested, mixed with calls NCCL keeps, over two communicators), a capture, a
-// non-blocking communicator, failures - and prints one JSON object: each step's result and errno, and
-// the one log of what NCCL received and what the route ran, in order.
+// several collectives (nested, mixed with calls NCCL keeps, over two communicators, over two devices,
+// first collectives of communicators), a capture, a non-blocking communicator, failures - and prints
+// one JSON object: each step's result and errno, and the one log of what NCCL received and what the
+// route ran, in order.
 #include <cuda_bf16.h>
 
 #include <cerrno>
@@ -46,8 +47,12 @@ int main() {
   // this thread drives on a second GPU (as ncclCommInitAll users and XLA with several GPUs do).
   ncclComm_t other_device = nullptr;
   step("init_other_device", [&] { return ncclCommInitRank(&other_device, 2, id, 0); });
-  for (ncclComm_t c : {two, three, non_blocking}) fake_nccl_set_device(c, 0);
   fake_nccl_set_device(other_device, 1);
+  // Communicators whose first collective is inside a group: two ranks this thread drives on devices 0
+  // and 1 (ncclCommInitAll's), and one more on device 0.
+  ncclComm_t first_use[2] = {nullptr, nullptr}, new_on_zero = nullptr;
+  step("init_all_first_use", [&] { return ncclCommInitAll(first_use, 2, nullptr); });
+  step("init_new_on_zero", [&] { return ncclCommInitRank(&new_on_zero, 2, id, 1); });
 
   // Reductions the route computes.
   mark("sum");
@@ -131,6 +136,21 @@ int main() {
   step("group_refused_second", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, other_device, s2); });
   step("group_refused_end", [&] { return ncclGroupEnd(); });
 
+  // The standard single-process pattern: the first collectives of ranks on two devices, in one group.
+  // The devices are known from the first call: the group stays NCCL's, as the program issued it.
+  mark("group_first_use_several_devices");
+  step("group_first_use_start", [&] { return ncclGroupStart(); });
+  step("group_first_use_rank0", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, first_use[0], s1); });
+  step("group_first_use_rank1", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, first_use[1], s2); });
+  step("group_first_use_end", [&] { return ncclGroupEnd(); });
+
+  // A new and a used communicator, both on device 0, in one group: one route group.
+  mark("group_new_and_used_one_device");
+  step("group_new_and_used_start", [&] { return ncclGroupStart(); });
+  step("group_new_and_used_new", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, new_on_zero, s1); });
+  step("group_new_and_used_used", [&] { return ncclAllGather(send, recv, 4, ncclBfloat16, two, s1); });
+  step("group_new_and_used_end", [&] { return ncclGroupEnd(); });
+
   // NCCL's own ncclGroupEnd fails: the group's routed call is never run, the program gets NCCL's error
   // and errno; the communicator's route is not to blame, and the next call after the group takes it.
   mark("group_nccl_fails");
@@ -172,6 +192,10 @@ int main() {
   step("destroy_three", [&] { return ncclCommDestroy(three); });
   step("abort_non_blocking", [&] { return ncclCommAbort(non_blocking); });
   step("destroy_other_device", [&] { return ncclCommDestroy(other_device); });
+  mark("teardown_first_use");
+  for (int i = 0; i < 2; ++i)
+    step("destroy_first_use" + std::to_string(i), [&] { return ncclCommDestroy(first_use[i]); });
+  step("destroy_new_on_zero", [&] { return ncclCommDestroy(new_on_zero); });
 
   std::printf("%s\n", json({{"steps", g_steps}, {"calls", json::parse(fake_nccl_calls_json())}}).dump().c_str());
   return 0;
