@@ -173,6 +173,19 @@ TEST(PolicyPrint, OperatorsCompareMeaningfulFields) {
 // Each field alone, set on the struct (not through the parser), must make two policies differ: the
 // tuner removes duplicate candidates with operator==, so a field it ignored would merge two
 // distinct policies (concurrent and priority, say) into one.
+TEST(PolicyParse, ComputeAlwaysNeedsAComputeControlAndRoundTrips) {
+  for (const char* text :
+       {"shape:2+compute-always", "sm-target:96+priority+compute-always", "compute-always+shape:auto"}) {
+    const OverlapPolicy p = parse_policy(text);
+    EXPECT_TRUE(p.compute_always) << text;
+    EXPECT_EQ(parse_policy(to_string(p)), p) << text;
+  }
+  EXPECT_EQ(to_string(parse_policy("compute-always+shape:2+priority")), "shape:2+priority+compute-always");
+  EXPECT_NE(parse_policy("shape:2"), parse_policy("shape:2+compute-always"));
+  for (const char* alone : {"compute-always", "priority+compute-always", "copy-engine+compute-always"})
+    EXPECT_THROW(parse_policy(alone), tandem::Error) << alone;
+}
+
 TEST(PolicyEquality, EveryFieldCounts) {
   using Change = void (*)(OverlapPolicy&);
   const std::vector<std::pair<const char*, Change>> changes = {
@@ -192,6 +205,7 @@ TEST(PolicyEquality, EveryFieldCounts) {
       {"green_sms", [](OverlapPolicy& p) { p.green_sms = 100; }},
       {"nccl_symmetric", [](OverlapPolicy& p) { p.nccl_symmetric = true; }},
       {"copy_engine", [](OverlapPolicy& p) { p.copy_engine = true; }},
+      {"compute_always", [](OverlapPolicy& p) { p.compute_always = true; }},
   };
   const OverlapPolicy plain;
   for (const auto& [field, change] : changes) {

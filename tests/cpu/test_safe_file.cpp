@@ -37,6 +37,18 @@ class SafeFile : public ::testing::Test {
   const fs::path dir_ = scratch_.dir();
 };
 
+TEST_F(SafeFile, ANewFileOverAHardLinkLeavesTheOtherNameAlone) {
+  // A log name that is a second name of someone's file: removed and made anew, never truncated.
+  { std::ofstream(path("theirs")) << "keep"; }
+  ASSERT_EQ(::link(path("theirs").c_str(), path("run.log").c_str()), 0);
+  const int fd = tandem::open_new_file(path("run.log"), 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "new", 3), 3);
+  ::close(fd);
+  EXPECT_EQ(read_text(path("theirs")), "keep");
+  EXPECT_EQ(read_text(path("run.log")), "new");
+}
+
 TEST_F(SafeFile, WritesNewAndReplacesExistingFiles) {
   EXPECT_EQ(tandem::try_write_file_atomically(path("out.json"), "first"), "");
   EXPECT_EQ(read_text(path("out.json")), "first");
