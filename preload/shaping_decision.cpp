@@ -16,7 +16,7 @@ ShapingDecision unshaped(ShapingOutcome outcome, const ShapingRequest& request, 
 
 // The first flag-only outcome that applies, if any. Order: the user's choices first (policy,
 // patterns), then what we learned (an earlier failure), then what the launch is (cooperative), then
-// timing (in-flight gating).
+// timing (the targeted form: no collective outstanding beside the launch).
 std::optional<ShapingOutcome> flag_outcome(const ShapeTarget& target, const ShapingRequest& request) {
   if (target.kind == ShapeTarget::Kind::None) return ShapingOutcome::NotRequested;
   if (request.excluded) return ShapingOutcome::Excluded;

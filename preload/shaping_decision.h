@@ -25,7 +25,7 @@ enum class ShapingOutcome : uint8_t {
   Excluded,              // TANDEM_INCLUDE / TANDEM_EXCLUDE leave this kernel alone
   FailedRetry,           // an earlier shaped launch of this kernel failed; it is never shaped again
   Cooperative,           // grid-wide sync needs every block resident: residency must not drop
-  NoCollectiveInFlight,  // TANDEM_SHAPE_WHEN=in-flight and no collective is pending
+  NoCollectiveInFlight,  // the targeted form (no compute-always) and no collective outstanding beside it
   NoNcclFootprint,       // shape:auto before any NCCL launch was seen
   OneBlockPerSm,         // already one block per SM: padding cannot free anything
   AlreadyAtTarget,       // resident blocks already at or below the target (or padding changes nothing)
@@ -53,7 +53,7 @@ struct ShapingRequest {
   bool cooperative = false;
   bool excluded = false;
   bool failed_before = false;
-  bool collective_in_flight = true;  // false only when shaping is gated on a pending collective
+  bool collective_in_flight = true;  // false only under the targeted form, with no collective outstanding beside it
 };
 
 struct ShapingDecision {
