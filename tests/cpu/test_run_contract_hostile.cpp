@@ -3,6 +3,7 @@
 // started, error lines that echoed control characters, and a preload path the loader would expand.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -35,6 +36,10 @@ bool one_printable_line(const std::string& text) {
 // Sent to `tandem run` alone, each reaches the program, which decides (here: it reports and exits 7);
 // none ends `tandem run` with the program left running.
 TEST(run_contract_hostile, SignalsSentToTandemRunArePassedOn) {
+  // A shell cannot trap a signal that was ignored when it started: run under nohup (SIGHUP ignored),
+  // or by a harness that ignores others, this test must not hand the ignoring on to its shells, or the
+  // program would never see the signal and loop until the test's time limit.
+  for (int s : {SIGUSR1, SIGUSR2, SIGALRM, SIGPIPE, SIGTERM, SIGHUP}) std::signal(s, SIG_DFL);
   for (const std::string signal : {"USR1", "USR2", "ALRM", "PIPE", "TERM", "HUP"}) {
     const Result r =
         run_shell(tandem_run("--log-level error", "sh -c 'trap \"echo got " + signal + "; exit 7\" " + signal +
