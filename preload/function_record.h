@@ -10,6 +10,7 @@
 #include "cuda_driver.h"
 #include "decision_cache.h"
 #include "kernel_classification.h"
+#include "launch_smem_values.h"
 
 namespace tandem::preload {
 
@@ -41,6 +42,10 @@ struct FunctionRecord {
   std::atomic<uint16_t> last_natural_blocks{0};
   std::atomic<uint16_t> last_shaped_blocks{0};
   DecisionCache decision;
+  // Under --timeline with a shape policy: the sizes its launches ran with, shaped and as asked
+  // (timeline_shaping.h tells the recorded kernels apart by them).
+  LaunchSmemValues shaped_smem;
+  LaunchSmemValues natural_smem;
 
   // The dynamic shared memory limit we know is set for this function on each device (-1: not
   // raised by us yet), and for CUkernel handles the per-context function the limit is set on.

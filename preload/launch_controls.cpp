@@ -10,6 +10,7 @@
 #include "function_metadata.h"
 #include "log.h"
 #include "shaping_decision.h"
+#include "timeline.h"
 
 namespace tandem::preload {
 namespace {
@@ -149,12 +150,14 @@ bool limit_was_lowered(const DriverApi& api, FunctionRecord& record, CUfunction 
 CUresult skip_shaping(FunctionRecord& record, const Launch& l, ShapingOutcome outcome) {
   Counters::bump(counters().shaping[static_cast<int>(outcome)]);
   remember_outcome(record, outcome);
+  if (timeline_recording()) record.natural_smem.note(l.shared_mem_bytes);
   return issue(l, l.shared_mem_bytes);
 }
 
 void note_shaped(FunctionRecord& record, const ShapingDecision& d) {
   Counters::bump(counters().shaping[static_cast<int>(ShapingOutcome::Shaped)]);
   remember_outcome(record, ShapingOutcome::Shaped);
+  if (timeline_recording()) record.shaped_smem.note(static_cast<uint32_t>(d.dynamic_smem));
   if (!record.nvtx_marked.load(std::memory_order_relaxed))
     mark_first_decision(record, "shaped " + record.display_name + " (" + std::to_string(d.natural_blocks_per_sm) +
                                     " -> " + std::to_string(d.shaped_blocks_per_sm) + " blocks/SM, " +

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -39,7 +40,7 @@ std::mutex g_mutex;  // start, hand-over and finish, never the launch path
 
 constexpr const char* kRecorderLibrary = "libtandem_timeline.so";
 constexpr size_t kBufferBytes = size_t(8) << 20;
-// 40 bytes each: 640 MiB at most. Beyond it records are counted as lost, never kept.
+// 48 bytes each: 768 MiB at most. Beyond it records are counted as lost, never kept.
 constexpr uint64_t kMaxRecords = uint64_t(16) << 20;
 
 // The recorder's C ABI, resolved once.
@@ -207,6 +208,7 @@ int start_locked(const PreloadConfig& c) {
   g_recording_pid = static_cast<long>(getpid());
   g_recorded = true;
   g_regions.store(true, std::memory_order_release);
+  timeline_detail::recording.store(true, std::memory_order_relaxed);
   // Registered now, after the CUDA runtime's own exit handler: ours runs first, while CUDA and CUPTI
   // are still up, and before the library destructors (the exit report) that read the result.
   std::atexit(&at_exit);
@@ -222,6 +224,7 @@ int start_locked(const PreloadConfig& c) {
 // Under g_mutex, recording: every record up to now flushed; no CUPTI call after this.
 void stop_locked() {
   g_regions.store(false, std::memory_order_release);
+  timeline_detail::recording.store(false, std::memory_order_relaxed);
   char why[512] = "";
   if (g_recorder.stop(why, sizeof why) != 0) log(LogLevel::Warn, "timeline: stopping CUPTI: %s", why);
 }
@@ -248,6 +251,27 @@ RawTimeline copy_records() {
   if (const uint32_t* c = g_recorder.correlations(&n)) raw.communication_correlations.assign(c, c + n);
   g_recorder.counts(&raw.counts);
   return raw;
+}
+
+// Under a shape policy, the sizes each launched kernel ran with, shaped and as asked, merged by name
+// (a kernel loaded in two modules or contexts has two records).
+LaunchSizesByName launch_sizes(const Runtime& rt) {
+  LaunchSizesByName out;
+  const auto add = [](std::vector<uint32_t>& to, const std::vector<uint32_t>& values) {
+    for (const uint32_t v : values)
+      if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
+  };
+  rt.functions.for_each([&](FunctionRecord& record) {
+    if (record.name.empty()) return;
+    const std::vector<uint32_t> shaped = record.shaped_smem.values(), natural = record.natural_smem.values();
+    if (shaped.empty() && natural.empty()) return;
+    LaunchSizes& sizes = out[record.name];
+    add(sizes.shaped, shaped);
+    add(sizes.natural, natural);
+    sizes.shaped_overflowed = sizes.shaped_overflowed || record.shaped_smem.overflowed();
+    sizes.natural_overflowed = sizes.natural_overflowed || record.natural_smem.overflowed();
+  });
+  return out;
 }
 
 void write_files(const PreloadConfig& c, const ProcessTimeline& t, const RawTimeline& raw) {
@@ -287,6 +311,7 @@ void finish_locked() {
   auto* t = new ProcessTimeline;
   if (g_recorded) {
     raw = copy_records();
+    if (rt && config.shapes_compute()) raw.launch_sizes = launch_sizes(*rt);
     *t = build_timeline(raw, config.step_range);
     if (g_recorded_until) {
       t->state = TimelineState::SteppedAside;
@@ -321,6 +346,7 @@ void at_exit() {
 
 namespace timeline_detail {
 std::atomic<bool> undecided{true};
+std::atomic<bool> recording{false};
 
 void decide() {
   undecided.store(false, std::memory_order_relaxed);

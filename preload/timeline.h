@@ -24,6 +24,7 @@ namespace tandem::preload {
 
 namespace timeline_detail {
 extern std::atomic<bool> undecided;  // true until the first CUDA activity of the process
+extern std::atomic<bool> recording;  // started and not stopped yet
 void decide();
 }  // namespace timeline_detail
 
@@ -32,6 +33,10 @@ void decide();
 inline void timeline_note_activity() {
   if (timeline_detail::undecided.load(std::memory_order_relaxed)) timeline_detail::decide();
 }
+
+// Whether the recorder runs now: the launch path notes then what the timeline needs to tell shaped
+// launches apart (launch_smem_values.h). One relaxed load.
+inline bool timeline_recording() { return timeline_detail::recording.load(std::memory_order_relaxed); }
 
 // The program registers CUPTI activity callbacks (its own profiler): tandem's recording, if any,
 // stops first (flushed, every kind it enabled disabled). Never throws.

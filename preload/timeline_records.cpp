@@ -8,6 +8,7 @@
 
 #include "kernel_classification.h"
 #include "tandem/kernel_names.h"
+#include "tandem/shaping_check_json.h"
 #include "tandem/text.h"
 
 namespace tandem::preload {
@@ -16,6 +17,20 @@ namespace {
 const std::string& name_of(const RawTimeline& raw, uint32_t index) {
   static const std::string none;
   return index < raw.names.size() ? raw.names[index] : none;
+}
+
+// Each name's launch sizes (nullptr: none noted), by the recorder's name index: looked up once per
+// name, not once per record.
+std::vector<const LaunchSizes*> sizes_by_name(const RawTimeline& raw) {
+  std::vector<const LaunchSizes*> out(raw.names.size(), nullptr);
+  if (!raw.launch_sizes) return out;
+  for (size_t i = 0; i < raw.names.size(); ++i)
+    if (const auto it = raw.launch_sizes->find(raw.names[i]); it != raw.launch_sizes->end()) out[i] = &it->second;
+  return out;
+}
+
+LaunchForm form_of(const std::vector<const LaunchSizes*>& sizes, const tandem_timeline_activity& a) {
+  return launch_form(a.name < sizes.size() ? sizes[a.name] : nullptr, a.dynamic_smem);
 }
 
 bool correlated(uint32_t id, const std::vector<uint32_t>& sorted) {
@@ -155,11 +170,25 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
   for (const HostStep& s : steps)
     if (s.issued_after == 0 || s.issued_before <= s.issued_after) ++t.unplaced_steps;
 
-  std::map<uint32_t, std::pair<RankRecord, DeviceTimeline>> by_device;
+  struct Device {
+    RankRecord record;
+    DeviceTimeline figures;
+    std::vector<KernelRun> computation_kernels;  // for the shaping check
+    std::vector<Activity> communication;
+  };
+  std::map<uint32_t, Device> by_device;
+  const std::vector<const LaunchSizes*> sizes = sizes_by_name(raw);
   for (const tandem_timeline_activity& a : raw.activities) {
-    auto& [record, device] = by_device[a.device];
-    const ActivityClass cls = classify(a, name_of(raw, a.name), raw.communication_correlations);
+    auto& [record, device, kernels, communication] = by_device[a.device];
+    const std::string& name = name_of(raw, a.name);
+    const ActivityClass cls = classify(a, name, raw.communication_correlations);
     record.activities.push_back(Activity{a.start_ns, a.end_ns, cls, a.correlation});
+    if (raw.launch_sizes) {
+      if (cls == ActivityClass::Communication)
+        communication.push_back(record.activities.back());
+      else if (a.kind == TANDEM_TIMELINE_KERNEL)
+        kernels.push_back(KernelRun{a.start_ns, a.end_ns, form_of(sizes, a)});
+    }
     if (a.kind == TANDEM_TIMELINE_KERNEL)
       ++device.kernels;
     else if (a.kind == TANDEM_TIMELINE_MEMSET)
@@ -169,12 +198,13 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
     if (cls == ActivityClass::Communication) ++device.communication;
   }
   for (auto& [id, entry] : by_device) {
-    auto& [record, device] = entry;
+    auto& [record, device, kernels, communication] = entry;
     if (!steps.empty()) record.steps = gpu_windows(steps, record.activities);
     // The process's losses are not per device: each device reports them (they bound every figure).
     record.records_lost = t.records_lost();
     device.device = id;
     device.figures = account(record);
+    if (raw.launch_sizes) device.shaping = check_shaping(kernels, communication);
     t.devices.push_back(std::move(device));
   }
   return t;
@@ -222,6 +252,7 @@ std::string render_timeline_text(const ProcessTimeline& t) {
                          " kernels, " + std::to_string(d.copies) + " copies, " + std::to_string(d.memsets) +
                          " memsets (" + std::to_string(d.communication) + " communication), " +
                          std::to_string(d.figures.outside_steps) + " outside the steps");
+    if (d.shaping) out += line(pid, "timeline: GPU " + std::to_string(d.device) + " " + shaping_check_text(*d.shaping));
   }
   const uint64_t lost = t.records_lost();
   if (lost)
@@ -255,7 +286,8 @@ nlohmann::json timeline_json(const ProcessTimeline& t) {
                          {"copies", d.copies},
                          {"memsets", d.memsets},
                          {"communication", d.communication},
-                         {"outside_steps", d.figures.outside_steps}}}});
+                         {"outside_steps", d.figures.outside_steps}}},
+                       {"shaping", d.shaping ? shaping_check_json(*d.shaping) : nlohmann::json()}});
   }
   const auto optional_text = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
   return {{"state", to_string(t.state)},
@@ -345,9 +377,18 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
     if (!shown[a.name]) shown[a.name] = demangle(raw.names[a.name]);
     return *shown[a.name];
   };
+  const std::vector<const LaunchSizes*> sizes = sizes_by_name(raw);
   for (const tandem_timeline_activity& a : raw.activities) {
     if (a.end_ns < a.start_ns) continue;
     const ActivityClass cls = classify(a, name_of(raw, a.name), raw.communication_correlations);
+    nlohmann::json args = {
+        {"kind", kind_name(a.kind)}, {"device", a.device}, {"stream", a.stream}, {"correlation", a.correlation}};
+    if (raw.launch_sizes && a.kind == TANDEM_TIMELINE_KERNEL && cls == ActivityClass::Computation) {
+      // Under a shape policy, whether tandem shaped it (tandem/shaping_check.h).
+      static constexpr const char* kForms[] = {"no", "yes", "unattributed"};
+      args["shaped"] = kForms[static_cast<int>(form_of(sizes, a))];
+      args["dynamic_smem"] = a.dynamic_smem;
+    }
     emit({{"ph", "X"},
           {"name", display(a)},
           {"cat", to_string(cls)},
@@ -356,8 +397,7 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
           {"tid", stream_tid[{a.device, a.stream}]},
           {"ts_ns", a.start_ns},
           {"dur_ns", a.end_ns - a.start_ns},
-          {"args",
-           {{"kind", kind_name(a.kind)}, {"device", a.device}, {"stream", a.stream}, {"correlation", a.correlation}}}});
+          {"args", args}});
   }
 }
 

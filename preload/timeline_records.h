@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tandem/overlap.h"
+#include "tandem/shaping_check.h"
 #include "timeline/tandem_timeline.h"
 
 namespace tandem::preload {
@@ -35,6 +36,9 @@ struct RawTimeline {
   std::vector<RawStep> steps;                        // the ranges that matched the pattern, closed
   uint64_t open_steps = 0;                           // matched ranges never closed
   tandem_timeline_counts counts{};
+  // Under a shape policy: the sizes each kernel was launched with, shaped and as asked
+  // (tandem/shaping_check.h); the check of the targeted rule is made only with them.
+  std::optional<LaunchSizesByName> launch_sizes;
 };
 
 // Communication: NCCL's kernels, the copy-engine collectives' sum kernels (tandem/kernel_names.h),
@@ -59,6 +63,7 @@ struct DeviceTimeline {
   RankFigures figures;
   uint64_t kernels = 0, copies = 0, memsets = 0;  // records by kind
   uint64_t communication = 0;                     // records classified as communication
+  std::optional<ShapingCheck> shaping;            // under a shape policy: its kernels against what ran
 };
 
 struct ProcessTimeline {

@@ -583,17 +583,36 @@ section "targeted: shape and sm-target only beside an outstanding collective, DD
 # The Transformers Llama of examples/reach (its default size, 6 steps) stock and under `tandem run`:
 # the losses must be stock's bitwise (shaping and SM targets never change a result), and the
 # interposer's counts say how many compute launches were shaped beside a collective and how many were
-# left alone (no-collective-in-flight), per rank. Shared-GPU times are not speed results.
+# left alone (no-collective-in-flight), per rank. Under a shape policy each rank also records its
+# timeline, whose check (tandem/shaping_check.h) says what share of the shaped kernels ran beside
+# communication and what share of the computation beside communication was shaped. The DDP and FSDP2
+# programs of examples/pytorch get the same check under the targeted shape. Shared-GPU times are not
+# speed results.
 targeted_policies=${TANDEM_TARGETED_POLICIES:-shape:2+priority,shape:2+priority+compute-always,sm-target:96+priority}
+targeted_run() {  # DIR POLICY PROGRAM ARGS...
+  local dir=$1 policy=$2
+  shift 2
+  mkdir -p "$dir"
+  local prefix=()
+  if [ "$policy" != stock ]; then
+    prefix=("$tandem" run --policy "$policy" --stats "$dir/stats-%p.json")
+    [[ "$policy" == *shape:* ]] && prefix+=(--timeline)
+    prefix+=(--)
+  fi
+  timeout 300 torchrun --standalone --nproc-per-node 2 --no-python "${prefix[@]}" python3 \
+    "$root/tests/tools/shared_gpu_rank.py" "$@" > "$dir/out.log" 2>&1 ||
+    { echo "targeted $(basename "$dir"): FAILED (exit $?)" | tee -a "$logs/summary.log"; status=1; }
+}
 for parallel in ddp fsdp2; do
   for policy in stock ${targeted_policies//,/ }; do
-    dir="$logs/targeted-$parallel-$(echo "$policy" | tr ':+' '--')"
-    mkdir -p "$dir"
-    prefix=()
-    [ "$policy" = stock ] || prefix=("$tandem" run --policy "$policy" --stats "$dir/stats-%p.json" --)
-    timeout 300 torchrun --standalone --nproc-per-node 2 --no-python "${prefix[@]}" python3 \
-      "$root/tests/tools/shared_gpu_rank.py" "$root/examples/reach/llama_train.py" --parallel "$parallel" --steps 6 \
-      > "$dir/out.log" 2>&1 || { echo "targeted $parallel $policy: FAILED (exit $?)" | tee -a "$logs/summary.log"; status=1; }
+    targeted_run "$logs/targeted-$parallel-$(echo "$policy" | tr ':+' '--')" "$policy" \
+      "$root/examples/reach/llama_train.py" --parallel "$parallel" --steps 6
+  done
+done
+for program in ddp_overlap fsdp2_mlp; do
+  for policy in stock shape:2+priority; do
+    targeted_run "$logs/targeted-$program-$(echo "$policy" | tr ':+' '--')" "$policy" \
+      "$root/examples/pytorch/$program.py" --steps 8 --warmup 2 ${TANDEM_TARGETED_EXAMPLE_ARGS:---hidden 4096 --layers 4}
   done
 done
 python3 - "$logs" "$out/targeted-$tag.json" "$root" <<'PY' | tee -a "$logs/summary.log" || status=1
@@ -605,22 +624,32 @@ for d in sorted(glob.glob(os.path.join(sys.argv[1], "targeted-*"))):
     result = pc.parse_result(open(os.path.join(d, "out.log"), errors="replace").read())
     stats = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(d, "stats-*.json")))]
     stats = [s for s in stats if s.get("launches", {}).get("compute")]  # the ranks, not torchrun
-    rows.append({"run": os.path.basename(d), "losses": result and result.get("losses"),
+    # The Llama reports every step's loss; the examples of examples/pytorch the final one.
+    losses = result and (result.get("losses") or ([result["loss"]] if "loss" in result else None))
+    rows.append({"run": os.path.basename(d), "losses": losses,
                  "shaped": [s["compute_shaped"] for s in stats],
                  "left_alone": [s["skipped"].get("no-collective-in-flight", 0) for s in stats],
                  "gemms_capped_beside": [s["cublas"].get("gemms_capped_beside_collective", 0) for s in stats],
                  "gemms_left_alone": [s["cublas"].get("gemms_left_alone", 0) for s in stats],
-                 "compute_controls": sorted({s.get("compute_controls", "") for s in stats})})
-stock = {r["run"].split("-")[1]: r["losses"] for r in rows if r["run"].endswith("-stock")}
+                 "compute_controls": sorted({s.get("compute_controls", "") for s in stats}),
+                 # The timeline's check of the targeted rule, per rank (docs/RUN.md): shaped kernels
+                 # beside communication, and the computation beside it that was shaped.
+                 "shaping": [d.get("shaping") for s in stats for d in (s.get("timeline") or {}).get("devices", [])]})
+program_of = lambda run: run.split("-")[1]
+stock = {program_of(r["run"]): r["losses"] for r in rows if r["run"].endswith("-stock")}
+share = lambda v: "—" if v is None else f"{100 * v:.1f} %"
 for r in rows:
     # Shaping never changes a kernel's arithmetic: bitwise. A GEMM capped to fewer SMs may take another
     # cuBLAS algorithm and round differently: within pytorch-compare's tolerance (one bf16 unit).
-    per_step = [pc.loss_agreement([a], b) for a, b in zip(r["losses"] or [], stock.get(r["run"].split("-")[1]) or [])]
+    per_step = [pc.loss_agreement([a], b) for a, b in zip(r["losses"] or [], stock.get(program_of(r["run"])) or [])]
     r["losses_vs_stock"] = ("bitwise" if per_step and all(x == "bitwise" for x in per_step) else
                             "within tolerance" if per_step and "differs" not in per_step else "differs")
     failed += r["losses_vs_stock"] == "differs" or (r["losses_vs_stock"] != "bitwise" and "sm-target" not in r["run"])
+    checks = [c for c in r["shaping"] if c]
+    check = ("  shaped beside comm " + "/".join(share(c["shaped_beside_share"]) for c in checks) +
+             ", comm-side compute shaped " + "/".join(share(c["beside_shaped_share"]) for c in checks)) if checks else ""
     print(f'{r["run"]:<48} losses {r["losses_vs_stock"]:<16}  shaped {r["shaped"]}  '
-          f'left alone {r["left_alone"]}  GEMMs capped {r["gemms_capped_beside"]} / left {r["gemms_left_alone"]}')
+          f'left alone {r["left_alone"]}  GEMMs capped {r["gemms_capped_beside"]} / left {r["gemms_left_alone"]}{check}')
 json.dump({"kind": "targeted-check", "rows": rows}, open(sys.argv[2], "w"), indent=1)
 sys.exit(1 if failed else 0)
 PY

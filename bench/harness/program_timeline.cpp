@@ -8,6 +8,7 @@
 #include "report/report.h"
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
+#include "tandem/shaping_check_json.h"
 
 namespace tandem::bench {
 namespace {
@@ -92,7 +93,15 @@ ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
       figures.records_lost = p.lost;
       if (d.contains("records") && d.at("records").is_object())
         figures.outside_steps = d.at("records").value("outside_steps", uint64_t(0));
-      p.devices.emplace_back(required<uint32_t>(d, "device", device_what), std::move(figures));
+      const auto device = required<uint32_t>(d, "device", device_what);
+      if (d.contains("shaping") && !d.at("shaping").is_null()) {
+        try {
+          p.shaping[device] = shaping_check_from_json(d.at("shaping"));
+        } catch (const nlohmann::json::exception& e) {
+          TANDEM_THROW(device_what + " has a malformed \"shaping\": " + e.what());
+        }
+      }
+      p.devices.emplace_back(device, std::move(figures));
     }
   }
   return p;
@@ -143,6 +152,8 @@ JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
     }
     for (const auto& [device, figures] : p.devices) {
       job.units.push_back(process_label(p) + " GPU " + std::to_string(device));
+      const auto shaping = p.shaping.find(device);
+      job.shaping.push_back(shaping == p.shaping.end() ? std::nullopt : std::optional<ShapingCheck>(shaping->second));
       ranks.push_back(figures);
     }
   }
@@ -206,6 +217,8 @@ std::string job_timeline_text(const JobTimeline& job) {
                                   : std::string("no communication")) +
            "\n";
   }
+  for (size_t i = 0; i < job.shaping.size(); ++i)
+    if (job.shaping[i]) out += head + job.units[i] + ": " + shaping_check_text(*job.shaping[i]) + "\n";
   if (job.figures.steps_left_out)
     out += head + std::to_string(job.figures.steps_left_out) +
            " steps left out: not every rank has them (ranks with more steps than others)\n";
@@ -243,8 +256,16 @@ nlohmann::json job_timeline_json(const JobTimeline& job) {
                {"idle_ms", s->idle_ms},
                {"hidden_share", s->hidden_share ? nlohmann::json(*s->hidden_share) : nlohmann::json()},
                {"slowest_most_often", job.units[s->slowest_unit]}};
+  nlohmann::json shaping = nlohmann::json::array();
+  for (size_t i = 0; i < job.shaping.size(); ++i)
+    if (job.shaping[i]) {
+      nlohmann::json unit = shaping_check_json(*job.shaping[i]);
+      unit["unit"] = job.units[i];
+      shaping.push_back(unit);
+    }
   return {{"ranks", job.units.size()},
           {"units", job.units},
+          {"shaping", shaping},
           {"step_range", job.step_range.empty() ? nlohmann::json() : nlohmann::json(job.step_range)},
           {"steps_from", job.steps_from_nvtx ? "nvtx" : "run"},
           {"steps", steps},

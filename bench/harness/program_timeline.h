@@ -4,12 +4,14 @@
 // member of each --stats file; docs/BENCH_JSON.md), put together for the job: each step's slowest
 // rank (tandem/overlap.h, job_figures), the job's line, the figure `tandem tune --objective` ranks
 // by, and the Chrome trace assembled from every process's events.
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tandem/overlap.h"
+#include "tandem/shaping_check.h"
 
 namespace tandem::bench {
 
@@ -23,6 +25,7 @@ struct ProcessTimelineFile {
   std::string step_range;
   bool steps_from_nvtx = false;
   std::vector<std::pair<uint32_t, RankFigures>> devices;  // device id, its figures
+  std::map<uint32_t, ShapingCheck> shaping;               // by device id, under a shape policy
   uint64_t lost = 0;
 };
 
@@ -37,9 +40,10 @@ std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder)
 std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std::string>& stats_files);
 
 struct JobTimeline {
-  JobFigures figures;                // over every recorded (process, device), in the files' order
-  std::vector<std::string> units;    // "rank 0 (pid 4711) GPU 0", one per figures' rank index
-  std::vector<std::string> missing;  // processes that recorded nothing, with why
+  JobFigures figures;                                // over every recorded (process, device), in the files' order
+  std::vector<std::string> units;                    // "rank 0 (pid 4711) GPU 0", one per figures' rank index
+  std::vector<std::optional<ShapingCheck>> shaping;  // per unit, under a shape policy
+  std::vector<std::string> missing;                  // processes that recorded nothing, with why
   std::string step_range;
   bool steps_from_nvtx = false;
 };
@@ -57,7 +61,8 @@ struct JobSummary {
 };
 std::optional<JobSummary> summarize_job(const JobTimeline& job);
 
-// "tandem run: ..." lines for the job: its summary, the processes that recorded nothing, losses.
+// "tandem run: ..." lines for the job: its summary, each unit's shaping check, the processes that
+// recorded nothing, losses.
 std::string job_timeline_text(const JobTimeline& job);
 nlohmann::json job_timeline_json(const JobTimeline& job);
 

@@ -2,7 +2,7 @@
 //
 // Cost on the program: CUPTI's own (it timestamps each kernel, copy and memset on the GPU); this
 // library does nothing on the launch path. Its work runs when CUPTI hands back a full buffer, on
-// CUPTI's thread: a pass over the buffer that copies 40 bytes per record. Buffers are large (the
+// CUPTI's thread: a pass over the buffer that copies 48 bytes per record. Buffers are large (the
 // interposer asks for 8 MiB) so that hand-backs are rare.
 //
 // CUPTI is reached only through the resolver the interposer passes, which looks every function up in
@@ -147,7 +147,9 @@ void take(Recorder& r, const CUpti_Activity* record) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      keep(r, activity(r, k, TANDEM_TIMELINE_KERNEL, k->name));
+      tandem_timeline_activity a = activity(r, k, TANDEM_TIMELINE_KERNEL, k->name);
+      a.dynamic_smem = static_cast<uint32_t>(std::max<int32_t>(k->dynamicSharedMemory, 0));
+      keep(r, a);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {

@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 // Raised whenever a signature or a structure below changes: the interposer refuses another version.
-#define TANDEM_TIMELINE_ABI_VERSION 1
+#define TANDEM_TIMELINE_ABI_VERSION 2
 
 // CUPTI's function `symbol` in the CUPTI the interposer chose, or NULL.
 typedef void* (*tandem_timeline_resolve_fn)(const char* symbol);
@@ -49,6 +49,7 @@ typedef struct tandem_timeline_activity {
   uint32_t name;                 // index into the names (kernels: the name as CUPTI reports it, usually mangled)
   uint32_t correlation;          // the driver or runtime call that issued it
   uint32_t runtime_correlation;  // copies: the runtime call's, 0 otherwise
+  uint32_t dynamic_smem;         // kernels: the dynamic shared memory it ran with (bytes), 0 otherwise
   uint8_t kind;                  // tandem_timeline_kind
   uint8_t copy_kind;             // copies: CUpti_ActivityMemcpyKind
   uint8_t pad[2];

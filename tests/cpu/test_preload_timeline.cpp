@@ -185,6 +185,38 @@ TEST(preload_timeline, AnotherNvtxInjectionIsLeftInPlaceAndKeepsCupti) {
   EXPECT_EQ(r.stats["timeline"]["state"], "stepped-aside");
 }
 
+// Under a shape policy the timeline tells the shaped kernels by their size and checks them against
+// the communication that ran: the construction (fake_cupti_client.cpp, play_shaped_and_natural) has
+// the shaped kernel beside communication for 200 us and once beside nothing, and its cooperative
+// launch, never shaped, beside it for 100 us.
+TEST(preload_timeline, UnderAShapePolicyTheShapedKernelsAreCheckedAgainstTheCommunication) {
+  ScratchFolder dir;
+  const TandemRun r =
+      tandem_run(dir, "--policy shape:2+compute-always --timeline --stats " + dir.path("stats.json").string(),
+                 kClient + " shaped");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json& shaping = only_device(r.stats["timeline"])["shaping"];
+  ASSERT_TRUE(shaping.is_object()) << r.stats["timeline"].dump();
+  EXPECT_EQ(shaping["shaped_kernels"], 2) << shaping.dump();
+  EXPECT_EQ(shaping["shaped_beside_communication"], 1);
+  EXPECT_EQ(shaping["kernels_beside_communication"], 2);
+  EXPECT_EQ(shaping["beside_communication_ns"], 300000);
+  EXPECT_EQ(shaping["beside_communication_shaped_ns"], 200000);
+  EXPECT_EQ(shaping["unattributed_kernels"], 0);
+  EXPECT_NE(r.err.find("shaped kernels beside communication: 50.0 % (1 of 2); computation beside communication in "
+                       "shaped kernels: 66.7 % of its time"),
+            std::string::npos)
+      << r.err;
+
+  // Without a shape policy there is nothing to check, and nothing is said.
+  ScratchFolder plain;
+  const TandemRun p = tandem_run(plain, "--policy priority --timeline --stats " + plain.path("stats.json").string(),
+                                 kClient + " shaped");
+  ASSERT_EQ(p.status, 0) << p.err;
+  EXPECT_TRUE(only_device(p.stats["timeline"])["shaping"].is_null());
+  EXPECT_EQ(p.err.find("shaped kernels beside"), std::string::npos) << p.err;
+}
+
 TEST(preload_timeline, WithoutTimelineNothingOfItHappens) {
   ScratchFolder dir;
   const TandemRun r = tandem_run(dir, "--stats " + dir.path("stats.json").string(), kClient + " overlap");

@@ -291,5 +291,84 @@ TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
   EXPECT_EQ(tandem_test::read_text(path), "ab");
 }
 
+// Under a shape policy the interposer hands over the sizes each kernel was launched with; each
+// device's kernels are then checked against its communication (tandem/shaping_check.h), reported in
+// the summary, the JSON `tandem run` reads back, and the trace.
+TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) {
+  RawTimeline raw;
+  raw.names = {"_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "_Z7softmaxv"};
+  auto shaped = [](int64_t start, int64_t end, uint32_t device) {
+    auto a = activity(TANDEM_TIMELINE_KERNEL, 0, start, end, device);
+    a.dynamic_smem = 98304;
+    return a;
+  };
+  raw.activities = {shaped(0, 100, 0),                                   // beside [50,150)
+                    activity(TANDEM_TIMELINE_KERNEL, 1, 50, 150, 0, 9),  // communication
+                    activity(TANDEM_TIMELINE_KERNEL, 2, 120, 200, 0),    // natural, beside [120,150)
+                    activity(TANDEM_TIMELINE_KERNEL, 0, 300, 400, 0),    // gemm as asked (0 B): not beside
+                    shaped(500, 600, 0),                                 // shaped, nothing beside it
+                    shaped(0, 10, 1)};                                   // GPU 1: no communication
+  ProcessTimeline off = build_timeline(raw, "");
+  EXPECT_FALSE(off.devices.at(0).shaping) << "no shape policy, no check";
+  raw.launch_sizes = LaunchSizesByName{{"_Z4gemmv", LaunchSizes{{98304}, {0}}}, {"_Z7softmaxv", LaunchSizes{{}, {0}}}};
+  ProcessTimeline t = build_timeline(raw, "");
+  t.pid = 5;
+  t.rank = 1;
+  ASSERT_EQ(t.devices.size(), 2u);
+  ASSERT_TRUE(t.devices[0].shaping);
+  const ShapingCheck& c = *t.devices[0].shaping;
+  EXPECT_EQ(c.shaped, 2u);
+  EXPECT_EQ(c.shaped_beside, 1u);
+  EXPECT_EQ(c.beside, 2u);
+  EXPECT_EQ(c.beside_ns, 80);         // [50,100) of the gemm and [120,150) of the softmax
+  EXPECT_EQ(c.beside_shaped_ns, 50);  // the gemm's [50,100)
+  ASSERT_TRUE(t.devices[1].shaping);
+  EXPECT_EQ(t.devices[1].shaping->shaped, 1u);
+  EXPECT_FALSE(t.devices[1].shaping->beside_shaped_share());
+  const std::string text = render_timeline_text(t);
+  EXPECT_NE(text.find("tandem[5]: timeline: GPU 0 shaped kernels beside communication: 50.0 % (1 of 2); computation "
+                      "beside communication in shaped kernels: 62.5 % of its time"),
+            std::string::npos)
+      << text;
+
+  // What the interposer writes is what `tandem run` reads back and reports per rank.
+  const json doc = timeline_json(t);
+  EXPECT_EQ(doc["devices"][0]["shaping"]["shaped_kernels"], 2);
+  EXPECT_EQ(doc["devices"][0]["shaping"]["beside_shaped_share"], 0.625);
+  EXPECT_TRUE(doc["devices"][1]["shaping"]["beside_shaped_share"].is_null());
+  const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
+  ASSERT_EQ(back.shaping.size(), 2u);
+  EXPECT_EQ(back.shaping.at(0).beside_shaped_ns, 50);
+  const bench::JobTimeline job = bench::job_timeline({back});
+  const std::string job_text = bench::job_timeline_text(job);
+  EXPECT_NE(job_text.find("tandem run: job timeline: rank 1 (pid 5) GPU 0: shaped kernels beside communication: "
+                          "50.0 % (1 of 2)"),
+            std::string::npos)
+      << job_text;
+  const json job_doc = bench::job_timeline_json(job);
+  ASSERT_EQ(job_doc["shaping"].size(), 2u);
+  EXPECT_EQ(job_doc["shaping"][0]["unit"], "rank 1 (pid 5) GPU 0");
+  EXPECT_EQ(job_doc["shaping"][0]["shaped_beside_share"], 0.5);
+
+  // The trace says which kernels tandem shaped.
+  std::ostringstream trace;
+  write_trace_events(trace, raw, t);
+  EXPECT_NE(trace.str().find("\"dynamic_smem\":98304,\"kind\":\"kernel\",\"shaped\":\"yes\""), std::string::npos)
+      << trace.str();
+  EXPECT_NE(trace.str().find("\"dynamic_smem\":0,\"kind\":\"kernel\",\"shaped\":\"no\""), std::string::npos);
+}
+
+TEST(timeline_shaping, AMalformedShapingObjectIsRefusedByName) {
+  ProcessTimeline t = build_timeline(raw_with_steps(), "");
+  json doc = timeline_json(t);
+  doc["devices"][0]["shaping"] = json{{"shaped_kernels", "many"}};
+  try {
+    bench::parse_process_timeline(doc);
+    FAIL() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("malformed \"shaping\""), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace tandem::preload

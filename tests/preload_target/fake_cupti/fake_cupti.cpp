@@ -211,7 +211,8 @@ FAKE_EXPORT int InitializeInjectionNvtx2(void* /*get_export_table*/) {
   return 1;
 }
 
-FAKE_EXPORT void fake_cupti_kernel(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream) {
+FAKE_EXPORT void fake_cupti_kernel_with_smem(const char* name, uint64_t start, uint64_t end, uint32_t device,
+                                             uint32_t stream, uint32_t dynamic_smem) {
   const std::lock_guard<std::mutex> lock(g_mutex);
   if (!enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)) return;
   CUpti_ActivityKernel10 k{};
@@ -221,8 +222,13 @@ FAKE_EXPORT void fake_cupti_kernel(const char* name, uint64_t start, uint64_t en
   k.deviceId = device;
   k.streamId = stream;
   k.correlationId = g_next_correlation++;
+  k.dynamicSharedMemory = static_cast<int32_t>(dynamic_smem);
   k.name = keep(name);
   queue(k);
+}
+
+FAKE_EXPORT void fake_cupti_kernel(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream) {
+  fake_cupti_kernel_with_smem(name, start, end, device, stream, 0);
 }
 
 FAKE_EXPORT void fake_cupti_api_call(uint32_t driver_cbid) {

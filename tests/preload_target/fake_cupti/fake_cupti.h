@@ -11,6 +11,9 @@ extern "C" {
 
 // Queued only if the kind is enabled when called (as CUPTI records only enabled kinds).
 void fake_cupti_kernel(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream);
+// The same, with the dynamic shared memory the kernel ran with.
+void fake_cupti_kernel_with_smem(const char* name, uint64_t start, uint64_t end, uint32_t device, uint32_t stream,
+                                 uint32_t dynamic_smem);
 // A copy issued by an API call now: with EXTERNAL_CORRELATION enabled and an id pushed on this
 // thread, an external correlation record names that call's correlation id first.
 void fake_cupti_memcpy(uint64_t start, uint64_t end, uint32_t device, uint32_t stream);

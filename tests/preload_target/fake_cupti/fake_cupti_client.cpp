@@ -9,6 +9,8 @@
 //   fake_cupti_client profiler         a step, then the program's own profiler takes CUPTI
 //   fake_cupti_client profiler-first   the program's profiler takes CUPTI before any launch
 //   fake_cupti_client tuned            one step whose overlap depends on TANDEM_POLICY (tandem tune)
+//   fake_cupti_client shaped           one kernel launched plain and cooperative (never shaped), its
+//                                      records with the sizes the launches got (the shaping check)
 //
 // Prints one JSON object: what the program's own profiler received, and what the fake saw.
 #include <cuda.h>
@@ -101,6 +103,39 @@ void play_tuned_step() {
   fake_cupti_kernel(kNccl, kBase + comm_start * kUs, kBase + (comm_start + 300) * kUs, 0, 13);
 }
 
+// Under a shape policy: the first launch (launch_once) is shaped when the policy shapes it, a
+// cooperative launch of the same kernel never is. Each runs with the dynamic shared memory the driver
+// got (the fake driver's record of the launch), as CUPTI would report it. In microseconds:
+//   first launch       [0,400)    beside communication [200,700) for 200
+//   cooperative launch [600,800)  beside it for 100
+//   first kernel again [900,950)  (a replay of the first launch's size) beside nothing
+void play_shaped_and_natural() {
+  void* library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  const auto resolve = reinterpret_cast<decltype(&cuGetProcAddress_v2)>(dlsym(library, "cuGetProcAddress_v2"));
+  const auto function = reinterpret_cast<decltype(&fake_cuda_function)>(dlsym(library, "fake_cuda_function"));
+  const auto launches = reinterpret_cast<decltype(&fake_cuda_launch_count)>(dlsym(library, "fake_cuda_launch_count"));
+  const auto launch_record = reinterpret_cast<decltype(&fake_cuda_launch)>(dlsym(library, "fake_cuda_launch"));
+  if (!resolve || !function || !launches || !launch_record) fail("the fake driver lacks its entry points");
+  void* cooperative = nullptr;
+  CUdriverProcAddressQueryResult status{};
+  if (resolve("cuLaunchCooperativeKernel", &cooperative, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS ||
+      !cooperative)
+    fail("cannot resolve cuLaunchCooperativeKernel");
+  if (reinterpret_cast<decltype(&cuLaunchCooperativeKernel)>(cooperative)(
+          reinterpret_cast<CUfunction>(function(kFakeCompute)), 1, 1, 1, 256, 1, 1, 0, nullptr, nullptr) !=
+      CUDA_SUCCESS)
+    fail("the cooperative launch failed");
+  const int n = launches();
+  if (n < 2) fail("the fake driver recorded fewer than two launches");
+  const uint32_t first = launch_record(n - 2).shared_mem_bytes, second = launch_record(n - 1).shared_mem_bytes;
+  constexpr const char* kFill = "_Z12fill_computePjmj";
+  fake_cupti_kernel_with_smem(kFill, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7, first);
+  fake_cupti_kernel(kNccl, kBase + 200 * kUs, kBase + 700 * kUs, 0, 13);
+  fake_cupti_kernel_with_smem(kFill, kBase + 600 * kUs, kBase + 800 * kUs, 0, 7, second);
+  fake_cupti_kernel_with_smem(kFill, kBase + 900 * kUs, kBase + 950 * kUs, 0, 7, first);
+  std::printf("launched with %u and %u B of dynamic shared memory\n", first, second);
+}
+
 // The program's own profiler, as Kineto does it.
 int g_program_records = 0;
 void CUPTIAPI program_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -139,6 +174,8 @@ int main(int argc, char** argv) {
     profiler_result = start_program_profiler();
   } else if (mode == "tuned") {
     play_tuned_step();
+  } else if (mode == "shaped") {
+    play_shaped_and_natural();
   } else if (mode == "profiler-first") {
     nvtxRangePushA("step");  // NVTX's first call: the interposer's injection, the timeline stepped aside
     nvtxRangePop();

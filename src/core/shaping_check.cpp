@@ -1,0 +1,126 @@
+#include "tandem/shaping_check.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace tandem {
+namespace {
+
+bool holds(const std::vector<uint32_t>& sizes, uint32_t size) {
+  return std::find(sizes.begin(), sizes.end(), size) != sizes.end();
+}
+
+// The union of the intervals, sorted and disjoint (empty ones dropped).
+std::vector<std::pair<int64_t, int64_t>> merged(const std::vector<Activity>& intervals) {
+  std::vector<std::pair<int64_t, int64_t>> sorted;
+  for (const Activity& a : intervals)
+    if (a.end_ns > a.start_ns) sorted.emplace_back(a.start_ns, a.end_ns);
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::pair<int64_t, int64_t>> out;
+  for (const auto& [start, end] : sorted) {
+    if (!out.empty() && start <= out.back().second)
+      out.back().second = std::max(out.back().second, end);
+    else
+      out.emplace_back(start, end);
+  }
+  return out;
+}
+
+// How long [start, end) runs beside the union `busy`.
+int64_t time_beside(const std::vector<std::pair<int64_t, int64_t>>& busy, int64_t start, int64_t end) {
+  if (end <= start) return 0;
+  // The first interval that ends after `start`.
+  auto it = std::upper_bound(busy.begin(), busy.end(), start,
+                             [](int64_t t, const std::pair<int64_t, int64_t>& b) { return t < b.second; });
+  int64_t total = 0;
+  for (; it != busy.end() && it->first < end; ++it) total += std::min(end, it->second) - std::max(start, it->first);
+  return total;
+}
+
+std::string share_text(uint64_t part, uint64_t whole) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f %% (%llu of %llu)",
+                100.0 * static_cast<double>(part) / static_cast<double>(whole), static_cast<unsigned long long>(part),
+                static_cast<unsigned long long>(whole));
+  return buf;
+}
+
+}  // namespace
+
+LaunchForm launch_form(const LaunchSizes* sizes, uint32_t dynamic_smem) {
+  if (!sizes) return LaunchForm::Natural;  // never launched under the shape policy while recording
+  const LaunchSizes& s = *sizes;
+  const bool shaped = holds(s.shaped, dynamic_smem), natural = holds(s.natural, dynamic_smem);
+  if (shaped && natural) return LaunchForm::Unattributed;
+  if (shaped) return s.natural_overflowed ? LaunchForm::Unattributed : LaunchForm::Shaped;
+  if (natural) return s.shaped_overflowed ? LaunchForm::Unattributed : LaunchForm::Natural;
+  // A size noted neither way: every shaped size is noted unless they overflowed.
+  return s.shaped_overflowed ? LaunchForm::Unattributed : LaunchForm::Natural;
+}
+
+std::optional<double> ShapingCheck::shaped_beside_share() const {
+  if (shaped == 0) return std::nullopt;
+  return static_cast<double>(shaped_beside) / static_cast<double>(shaped);
+}
+
+std::optional<double> ShapingCheck::beside_shaped_share() const {
+  if (beside_ns <= 0) return std::nullopt;
+  return static_cast<double>(beside_shaped_ns) / static_cast<double>(beside_ns);
+}
+
+ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vector<Activity>& communication) {
+  const auto busy = merged(communication);
+  ShapingCheck c;
+  // The computation's time beside communication is a union over its streams, as the overlap figures
+  // count it (tandem/overlap.h): two kernels side by side beside one collective count its time once.
+  std::vector<Activity> beside_all, beside_shaped;
+  for (const KernelRun& k : kernels) {
+    if (k.form == LaunchForm::Unattributed) {
+      ++c.unattributed;
+      continue;
+    }
+    const bool shaped = k.form == LaunchForm::Shaped;
+    const bool beside = time_beside(busy, k.start_ns, k.end_ns) > 0;
+    if (shaped) ++c.shaped;
+    if (!beside) continue;
+    ++c.beside;
+    if (shaped) ++c.shaped_beside;
+    // Its parts beside communication.
+    auto it = std::upper_bound(busy.begin(), busy.end(), k.start_ns,
+                               [](int64_t t, const std::pair<int64_t, int64_t>& b) { return t < b.second; });
+    for (; it != busy.end() && it->first < k.end_ns; ++it) {
+      const Activity part{std::max(k.start_ns, it->first), std::min(k.end_ns, it->second)};
+      beside_all.push_back(part);
+      if (shaped) beside_shaped.push_back(part);
+    }
+  }
+  const auto total = [](const std::vector<Activity>& parts) {
+    int64_t sum = 0;
+    for (const auto& [start, end] : merged(parts)) sum += end - start;
+    return sum;
+  };
+  c.beside_ns = total(beside_all);
+  c.beside_shaped_ns = total(beside_shaped);
+  return c;
+}
+
+std::string shaping_check_text(const ShapingCheck& c) {
+  std::string out = "shaped kernels beside communication: ";
+  out += c.shaped ? share_text(c.shaped_beside, c.shaped) : std::string("none shaped");
+  out += "; computation beside communication in shaped kernels: ";
+  if (c.beside_ns > 0) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.1f %% of its time (%.3f of %.3f ms, %llu of %llu kernels)",
+                  100.0 * *c.beside_shaped_share(), static_cast<double>(c.beside_shaped_ns) / 1e6,
+                  static_cast<double>(c.beside_ns) / 1e6, static_cast<unsigned long long>(c.shaped_beside),
+                  static_cast<unsigned long long>(c.beside));
+    out += buf;
+  } else {
+    out += "none ran beside communication";
+  }
+  if (c.unattributed)
+    out += "; " + std::to_string(c.unattributed) + " kernels unattributed (a size both shaped and asked for)";
+  return out;
+}
+
+}  // namespace tandem
