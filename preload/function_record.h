@@ -42,10 +42,10 @@ struct FunctionRecord {
   std::atomic<uint16_t> last_natural_blocks{0};
   std::atomic<uint16_t> last_shaped_blocks{0};
   DecisionCache decision;
-  // Under --timeline with a shape policy: the sizes its launches ran with, shaped and as asked
-  // (timeline_shaping.h tells the recorded kernels apart by them).
-  LaunchSmemValues shaped_smem;
-  LaunchSmemValues natural_smem;
+  // Under --timeline with a shape policy: the sizes its launches ran with, by their kind (shaped,
+  // left alone by the targeted rule, not shapeable: tandem/shaping_check.h's LaunchForm order); the
+  // timeline tells the recorded kernels apart by them.
+  std::array<LaunchSmemValues, 3> launch_smem;
 
   // The dynamic shared memory limit we know is set for this function on each device (-1: not
   // raised by us yet), and for CUkernel handles the per-context function the limit is set on.

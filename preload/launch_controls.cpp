@@ -10,6 +10,7 @@
 #include "function_metadata.h"
 #include "log.h"
 #include "shaping_decision.h"
+#include "tandem/shaping_check.h"
 #include "timeline.h"
 
 namespace tandem::preload {
@@ -147,17 +148,24 @@ bool limit_was_lowered(const DriverApi& api, FunctionRecord& record, CUfunction 
   return current >= 0 && current < needed && set_limit(api, record, f, device, needed);
 }
 
-CUresult skip_shaping(FunctionRecord& record, const Launch& l, ShapingOutcome outcome) {
+// Under --timeline: the size this launch ran with, as a launch of its kind (tandem/shaping_check.h).
+void note_launch_size(FunctionRecord& record, LaunchForm form, uint32_t bytes) {
+  if (timeline_recording()) record.launch_smem[static_cast<size_t>(form)].note(bytes);
+}
+
+// `left_alone`: the targeted rule left a launch the policy would shape (the caller knows; every other
+// launch skipped here is one the policy cannot shape).
+CUresult skip_shaping(FunctionRecord& record, const Launch& l, ShapingOutcome outcome, bool left_alone = false) {
   Counters::bump(counters().shaping[static_cast<int>(outcome)]);
   remember_outcome(record, outcome);
-  if (timeline_recording()) record.natural_smem.note(l.shared_mem_bytes);
+  note_launch_size(record, left_alone ? LaunchForm::LeftAlone : LaunchForm::Unshapeable, l.shared_mem_bytes);
   return issue(l, l.shared_mem_bytes);
 }
 
 void note_shaped(FunctionRecord& record, const ShapingDecision& d) {
   Counters::bump(counters().shaping[static_cast<int>(ShapingOutcome::Shaped)]);
   remember_outcome(record, ShapingOutcome::Shaped);
-  if (timeline_recording()) record.shaped_smem.note(static_cast<uint32_t>(d.dynamic_smem));
+  note_launch_size(record, LaunchForm::Shaped, static_cast<uint32_t>(d.dynamic_smem));
   if (!record.nvtx_marked.load(std::memory_order_relaxed))
     mark_first_decision(record, "shaped " + record.display_name + " (" + std::to_string(d.natural_blocks_per_sm) +
                                     " -> " + std::to_string(d.shaped_blocks_per_sm) + " blocks/SM, " +
@@ -250,6 +258,17 @@ CUresult launch_compute(Runtime& rt, const DriverApi& api, FunctionRecord& recor
         captured || rt.outstanding.beside_collective(api, device->ordinal, l.stream_for_driver_calls());
 
   const ShapingDecision decision = decide(rt, record, *device, request);
+  if (decision.outcome == ShapingOutcome::NoCollectiveInFlight) {
+    // The timeline's check tells a launch the rule left alone from one the policy could not shape:
+    // what the model would say beside a collective (cached like any decision). Only while recording.
+    bool would_shape = false;
+    if (timeline_recording()) {
+      ShapingRequest beside = request;
+      beside.collective_in_flight = true;
+      would_shape = decide(rt, record, *device, beside).outcome == ShapingOutcome::Shaped;
+    }
+    return skip_shaping(record, l, decision.outcome, would_shape);
+  }
   if (decision.outcome != ShapingOutcome::Shaped) return skip_shaping(record, l, decision.outcome);
 
   const int needed = static_cast<int>(decision.dynamic_smem);

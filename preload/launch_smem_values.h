@@ -1,9 +1,10 @@
 #pragma once
-// The dynamic shared memory sizes one kernel was launched with, shaped and as the program asked,
-// noted while the timeline records (timeline_shaping.h). CUPTI's kernel record carries the size a
-// launch ran with but nothing that says tandem changed it; the size does, as long as no size of one
-// kind is also a size of the other: each recorded kernel is matched to its kind by its name and size,
-// and a size seen both ways is reported as unattributed, never guessed.
+// The dynamic shared memory sizes one kernel was launched with, of one kind of launch (shaped, left
+// alone by the targeted rule, not shapeable), noted while the timeline records
+// (tandem/shaping_check.h). CUPTI's kernel record carries the size a launch ran with but nothing that
+// says tandem changed it; the size does, as long as no size of one kind is also a size of another:
+// each recorded kernel is matched to its kind by its name and size, and a size seen two ways is
+// reported as unattributed, never guessed.
 //
 // Lock-free and bounded: a few slots filled once each by compare-and-swap, then a relaxed load per
 // launch finds the size already there. A kernel launched with more distinct sizes than slots is

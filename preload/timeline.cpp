@@ -253,23 +253,22 @@ RawTimeline copy_records() {
   return raw;
 }
 
-// Under a shape policy, the sizes each launched kernel ran with, shaped and as asked, merged by name
-// (a kernel loaded in two modules or contexts has two records).
+// Under a shape policy, the sizes each launched kernel ran with, by kind, merged by name (a kernel
+// loaded in two modules or contexts has two records).
 LaunchSizesByName launch_sizes(const Runtime& rt) {
   LaunchSizesByName out;
-  const auto add = [](std::vector<uint32_t>& to, const std::vector<uint32_t>& values) {
-    for (const uint32_t v : values)
-      if (std::find(to.begin(), to.end(), v) == to.end()) to.push_back(v);
-  };
   rt.functions.for_each([&](FunctionRecord& record) {
     if (record.name.empty()) return;
-    const std::vector<uint32_t> shaped = record.shaped_smem.values(), natural = record.natural_smem.values();
-    if (shaped.empty() && natural.empty()) return;
-    LaunchSizes& sizes = out[record.name];
-    add(sizes.shaped, shaped);
-    add(sizes.natural, natural);
-    sizes.shaped_overflowed = sizes.shaped_overflowed || record.shaped_smem.overflowed();
-    sizes.natural_overflowed = sizes.natural_overflowed || record.natural_smem.overflowed();
+    for (int kind = 0; kind < kLaunchKinds; ++kind) {
+      const LaunchSmemValues& noted = record.launch_smem[static_cast<size_t>(kind)];
+      const std::vector<uint32_t> values = noted.values();
+      if (values.empty() && !noted.overflowed()) continue;
+      LaunchSizes& sizes = out[record.name];
+      for (const uint32_t v : values)
+        if (std::find(sizes.sizes[kind].begin(), sizes.sizes[kind].end(), v) == sizes.sizes[kind].end())
+          sizes.sizes[kind].push_back(v);
+      sizes.overflowed[kind] = sizes.overflowed[kind] || noted.overflowed();
+    }
   });
   return out;
 }

@@ -385,8 +385,7 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
         {"kind", kind_name(a.kind)}, {"device", a.device}, {"stream", a.stream}, {"correlation", a.correlation}};
     if (raw.launch_sizes && a.kind == TANDEM_TIMELINE_KERNEL && cls == ActivityClass::Computation) {
       // Under a shape policy, whether tandem shaped it (tandem/shaping_check.h).
-      static constexpr const char* kForms[] = {"no", "yes", "unattributed"};
-      args["shaped"] = kForms[static_cast<int>(form_of(sizes, a))];
+      args["shaping"] = to_string(form_of(sizes, a));
       args["dynamic_smem"] = a.dynamic_smem;
     }
     emit({{"ph", "X"},

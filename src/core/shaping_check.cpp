@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace tandem {
 namespace {
@@ -47,15 +48,19 @@ std::string share_text(uint64_t part, uint64_t whole) {
 
 }  // namespace
 
+const char* to_string(LaunchForm form) {
+  static constexpr const char* kNames[] = {"shaped", "left-alone", "unshapeable", "unattributed"};  // enum order
+  const auto i = static_cast<size_t>(form);
+  return i < std::size(kNames) ? kNames[i] : "unattributed";
+}
+
 LaunchForm launch_form(const LaunchSizes* sizes, uint32_t dynamic_smem) {
-  if (!sizes) return LaunchForm::Natural;  // never launched under the shape policy while recording
-  const LaunchSizes& s = *sizes;
-  const bool shaped = holds(s.shaped, dynamic_smem), natural = holds(s.natural, dynamic_smem);
-  if (shaped && natural) return LaunchForm::Unattributed;
-  if (shaped) return s.natural_overflowed ? LaunchForm::Unattributed : LaunchForm::Shaped;
-  if (natural) return s.shaped_overflowed ? LaunchForm::Unattributed : LaunchForm::Natural;
-  // A size noted neither way: every shaped size is noted unless they overflowed.
-  return s.shaped_overflowed ? LaunchForm::Unattributed : LaunchForm::Natural;
+  if (!sizes) return LaunchForm::Unattributed;
+  // The kinds the size may be of: those that noted it, and those with sizes not noted.
+  int candidates = 0, kind = 0;
+  for (int k = 0; k < kLaunchKinds; ++k)
+    if (holds(sizes->sizes[k], dynamic_smem) || sizes->overflowed[k]) ++candidates, kind = k;
+  return candidates == 1 ? static_cast<LaunchForm>(kind) : LaunchForm::Unattributed;
 }
 
 std::optional<double> ShapingCheck::shaped_beside_share() const {
@@ -64,8 +69,8 @@ std::optional<double> ShapingCheck::shaped_beside_share() const {
 }
 
 std::optional<double> ShapingCheck::beside_shaped_share() const {
-  if (beside_ns <= 0) return std::nullopt;
-  return static_cast<double>(beside_shaped_ns) / static_cast<double>(beside_ns);
+  if (beside_shapeable_ns <= 0) return std::nullopt;
+  return static_cast<double>(beside_shaped_ns) / static_cast<double>(beside_shapeable_ns);
 }
 
 ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vector<Activity>& communication) {
@@ -73,13 +78,13 @@ ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vec
   ShapingCheck c;
   // The computation's time beside communication is a union over its streams, as the overlap figures
   // count it (tandem/overlap.h): two kernels side by side beside one collective count its time once.
-  std::vector<Activity> beside_all, beside_shaped;
+  std::vector<Activity> beside_all, beside_shapeable, beside_shaped;
   for (const KernelRun& k : kernels) {
     if (k.form == LaunchForm::Unattributed) {
       ++c.unattributed;
       continue;
     }
-    const bool shaped = k.form == LaunchForm::Shaped;
+    const bool shaped = k.form == LaunchForm::Shaped, shapeable = shaped || k.form == LaunchForm::LeftAlone;
     const bool beside = time_beside(busy, k.start_ns, k.end_ns) > 0;
     if (shaped) ++c.shaped;
     if (!beside) continue;
@@ -91,6 +96,7 @@ ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vec
     for (; it != busy.end() && it->first < k.end_ns; ++it) {
       const Activity part{std::max(k.start_ns, it->first), std::min(k.end_ns, it->second)};
       beside_all.push_back(part);
+      if (shapeable) beside_shapeable.push_back(part);
       if (shaped) beside_shaped.push_back(part);
     }
   }
@@ -100,6 +106,7 @@ ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vec
     return sum;
   };
   c.beside_ns = total(beside_all);
+  c.beside_shapeable_ns = total(beside_shapeable);
   c.beside_shaped_ns = total(beside_shaped);
   return c;
 }
@@ -107,19 +114,23 @@ ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vec
 std::string shaping_check_text(const ShapingCheck& c) {
   std::string out = "shaped kernels beside communication: ";
   out += c.shaped ? share_text(c.shaped_beside, c.shaped) : std::string("none shaped");
-  out += "; computation beside communication in shaped kernels: ";
-  if (c.beside_ns > 0) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%.1f %% of its time (%.3f of %.3f ms, %llu of %llu kernels)",
-                  100.0 * *c.beside_shaped_share(), static_cast<double>(c.beside_shaped_ns) / 1e6,
-                  static_cast<double>(c.beside_ns) / 1e6, static_cast<unsigned long long>(c.shaped_beside),
-                  static_cast<unsigned long long>(c.beside));
+  out += "; computation beside communication that the policy can shape, shaped: ";
+  const auto ms = [](int64_t ns) { return static_cast<double>(ns) / 1e6; };
+  char buf[160];
+  if (c.beside_shapeable_ns > 0) {
+    std::snprintf(buf, sizeof buf, "%.1f %% of its time (%.3f of %.3f ms)", 100.0 * *c.beside_shaped_share(),
+                  ms(c.beside_shaped_ns), ms(c.beside_shapeable_ns));
     out += buf;
   } else {
     out += "none ran beside communication";
   }
+  if (c.beside_ns > c.beside_shapeable_ns) {
+    std::snprintf(buf, sizeof buf, "; %.3f of %.3f ms beside communication in kernels it cannot shape",
+                  ms(c.beside_ns - c.beside_shapeable_ns), ms(c.beside_ns));
+    out += buf;
+  }
   if (c.unattributed)
-    out += "; " + std::to_string(c.unattributed) + " kernels unattributed (a size both shaped and asked for)";
+    out += "; " + std::to_string(c.unattributed) + " kernels unattributed (a size noted for two kinds, or never)";
   return out;
 }
 

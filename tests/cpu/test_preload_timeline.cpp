@@ -188,7 +188,7 @@ TEST(preload_timeline, AnotherNvtxInjectionIsLeftInPlaceAndKeepsCupti) {
 // Under a shape policy the timeline tells the shaped kernels by their size and checks them against
 // the communication that ran: the construction (fake_cupti_client.cpp, play_shaped_and_natural) has
 // the shaped kernel beside communication for 200 us and once beside nothing, and its cooperative
-// launch, never shaped, beside it for 100 us.
+// launch, which the policy cannot shape, beside it for 100 us.
 TEST(preload_timeline, UnderAShapePolicyTheShapedKernelsAreCheckedAgainstTheCommunication) {
   ScratchFolder dir;
   const TandemRun r =
@@ -201,10 +201,12 @@ TEST(preload_timeline, UnderAShapePolicyTheShapedKernelsAreCheckedAgainstTheComm
   EXPECT_EQ(shaping["shaped_beside_communication"], 1);
   EXPECT_EQ(shaping["kernels_beside_communication"], 2);
   EXPECT_EQ(shaping["beside_communication_ns"], 300000);
+  EXPECT_EQ(shaping["beside_communication_shapeable_ns"], 200000);
   EXPECT_EQ(shaping["beside_communication_shaped_ns"], 200000);
   EXPECT_EQ(shaping["unattributed_kernels"], 0);
-  EXPECT_NE(r.err.find("shaped kernels beside communication: 50.0 % (1 of 2); computation beside communication in "
-                       "shaped kernels: 66.7 % of its time"),
+  EXPECT_NE(r.err.find("shaped kernels beside communication: 50.0 % (1 of 2); computation beside communication that "
+                       "the policy can shape, shaped: 100.0 % of its time (0.200 of 0.200 ms); 0.100 of 0.300 ms "
+                       "beside communication in kernels it cannot shape"),
             std::string::npos)
       << r.err;
 

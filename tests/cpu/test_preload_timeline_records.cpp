@@ -296,21 +296,31 @@ TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
 // the summary, the JSON `tandem run` reads back, and the trace.
 TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) {
   RawTimeline raw;
-  raw.names = {"_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "_Z7softmaxv"};
-  auto shaped = [](int64_t start, int64_t end, uint32_t device) {
-    auto a = activity(TANDEM_TIMELINE_KERNEL, 0, start, end, device);
-    a.dynamic_smem = 98304;
+  raw.names = {"_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "_Z7softmaxv", "_Z9cublasGemmv"};
+  auto sized = [](uint32_t name, int64_t start, int64_t end, uint32_t device, uint32_t smem) {
+    auto a = activity(TANDEM_TIMELINE_KERNEL, name, start, end, device);
+    a.dynamic_smem = smem;
     return a;
   };
-  raw.activities = {shaped(0, 100, 0),                                   // beside [50,150)
+  raw.activities = {sized(0, 0, 100, 0, 98304),                          // shaped, beside [50,100)
                     activity(TANDEM_TIMELINE_KERNEL, 1, 50, 150, 0, 9),  // communication
-                    activity(TANDEM_TIMELINE_KERNEL, 2, 120, 200, 0),    // natural, beside [120,150)
-                    activity(TANDEM_TIMELINE_KERNEL, 0, 300, 400, 0),    // gemm as asked (0 B): not beside
-                    shaped(500, 600, 0),                                 // shaped, nothing beside it
-                    shaped(0, 10, 1)};                                   // GPU 1: no communication
+                    sized(2, 120, 200, 0, 0),                            // left alone, beside [120,150)
+                    sized(3, 60, 140, 0, 200000),                        // cannot be shaped, beside [60,140)
+                    sized(0, 300, 400, 0, 0),                            // gemm left alone: not beside
+                    sized(0, 500, 600, 0, 98304),                        // shaped, nothing beside it
+                    sized(0, 0, 10, 1, 98304)};                          // GPU 1: no communication
   ProcessTimeline off = build_timeline(raw, "");
   EXPECT_FALSE(off.devices.at(0).shaping) << "no shape policy, no check";
-  raw.launch_sizes = LaunchSizesByName{{"_Z4gemmv", LaunchSizes{{98304}, {0}}}, {"_Z7softmaxv", LaunchSizes{{}, {0}}}};
+  const auto kinds = [](std::vector<uint32_t> shaped, std::vector<uint32_t> left, std::vector<uint32_t> unshapeable) {
+    LaunchSizes s;
+    s.sizes[0] = std::move(shaped);
+    s.sizes[1] = std::move(left);
+    s.sizes[2] = std::move(unshapeable);
+    return s;
+  };
+  raw.launch_sizes = LaunchSizesByName{{"_Z4gemmv", kinds({98304}, {0}, {})},
+                                       {"_Z7softmaxv", kinds({}, {0}, {})},
+                                       {"_Z9cublasGemmv", kinds({}, {}, {200000})}};
   ProcessTimeline t = build_timeline(raw, "");
   t.pid = 5;
   t.rank = 1;
@@ -319,15 +329,16 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
   const ShapingCheck& c = *t.devices[0].shaping;
   EXPECT_EQ(c.shaped, 2u);
   EXPECT_EQ(c.shaped_beside, 1u);
-  EXPECT_EQ(c.beside, 2u);
-  EXPECT_EQ(c.beside_ns, 80);         // [50,100) of the gemm and [120,150) of the softmax
-  EXPECT_EQ(c.beside_shaped_ns, 50);  // the gemm's [50,100)
+  EXPECT_EQ(c.beside, 3u);
+  EXPECT_EQ(c.beside_ns, 100);           // [50,150): every part of it has some computation beside
+  EXPECT_EQ(c.beside_shapeable_ns, 80);  // [50,100) of the gemm and [120,150) of the softmax
+  EXPECT_EQ(c.beside_shaped_ns, 50);     // the gemm's [50,100)
   ASSERT_TRUE(t.devices[1].shaping);
   EXPECT_EQ(t.devices[1].shaping->shaped, 1u);
   EXPECT_FALSE(t.devices[1].shaping->beside_shaped_share());
   const std::string text = render_timeline_text(t);
   EXPECT_NE(text.find("tandem[5]: timeline: GPU 0 shaped kernels beside communication: 50.0 % (1 of 2); computation "
-                      "beside communication in shaped kernels: 62.5 % of its time"),
+                      "beside communication that the policy can shape, shaped: 62.5 % of its time"),
             std::string::npos)
       << text;
 
@@ -339,6 +350,7 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
   const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
   ASSERT_EQ(back.shaping.size(), 2u);
   EXPECT_EQ(back.shaping.at(0).beside_shaped_ns, 50);
+  EXPECT_EQ(back.shaping.at(0).beside_shapeable_ns, 80);
   const bench::JobTimeline job = bench::job_timeline({back});
   const std::string job_text = bench::job_timeline_text(job);
   EXPECT_NE(job_text.find("tandem run: job timeline: rank 1 (pid 5) GPU 0: shaped kernels beside communication: "
@@ -350,12 +362,13 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
   EXPECT_EQ(job_doc["shaping"][0]["unit"], "rank 1 (pid 5) GPU 0");
   EXPECT_EQ(job_doc["shaping"][0]["shaped_beside_share"], 0.5);
 
-  // The trace says which kernels tandem shaped.
+  // The trace says what tandem did with each kernel.
   std::ostringstream trace;
   write_trace_events(trace, raw, t);
-  EXPECT_NE(trace.str().find("\"dynamic_smem\":98304,\"kind\":\"kernel\",\"shaped\":\"yes\""), std::string::npos)
-      << trace.str();
-  EXPECT_NE(trace.str().find("\"dynamic_smem\":0,\"kind\":\"kernel\",\"shaped\":\"no\""), std::string::npos);
+  for (const char* expected : {"\"dynamic_smem\":98304,\"kind\":\"kernel\",\"shaping\":\"shaped\"",
+                               "\"dynamic_smem\":0,\"kind\":\"kernel\",\"shaping\":\"left-alone\"",
+                               "\"dynamic_smem\":200000,\"kind\":\"kernel\",\"shaping\":\"unshapeable\""})
+    EXPECT_NE(trace.str().find(expected), std::string::npos) << expected << " in " << trace.str();
 }
 
 TEST(timeline_shaping, AMalformedShapingObjectIsRefusedByName) {

@@ -6,15 +6,17 @@
 //
 //   shaped beside      the shaped kernels that ran, for some of their time, beside communication,
 //                      as a share of the shaped kernels (how much of the tax bought overlap)
-//   beside shaped      of the computation's time beside communication, the share in shaped kernels
-//                      (how much of the overlap the control reached)
+//   beside shaped      of the computation's time beside communication in kernels the policy can
+//                      shape, the share in shaped ones (how much of that overlap the rule reached);
+//                      the rest of the time beside communication is in kernels the policy cannot
+//                      shape (one block per SM, like cuBLAS's GEMMs; already at the target), counted apart
 //
-// A recorded kernel is told shaped or not by its name and the dynamic shared memory it ran with
-// (preload/launch_smem_values.h): a size the interposer gave it by shaping and never saw the program ask for
-// is shaped, a size the program asked for and shaping never gave is not, and a size seen both ways
-// (or a kernel launched with more sizes than are noted) is unattributed and counted apart. Kernels
-// the interposer never saw launched (none under a shape policy, except what ran before the timeline
-// started) are unshaped. Pure: tested on CPU with synthetic records.
+// Each launch under the policy is one of three kinds: shaped, left alone by the rule (no collective
+// outstanding beside it, though the policy would shape it), or one the policy cannot shape. A
+// recorded kernel is told by its name and the dynamic shared memory it ran with
+// (preload/launch_smem_values.h): a size noted for exactly one kind, with no other kind's sizes
+// overflowed, is of that kind; anything else (a size noted for two kinds, or never noted) is
+// unattributed and counted apart, never guessed. Pure: tested on CPU with synthetic records.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -25,38 +27,45 @@
 
 namespace tandem {
 
+// The kinds of launch (the first three are noted as launches happen), and a record none tells.
+enum class LaunchForm : uint8_t { Shaped, LeftAlone, Unshapeable, Unattributed };
+inline constexpr int kLaunchKinds = 3;
+const char* to_string(LaunchForm);  // "shaped", "left-alone", "unshapeable", "unattributed"
+
 // The sizes one kernel (by its name as CUPTI reports it) was launched with.
 struct LaunchSizes {
-  std::vector<uint32_t> shaped;
-  std::vector<uint32_t> natural;
+  // By LaunchForm (Shaped, LeftAlone, Unshapeable): the sizes launches of that kind got.
+  std::vector<uint32_t> sizes[kLaunchKinds];
   // More distinct sizes of that kind than were noted: a size not among the noted ones may be of it.
-  bool shaped_overflowed = false;
-  bool natural_overflowed = false;
+  bool overflowed[kLaunchKinds] = {false, false, false};
 };
 using LaunchSizesByName = std::map<std::string, LaunchSizes>;
 
-enum class LaunchForm : uint8_t { Natural, Shaped, Unattributed };
-// `sizes`: the kernel's, nullptr when it was never launched under the shape policy while recording.
+// `sizes`: the kernel's, nullptr when it was never launched under the shape policy while recording
+// (then Unattributed).
 LaunchForm launch_form(const LaunchSizes* sizes, uint32_t dynamic_smem);
 
 // One kernel of one device, as the check needs it.
 struct KernelRun {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
-  LaunchForm form = LaunchForm::Natural;
+  LaunchForm form = LaunchForm::Unattributed;
 };
 
 struct ShapingCheck {
-  uint64_t shaped = 0;           // shaped kernels that ran
-  uint64_t shaped_beside = 0;    // ... beside communication for some of their time
-  uint64_t beside = 0;           // computation kernels beside communication (shaped_beside of them shaped)
-  int64_t beside_ns = 0;         // computation time beside communication (union over the streams), attributed kernels
-  int64_t beside_shaped_ns = 0;  // ... of it in shaped kernels
-  uint64_t unattributed = 0;     // kernels whose form their size does not tell (left out of every figure)
+  uint64_t shaped = 0;         // shaped kernels that ran
+  uint64_t shaped_beside = 0;  // ... beside communication for some of their time
+  uint64_t beside = 0;         // attributed computation kernels beside communication
+  // Computation time beside communication (a union over the streams) in attributed kernels, in those
+  // the policy can shape (shaped or left alone), and in the shaped ones.
+  int64_t beside_ns = 0;
+  int64_t beside_shapeable_ns = 0;
+  int64_t beside_shaped_ns = 0;
+  uint64_t unattributed = 0;  // kernels whose kind their size does not tell (left out of every figure)
 
   // shaped_beside / shaped; none without a shaped kernel.
   std::optional<double> shaped_beside_share() const;
-  // beside_shaped_ns / beside_ns; none without computation beside communication.
+  // beside_shaped_ns / beside_shapeable_ns; none without shapeable computation beside communication.
   std::optional<double> beside_shaped_share() const;
 };
 

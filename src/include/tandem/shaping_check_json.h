@@ -15,6 +15,7 @@ inline nlohmann::json shaping_check_json(const ShapingCheck& c) {
           {"shaped_beside_share", share(c.shaped_beside_share())},
           {"kernels_beside_communication", c.beside},
           {"beside_communication_ns", c.beside_ns},
+          {"beside_communication_shapeable_ns", c.beside_shapeable_ns},
           {"beside_communication_shaped_ns", c.beside_shaped_ns},
           {"beside_shaped_share", share(c.beside_shaped_share())},
           {"unattributed_kernels", c.unattributed}};
@@ -27,6 +28,7 @@ inline ShapingCheck shaping_check_from_json(const nlohmann::json& j) {
   c.shaped_beside = j.at("shaped_beside_communication").get<uint64_t>();
   c.beside = j.at("kernels_beside_communication").get<uint64_t>();
   c.beside_ns = j.at("beside_communication_ns").get<int64_t>();
+  c.beside_shapeable_ns = j.at("beside_communication_shapeable_ns").get<int64_t>();
   c.beside_shaped_ns = j.at("beside_communication_shaped_ns").get<int64_t>();
   c.unattributed = j.at("unattributed_kernels").get<uint64_t>();
   return c;
