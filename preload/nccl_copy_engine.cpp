@@ -170,6 +170,7 @@ tandem_nccl_route* route_for(Slot& slot, ncclComm_t comm) {
   }
   char why[512] = "";
   slot.route = lib.create(comm, kRouteTimeoutS, runtime().config.route_pool_max_bytes, why, sizeof why);
+  if (slot.route) counters().copy_engine_routes.fetch_add(1, std::memory_order_relaxed);
   if (!slot.route) {
     slot.unavailable = true;
     static std::atomic<bool> said{false};

@@ -28,6 +28,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -344,6 +345,12 @@ def aggregate_stats(documents):
         for name, c in doc.get("nccl_not_routed", {}).items():
             add_counts(route["not_routed"].setdefault(name, {}), c)
     route["controls"] = aggregate_controls(documents)
+    # The route's cost: the window pool each route (one per communicator that routed) held at its
+    # largest, the largest over the processes, and every byte it staged into and out of window memory.
+    routes = [d.get("copy_engine_route", {}) for d in documents]
+    per_route = [r["pool_bytes"] / r["routes"] for r in routes if r.get("routes") and "pool_bytes" in r]
+    route["pool_bytes_per_route"] = round(max(per_route)) if per_route else None
+    route["staged_bytes"] = sum(r.get("staged_bytes", 0) for r in routes)
     return finish_route(route)
 
 
@@ -610,7 +617,16 @@ def share_text(route):
 
 TABLE_HEADER = ["program", "ranks", "front end", "collectives (calls / bytes)", "through the route (calls / bytes)",
                 "share of bytes", "fell back to NCCL (reason: calls / bytes)", "not seen by the front end",
-                "results vs stock", "s"]
+                "window pool per route", "staged per routed byte", "results vs stock", "s"]
+
+
+def route_cost_cells(route):
+    """The route's window memory (the largest pool of one route) and its staged bytes per byte routed;
+    '—' where the stats did not say (records from before they did) or nothing was routed."""
+    pool = route.get("pool_bytes_per_route") if route else None
+    staged, routed = (route or {}).get("staged_bytes"), (route or {}).get("bytes")
+    return [human_bytes(pool) if pool is not None else "—",
+            "%.2f" % (staged / routed) if staged is not None and routed else "—"]
 
 
 def collectives_seen(r):
@@ -642,8 +658,8 @@ def table_row(r):
     else:
         cells = [calls_bytes(total) if total else "—", "—", "—", "— (not asked)"]
     unseen = "—" if r["front_end"] == "tandem-torch" else unseen_text(r)
-    return [r["program"], str(r["ranks"]), r["front_end"]] + cells + [unseen, r.get("vs_stock", "—"),
-                                                                      "%.0f" % r.get("seconds", 0)]
+    return [r["program"], str(r["ranks"]), r["front_end"]] + cells + [unseen] + route_cost_cells(route) + [
+        r.get("vs_stock", "—"), "%.0f" % r.get("seconds", 0)]
 
 
 def built_from_modified_tree(record):
@@ -668,6 +684,12 @@ def markdown_table(record, judged=False):
     short = [r["id"] for r in rows if r.get("route") and r["route"].get("share_of_bytes") is not None
              and r["route"]["share_of_bytes"] < 0.99]
     lines += ["", "Rows below 99 % of the bytes through the route: " + (", ".join(short) or "none") + "."]
+    cap = record.get("config", {}).get("route_pool_max_bytes")
+    if cap:  # 0 or absent: no cap, or a record from before it was recorded
+        over = [r["id"] for r in rows if (r.get("route") or {}).get("pool_bytes_per_route") is not None
+                and r["route"]["pool_bytes_per_route"] > cap]
+        lines += ["Rows whose route held more window memory than its cap (%s per communicator): %s." % (
+            human_bytes(cap), ", ".join(over) or "none")]
     empty = [r["id"] for r in rows if r.get("vs_stock", "").startswith(NOTHING_MEASURED)]
     lines += ["Rows that measured nothing (failed): " + ", ".join(empty) + "."] if empty else []
     lines += controls_table(rows, record.get("config", {}).get("policy", POLICY))
@@ -755,10 +777,25 @@ def parse_args(argv):
     return args
 
 
+DEFAULT_ROUTE_POOL_MAX = 256 << 20  # the interposer's kDefaultRoutePoolBytes
+BYTE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KIB": 1 << 10, "M": 1 << 20, "MIB": 1 << 20, "G": 1 << 30, "GIB": 1 << 30}
+
+
+def route_pool_max(environment):
+    """The cap each route's window pool keeps under, as the interposer reads TANDEM_ROUTE_POOL_MAX
+    (docs/ENVIRONMENT.md): digits and an optional unit; a bad value gives the default there too."""
+    text = environment.get("TANDEM_ROUTE_POOL_MAX", "").strip()
+    match = re.fullmatch(r"(\d+)\s*([A-Za-z]*)", text)
+    if not match or match.group(2).upper() not in BYTE_UNITS:
+        return DEFAULT_ROUTE_POOL_MAX
+    return int(match.group(1)) * BYTE_UNITS[match.group(2).upper()]
+
+
 def config_of(args):
     return {"tandem_bin": args.tandem_bin, "overlap_bin": args.overlap_bin, "pythonpath": args.pythonpath,
             "torchrun": args.torchrun, "python": args.python, "llama_args": shlex.split(args.llama_args),
-            "jax_args": shlex.split(args.jax_args), "policy": args.policy}
+            "jax_args": shlex.split(args.jax_args), "policy": args.policy,
+            "route_pool_max_bytes": route_pool_max(os.environ)}
 
 
 def run_row(row, cfg, work, timeout):

@@ -46,18 +46,20 @@ TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
   c.copy_engine_pool_bytes = 2u << 20;
   c.copy_engine_registrations = 2;
   c.copy_engine_captured = 1;
+  c.copy_engine_routes = 1;
   Snapshot s;
   s.pid = 9;
   fill_counters(c, s);
   const std::string text = render_text(s);
   EXPECT_NE(text.find("tandem[9]: copy-engine route: 2 calls (1 captured into graphs), 4192 B staged, window pool "
-                      "2097152 B (2 registrations)\n"),
+                      "2097152 B over 1 route (2 registrations)\n"),
             std::string::npos)
       << text;
   const auto j = nlohmann::json::parse(render_json(s));
   EXPECT_EQ(j["copy_engine_route"]["captured"], 1);
   EXPECT_EQ(j["copy_engine_route"]["staged_bytes"], 4192);
   EXPECT_EQ(j["copy_engine_route"]["pool_bytes"], 2 * 1024 * 1024);
+  EXPECT_EQ(j["copy_engine_route"]["routes"], 1);
   EXPECT_EQ(j["copy_engine_route"]["registrations"], 2);
   Snapshot none;
   fill_counters(Counters{}, none);

@@ -48,6 +48,7 @@ Snapshot distinct_snapshot() {
   s.copy_engine_pool_bytes = 124;
   s.copy_engine_registrations = 125;
   s.copy_engine_captured = 126;
+  s.copy_engine_routes = 133;
   s.last_collective_footprint = "640 threads, 96 regs/thread";
   // All-reduce: 10 calls, 1000 B, 4 (600 B) routed; all-gather: 6 calls, 200 B, 1 (50 B) routed.
   CollectiveSummary all_reduce;
@@ -96,8 +97,9 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
   EXPECT_EQ(c["unconfigured"], 121);
   EXPECT_EQ(c["destroyed"], 122);
   EXPECT_EQ(c["settings"], "nccl-cga:1");
-  EXPECT_EQ(j["copy_engine_route"],
-            json({{"captured", 126}, {"staged_bytes", 123}, {"pool_bytes", 124}, {"registrations", 125}}));
+  EXPECT_EQ(
+      j["copy_engine_route"],
+      json({{"captured", 126}, {"staged_bytes", 123}, {"pool_bytes", 124}, {"registrations", 125}, {"routes", 133}}));
   EXPECT_EQ(j["last_nccl_footprint"], "640 threads, 96 regs/thread");
   EXPECT_EQ(j["kernels"][1],
             json({{"name", "ncclDevKernel"}, {"kind", "nccl"}, {"launches", 128}, {"decision", "elevated"}}));

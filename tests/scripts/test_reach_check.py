@@ -104,6 +104,17 @@ class Aggregation(unittest.TestCase):
             "nccl_launches": 18, "elevated": 16, "not_elevated": {"excluded": 2}})
         # Sends the route never takes: counted apart, outside the share.
         self.assertEqual(route["not_routed"], {"ncclSend": {"calls": 2, "bytes": 64}})
+        # The route's cost: 3 MiB over 2 routes and 1 MiB over 1 (the largest per route: 1.5 MiB), and
+        # 6000 + 7980 B staged for 7990 B routed.
+        self.assertEqual(route["pool_bytes_per_route"], 3 << 19)
+        self.assertEqual(route["staged_bytes"], 13980)
+
+    def test_the_cap_is_read_as_the_interposer_reads_it(self):
+        self.assertEqual(rc.route_pool_max({}), 256 << 20)
+        self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "64MiB"}), 64 << 20)
+        self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "16K"}), 16 << 10)
+        self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "0"}), 0)
+        self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "lots"}), 256 << 20)
 
     def test_no_stats_no_share(self):
         route = rc.aggregate_stats([])
@@ -206,13 +217,22 @@ class Table(unittest.TestCase):
         text = rc.markdown_table(record)
         self.assertIn("NVIDIA H200, 580.1; nccl 2.28.9, torch 2.11; tandem abc123; 2026-12-01; policy copy-engine", text)
         # No flight recorder in JAX and no stats in a stock row: what it does not see is not known.
-        self.assertIn("| jax | 2 | stock | 6 / 3.0 MiB | — | — | — (not asked) | — | reference | 9 |", text)
+        self.assertIn("| jax | 2 | stock | 6 / 3.0 MiB | — | — | — (not asked) | — | — | — | reference | 9 |", text)
         # 25 calls, 9600 B = 9.4 KiB; 19 routed, 7990 B = 7.8 KiB; 83.23 %.
         self.assertIn("| jax | 2 | tandem-run | 25 / 9.4 KiB | 19 / 7.8 KiB | 83.23 % | op-not-supported 4 / 20 B "
                       "(ncclAllReduce); capture-not-ready 1 / 990 B (ncclAllReduce); route-unavailable 1 / 600 B "
-                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | future_op 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | bitwise | 12 |",
+                      "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | future_op 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | "
+                      "1.5 MiB | 1.75 | bitwise | 12 |",
                       text)
         self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
+        # No cap recorded (a record from before it was): nothing said about it; with one, each row against it.
+        self.assertNotIn("more window memory than its cap", text)
+        record["config"]["route_pool_max_bytes"] = 1 << 20
+        self.assertIn("Rows whose route held more window memory than its cap (1.0 MiB per communicator): "
+                      "jax/2/tandem-run.", rc.markdown_table(record))
+        record["config"]["route_pool_max_bytes"] = 256 << 20
+        self.assertIn("than its cap (256.0 MiB per communicator): none.", rc.markdown_table(record))
+        del record["config"]["route_pool_max_bytes"]
         # The route alone: no table of the other controls.
         self.assertNotIn("other controls", text)
         record["config"]["policy"] = "priority+nccl-ctas:..4+copy-engine"
@@ -360,8 +380,8 @@ class WholeRun(unittest.TestCase):
                                             "functions": {"ncclAlltoAll": {"calls": 6}}})
         self.assertEqual(rows["torch-collectives/2/stock"]["process_group"]["all_reduce"], {"calls": 6, "bytes": 192})
         self.assertIn("| torch-collectives | 3 | tandem-run | 9 / 288 B | 9 / 288 B | 100.00 % | none | "
-                      "future_op 3 / 192 B; ncclAlltoAll 6 calls not counted | within tolerance |", table.stdout)
-        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | future_op 2 / 128 B | "
+                      "future_op 3 / 192 B; ncclAlltoAll 6 calls not counted | — | 0.00 | within tolerance |", table.stdout)
+        self.assertIn("| torch-collectives | 2 | stock | 8 / 320 B | — | — | — (not asked) | future_op 2 / 128 B | — | — | "
                       "reference |", table.stdout)
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
@@ -378,9 +398,9 @@ class WholeRun(unittest.TestCase):
         self.assertTrue(p.stdout.rstrip().endswith("# FAILED: 2 rows, 2 failed or wrong: torch-collectives/2/stock, "
                                                    "torch-collectives/2/tandem-run"), p.stdout)
         # Not "bitwise", not "reference": the rows say what they could not measure.
-        self.assertIn("| torch-collectives | 2 | stock | 0 / 0 B | — | — | — (not asked) | none | "
+        self.assertIn("| torch-collectives | 2 | stock | 0 / 0 B | — | — | — (not asked) | none | — | — | "
                       "nothing measured: no collective, no result checked |", table.stdout)
-        self.assertIn("| torch-collectives | 2 | tandem-run | 0 / 0 B | 0 / 0 B | — | none | none | "
+        self.assertIn("| torch-collectives | 2 | tandem-run | 0 / 0 B | 0 / 0 B | — | none | none | — | — | "
                       "nothing measured: no collective, no result checked |", table.stdout)
         self.assertIn("Rows that measured nothing (failed): torch-collectives/2/stock, torch-collectives/2/tandem-run.",
                       table.stdout)
