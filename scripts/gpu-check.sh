@@ -7,7 +7,7 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks one-gpu pytorch reach timeline ab cost targeted
+#               scenario-clocks one-gpu pytorch frameworks reach timeline ab cost targeted
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -646,8 +646,13 @@ for r in rows:
                             "within tolerance" if per_step and "differs" not in per_step else "differs")
     failed += r["losses_vs_stock"] == "differs" or (r["losses_vs_stock"] != "bitwise" and "sm-target" not in r["run"])
     checks = [c for c in r["shaping"] if c]
+    # Per rank: shaped kernels beside communication; of the shapeable computation beside
+    # communication, the share shaped; the share of all computation beside it the policy cannot shape.
+    unshapeable = lambda c: (1 - c["beside_communication_shapeable_ns"] / c["beside_communication_ns"]
+                             if c["beside_communication_ns"] else None)
     check = ("  shaped beside comm " + "/".join(share(c["shaped_beside_share"]) for c in checks) +
-             ", comm-side compute shaped " + "/".join(share(c["beside_shaped_share"]) for c in checks)) if checks else ""
+             ", shapeable beside comm shaped " + "/".join(share(c["beside_shaped_share"]) for c in checks) +
+             " (unshapeable " + "/".join(share(unshapeable(c)) for c in checks) + ")") if checks else ""
     print(f'{r["run"]:<48} losses {r["losses_vs_stock"]:<16}  shaped {r["shaped"]}  '
           f'left alone {r["left_alone"]}  GEMMs capped {r["gemms_capped_beside"]} / left {r["gemms_left_alone"]}{check}')
 json.dump({"kind": "targeted-check", "rows": rows}, open(sys.argv[2], "w"), indent=1)
@@ -667,6 +672,49 @@ tandem_torch_package() {
   fi
   echo "$target"
 }
+
+if want frameworks; then
+section "frameworks: Megatron-core and DeepSpeed stock and under tandem run, 2 ranks sharing GPU 0; overlap on/off timeline"
+# examples/frameworks/framework_check.py (docs/FRAMEWORKS.md), reach-check's rows for the frameworks:
+# Megatron-core 0.19 (DP with overlap_grad_reduce; the distributed optimizer with overlap_param_gather;
+# TP=2 with sequence parallelism; PP=2) and DeepSpeed 0.19 (ZeRO-1, 2, 3 with overlap_comm), each stock and
+# under `tandem run --policy P` for P in copy-engine, priority+nccl-ctas:2..4 and shape:2+priority: losses
+# against stock (bitwise at 2 ranks), calls and bytes by route and reason, communicators configured and
+# NCCL launches elevated, launches shaped beside a collective; then `tandem run --timeline` with each
+# framework's overlap option on and off (and Megatron's with CUDA_DEVICE_MAX_CONNECTIONS=1). 33 launches,
+# 4 at a time, ~5 min. The frameworks travel as wheels in .whl/ (scripts/framework-wheels.sh, run where
+# PyPI is reachable; carry .whl), installed into /tmp/site. TANDEM_FRAMEWORKS_ONLY (programs or rows,
+# e.g. 'megatron-*'), _POLICIES, _RANKS, _JOBS, _SECONDS, _PROGRAM_ARGS change what runs;
+# TANDEM_FRAMEWORKS_TIMELINE=0 leaves the timeline runs out, =only runs them alone.
+if ! ls "$root"/.whl/megatron_core-*.whl "$root"/.whl/deepspeed-*.whl > /dev/null 2>&1; then
+  echo "frameworks: skipped, no megatron-core or deepspeed wheel in .whl/ (scripts/framework-wheels.sh; carry .whl)" \
+    | tee -a "$logs/summary.log"
+elif ! python3 -c "import torch, transformers" 2> /dev/null; then
+  echo "frameworks: skipped, python3 cannot import torch and transformers" | tee -a "$logs/summary.log"
+elif ! python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$root"/.whl/*.whl > "$logs/frameworks-install.log" 2>&1; then
+  echo "frameworks: FAILED, the wheels did not install (frameworks-install.log):" | tee -a "$logs/summary.log"
+  tail -n 5 "$logs/frameworks-install.log" | tee -a "$logs/summary.log"
+  status=1
+else
+  started=$SECONDS
+  PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" python3 -W ignore -c \
+    'import deepspeed; from megatron.core import package_info as p; print("frameworks: megatron-core", p.__version__, "deepspeed", deepspeed.__version__)' \
+    2> "$logs/frameworks-import.log" | tee -a "$logs/summary.log"
+  PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}" timeout "${TANDEM_FRAMEWORKS_SECONDS:-520}" \
+    python3 "$root/examples/frameworks/framework_check.py" --ranks "${TANDEM_FRAMEWORKS_RANKS:-2}" \
+    --only "${TANDEM_FRAMEWORKS_ONLY:-}" --policies "${TANDEM_FRAMEWORKS_POLICIES:-copy-engine,priority+nccl-ctas:2..4,shape:2+priority}" \
+    --jobs "${TANDEM_FRAMEWORKS_JOBS:-4}" --timeout 240 --program-args "${TANDEM_FRAMEWORKS_PROGRAM_ARGS:-}" \
+    $(case ${TANDEM_FRAMEWORKS_TIMELINE:-1} in 0) echo --no-timeline ;; only) echo --timeline-only ;; esac) \
+    --tandem-bin "$tandem" --work-dir "$logs/frameworks" --out-dir "$logs" \
+    > "$logs/frameworks.md" 2> "$logs/frameworks.err" || status=1
+  grep -E '^\[[0-9]+/[0-9]+\]|^timeline |^# ' "$logs/frameworks.err" | tee -a "$logs/summary.log"
+  grep -E -A3 'FAILED|Traceback' "$logs/frameworks.err" | head -n 30
+  tee -a "$logs/summary.log" < "$logs/frameworks.md"
+  echo "frameworks: $((SECONDS - started)) s" | tee -a "$logs/summary.log"
+  cp "$logs"/frameworks-reach-*.json "$logs/frameworks-timeline.json" "$logs/frameworks.md" "$out/" 2> /dev/null
+fi
+fi
 
 if want reach; then
 section "reach: real programs' collectives through the copy-engine route, 2, 3 and 4 ranks sharing one GPU"

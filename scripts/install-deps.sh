@@ -178,4 +178,14 @@ if "$python_for_build" -c "import torch" 2>/dev/null && ! "$python_for_build" -c
   pip_install numpy "transformers==5.17.0" ||
     echo "install-deps: numpy or Transformers could not be installed: the example programs' tests skip, and fail under TANDEM_REQUIRE_TORCH=1 (CI)" >&2
 fi
+# DeepSpeed, for examples/frameworks' CPU test (tests/scripts/test_frameworks_cpu.py deepspeed: two gloo
+# ranks under every ZeRO stage). PyPI has it as a source package only: built here against the torch
+# above (no build isolation, which would fetch another), its CUDA ops left to JIT (DS_BUILD_OPS=0,
+# none built); about 10 MB with its own needs. 0.19.8: what docs/FRAMEWORKS.md pins. Megatron-core
+# needs Python 3.12 and Triton: it is checked on the GPU machine only.
+if "$python_for_build" -c "import torch" 2>/dev/null && ! "$python_for_build" -c "import deepspeed" 2>/dev/null; then
+  echo "install-deps: installing DeepSpeed 0.19.8 from PyPI into $venv" >&2
+  DS_BUILD_OPS=0 pip_install --no-build-isolation "deepspeed==0.19.8" ||
+    echo "install-deps: DeepSpeed could not be installed: its CPU test skips, and fails under TANDEM_REQUIRE_TORCH=1 (CI)" >&2
+fi
 exit 0
