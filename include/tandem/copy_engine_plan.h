@@ -6,7 +6,9 @@
 // (src/nccl/copy_engine_collectives.cu, execute_plan).
 //
 // The steps, each enqueued on the caller's stream in order:
-//   Stage        copy `elements` from `from` to `to` (an SM copy within the GPU)
+//   Stage        copy `rows` rows of `elements` each, row k from `from` + k x `from_pitch` to `to` +
+//                k x `to_pitch` (a copy within the GPU; one row: a plain copy, several: one 2-D
+//                copy, cudaMemcpy2DAsync), where a buffer laid out in segments meets a pool part
 //   Exchange     for every root r, every rank's chunk r (`from` + r x `stride`, `elements` long)
 //                lands in chunk j (the sender's rank) of the root's `to`, by one ncclGather per root
 //                on copy engines; the root's own chunk is copied when `own_chunk_copied`, else left
@@ -26,6 +28,14 @@
 // ceil(count / nranks) (padded likewise) + AllGather: each rank's links carry the data about once,
 // as in NCCL's ring, where a root sending the whole buffer to each peer would carry it nranks - 1
 // times. Only the root stages its input; the collective steps are the same on every rank.
+//
+// Segments: a reduce-scatter's send, an all-gather's recv and both sides of an all-to-all hold one
+// segment of `count` elements per rank. In a whole call they follow each other; in a piece of a
+// larger call (pieces_within) they lie `segment_stride` elements apart (the whole call's count), the
+// piece's part of each segment `count` long. The exchange reads a segmented send where it is
+// (its stride), so a send in window memory is used in place either way; NCCL writes its outputs
+// contiguously, so a strided recv is never written by NCCL: the data lands in a pool part and a
+// 2-D Stage copies it out.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -52,7 +62,12 @@ struct PlanStep {
   int own_index = -1;             // Sum
   bool own_chunk_copied = false;  // Exchange
   int root = -1;                  // Scatter
+  // Stage: rows of `elements`, `from_pitch` and `to_pitch` elements apart (>= `elements`; unused
+  // for one row).
+  uint64_t rows = 1, from_pitch = 0, to_pitch = 0;
 };
+// The elements a step copies within the GPU (Stage: every row; other steps: 0).
+uint64_t staged_elements(const PlanStep&);
 // Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter), rather
 // than work of this rank's own (Stage, Sum), of which ranks may make different numbers.
 bool is_collective_step(PlanStep::Op);
@@ -64,11 +79,19 @@ struct PlanRequest {
   int nranks = 1;
   int rank = 0;
   size_t element_bytes = 2;
-  bool send_in_window = false;  // the send buffer lies wholly in the route's window memory
+  // The send buffer lies wholly in the route's window memory (a piece's: its whole span, every segment).
+  bool send_in_window = false;
   bool recv_in_window = false;
-  bool in_place = false;  // NCCL's in-place rule for the kind
+  bool in_place = false;  // NCCL's in-place rule for the kind (a piece: the whole call's)
   int root = 0;           // broadcast: the rank whose data every rank receives
+  // Segmented kinds (has_segments): elements between consecutive ranks' segments in the caller's
+  // buffers, >= count; 0 means `count` (contiguous, a whole call). Pieces of a larger call set the
+  // whole call's count. Other kinds: 0 (their buffers are one run of `count`).
+  uint64_t segment_stride = 0;
 };
+// Whether the kind's caller buffers hold one segment per rank (reduce-scatter's send, all-gather's
+// recv, both sides of an all-to-all), which a piece of the call covers in part, strided.
+bool has_segments(Collective);
 
 struct CopyEnginePlan {
   uint64_t chunk = 0;  // reductions and broadcast: elements per rank (padded for an all-reduce and a broadcast)
@@ -98,20 +121,28 @@ bool lies_within(const std::vector<AddressRange>& windows, uintptr_t address, si
 
 // A call whose plan needs more pool than the route may hold runs as consecutive pieces: calls of the
 // same kind on consecutive parts of its buffers, each planned on its own, so the pool never exceeds
-// the cap whatever the model's size. Each element's result is computed as in the whole call (the
-// same terms summed in the same order), so a cut call's results are bitwise the whole call's.
-// All-reduces and broadcasts are cut (their buffers are contiguous); a reduce-scatter, all-gather or
-// all-to-all runs whole (one piece) for now. `plan_bytes(count)`: the pool a call of `count`
-// elements needs, as pool_layout(plan_copy_engine_collective(...)) computes it.
+// the cap whatever the model's size. Every kind is cut: piece [offset, offset + count) covers those
+// elements of an all-reduce's or a broadcast's buffers, and of every rank's segment of a segmented
+// kind's (an all-gather's piece writes recv + r x whole count + offset for each rank r; a
+// reduce-scatter's reads send + r x whole count + offset and writes recv + offset; an all-to-all's
+// both), its plan with segment_stride = the whole call's count. Each element's result is computed as
+// in the whole call (a reduce-scatter's element i of rank r: the terms of every rank j's send[r x
+// count + i] in rank order, scaled alike, rounded once; an all-reduce's likewise), so a cut call's
+// results are bitwise the whole call's.
 struct CallPiece {
-  uint64_t offset = 0;  // elements from the start of the send and receive buffers
+  uint64_t offset = 0;  // elements from the start of the buffers (of each segment, for segmented kinds)
   uint64_t count = 0;   // NCCL's count for the piece
 };
-// The pieces of `whole` under `max_pool_bytes` (0: no cap): one piece when the whole call fits or its
-// kind is not cut; else pieces of equal count (the last one shorter), each a multiple of
-// `granularity` elements, the largest that fit. A call that does not fit even at one granule is
-// cut into granules (the cap is then exceeded by what one granule needs).
+// The pieces of `whole` under `max_pool_bytes` (0: no cap): one piece when the whole call fits; else
+// pieces of equal count (the last one shorter), each a multiple of `granularity` elements (so each
+// piece's parts keep the whole buffers' alignment), the largest that fit. A call that does not fit
+// even at one granule is cut into granules (the cap is then exceeded by what one granule needs).
+// Each piece's pool, piece_request's, is at most the first's.
 std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity = 4096);
+// The request of one piece of `whole`: its count, the whole call's segment stride for a segmented
+// kind, the rest (placement, in place, root) the whole call's; its buffers start `piece.offset`
+// elements into the whole call's (rank 0's segment, for segmented buffers).
+PlanRequest piece_request(const PlanRequest& whole, const CallPiece& piece);
 // The pool `request` needs, in bytes.
 size_t plan_pool_bytes(const PlanRequest& request);
 

@@ -11,10 +11,11 @@
 // lanes split from the caller's communicator, the sum of a reduction (scaled for an average or a
 // pre-multiplied sum), and the output copied out unless `recv` lies in window memory.
 // The staging buffers and the scratch are one pool of ncclMemAlloc memory, at most max_pool_bytes
-// (calls that would need more run in consecutive pieces: all-reduces and broadcasts), registered as symmetric
+// (calls of any kind that would need more run in consecutive pieces), registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
-// registered again) only when a call needs more, by half again at least: registration is expensive
-// (seconds were reported for cuMem export/import), so it happens once per size, never per call.
+// registered again) only when a call needs more, by half again at least but not past the cap (or
+// 2 MiB, if more): registration is expensive (seconds were reported for cuMem export/import), so it
+// happens once per size, never per call.
 // Buffers handed out by window_buffer() are allocations of their own, registered once and never
 // moved (a growing pool would invalidate them). The pool's layout depends only on the call's
 // arguments, so each staged buffer sits at the same window offset on every rank, as

@@ -16,8 +16,20 @@ size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
 PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
 
-// PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root.
+// PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root,
+// rows, from_pitch, to_pitch.
 PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Stage, from, to, {}, elements}; }
+
+// `rows` rows of `elements`, `from_pitch` and `to_pitch` apart: one copy when both sides are
+// contiguous (a whole call's segments), else one 2-D copy.
+PlanStep stage_rows(PlanAt from, uint64_t from_pitch, PlanAt to, uint64_t to_pitch, uint64_t elements, uint64_t rows) {
+  if (rows == 1 || (from_pitch == elements && to_pitch == elements)) return stage(from, to, elements * rows);
+  PlanStep s = stage(from, to, elements);
+  s.rows = rows;
+  s.from_pitch = from_pitch;
+  s.to_pitch = to_pitch;
+  return s;
+}
 
 PlanStep exchange(PlanAt from, uint64_t stride, PlanAt to, uint64_t elements, bool own_chunk_copied) {
   return {PlanStep::Op::Exchange, from, to, {}, elements, stride, -1, own_chunk_copied};
@@ -34,6 +46,9 @@ PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
 }
 
 PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
+
+// Elements between consecutive ranks' segments of the caller's segmented buffers (count: contiguous).
+uint64_t segment_stride(const PlanRequest& r) { return r.segment_stride ? r.segment_stride : r.count; }
 
 CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   CopyEnginePlan p;
@@ -76,24 +91,30 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
   const uint64_t n = uint64_t(r.nranks);
   p.chunk = r.count;
   p.scratch_elements = r.count * n;
+  // The send's segments, `pitch` apart: where they are in window memory (the exchange reads each at
+  // its stride), else staged into the pool, contiguous.
   PlanAt input = at(PlanBuffer::Send);
+  uint64_t pitch = segment_stride(r);
   if (!r.send_in_window) {
     input = at(PlanBuffer::PoolInput);
     p.input_elements = r.count * n;
-    p.steps.push_back(stage(at(PlanBuffer::Send), input, r.count * n));
+    p.steps.push_back(stage_rows(at(PlanBuffer::Send), pitch, input, r.count, r.count, n));
+    pitch = r.count;
   }
   // In place (recv is this rank's chunk of send): the sum reads its own chunk element by element
-  // where it writes it, and the exchange read the chunks before.
+  // where it writes it, and the exchange read the chunks before. The recv of a piece is one run
+  // (the piece's part of this rank's result), written where it is when it lies in window memory.
   PlanAt output = at(PlanBuffer::Recv);
   if (!r.recv_in_window) {
     output = at(PlanBuffer::PoolOutput);
     p.output_elements = r.count;
   }
   // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the
-  // sum reads that chunk from the input itself.
-  p.steps.push_back(exchange(input, r.count, at(PlanBuffer::PoolScratch), r.count, false));
+  // sum reads that chunk from the input itself. The sum takes slot j's term for rank j in rank
+  // order, as in the whole call: a piece's element is summed from the same terms in the same order.
+  p.steps.push_back(exchange(input, pitch, at(PlanBuffer::PoolScratch), r.count, false));
   p.steps.push_back(
-      sum(at(PlanBuffer::PoolScratch), shifted(input, uint64_t(r.rank) * r.count), r.rank, output, r.count));
+      sum(at(PlanBuffer::PoolScratch), shifted(input, uint64_t(r.rank) * pitch), r.rank, output, r.count));
   if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
   return p;
 }
@@ -101,18 +122,22 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
 CopyEnginePlan plan_all_gather(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks);
+  const uint64_t stride = segment_stride(r);
+  // NCCL writes the gathered chunks contiguously: into the caller's recv when it is window memory
+  // whose segments follow each other (a whole call), else into a pool part copied out after.
   PlanAt output = at(PlanBuffer::Recv);
-  if (!r.recv_in_window) {
+  if (!r.recv_in_window || stride != r.count) {
     output = at(PlanBuffer::PoolOutput);
     p.output_elements = r.count * n;
   }
   const PlanAt own = shifted(output, uint64_t(r.rank) * r.count);
-  if (r.in_place && r.recv_in_window) {
+  if (r.in_place && output.buffer == PlanBuffer::Recv) {
     // NCCL's in-place copy-engine all-gather copies nothing locally.
     p.steps.push_back(all_gather(output, r.count));
-  } else if (r.send_in_window && !r.in_place) {
-    // Out of place, NCCL would copy this rank's own chunk first, on the SMs, in one batch with the
-    // peers' copies: the exchange leaves that copy to this rank's own gather, which no peer waits for.
+  } else if (r.send_in_window) {
+    // Out of place (or a piece in place: its send is its part of recv, gathered into the pool), NCCL
+    // would copy this rank's own chunk first, on the SMs, in one batch with the peers' copies: the
+    // exchange leaves that copy to this rank's own gather, which no peer waits for.
     p.steps.push_back(exchange(at(PlanBuffer::Send), 0, output, r.count, true));
   } else {
     // A staged input goes straight into this rank's chunk of the output: the all-gather is then in
@@ -120,27 +145,35 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     p.steps.push_back(stage(at(PlanBuffer::Send), own, r.count));
     p.steps.push_back(all_gather(output, r.count));
   }
-  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count * n));
+  // In place, a piece's copy-out writes this rank's own part of recv with what its send held there.
+  if (output.buffer != PlanBuffer::Recv)
+    p.steps.push_back(stage_rows(output, r.count, at(PlanBuffer::Recv), stride, r.count, n));
   return p;
 }
 
 CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks);
+  const uint64_t stride = segment_stride(r);
+  // The send's segments are read where they lie in window memory, at their stride; NCCL writes the
+  // received chunks contiguously, so a strided recv (a piece's) is filled through a pool part.
   PlanAt input = at(PlanBuffer::Send), output = at(PlanBuffer::Recv);
+  uint64_t pitch = stride;
   if (!r.send_in_window) {
     input = at(PlanBuffer::PoolInput);
     p.input_elements = r.count * n;
-    p.steps.push_back(stage(at(PlanBuffer::Send), input, r.count * n));
+    p.steps.push_back(stage_rows(at(PlanBuffer::Send), stride, input, r.count, r.count, n));
+    pitch = r.count;
   }
-  if (!r.recv_in_window) {
+  if (!r.recv_in_window || stride != r.count) {
     output = at(PlanBuffer::PoolOutput);
     p.output_elements = r.count * n;
   }
   // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch with
   // the peers' copies; the exchange leaves that copy to this rank's own gather.
-  p.steps.push_back(exchange(input, r.count, output, r.count, true));
-  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count * n));
+  p.steps.push_back(exchange(input, pitch, output, r.count, true));
+  if (output.buffer != PlanBuffer::Recv)
+    p.steps.push_back(stage_rows(output, r.count, at(PlanBuffer::Recv), stride, r.count, n));
   return p;
 }
 
@@ -192,6 +225,14 @@ static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanB
 
 bool is_collective_step(PlanStep::Op op) { return table_entry(kOps, op).collective; }
 
+uint64_t staged_elements(const PlanStep& step) {
+  return step.op == PlanStep::Op::Stage ? step.elements * step.rows : 0;
+}
+
+bool has_segments(Collective kind) {
+  return kind == Collective::ReduceScatter || kind == Collective::AllGather || kind == Collective::AllToAll;
+}
+
 const char* to_string(PlanStep::Op op) { return table_entry(kOps, op).name; }
 
 const char* to_string(PlanBuffer b) { return table_entry(kBufferNames, b); }
@@ -201,6 +242,10 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
                  "copy-engine plan: rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks));
   TANDEM_REQUIRE(r.count > 0 && r.element_bytes > 0, "copy-engine plan: an empty collective");
   TANDEM_REQUIRE(!(r.kind == Collective::AllToAll && r.in_place), "copy-engine plan: an in-place all-to-all");
+  TANDEM_REQUIRE(
+      r.segment_stride == 0 || (has_segments(r.kind) ? r.segment_stride >= r.count : r.segment_stride == r.count),
+      std::string("copy-engine plan: a segment stride of ") + std::to_string(r.segment_stride) + " for a " +
+          to_string(r.kind) + " of " + std::to_string(r.count));
   TANDEM_REQUIRE(
       r.kind != Collective::Broadcast || (r.root >= 0 && r.root < r.nranks),
       "copy-engine plan: a broadcast from rank " + std::to_string(r.root) + " of " + std::to_string(r.nranks));
@@ -233,24 +278,35 @@ size_t plan_pool_bytes(const PlanRequest& request) {
 }
 
 std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity) {
-  const bool contiguous = whole.kind == Collective::AllReduce || whole.kind == Collective::Broadcast;
-  if (max_pool_bytes == 0 || !contiguous || whole.count == 0 || plan_pool_bytes(whole) <= max_pool_bytes)
-    return {{0, whole.count}};
+  if (max_pool_bytes == 0 || whole.count == 0 || plan_pool_bytes(whole) <= max_pool_bytes) return {{0, whole.count}};
   granularity = std::max<uint64_t>(granularity, 1);
-  const auto needs = [&](uint64_t count) {
-    PlanRequest piece = whole;
-    piece.count = count;
-    return plan_pool_bytes(piece);
+  // A piece's pool: a segmented kind's pieces are strided, and may be staged where the whole call
+  // was not (NCCL writes no strided recv); the pool never shrinks as the count grows.
+  const auto needs = [&](uint64_t granules) {
+    return plan_pool_bytes(piece_request(whole, {0, granules * granularity}));
   };
-  // The pool grows (almost) linearly with the count: start from the proportional share, then step
-  // down to the largest multiple of the granularity that fits.
-  const double share = double(max_pool_bytes) / double(needs(whole.count));
-  uint64_t piece = std::max<uint64_t>(uint64_t(double(whole.count) * share) / granularity * granularity, granularity);
-  while (piece > granularity && needs(piece) > max_pool_bytes) piece -= granularity;
+  // The most granules whose pool fits (one when none does), by bisection over [1, granules in the
+  // call): the whole call does not fit, so the answer is below the top.
+  uint64_t fits = 1, above = ceil_div(whole.count, granularity);
+  while (above - fits > 1) {
+    const uint64_t mid = fits + (above - fits) / 2;
+    if (needs(mid) <= max_pool_bytes)
+      fits = mid;
+    else
+      above = mid;
+  }
+  const uint64_t piece = fits * granularity;
   std::vector<CallPiece> out;
   for (uint64_t offset = 0; offset < whole.count; offset += piece)
     out.push_back({offset, std::min(piece, whole.count - offset)});
   return out;
+}
+
+PlanRequest piece_request(const PlanRequest& whole, const CallPiece& piece) {
+  PlanRequest r = whole;
+  r.count = piece.count;
+  if (has_segments(whole.kind)) r.segment_stride = whole.segment_stride ? whole.segment_stride : whole.count;
+  return r;
 }
 
 bool lies_within(const std::vector<AddressRange>& windows, uintptr_t address, size_t bytes) {

@@ -116,6 +116,35 @@ void sum_chunks(const void* chunks, const void* own, int own_index, void* out, s
   TANDEM_CUDA_CHECK_LAUNCH();
 }
 
+// A plan's Stage step: `rows` rows of `width` bytes, `from_pitch` and `to_pitch` bytes apart (the
+// two sides never overlap: a pool part and the caller's buffer). cudaMemcpy2DAsync moves them in one
+// copy (one node in a graph); it takes no pitch above the device's cudaDevAttrMaxPitch (2^31 - 1
+// bytes on current GPUs: the segment stride of an all-gather of more than 1 Gi bf16 per rank
+// exceeds it), and the driver's 2-D copy within a device may refuse pitches that did not come from
+// a pitched allocation (cuMemcpy2D's documentation; the segments' pitch is the caller's count, any
+// number of bytes). Either way each row becomes a copy of its own: the refusal is checked when the
+// copy is enqueued, before anything runs.
+void copy_rows(char* to, size_t to_pitch, const char* from, size_t from_pitch, size_t width, uint64_t rows,
+               cudaStream_t stream) {
+  if (rows <= 1 || (from_pitch == width && to_pitch == width)) {
+    TANDEM_CUDA_CHECK(cudaMemcpyAsync(to, from, width * (rows ? rows : 1), cudaMemcpyDeviceToDevice, stream));
+    return;
+  }
+  int device = 0, max_pitch = 0;
+  TANDEM_CUDA_CHECK(cudaGetDevice(&device));
+  TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, device));
+  if (from_pitch <= size_t(max_pitch) && to_pitch <= size_t(max_pitch)) {
+    const cudaError_t copy_2d =
+        cudaMemcpy2DAsync(to, to_pitch, from, from_pitch, width, size_t(rows), cudaMemcpyDeviceToDevice, stream);
+    if (copy_2d == cudaSuccess) return;
+    if (copy_2d != cudaErrorInvalidPitchValue && copy_2d != cudaErrorInvalidValue) TANDEM_CUDA_CHECK(copy_2d);
+    (void)cudaGetLastError();  // the refused 2-D copy is not the program's error
+  }
+  for (uint64_t k = 0; k < rows; ++k)
+    TANDEM_CUDA_CHECK(
+        cudaMemcpyAsync(to + k * to_pitch, from + k * from_pitch, width, cudaMemcpyDeviceToDevice, stream));
+}
+
 char* byte_at(const void* base, uint64_t elements, size_t element_bytes) {
   return static_cast<char*>(const_cast<void*>(base)) + elements * element_bytes;
 }
@@ -224,8 +253,11 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
     switch (step.op) {
       case PlanStep::Op::Stage: {
         const char* from = address_of(buffers, step.from, element_bytes);
-        if (from != to)
-          TANDEM_CUDA_CHECK(cudaMemcpyAsync(to, from, step.elements * element_bytes, cudaMemcpyDeviceToDevice, stream));
+        TANDEM_REQUIRE(step.rows <= 1 || (step.from_pitch >= step.elements && step.to_pitch >= step.elements),
+                       "copy-engine plan: a staged row wider than its pitch");
+        if (from != to || (step.rows > 1 && step.from_pitch != step.to_pitch))
+          copy_rows(to, size_t(step.to_pitch) * element_bytes, from, size_t(step.from_pitch) * element_bytes,
+                    size_t(step.elements) * element_bytes, step.rows, stream);
         break;
       }
       case PlanStep::Op::Exchange:

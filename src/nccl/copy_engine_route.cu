@@ -89,7 +89,11 @@ SumScale scale_of(const CopyEngineCall& c, int nranks) {
 }
 
 // The part of `c` that `piece` names: the same call on the piece's elements of its buffers (a
-// broadcast's send is read on its root alone, and may be null elsewhere).
+// broadcast's send is read on its root alone, and may be null elsewhere). For every kind both buffers
+// start `piece.offset` elements further: an all-reduce's or broadcast's piece is that run of its
+// buffers; a segmented kind's (an all-gather's recv, a reduce-scatter's send, an all-to-all's both)
+// is that run of rank 0's segment, the other ranks' parts following at the whole call's count apart
+// (its plan's segment_stride, copy_engine_plan.h's piece_request).
 CopyEngineCall piece_of(const CopyEngineCall& c, const CallPiece& piece) {
   if (piece.offset == 0 && piece.count == c.count) return c;
   const size_t skip = size_t(piece.offset) * nccl_type_bytes(c.dtype);
@@ -170,7 +174,11 @@ struct CopyEngineRoute::State {
   // Collective: every rank asks for the same size at the same call. Never during a capture.
   void ensure_pool(size_t bytes) {
     if (bytes <= pool_bytes) return;
-    const size_t grown = align_up(std::max(bytes, pool_bytes + pool_bytes / 2), kGrowthGranularity);
+    size_t grown = align_up(std::max(bytes, pool_bytes + pool_bytes / 2), kGrowthGranularity);
+    // Growing by half again stops at the cap (or at the growth step, below which no allocation is
+    // smaller anyway): only a call whose one granule needs more takes the pool past it.
+    const size_t ceiling = std::max(max_pool_bytes, kGrowthGranularity);
+    if (max_pool_bytes != 0 && grown > ceiling) grown = std::max(bytes, ceiling);
     if (pool && pool_in_graph) {
       // A graph holds this pool's addresses: it stays, windows and all, beside the new one.
       retired_pools.push_back(pool);
@@ -197,11 +205,22 @@ struct CopyEngineRoute::State {
     return lies_within(buffers, reinterpret_cast<uintptr_t>(p), bytes);
   }
 
-  CopyEnginePlan plan_for(const CopyEngineCall& c) const { return plan_copy_engine_collective(plan_request(c)); }
-
   // The consecutive pieces `c` runs as, so that the pool stays within max_pool_bytes (copy_engine_plan.h).
   std::vector<CallPiece> pieces_of(const CopyEngineCall& c) const {
     return pieces_within(plan_request(c), max_pool_bytes);
+  }
+
+  // The plan of one piece of `c`: the whole call's request cut to the piece (copy_engine_plan.h's
+  // piece_request), so placement and in-place are the whole call's (a part of a buffer in window
+  // memory is in it too), the segments stay the whole call's count apart, and the plan is the one
+  // pieces_within sized and the CPU simulation checks.
+  CopyEnginePlan plan_for(const CopyEngineCall& c, const CallPiece& piece) const {
+    return plan_copy_engine_collective(piece_request(plan_request(c), piece));
+  }
+
+  // The pool that `c`'s pieces need: the first's, the largest (pieces_within).
+  size_t pool_for(const CopyEngineCall& c, const std::vector<CallPiece>& pieces) const {
+    return pool_layout(plan_for(c, pieces.front()), nccl_type_bytes(c.dtype)).bytes;
   }
 
   PlanRequest plan_request(const CopyEngineCall& c) const {
@@ -348,9 +367,7 @@ RouteOutcome CopyEngineRoute::check(const CopyEngineCall& call) const {
   // Captured: the lanes and a pool of this call's size (its first piece's, the largest) must exist already.
   try {
     if (!s.lanes) return RouteOutcome::CaptureNotReady;
-    const CopyEngineCall first = piece_of(call, s.pieces_of(call).front());
-    if (pool_layout(s.plan_for(first), nccl_type_bytes(call.dtype)).bytes > s.pool_bytes)
-      return RouteOutcome::CaptureNotReady;
+    if (s.pool_for(call, s.pieces_of(call)) > s.pool_bytes) return RouteOutcome::CaptureNotReady;
   } catch (...) {
     return RouteOutcome::CaptureNotReady;
   }
@@ -369,16 +386,21 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
     if (capture.id == 0) s.ensure_lanes();
     // A call larger than the pool's cap runs as consecutive pieces in one pool, sized for the first
     // (the largest). They follow each other on the caller's stream: a piece's staging waits for the
-    // previous piece's last step there, so they share the pool safely.
+    // previous piece's last step there (the exchange's side streams join back into it), and each
+    // piece's NCCL calls end with NCCL's completion handshake, so no peer still reads or writes this
+    // rank's pool when the next piece stages into it: they share the pool as consecutive calls do.
+    // Under capture every piece is captured, in order, between the one begin and end below.
     const std::vector<CallPiece> pieces = s.pieces_of(c);
-    if (capture.id == 0) s.ensure_pool(pool_layout(s.plan_for(piece_of(c, pieces.front())), element_bytes).bytes);
+    if (capture.id == 0) s.ensure_pool(s.pool_for(c, pieces));
     // The previous call may have been on another stream, or in a graph, and still use the pool.
     s.begin(c.stream, capture.id);
     char* pool = static_cast<char*>(s.pool);
     for (const CallPiece& piece : pieces) {
       const CopyEngineCall part = piece_of(c, piece);
-      const CopyEnginePlan plan = s.plan_for(part);
+      const CopyEnginePlan plan = s.plan_for(c, piece);
       const PoolLayout layout = pool_layout(plan, element_bytes);
+      TANDEM_REQUIRE(layout.bytes <= s.pool_bytes, std::string("copy-engine ") + to_string(c.kind) +
+                                                       ": a piece needs more pool than the first piece");
       PlanBuffers buffers;
       buffers.send = part.send;
       buffers.recv = part.recv;
@@ -388,8 +410,8 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
         buffers.pool_scratch = pool + layout.scratch;
       }
       execute_copy_engine_plan(*s.lanes, plan, buffers, c.dtype, scale_of(c, s.nranks), c.stream);
-      for (const PlanStep& step : plan.steps)
-        if (step.op == PlanStep::Op::Stage) s.stats.staged_bytes += int64_t(step.elements * element_bytes);
+      // A 2-D stage moves every row (a segmented piece's part of each rank's segment).
+      for (const PlanStep& step : plan.steps) s.stats.staged_bytes += int64_t(staged_elements(step) * element_bytes);
     }
     s.end(c.stream, capture.id);
   });

@@ -3,9 +3,11 @@
 // the result must be exactly the collective's (integer-valued data, so every order of summation is
 // exact). Covers every kind, counts that do not split over the ranks, 1 to 8 ranks, every broadcast
 // root, in place or not, buffers inside the route's windows or not, scaled reductions (the
-// receiving rank's scalar on every term, as the sum kernel applies it); and checks that no step
-// reads memory nothing wrote into a result, reads or writes outside a buffer, or writes where it
-// reads.
+// receiving rank's scalar on every term, as the sum kernel applies it), calls cut into pieces under a
+// pool cap (strided segments); and checks that no step reads memory nothing wrote into a result,
+// reads or writes outside a buffer, or writes where it reads. The sum weighs the term of chunk j by
+// j + 1 and the expected results weigh rank j's alike: a plan that sums the ranks' terms in another
+// order than theirs (which on the GPU rounds differently from the whole call) fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,19 +48,23 @@ struct Case {
   uint64_t count;
   int nranks;
   bool in_place, send_in_window, recv_in_window, scaled;
-  int root = 0;  // broadcast
+  int root = 0;              // broadcast
+  size_t element_bytes = 2;  // the pool's layout, and so where a call is cut
 };
 
 std::string describe(const Case& c) {
   return std::string(to_string(c.kind)) + " count " + std::to_string(c.count) + " ranks " + std::to_string(c.nranks) +
          (c.in_place ? " in-place" : "") + (c.send_in_window ? " send-in-window" : "") +
          (c.recv_in_window ? " recv-in-window" : "") + (c.scaled ? " scaled" : "") +
-         (c.kind == Collective::Broadcast ? " root " + std::to_string(c.root) : "");
+         (c.kind == Collective::Broadcast ? " root " + std::to_string(c.root) : "") + " " +
+         std::to_string(c.element_bytes) + "-byte";
 }
 
 double input_value(int rank, uint64_t i) { return double((rank + 1) * 1000 + int64_t(i % 997)); }
 // The reduction's scalar, applied by the sum to every term (ranks hold the same one).
 double scale_of(int) { return 3.0; }
+// The simulated sum's weight of chunk j (rank j's term): see the top of the file.
+double order_weight(int j) { return double(j + 1); }
 
 // The arrays and views of one rank before the call: the send buffer holds the rank's data, the rest
 // is NaN (never-written memory), so a result that reads it fails.
@@ -105,10 +111,10 @@ double expected(const Case& c, int r, uint64_t i) {
   double sum = 0;
   switch (c.kind) {
     case Collective::AllReduce:
-      for (int j = 0; j < c.nranks; ++j) sum += in(j, i);
+      for (int j = 0; j < c.nranks; ++j) sum += in(j, i) * order_weight(j);
       return sum;
     case Collective::ReduceScatter:
-      for (int j = 0; j < c.nranks; ++j) sum += in(j, uint64_t(r) * c.count + i);
+      for (int j = 0; j < c.nranks; ++j) sum += in(j, uint64_t(r) * c.count + i) * order_weight(j);
       return sum;
     case Collective::AllGather:
       return in(int(i / c.count), i % c.count);
@@ -136,10 +142,22 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
   const auto peer_step = [&](int j) -> const PlanStep& { return plans[size_t(j)].steps[at_step[size_t(j)]]; };
   switch (st.op) {
     case PlanStep::Op::Stage:
-      for (uint64_t i = 0; i < st.elements; ++i) writes.push_back({r, st.to, i, mem.at(st.from, i)});
+      EXPECT_GE(st.rows, 1u);
+      if (st.rows > 1) {
+        // cudaMemcpy2DAsync's rule: no row wider than either pitch.
+        EXPECT_GE(st.from_pitch, st.elements);
+        EXPECT_GE(st.to_pitch, st.elements);
+      }
+      for (uint64_t k = 0; k < st.rows; ++k)
+        for (uint64_t i = 0; i < st.elements; ++i)
+          writes.push_back({r,
+                            {st.to.buffer, st.to.offset + k * st.to_pitch},
+                            i,
+                            mem.at({st.from.buffer, st.from.offset + k * st.from_pitch}, i)});
       break;
     case PlanStep::Op::Exchange:
-      // Root r receives chunk r of every rank j into its chunk j.
+      // Root r receives chunk r of every rank j into its chunk j; each sender reads its chunk r with
+      // its own stride (where its input lies, staged or not, is its own affair).
       for (int j = 0; j < c.nranks; ++j) {
         if (j == r && !st.own_chunk_copied) continue;
         const PlanStep& sender = peer_step(j);
@@ -148,7 +166,7 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
               {r,
                {st.to.buffer, st.to.offset + uint64_t(j) * st.elements},
                i,
-               ranks[size_t(j)].at({sender.from.buffer, sender.from.offset + uint64_t(r) * st.stride}, i)});
+               ranks[size_t(j)].at({sender.from.buffer, sender.from.offset + uint64_t(r) * sender.stride}, i)});
       }
       break;
     case PlanStep::Op::Sum:
@@ -157,7 +175,7 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
         for (int j = 0; j < c.nranks; ++j)
           total += (j == st.own_index ? mem.at(st.own, i)
                                       : mem.at({st.from.buffer, st.from.offset + uint64_t(j) * st.elements}, i)) *
-                   (c.scaled ? scale_of(r) : 1);
+                   (c.scaled ? scale_of(r) : 1) * order_weight(j);
         writes.push_back({r, st.to, i, total});
       }
       break;
@@ -212,7 +230,6 @@ void execute(const Case& c, std::vector<CopyEnginePlan>& plans, std::vector<Rank
       const PlanStep& st = plans[size_t(r)].steps[at_step[size_t(r)]];
       ASSERT_EQ(st.op, first.op) << "rank " << r << " step " << at_step[size_t(r)];
       ASSERT_EQ(st.elements, first.elements) << "rank " << r;
-      ASSERT_EQ(st.stride, first.stride) << "rank " << r;
       ASSERT_EQ(st.root, first.root) << "rank " << r;
     }
     std::vector<Write> writes;
@@ -232,7 +249,7 @@ void check(const Case& c) {
     req.count = c.count;
     req.nranks = c.nranks;
     req.rank = r;
-    req.element_bytes = 2;
+    req.element_bytes = c.element_bytes;
     req.send_in_window = c.send_in_window;
     req.recv_in_window = c.recv_in_window;
     req.in_place = c.in_place;
@@ -375,32 +392,50 @@ TEST(CopyEnginePlan, BadRequestsAreRefused) {
   EXPECT_THROW(plan_copy_engine_collective(broadcast), Error);
 }
 
-// A call cut into pieces under a pool cap (pieces_within): each piece planned and run on every rank
-// over its part of the buffers, with a pool of its own size; the whole result must be the call's.
-void check_in_pieces(const Case& c, size_t cap, uint64_t granularity) {
-  SCOPED_TRACE(describe(c) + " cap " + std::to_string(cap));
+// The request of the whole call `c` on rank `rank`.
+PlanRequest whole_request(const Case& c, int rank) {
   PlanRequest whole;
   whole.kind = c.kind;
   whole.count = c.count;
   whole.nranks = c.nranks;
-  whole.element_bytes = 2;
+  whole.rank = rank;
+  whole.element_bytes = c.element_bytes;
+  whole.send_in_window = c.send_in_window;
+  whole.recv_in_window = c.recv_in_window;
   whole.in_place = c.in_place;
   whole.root = c.root;
-  const std::vector<CallPiece> pieces = pieces_within(whole, cap, granularity);
-  ASSERT_GT(pieces.size(), 1u) << "the case must be cut for this test to mean anything";
+  return whole;
+}
+
+// A call cut into pieces under a pool cap (pieces_within): each piece planned (piece_request) and run
+// on every rank over its part of the buffers (each buffer's start moved by the piece's offset; the
+// segments of a segmented kind stay the whole call's count apart), with a pool of its own size; the
+// whole result must be the call's. `pieces` gets how many pieces it took.
+void check_in_pieces(const Case& c, size_t cap, uint64_t granularity, size_t* pieces_taken = nullptr) {
+  SCOPED_TRACE(describe(c) + " cap " + std::to_string(cap) + " granularity " + std::to_string(granularity));
+  const std::vector<CallPiece> pieces = pieces_within(whole_request(c, 0), cap, granularity);
+  if (pieces_taken) *pieces_taken = pieces.size();
+  // Every rank cuts the call alike (the pieces are collective calls).
+  for (int r = 1; r < c.nranks; ++r) {
+    const std::vector<CallPiece> theirs = pieces_within(whole_request(c, r), cap, granularity);
+    ASSERT_EQ(theirs.size(), pieces.size()) << "rank " << r;
+    for (size_t k = 0; k < pieces.size(); ++k) ASSERT_EQ(theirs[k].count, pieces[k].count) << "rank " << r;
+  }
   uint64_t next = 0;
   for (const CallPiece& piece : pieces) {
     EXPECT_EQ(piece.offset, next);
     EXPECT_GT(piece.count, 0u);
+    if (pieces.size() > 1) EXPECT_EQ(piece.offset % granularity, 0u);
     next += piece.count;
   }
   EXPECT_EQ(next, c.count) << "the pieces cover the call exactly";
+  // The cap holds unless one granule alone needs more; the first piece (whose pool the route
+  // allocates, and which a captured call needs) needs the most.
+  const bool granule_fits = plan_pool_bytes(piece_request(whole_request(c, 0), {0, granularity})) <= cap;
   // The buffers as the whole call has them; each piece's pool replaced by one of its own size.
   std::vector<RankMemory> ranks;
-  for (int r = 0; r < c.nranks; ++r) {
-    whole.rank = r;
-    ranks.push_back(memory_for(c, r, plan_copy_engine_collective(whole)));
-  }
+  for (int r = 0; r < c.nranks; ++r)
+    ranks.push_back(memory_for(c, r, plan_copy_engine_collective(whole_request(c, r))));
   std::vector<std::map<PlanBuffer, View>> whole_views;
   for (const RankMemory& m : ranks) whole_views.push_back(m.views);
   for (const CallPiece& piece : pieces) {
@@ -408,18 +443,20 @@ void check_in_pieces(const Case& c, size_t cap, uint64_t granularity) {
     part.count = piece.count;
     std::vector<CopyEnginePlan> plans;
     for (int r = 0; r < c.nranks; ++r) {
-      PlanRequest req = whole;
-      req.count = piece.count;
-      req.rank = r;
+      const PlanRequest req = piece_request(whole_request(c, r), piece);
+      EXPECT_EQ(req.count, piece.count);
       plans.push_back(plan_copy_engine_collective(req));
-      EXPECT_LE(pool_layout(plans.back(), 2).bytes, cap) << "piece at " << piece.offset;
+      const size_t pool = pool_layout(plans.back(), c.element_bytes).bytes;
+      if (cap != 0 && (granule_fits || pieces.size() == 1)) EXPECT_LE(pool, cap) << "piece at " << piece.offset;
+      EXPECT_LE(pool, plan_pool_bytes(piece_request(whole_request(c, r), pieces.front())))
+          << "piece at " << piece.offset << " needs more than the first";
       RankMemory& m = ranks[size_t(r)];
       const double nan = std::nan("");
       m.arrays["pool-input"].assign(plans.back().input_elements, nan);
       m.arrays["pool-output"].assign(plans.back().output_elements, nan);
       m.arrays["pool-scratch"].assign(plans.back().scratch_elements, nan);
       for (PlanBuffer b : {PlanBuffer::Send, PlanBuffer::Recv}) {
-        View v = m.views.at(b);
+        View v = whole_views[size_t(r)].at(b);
         v.offset += piece.offset;
         m.views[b] = v;
       }
@@ -427,9 +464,15 @@ void check_in_pieces(const Case& c, size_t cap, uint64_t granularity) {
     ASSERT_NO_THROW(execute(part, plans, ranks));
     for (size_t r = 0; r < ranks.size(); ++r) ranks[r].views = whole_views[r];
   }
+  const uint64_t recv = recv_elements(c.kind, c.count, c.nranks);
   for (int r = 0; r < c.nranks; ++r)
-    for (uint64_t i = 0; i < c.count; ++i)
+    for (uint64_t i = 0; i < recv; ++i)
       ASSERT_EQ(ranks[size_t(r)].at({PlanBuffer::Recv, 0}, i), expected(c, r, i)) << "rank " << r << " element " << i;
+  // The input is left as it was, except where it is the output.
+  if (!c.in_place)
+    for (int r = 0; r < c.nranks; ++r)
+      for (uint64_t i = 0; i < send_elements(c.kind, c.count, c.nranks); ++i)
+        ASSERT_EQ(ranks[size_t(r)].arrays["send"][i], input_value(r, i)) << "rank " << r << " send " << i;
 }
 
 TEST(CopyEnginePlan, AllReducesAndBroadcastsLargerThanThePoolCapRunInPiecesWithTheWholeResult) {
@@ -439,18 +482,122 @@ TEST(CopyEnginePlan, AllReducesAndBroadcastsLargerThanThePoolCapRunInPiecesWithT
     for (uint64_t count : {4096u, 5001u, 9000u})
       for (bool in_place : {false, true})
         for (bool scaled : {false, true}) {
-          check_in_pieces({Collective::AllReduce, count, nranks, in_place, false, false, scaled}, 8192, 64);
+          size_t taken = 0;
+          check_in_pieces({Collective::AllReduce, count, nranks, in_place, false, false, scaled}, 8192, 64, &taken);
           if (HasFatalFailure()) return;
+          EXPECT_GT(taken, 1u);
         }
   for (int nranks : {2, 3})
     for (int root = 0; root < nranks; ++root)
       for (bool in_place : {false, true}) {
-        check_in_pieces({Collective::Broadcast, 3000, nranks, in_place, false, false, false, root}, 4096, 64);
+        size_t taken = 0;
+        check_in_pieces({Collective::Broadcast, 3000, nranks, in_place, false, false, false, root}, 4096, 64, &taken);
         if (HasFatalFailure()) return;
+        EXPECT_GT(taken, 1u);
       }
 }
 
-TEST(CopyEnginePlan, PiecesStayWithinTheCapAndOtherKindsRunWhole) {
+// The pool a piece of `count` elements of `c` needs (granule-sized pieces make the caps below).
+size_t piece_pool(const Case& c, uint64_t count) {
+  return plan_pool_bytes(piece_request(whole_request(c, 0), {0, count}));
+}
+
+TEST(CopyEnginePlan, ReduceScattersAllGathersAndAllToAllsLargerThanThePoolCapRunInStridedPiecesWithTheWholeResult) {
+  // Every segmented kind, 2 to 4 ranks, 2- and 4-byte elements, in place or not, in window memory or
+  // not, per-rank counts that are no multiple of the granule (the last piece shorter), under caps
+  // that leave the call whole, cut it in two, or in many (small granules, so short host arrays make
+  // several pieces).
+  constexpr uint64_t kGranule = 64;
+  for (Collective kind : {Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll})
+    for (int nranks : {2, 3, 4})
+      for (size_t element_bytes : {size_t(2), size_t(4)})
+        for (uint64_t count : {uint64_t(5000), uint64_t(9001)})
+          for (bool in_place : {false, true})
+            for (bool in_window : {false, true})
+              for (bool scaled : {false, true}) {
+                if (in_place && kind == Collective::AllToAll) continue;
+                if (scaled && !reduces(kind)) continue;
+                Case c{kind, count, nranks, in_place, in_window, in_window, scaled};
+                c.element_bytes = element_bytes;
+                // The whole call's own pool: one piece.
+                size_t taken = 0;
+                check_in_pieces(c, plan_pool_bytes(whole_request(c, 0)), kGranule, &taken);
+                if (HasFatalFailure()) return;
+                EXPECT_EQ(taken, 1u) << describe(c);
+                // About half: two pieces (a piece's parts round up to 4 KiB, so the second may be short).
+                const uint64_t half = (count / 2 + kGranule - 1) / kGranule * kGranule;
+                check_in_pieces(c, std::max<size_t>(piece_pool(c, half), 1), kGranule, &taken);
+                if (HasFatalFailure()) return;
+                if (piece_pool(c, count) > piece_pool(c, half)) EXPECT_EQ(taken, 2u) << describe(c);
+                // A pool of one granule's (or 8 KiB, if more): many pieces, every one within the cap.
+                check_in_pieces(c, std::max<size_t>(piece_pool(c, kGranule), 8192), kGranule, &taken);
+                if (HasFatalFailure()) return;
+                if (piece_pool(c, count) > 8192) EXPECT_GE(taken, 3u) << describe(c);
+                // A cap below one granule's need: granules, each over the cap by what it needs.
+                check_in_pieces(c, 1, kGranule, &taken);
+                if (HasFatalFailure()) return;
+                if (piece_pool(c, count) > 1) EXPECT_EQ(taken, (count + kGranule - 1) / kGranule) << describe(c);
+              }
+}
+
+TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInOneTwoDimensionalCopy) {
+  // A reduce-scatter piece of 1024 of 4096 per rank, 4 ranks, fp32: its send (rows 4096 apart) staged
+  // into the pool in one 2-D copy; the sum's own chunk read from that copy; the output contiguous.
+  PlanRequest whole = request(Collective::ReduceScatter, 4096, 4, 4);
+  whole.rank = 2;
+  const PlanRequest piece = piece_request(whole, {1024, 1024});
+  EXPECT_EQ(piece.count, 1024u);
+  EXPECT_EQ(piece.segment_stride, 4096u);
+  CopyEnginePlan p = plan_copy_engine_collective(piece);
+  ASSERT_EQ(p.steps.size(), 4u);
+  EXPECT_EQ(p.steps[0].op, PlanStep::Op::Stage);
+  EXPECT_EQ(p.steps[0].rows, 4u);
+  EXPECT_EQ(p.steps[0].elements, 1024u);
+  EXPECT_EQ(p.steps[0].from_pitch, 4096u);
+  EXPECT_EQ(p.steps[0].to_pitch, 1024u);
+  EXPECT_EQ(staged_elements(p.steps[0]), 4096u);
+  EXPECT_EQ(p.input_elements, 4096u);
+  EXPECT_EQ(p.steps[1].stride, 1024u);
+  EXPECT_EQ(p.steps[2].own.offset, 2048u);
+  EXPECT_EQ(staged_elements(p.steps[3]), 1024u);  // out: the piece's part of recv
+  // In window memory: the exchange reads the send's segments where they are, 4096 apart; nothing staged.
+  whole.send_in_window = whole.recv_in_window = true;
+  p = plan_copy_engine_collective(piece_request(whole, {1024, 1024}));
+  ASSERT_EQ(p.steps.size(), 2u);
+  EXPECT_EQ(p.steps[0].op, PlanStep::Op::Exchange);
+  EXPECT_EQ(p.steps[0].from.buffer, PlanBuffer::Send);
+  EXPECT_EQ(p.steps[0].stride, 4096u);
+  EXPECT_EQ(p.steps[1].own.buffer, PlanBuffer::Send);
+  EXPECT_EQ(p.steps[1].own.offset, 2u * 4096u);
+  EXPECT_EQ(p.input_elements + p.output_elements, 0u);
+  // An all-gather piece in place in window memory: NCCL cannot write the strided recv, so the data
+  // lands in the pool and one 2-D copy puts every rank's part where it belongs.
+  PlanRequest gather = request(Collective::AllGather, 4096, 4, 2);
+  gather.rank = 1;
+  gather.in_place = gather.send_in_window = gather.recv_in_window = true;
+  p = plan_copy_engine_collective(piece_request(gather, {4096 - 1000, 1000}));
+  ASSERT_FALSE(p.steps.empty());
+  EXPECT_EQ(p.output_elements, 4000u);
+  const PlanStep& out = p.steps.back();
+  EXPECT_EQ(out.op, PlanStep::Op::Stage);
+  EXPECT_EQ(out.to.buffer, PlanBuffer::Recv);
+  EXPECT_EQ(out.rows, 4u);
+  EXPECT_EQ(out.from_pitch, 1000u);
+  EXPECT_EQ(out.to_pitch, 4096u);
+  // The whole call (one piece) keeps NCCL's in-place all-gather alone.
+  EXPECT_EQ(plan_copy_engine_collective(piece_request(gather, {0, 4096})).steps.size(), 1u);
+}
+
+TEST(CopyEnginePlan, ASegmentStrideShorterThanTheCountIsRefused) {
+  PlanRequest r = request(Collective::AllToAll, 100, 2);
+  r.segment_stride = 99;
+  EXPECT_THROW(plan_copy_engine_collective(r), Error);
+  PlanRequest ar = request(Collective::AllReduce, 100, 2);
+  ar.segment_stride = 200;  // an all-reduce has no segments
+  EXPECT_THROW(plan_copy_engine_collective(ar), Error);
+}
+
+TEST(CopyEnginePlan, PiecesStayWithinTheCapAndCallsThatFitRunWhole) {
   PlanRequest r = request(Collective::AllReduce, uint64_t{1} << 30, 8, 4);  // 4 GiB of fp32
   const std::vector<CallPiece> pieces = pieces_within(r, size_t{256} << 20);
   ASSERT_GT(pieces.size(), 8u);
@@ -475,17 +622,23 @@ TEST(CopyEnginePlan, PiecesStayWithinTheCapAndOtherKindsRunWhole) {
     piece.count = p.count;
     EXPECT_LE(plan_pool_bytes(piece), 12288u) << "piece at " << p.offset;
   }
-  // A call that fits, no cap, and the kinds not cut yet: one piece, the whole call.
-  for (const auto& [kind, cap] : std::vector<std::pair<Collective, size_t>>{{Collective::AllReduce, size_t{1} << 40},
-                                                                            {Collective::AllReduce, 0},
-                                                                            {Collective::ReduceScatter, 4096},
-                                                                            {Collective::AllGather, 4096},
-                                                                            {Collective::AllToAll, 4096}}) {
-    PlanRequest q = request(kind, 1 << 20, 4);
-    const std::vector<CallPiece> one = pieces_within(q, cap);
-    ASSERT_EQ(one.size(), 1u) << to_string(kind) << " cap " << cap;
-    EXPECT_EQ(one[0].offset, 0u);
-    EXPECT_EQ(one[0].count, uint64_t{1} << 20);
+  // A call that fits, and no cap: one piece, the whole call, of every kind.
+  for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll,
+                          Collective::Broadcast})
+    for (size_t cap : {size_t{1} << 40, size_t{0}}) {
+      PlanRequest q = request(kind, 1 << 20, 4);
+      const std::vector<CallPiece> one = pieces_within(q, cap);
+      ASSERT_EQ(one.size(), 1u) << to_string(kind) << " cap " << cap;
+      EXPECT_EQ(one[0].offset, 0u);
+      EXPECT_EQ(one[0].count, uint64_t{1} << 20);
+    }
+  // Every kind larger than the cap is cut: FSDP2's all-gathers and reduce-scatters of 1 GiB of bf16
+  // per rank at 8 ranks, an all-to-all of 512 MiB per peer, within the default 256 MiB.
+  for (Collective kind : {Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll}) {
+    const PlanRequest big = request(kind, uint64_t{1} << 29, 8);
+    const std::vector<CallPiece> cut = pieces_within(big, size_t{256} << 20);
+    ASSERT_GT(cut.size(), 1u) << to_string(kind);
+    for (const CallPiece& p : cut) EXPECT_LE(plan_pool_bytes(piece_request(big, p)), size_t{256} << 20);
   }
   // A cap too small for one granule: granules, each exceeding the cap by what it needs.
   const std::vector<CallPiece> granules = pieces_within(request(Collective::AllReduce, 10000, 2), 1, 4096);

@@ -3,7 +3,9 @@
 // back to back without a host sync (the route orders them by its event), the pool grown once and
 // reused, data placed in window_buffer() not staged, an all-to-all staged on both sides.
 // Expected values and pool sizes are worked out here from the inputs and the layout rules of the
-// header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least).
+// header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least). And a
+// route with a small pool cap: reduce-scatters, all-gathers and all-to-alls larger than it run in
+// strided pieces, the pool never past the cap, the results exact, each byte staged once in and once out.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -159,6 +161,120 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     // The all-to-all: 512 KiB in, 512 KiB out, in the pool as it is.
     EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + int64_t(2 * 512 * 1024));
     EXPECT_EQ(res.at_end.registrations, 3);
+  }
+}
+
+// Exact in fp32, and different in every segment and every piece of one (4093 is prime, the pieces are
+// multiples of 4096 elements).
+float value(int rank, size_t i) { return float(rank * 4096 + int(i % 4093)); }
+
+void upload_values(float* device, int rank, size_t n, cudaStream_t stream) {
+  std::vector<float> host(n);
+  for (size_t i = 0; i < n; ++i) host[i] = value(rank, i);
+  ASSERT_EQ(cudaMemcpyAsync(device, host.data(), n * 4, cudaMemcpyHostToDevice, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+struct CappedResult {
+  size_t wrong_reduce_scatter = 0, wrong_all_gather = 0, wrong_all_to_all = 0, wrong_windowed = 0;
+  tandem::CopyEngineRouteStats staged{}, at_end{};
+  std::string error;
+};
+
+void run_capped_rank(int r, ncclUniqueId id, CappedResult& out) {
+  try {
+    ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
+    ncclComm_t comm = nullptr;
+    ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
+    cudaStream_t a = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
+    const size_t n = kMiB;  // fp32 elements per rank's segment: 4 MiB
+    float *send = nullptr, *recv = nullptr;
+    ASSERT_EQ(cudaMalloc(&send, kRanks * n * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&recv, kRanks * n * 4), cudaSuccess);
+    {
+      tandem::WaitRules rules;
+      rules.timeout_s = 120;
+      tandem::CopyEngineRoute route(comm, rules, 2 * kMiB);
+
+      // Reduce-scatter: whole, its pool would be 8 + 4 + 8 MiB; in pieces each rank's segment is read
+      // 1 Mi elements apart.
+      // Segment j of rank q's send holds value(q x ranks + j, i) as its element i.
+      const auto upload_segments = [&](float* base) {
+        for (int j = 0; j < kRanks; ++j) upload_values(base + size_t(j) * n, r * kRanks + j, n, a);
+      };
+      const auto reduced = [&](size_t i) {
+        float sum = 0;
+        for (int q = 0; q < kRanks; ++q) sum += value(q * kRanks + r, i);
+        return sum;
+      };
+      upload_segments(send);
+      run(route, tandem::Collective::ReduceScatter, send, recv, n, a);
+      ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+      out.wrong_reduce_scatter = count_wrong(download(recv, n), reduced);
+
+      // All-gather in place: this rank's segment of recv is its input; every piece writes each rank's
+      // part of its segment.
+      upload_values(recv + size_t(r) * n, r, n, a);
+      run(route, tandem::Collective::AllGather, recv + size_t(r) * n, recv, n, a);
+      ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+      out.wrong_all_gather =
+          count_wrong(download(recv, kRanks * n), [&](size_t i) { return value(int(i / n), i % n); });
+
+      // All-to-all: strided on both sides. Rank r's segment j goes to rank j's segment r.
+      upload_segments(send);
+      run(route, tandem::Collective::AllToAll, send, recv, n, a);
+      ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+      out.wrong_all_to_all =
+          count_wrong(download(recv, kRanks * n), [&](size_t i) { return value(int(i / n) * kRanks + r, i % n); });
+      out.staged = route.stats();
+
+      // A reduce-scatter whose send lies in window memory: its pieces read each rank's segment where
+      // it is (nothing staged in); only the output, outside the windows, is staged out.
+      auto* window = static_cast<float*>(route.window_buffer(kRanks * n * 4));
+      upload_segments(window);
+      run(route, tandem::Collective::ReduceScatter, window, recv, n, a);
+      ASSERT_EQ(cudaStreamSynchronize(a), cudaSuccess);
+      out.wrong_windowed = count_wrong(download(recv, n), reduced);
+      out.at_end = route.stats();
+    }  // collective: both ranks destroy their route here
+    ASSERT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    cudaFree(send);
+    cudaFree(recv);
+    cudaStreamDestroy(a);
+  } catch (const std::exception& e) {
+    out.error = e.what();
+  }
+}
+
+TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithinIt) {
+  TANDEM_REQUIRE_GPUS(2);
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  std::vector<CappedResult> results(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) threads.emplace_back(run_capped_rank, r, id, std::ref(results[size_t(r)]));
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kRanks; ++r) {
+    const CappedResult& res = results[size_t(r)];
+    SCOPED_TRACE("rank " + std::to_string(r));
+    ASSERT_EQ(res.error, "");
+    EXPECT_EQ(res.wrong_reduce_scatter, 0u);
+    EXPECT_EQ(res.wrong_all_gather, 0u);
+    EXPECT_EQ(res.wrong_all_to_all, 0u);
+    EXPECT_EQ(res.wrong_windowed, 0u);
+    // One pool of the cap, registered once: no call grew it past 2 MiB (whole, they would need 20,
+    // 8 and 16 MiB).
+    EXPECT_EQ(res.staged.calls, 3);
+    EXPECT_EQ(res.staged.pool_bytes, int64_t(2 * kMiB));
+    EXPECT_EQ(res.staged.registrations, 1);
+    // Each byte once in and once out: the reduce-scatter's 8 MiB in and 4 MiB out, the in-place
+    // all-gather's own 4 MiB in and 8 MiB out, the all-to-all's 8 MiB in and 8 MiB out.
+    EXPECT_EQ(res.staged.staged_bytes, int64_t((8 + 4) * kMiB + (4 + 8) * kMiB + (8 + 8) * kMiB));
+    // The window buffer's 8 MiB beside the pool, which did not grow; only the 4 MiB output staged.
+    EXPECT_EQ(res.at_end.pool_bytes, int64_t(10 * kMiB));
+    EXPECT_EQ(res.at_end.registrations, 2);
+    EXPECT_EQ(res.at_end.staged_bytes, res.staged.staged_bytes + int64_t(4 * kMiB));
   }
 }
 

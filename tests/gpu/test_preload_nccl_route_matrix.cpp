@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "tandem/copy_engine_plan.h"
 
 namespace {
 
@@ -119,11 +120,51 @@ TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
   for (const Rank& r : run_ranks(GetParam(), true)) expect_routed_and_exact(r);
 }
 
+// The pool cap of the test below, and what it makes of the matrix's calls.
+constexpr const char* kSmallCap = "16KiB";
+constexpr size_t kSmallCapBytes = 16 << 10;
+
+size_t pieces_under_small_cap(tandem::Collective kind, uint64_t count, int nranks, size_t element_bytes,
+                              bool in_place) {
+  tandem::PlanRequest r;
+  r.kind = kind;
+  r.count = count;
+  r.nranks = nranks;
+  r.element_bytes = element_bytes;
+  r.in_place = in_place;
+  r.root = nranks - 1;
+  return tandem::pieces_within(r, kSmallCapBytes).size();  // the route's granularity, 4096 elements
+}
+
+// The premise of the test below, checked without a GPU: under the small cap every kind of the
+// matrix (tests/preload_target/nccl_route_matrix.cpp) has calls that run in several pieces, in place
+// and not: the reduce-scatters', all-gathers' and all-to-alls' strided, the last piece shorter.
+TEST_P(preload_nccl_route_matrix, TheSmallCapCutsCallsOfEveryKind) {
+  const int n = GetParam();
+  using tandem::Collective;
+  for (bool in_place : {false, true}) {
+    for (size_t bytes : {size_t(2), size_t(4)}) {  // bf16 and fp16, fp32
+      EXPECT_EQ(pieces_under_small_cap(Collective::AllReduce, 7919, n, bytes, in_place), 2u) << bytes;
+      EXPECT_EQ(pieces_under_small_cap(Collective::ReduceScatter, 7919, n, bytes, in_place), 2u) << bytes;
+      EXPECT_EQ(pieces_under_small_cap(Collective::ReduceScatter, 4096 * uint64_t(n), n, bytes, in_place), size_t(n))
+          << bytes;
+    }
+    EXPECT_EQ(pieces_under_small_cap(Collective::Broadcast, 7919, n, 4, in_place), 2u);  // fp32
+    for (size_t bytes : {size_t(2), size_t(4), size_t(8)}) {                             // bf16, fp32, int64
+      EXPECT_EQ(pieces_under_small_cap(Collective::AllGather, 7919, n, bytes, in_place), 2u) << bytes;
+      if (!in_place) EXPECT_EQ(pieces_under_small_cap(Collective::AllToAll, 7919, n, bytes, false), 2u) << bytes;
+    }
+  }
+}
+
 TEST_P(preload_nccl_route_matrix, CallsLargerThanThePoolCapRunInPiecesAndStayExact) {
   TANDEM_REQUIRE_GPUS(1);
-  // 16 KiB: the all-reduces and broadcasts of 4096 x ranks and 7919 elements need more, and run as two
-  // or three pieces (one granule of 4096 elements each); results must still be the route's numerics.
-  for (const Rank& r : run_ranks(GetParam(), true, "16KiB")) expect_routed_and_exact(r);
+  // 16 KiB: calls of every kind run in pieces of one granule (4096 elements) or more, eagerly, grouped
+  // and captured (TheSmallCapCutsCallsOfEveryKind): all-reduces and broadcasts of 4096 x ranks and
+  // 7919 elements, reduce-scatters of 4096 x ranks and 7919 per rank, all-gathers and all-to-alls of
+  // 7919 per rank, whose pieces are strided (each rank's part of each segment, staged by 2-D copies);
+  // results must still be bitwise the route's numerics.
+  for (const Rank& r : run_ranks(GetParam(), true, kSmallCap)) expect_routed_and_exact(r);
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks_on_one_gpu, preload_nccl_route_matrix, ::testing::Values(2, 3),
