@@ -327,6 +327,24 @@ def finish_route(route):
     return route
 
 
+def single_rank_bytes(route):
+    """Bytes of collectives on communicators of one rank (a parallel group of size 1: Megatron's
+    data-parallel group under TP=2 on two ranks). They move nothing between GPUs: NCCL copies locally and
+    the route leaves them (`single-rank`). Computed from the per-function counts, so that a recorded
+    file's table says the same."""
+    return sum(c["nccl"].get("single-rank", {}).get("bytes", 0) for c in route["collectives"].values())
+
+
+def share_between_ranks(route):
+    between = route["total_bytes"] - single_rank_bytes(route)
+    return route["bytes"] / between if between > 0 else None
+
+
+def judged_share(route):
+    """The share a row is judged by: of the bytes between ranks."""
+    return share_between_ranks(route)
+
+
 def aggregate_stats(documents):
     """`tandem run --stats` files (one per process) summed: per NCCL function the calls and bytes, those
     through the copy-engine route and those NCCL ran by reason; the reach over all of them."""
@@ -612,7 +630,13 @@ def unseen_text(row):
 
 def share_text(route):
     share = route.get("share_of_bytes")
-    return "—" if share is None else "%.2f %%" % (100 * share)
+    if share is None:
+        return "—"
+    if single_rank_bytes(route):
+        between = share_between_ranks(route)
+        return "%.2f %% (%s of the bytes between ranks)" % (
+            100 * share, "—" if between is None else "%.2f %%" % (100 * between))
+    return "%.2f %%" % (100 * share)
 
 
 TABLE_HEADER = ["program", "ranks", "front end", "collectives (calls / bytes)", "through the route (calls / bytes)",
@@ -681,9 +705,9 @@ def markdown_table(record, judged=False):
         record.get("config", {}).get("policy", POLICY)), "",
         "| " + " | ".join(TABLE_HEADER) + " |", "|" + "---|" * len(TABLE_HEADER)]
     lines += ["| " + " | ".join(table_row(r)) + " |" for r in rows]
-    short = [r["id"] for r in rows if r.get("route") and r["route"].get("share_of_bytes") is not None
-             and r["route"]["share_of_bytes"] < 0.99]
-    lines += ["", "Rows below 99 % of the bytes through the route: " + (", ".join(short) or "none") + "."]
+    short = [r["id"] for r in rows if r.get("route") and judged_share(r["route"]) is not None
+             and judged_share(r["route"]) < 0.99]
+    lines += ["", "Rows below 99 % of the bytes between ranks through the route: " + (", ".join(short) or "none") + "."]
     cap = record.get("config", {}).get("route_pool_max_bytes")
     if cap:  # 0 or absent: no cap, or a record from before it was recorded
         over = [r["id"] for r in rows if (r.get("route") or {}).get("pool_bytes_per_route") is not None
@@ -704,8 +728,12 @@ def token_names(policy):
 def controls_table(rows, policy):
     """For a policy with nccl-* settings or priority: per tandem-run row, the communicators they configured
     and the NCCL launches elevated, so that any that escaped the policy shows."""
-    if not any(t == "priority" or t.startswith("nccl-") for t in token_names(policy)):
+    tokens = token_names(policy)
+    if not any(t == "priority" or t.startswith("nccl-") for t in tokens):
         return []
+    # A control the policy does not name reached nothing by design: say so rather than "0 / N".
+    configures = any(t.startswith("nccl-") for t in tokens)
+    elevates = "priority" in tokens
     lines = ["", "The policy's other controls (`tandem run`, summed over the ranks):", "",
              "| program | ranks | communicators configured / created | overridden by NCCL's variables "
              "| NCCL launches elevated / NCCL launches | not elevated (reason: launches) |", "|---|---|---|---|---|---|"]
@@ -714,9 +742,12 @@ def controls_table(rows, policy):
         if r["front_end"] != "tandem-run" or not c:
             continue
         comms = c["communicators"]
-        lines.append("| %s | %d | %d / %d | %s | %d / %d | %s |" % (
-            r["program"], r["ranks"], comms["configured"], comms["created"],
-            ", ".join(comms["overridden_by_variables"]) or "none", c["elevated"], c["nccl_launches"],
+        configured = ("%d / %d" % (comms["configured"], comms["created"]) if configures
+                      else "— (no nccl-* token) / %d" % comms["created"])
+        elevated = ("%d / %d" % (c["elevated"], c["nccl_launches"]) if elevates
+                    else "— (no priority) / %d" % c["nccl_launches"])
+        lines.append("| %s | %d | %s | %s | %s | %s |" % (
+            r["program"], r["ranks"], configured, ", ".join(comms["overridden_by_variables"]) or "none", elevated,
             "; ".join("%s: %d" % kv for kv in sorted(c["not_elevated"].items())) or "none"))
     return lines
 

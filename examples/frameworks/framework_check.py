@@ -148,7 +148,7 @@ def policy_table(record):
     text = rc.markdown_table(record)
     policy = record["config"]["policy"]
     if "copy-engine" not in rc.token_names(policy):
-        text = re.sub(r"Rows below 99 % of the bytes through the route: .*",
+        text = re.sub(r"Rows below 99 % of the bytes between ranks through the route: .*",
                       "The policy has no copy-engine: every collective stays with NCCL (`not-requested`).", text)
     return "\n".join([text] + shaping_table(record["rows"], policy))
 

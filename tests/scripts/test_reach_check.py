@@ -116,6 +116,19 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "0"}), 0)
         self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "lots"}), 256 << 20)
 
+    def test_bytes_within_one_rank_do_not_judge_the_route(self):
+        # A one-rank communicator's collective (a parallel group of size 1) is NCCL's local copy.
+        docs, _ = rc.read_stats(FIXTURES)
+        docs[0]["nccl_collectives"]["ncclAllReduce"]["nccl"]["single-rank"] = {"calls": 5, "bytes": 90400}
+        docs[0]["nccl_collectives"]["ncclAllReduce"]["calls"] += 5
+        docs[0]["nccl_collectives"]["ncclAllReduce"]["bytes"] += 90400
+        route = rc.aggregate_stats(docs)
+        self.assertEqual(rc.single_rank_bytes(route), 90400)
+        self.assertAlmostEqual(route["share_of_bytes"], 7990 / 100000)
+        self.assertAlmostEqual(rc.share_between_ranks(route), 7990 / 9600)
+        self.assertEqual(rc.share_text(route), "7.99 % (83.23 % of the bytes between ranks)")
+        self.assertAlmostEqual(rc.judged_share(route), 7990 / 9600)
+
     def test_no_stats_no_share(self):
         route = rc.aggregate_stats([])
         self.assertIsNone(route["share_of_bytes"])
@@ -224,7 +237,7 @@ class Table(unittest.TestCase):
                       "(ncclReduceScatter); never routed 2 / 64 B (ncclSend) | future_op 2 / 2.0 KiB; ncclAlltoAll 3 calls not counted | "
                       "1.5 MiB | 1.75 | bitwise | 12 |",
                       text)
-        self.assertIn("Rows below 99 % of the bytes through the route: jax/2/tandem-run.", text)
+        self.assertIn("Rows below 99 % of the bytes between ranks through the route: jax/2/tandem-run.", text)
         # No cap recorded (a record from before it was): nothing said about it; with one, each row against it.
         self.assertNotIn("more window memory than its cap", text)
         record["config"]["route_pool_max_bytes"] = 1 << 20
@@ -239,6 +252,10 @@ class Table(unittest.TestCase):
         text = rc.markdown_table(record)
         self.assertIn("The policy's other controls", text)
         self.assertIn("| jax | 2 | 3 / 4 | NCCL_MIN_CTAS | 16 / 18 | excluded: 2 |", text)
+        # A control the policy does not name is not reported as reaching nothing.
+        record["config"]["policy"] = "priority+copy-engine"
+        self.assertIn("| jax | 2 | — (no nccl-* token) / 4 | NCCL_MIN_CTAS | 16 / 18 | excluded: 2 |",
+                      rc.markdown_table(record))
 
     def test_parts_of_one_coverage_make_one_table(self):
         def part(commit, ids, policy="copy-engine"):
