@@ -118,6 +118,24 @@ TEST(preload_timeline, WithoutAPatternTheWholeRunIsOneStep) {
   EXPECT_NE(r.err.find("the whole run as one step"), std::string::npos) << r.err;
 }
 
+// nvtxRangePushW(L"ステップ"): the name is UTF-8, matched by the pattern as written and named so.
+TEST(preload_timeline, AWideStepNameIsMatchedAndNamedAsWritten) {
+  const std::string name = "\u30b9\u30c6\u30c3\u30d7";  // ステップ
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(
+      dir, "--timeline --step-range '" + name + "' --stats " + dir.path("stats.json").string(), kClient + " wide");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json& steps = only_device(r.stats["timeline"])["steps"];
+  ASSERT_EQ(steps.size(), 1u) << r.stats["timeline"].dump();
+  EXPECT_EQ(steps[0]["name"], name);
+  // Four characters, not four '?': the narrowed name no longer matches (no range did: the whole run).
+  ScratchFolder other;
+  const TandemRun q = tandem_run(other, "--timeline --step-range '????' --stats " + other.path("stats.json").string(),
+                                 kClient + " wide");
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_EQ(q.stats["timeline"]["steps_from"], "run") << q.stats["timeline"].dump();
+}
+
 TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
   ScratchFolder dir;
   const TandemRun r =

@@ -9,6 +9,7 @@
 
 #include "harness/program_timeline.h"
 #include "preload/timeline_records.h"
+#include "preload/wide_text.h"
 #include "scratch_folder.h"
 #include "tandem/kernel_names.h"
 #include "tandem/safe_file.h"
@@ -289,6 +290,19 @@ TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
                                       }),
             "");
   EXPECT_EQ(tandem_test::read_text(path), "ab");
+}
+
+// NVTX's wide names (nvtxRangePushW) in UTF-8: one to four bytes a character; what is no character
+// (a lone surrogate, beyond U+10FFFF) is U+FFFD, never '?' and never invalid UTF-8.
+TEST(timeline_steps, WideNamesAreUtf8) {
+  EXPECT_EQ(utf8_of_wide(L"step"), "step");
+  EXPECT_EQ(utf8_of_wide(L"\u00e9t\u30b9\U0001F600"), "\xc3\xa9t\xe3\x82\xb9\xf0\x9f\x98\x80");
+  const wchar_t not_characters[] = {0xD800, L'a', static_cast<wchar_t>(0x110000), 0};
+  EXPECT_EQ(utf8_of_wide(not_characters),
+            "\xef\xbf\xbd"
+            "a"
+            "\xef\xbf\xbd");
+  EXPECT_EQ(utf8_of_wide(nullptr), "");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 //   fake_cupti_client profiler         a step, then the program's own profiler takes CUPTI
 //   fake_cupti_client profiler-first   the program's profiler takes CUPTI before any launch
 //   fake_cupti_client tuned            one step whose overlap depends on TANDEM_POLICY (tandem tune)
+//   fake_cupti_client wide             one step named in wide characters, L"ステップ" (nvtxRangePushW)
 //
 // Prints one JSON object: what the program's own profiler received, and what the fake saw.
 #include <cuda.h>
@@ -139,6 +140,10 @@ int main(int argc, char** argv) {
     profiler_result = start_program_profiler();
   } else if (mode == "tuned") {
     play_tuned_step();
+  } else if (mode == "wide") {
+    nvtxRangePushW(L"\u30b9\u30c6\u30c3\u30d7");  // ステップ
+    fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7);
+    nvtxRangePop();
   } else if (mode == "profiler-first") {
     nvtxRangePushA("step");  // NVTX's first call: the interposer's injection, the timeline stepped aside
     nvtxRangePop();
