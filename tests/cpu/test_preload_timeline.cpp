@@ -326,6 +326,22 @@ TEST(preload_timeline, AProgramLeavingThroughExitWithoutHandlersKeepsItsTimeline
   EXPECT_GT(json::parse(read_text(trace))["traceEvents"].size(), 0u);
 }
 
+// A vfork child shares its parent's memory until it leaves: its _exit reports nothing, and leaves the
+// parent's timeline and summary to the parent.
+TEST(preload_timeline, AVforkChildLeavingThroughExitLeavesTheParentsReport) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(),
+                                 kClient + " overlap vfork");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(r.stats.is_object()) << r.err;
+  EXPECT_EQ(r.stats["timeline"]["state"], "recorded") << r.stats.dump();
+  EXPECT_EQ(only_device(r.stats["timeline"])["steps"].size(), 3u);
+  size_t summaries = 0;
+  for (size_t at = r.err.find("summary: policy"); at != std::string::npos; at = r.err.find("summary: policy", at + 1))
+    ++summaries;
+  EXPECT_EQ(summaries, 1u) << r.err;
+}
+
 // A program killed (SIGKILL, SIGTERM, abort) wrote no timeline: the earlier --trace and --timeline-json
 // files are kept, not replaced by empty documents, and one line says why.
 TEST(preload_timeline, AKilledProgramLeavesTheEarlierFilesWithALine) {

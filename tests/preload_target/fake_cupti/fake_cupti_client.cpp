@@ -10,6 +10,7 @@
 //   fake_cupti_client profiler-first   the program's profiler takes CUPTI before any launch
 //   fake_cupti_client tuned            one step whose overlap depends on TANDEM_POLICY (tandem tune)
 //   fake_cupti_client MODE ... _exit   any mode, leaving through _exit (as Python's os._exit) at the end
+//   fake_cupti_client MODE ... vfork   any mode, then a vfork child that leaves through _exit at once
 //   fake_cupti_client wide             one step named in wide characters, L"ステップ" (nvtxRangePushW)
 //   fake_cupti_client helper           overlap's three steps, then a helper: itself as `overlap slow`,
 //                                      forked, executed and waited for (a CUDA helper of the program)
@@ -172,6 +173,13 @@ int main(int argc, char** argv) {
     fake_cupti_kernel(kCompute, kBase + 5000 * kUs, kBase + 5100 * kUs, 0, 7);
     fake_cupti_kernel(kNccl, kBase + 5100 * kUs, kBase + 5200 * kUs, 0, 13);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  if (std::strcmp(argv[argc - 1], "vfork") == 0) {
+    // The child shares this process's memory until it leaves: what it does there is this process's.
+    const pid_t child = vfork();
+    if (child == 0) _exit(0);
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child) fail("vfork failed");
   }
   std::printf(
       "{\"nvtx_injection\": %d, \"profiler_result\": %d, \"program_records\": %d, \"registrations\": %d, "
