@@ -152,8 +152,8 @@ void report(const RunTimeline& t, int exit_status, const std::string& waited_for
   const std::vector<bench::ProcessTimelineFile> processes = bench::read_timeline_folder(t.folder);
   if (!waited_for.empty())
     std::fprintf(stderr,
-                 "tandem run: job timeline: waited for %s, which did not run under tandem run; the timeline has the "
-                 "ranks that did\n",
+                 "tandem run: job timeline: waited for %s, which did not run under tandem run on this node; the "
+                 "timeline has the ranks that did\n",
                  waited_for.c_str());
   if (processes.empty()) return report_nothing_recorded(t, exit_status);
   const bench::JobTimeline job = bench::job_timeline(processes);
