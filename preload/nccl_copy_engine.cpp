@@ -282,26 +282,33 @@ bool issued_asynchronously(ncclComm_t comm) {
 
 HandedBack take_held_for_nccl() {
   HandedBack back;
-  std::vector<HeldCall> live;
-  for (const HeldCall& h : t_held) {
-    if (live_slot(h))
-      live.push_back(h);
-    else
-      counters().count_collective(Collective(h.call.kind), RouteOutcome::CommunicatorGone, h.bytes);
+  try {
+    std::vector<HeldCall> live;
+    live.reserve(t_held.size());
+    for (const HeldCall& h : t_held) {
+      if (live_slot(h))
+        live.push_back(h);
+      else
+        counters().count_collective(Collective(h.call.kind), RouteOutcome::CommunicatorGone, h.bytes);
+    }
+    if (live.size() != t_held.size())
+      log(LogLevel::Info,
+          "ncclGroupEnd: %zu routed collectives of the group were on a communicator destroyed or "
+          "aborted inside it; not run",
+          t_held.size() - live.size());
+    t_held.swap(live);
+    if (t_held.empty()) return back;
+    for (const HeldCall& h : t_held)
+      if (h.device != t_held.front().device) back.why = RouteOutcome::SeveralDevicesGroup;
+    if (back.why == RouteOutcome::NotRequested &&
+        std::any_of(t_nccl_comms.begin(), t_nccl_comms.end(), issued_asynchronously))
+      back.why = RouteOutcome::NonBlockingGroup;
+    if (back.why != RouteOutcome::NotRequested) back.calls.swap(t_held);
+  } catch (...) {
+    // Out of memory: the held calls stay held; finish_group, which checks each communicator again,
+    // runs them or drops them.
+    back.calls.clear();
   }
-  if (live.size() != t_held.size())
-    log(LogLevel::Info,
-        "ncclGroupEnd: %zu routed collectives of the group were on a communicator destroyed or "
-        "aborted inside it; not run",
-        t_held.size() - live.size());
-  t_held.swap(live);
-  if (t_held.empty()) return back;
-  for (const HeldCall& h : t_held)
-    if (h.device != t_held.front().device) back.why = RouteOutcome::SeveralDevicesGroup;
-  if (back.why == RouteOutcome::NotRequested &&
-      std::any_of(t_nccl_comms.begin(), t_nccl_comms.end(), issued_asynchronously))
-    back.why = RouteOutcome::NonBlockingGroup;
-  if (back.why != RouteOutcome::NotRequested) back.calls.swap(t_held);
   return back;
 }
 
