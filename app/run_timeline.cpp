@@ -209,7 +209,18 @@ RunTimeline prepare_timeline(const RunOptions& options) {
     t.folder =
         (fs::path(temporary_folder()) / ("tandem-timeline-" + std::to_string(static_cast<long>(::getuid()))) / key)
             .string();
-    make_private_folder(t.folder, {"timeline folder", "read the job's timelines", "set TMPDIR to another folder"});
+    // The last rank of another job removes the user's folder of job folders when it empties it
+    // (finish_timeline): made between that rank's removal and ours, a part may vanish once; again.
+    for (int attempt = 1;; ++attempt) {
+      try {
+        make_private_folder(t.folder, {"timeline folder", "read the job's timelines", "set TMPDIR to another folder"});
+        break;
+      } catch (const UserError&) {
+        throw;
+      } catch (const Error&) {
+        if (attempt == 3) throw;
+      }
+    }
     // This node's ranks, when the launcher says how many; else the world (one node).
     t.ranks_here =
         launch->local_world_size > 0 ? std::min(launch->local_world_size, launch->world_size) : launch->world_size;
