@@ -300,6 +300,27 @@ TEST(preload_run_command, StaleStatsFileIsKeptAndNamedWhenNoProcessWrites) {
   EXPECT_EQ(written.err.find("warning: --stats"), std::string::npos) << written.err;
 }
 
+// Python's os._exit and a shell's exit builtin leave through _exit, without exit handlers: the summary
+// and the stats file are written first (the interposer's _exit hook), and the status is the program's.
+TEST(preload_run_command, AProgramLeavingThroughExitWritesItsSummaryAndStats) {
+  std::vector<std::string> programs;
+  if (run("command -v dash >/dev/null").status == 0) programs.push_back("dash -c 'exit 7'");
+  if (run("command -v python3 >/dev/null").status == 0) programs.push_back("python3 -c 'import os; os._exit(7)'");
+  if (programs.empty()) GTEST_SKIP() << "neither dash nor python3 installed";
+  for (const std::string& program : programs) {
+    SCOPED_TRACE(program);
+    ScratchFolder scratch;
+    const fs::path stats = scratch.path("stats.json");
+    std::ofstream(stats) << "{\"earlier\": true}";
+    const Result r = run(tandem_run("--stats " + stats.string(), program));
+    EXPECT_EQ(r.status, 7) << r.err;
+    EXPECT_EQ(read_text(stats).find("earlier"), std::string::npos) << r.err;
+    EXPECT_NE(read_text(stats).find("\"schema_version\""), std::string::npos);
+    EXPECT_NE(r.err.find("summary: policy"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("warning: --stats"), std::string::npos) << r.err;
+  }
+}
+
 // The interposer reading an invalid TANDEM_POLICY itself (no `tandem run` to validate it first):
 // one error line, and the program runs and exits as it would.
 TEST(preload_interposer, InvalidPolicyFromTheEnvironmentDoesNotStopTheProgram) {
