@@ -59,7 +59,7 @@ int run(RunOptions options) {
     environment.push_back(std::move(change));
   if (options.log_level == "info" || options.log_level == "debug") print_environment(environment);
   const int status = run_child(supervisor, options.command, environment);
-  finish_timeline(timeline);
+  finish_timeline(timeline, status);
   stats_watch.warn_if_not_rewritten();
   return status;
 }

@@ -29,7 +29,8 @@ struct RunTimeline {
   std::string step_range;
   std::string folder;   // where the processes write timeline-<pid>.json and trace-<pid>.jsonl
   bool shared = false;  // the launcher's job folder (see above), else this run's own
-  int world_size = 1;   // shared: the ranks that mark themselves done
+  int world_size = 1;   // shared: the launcher's world
+  int ranks_here = 1;   // shared: the ranks of this node, which mark themselves done in the folder
   int rank = 0;
   double started_s = 0;  // wall clock at the start: files older than this are from an earlier job
 };
@@ -44,9 +45,12 @@ RunTimeline prepare_timeline(const RunOptions& options);
 std::vector<EnvChange> timeline_environment(const RunTimeline& timeline, const std::string& library,
                                             const char* existing_nvtx_injection);
 
-// After the program exited: the job's line on stderr when several processes recorded (each process
-// printed its own figures already), the trace, the folder removed. Never throws and never changes
-// the exit status: a problem is one warning line.
-void finish_timeline(const RunTimeline& timeline);
+// After the program exited (`exit_status`: tandem run's, 128 + signal when it was killed): the job's
+// line on stderr when several processes recorded (each process printed its own figures already), the
+// trace, the folder removed. When no process recorded, the --trace and --timeline-json files are not
+// written (an earlier file stays) and one line says why. One rank of a launcher's job whose other
+// ranks do not all run under tandem run reports the ranks it has and names those it waited for.
+// Never throws and never changes the exit status: a problem is one warning line.
+void finish_timeline(const RunTimeline& timeline, int exit_status);
 
 }  // namespace tandem::cli

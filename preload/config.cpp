@@ -198,6 +198,8 @@ PreloadConfig parse_config(const EnvironmentLookup& lookup, long pid) {
     const long value = std::strtol(root->c_str(), &end, 10);
     if (end && *end == '\0' && value > 0) config.root_pid = value;
   }
+  if (const auto blocking = lookup("NCCL_COMM_BLOCKING"); blocking && (*blocking == "0" || *blocking == "1"))
+    config.nccl_comm_blocking = *blocking == "1" ? 1 : 0;
   parse_timeline_variables(lookup, pid, config);
   return config;
 }

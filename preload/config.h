@@ -51,6 +51,9 @@ struct PreloadConfig {
   // NCCL's own variables the user set that override the policy's nccl-* settings, as NAME=value
   // (printable): NCCL lets its variables win over a communicator's configuration.
   std::vector<std::string> nccl_variables;
+  // NCCL_COMM_BLOCKING when it is 0 or 1 (NCCL ignores other values): whether the program's
+  // communicators are non-blocking whatever their configuration says (nccl_settings.h, is_non_blocking).
+  std::optional<int> nccl_comm_blocking;
 
   bool elevates_collectives() const { return policy.comm_priority; }
   bool shapes_compute() const { return policy.shape.kind != ShapeTarget::Kind::None; }

@@ -9,10 +9,13 @@
 //   - any process at log level info or debug.
 // The stats file is written by a process that saw launches, or by the root process when no other
 // process wrote it (so a child's real numbers are not replaced by the root shell's zeros).
+#include "exit_report.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <string>
 
@@ -120,18 +123,30 @@ void report() {
   if (write) write_stats_file(config.stats_file, render_json(snapshot));
 }
 
-// A destructor, not atexit(): it needs no registration (nothing runs at load time) and runs at exit
-// after the program's own atexit handlers, when its launches are done.
-// errno is kept: a program's atexit handlers and destructors may still read it after ours ran.
-__attribute__((destructor)) void report_at_exit() {
-  const int saved_errno = errno;
+// Once per process: a program that calls _exit from one thread while another runs exit() reports once.
+std::atomic<long> g_reported_by{0};
+
+void report_once() {
+  const long pid = static_cast<long>(getpid());
+  if (g_reported_by.exchange(pid) == pid) return;
   try {
     report();
   } catch (...) {
     // Nothing may escape into the exiting process.
   }
+}
+
+// A destructor, not atexit(): it needs no registration (nothing runs at load time) and runs at exit
+// after the program's own atexit handlers, when its launches are done.
+// errno is kept: a program's atexit handlers and destructors may still read it after ours ran.
+__attribute__((destructor)) void report_at_exit() {
+  const int saved_errno = errno;
+  report_once();
   errno = saved_errno;
 }
 
 }  // namespace
+
+void report_before_exit_without_handlers() { report_once(); }
+
 }  // namespace tandem::preload

@@ -55,15 +55,33 @@ int errno_for_caller(int at_entry) {
   }                                                                                                        \
   extern "C" TANDEM_HOOK_EXPORT ret tandem_export_##name params __asm__(#name)                             \
       __attribute__((ifunc("tandem_resolve_" #name)));
+// libc's exits are defined in every process (by libc): no weak probe can find them absent, so they are
+// plain exports, an alias of the hook. An indirect one would make glibc print "Relink `LIB' with
+// `libtandem_preload.so' for IFUNC symbol `_exit'" for every library loaded at start-up with immediate
+// binding that calls _exit (libmount, libdbus, glib: most of a distribution's), whose reference the
+// loader binds before the interposer is relocated.
+#define TANDEM_DEFINE_PLAIN_EXPORT(name, ret, params, args)                        \
+  extern "C" __attribute__((visibility("hidden"))) ret tandem_hook_##name params { \
+    const ErrnoKept kept;                                                          \
+    return ::tandem::preload::handle_##name args;                                  \
+  }                                                                                \
+  extern "C" TANDEM_HOOK_EXPORT ret tandem_export_##name params __asm__(#name)     \
+      __attribute__((alias("tandem_hook_" #name)));
+// TANDEM_LIBRARY_HOOKS, group by group (kHookAddresses below has one entry per hook of the list).
 TANDEM_DRIVER_HOOKS(TANDEM_DEFINE_EXPORT)
-TANDEM_LIBRARY_HOOKS(TANDEM_DEFINE_EXPORT)
+TANDEM_CUBLAS_HOOKS(TANDEM_DEFINE_EXPORT)
+TANDEM_CUPTI_HOOKS(TANDEM_DEFINE_EXPORT)
+TANDEM_EXIT_HOOKS(TANDEM_DEFINE_PLAIN_EXPORT)
+TANDEM_NCCL_HOOKS(TANDEM_DEFINE_EXPORT)
+#undef TANDEM_DEFINE_PLAIN_EXPORT
 #undef TANDEM_DEFINE_EXPORT
 
 namespace tandem::preload {
 
 #define TANDEM_EXPORT_ADDRESS(name, ret, params, args) reinterpret_cast<const void*>(&tandem_hook_##name),
-static const void* const kHookAddresses[kHookCount] = {TANDEM_DRIVER_HOOKS(TANDEM_EXPORT_ADDRESS)
-                                                           TANDEM_LIBRARY_HOOKS(TANDEM_EXPORT_ADDRESS)};
+static const void* const kHookAddresses[] = {TANDEM_DRIVER_HOOKS(TANDEM_EXPORT_ADDRESS)
+                                                 TANDEM_LIBRARY_HOOKS(TANDEM_EXPORT_ADDRESS)};
+static_assert(sizeof(kHookAddresses) / sizeof(kHookAddresses[0]) == kHookCount, "one address per hook");
 #undef TANDEM_EXPORT_ADDRESS
 
 const void* hook_address(Hook h) { return kHookAddresses[index_of(h)]; }

@@ -1,7 +1,6 @@
 #include "nccl_copy_engine.h"
 
 #include <dlfcn.h>
-#include <time.h>
 
 #include <algorithm>
 #include <atomic>
@@ -125,6 +124,7 @@ const RouteLibrary& library() {
 }
 
 struct Slot {
+  uint64_t id = 0;  // one per communicator's lifetime: NCCL may reuse a destroyed one's handle
   tandem_nccl_route* route = nullptr;
   bool unavailable = false;
   bool failed = false;
@@ -132,6 +132,7 @@ struct Slot {
 };
 
 std::mutex g_mutex;
+uint64_t g_last_slot_id = 0;  // under g_mutex
 std::unordered_map<ncclComm_t, Slot>& slots() {
   static auto* s = new std::unordered_map<ncclComm_t, Slot>;  // never destroyed: hooks run during exit
   return *s;
@@ -141,7 +142,18 @@ std::unordered_map<ncclComm_t, Slot>& slots() {
 // the lock only guards the map (whose nodes do not move).
 Slot& slot_of(ncclComm_t comm) {
   const std::lock_guard<std::mutex> lock(g_mutex);
-  return slots()[comm];
+  const auto [it, made] = slots().try_emplace(comm);
+  if (made) it->second.id = ++g_last_slot_id;
+  return it->second;
+}
+
+// The route of the communicator a held call was issued on, or null when the program destroyed or
+// aborted that communicator since (its slot gone, or a new communicator's at the same handle).
+Slot* live_slot(const HeldCall& h) {
+  const std::lock_guard<std::mutex> lock(g_mutex);
+  const auto it = slots().find(h.comm);
+  if (it == slots().end() || it->second.id != h.slot || !it->second.route) return nullptr;
+  return &it->second;
 }
 
 // Adds what the route did since the last look to the process's counters.
@@ -192,29 +204,6 @@ RouteAttempt failed(const char* what, const char* why) {
 }
 
 const char* kind_name(int kind) { return kind >= 0 && kind < kCollectiveCount ? nccl_function(Collective(kind)) : "?"; }
-
-double seconds_now() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
-}
-
-// Waits until NCCL has issued its part of the group on each of `comms` (ncclCommGetAsyncError no
-// longer ncclInProgress), bounded: after the route's timeout the routed part runs anyway.
-void await_nccl_part(const std::vector<ncclComm_t>& comms) {
-  using AsyncError = ncclResult_t (*)(ncclComm_t, ncclResult_t*);
-  const auto get_error =
-      reinterpret_cast<AsyncError>(symbol_beside(real_address(Hook::ncclGroupEnd), "ncclCommGetAsyncError"));
-  if (!get_error) return;
-  const double deadline = seconds_now() + kRouteTimeoutS;
-  for (ncclComm_t comm : comms) {
-    ncclResult_t state = ncclInProgress;
-    while (get_error(comm, &state) == ncclSuccess && state == ncclInProgress && seconds_now() < deadline) {
-      const timespec pause{0, 100000};  // 0.1 ms
-      nanosleep(&pause, nullptr);
-    }
-  }
-}
 
 }  // namespace
 
@@ -272,16 +261,56 @@ RouteAttempt run_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call
   }
 }
 
-void defer_grouped(const HeldCall& held) { t_held.push_back(held); }
+void defer_grouped(const HeldCall& held) {
+  HeldCall h = held;
+  {
+    const std::lock_guard<std::mutex> lock(g_mutex);
+    const auto it = slots().find(h.comm);  // made by check_copy_engine_route, which accepted the call
+    h.slot = it == slots().end() ? 0 : it->second.id;
+  }
+  t_held.push_back(h);
+}
 
-std::vector<HeldCall> take_held_if_several_devices() {
-  std::vector<HeldCall> taken;
-  for (const HeldCall& h : t_held)
-    if (h.device != t_held.front().device) {
-      taken.swap(t_held);
-      break;
+namespace {
+
+// A communicator in NCCL's part of the group whose group NCCL may issue after ncclGroupEnd returns.
+bool issued_asynchronously(ncclComm_t comm) {
+  const auto info = runtime().communicators.find(comm);
+  return !info || info->non_blocking;
+}
+
+}  // namespace
+
+HandedBack take_held_for_nccl() {
+  HandedBack back;
+  try {
+    std::vector<HeldCall> live;
+    live.reserve(t_held.size());
+    for (const HeldCall& h : t_held) {
+      if (live_slot(h))
+        live.push_back(h);
+      else
+        counters().count_collective(Collective(h.call.kind), RouteOutcome::CommunicatorGone, h.bytes);
     }
-  return taken;
+    if (live.size() != t_held.size())
+      log(LogLevel::Info,
+          "ncclGroupEnd: %zu routed collectives of the group were on a communicator destroyed or "
+          "aborted inside it; not run",
+          t_held.size() - live.size());
+    t_held.swap(live);
+    if (t_held.empty()) return back;
+    for (const HeldCall& h : t_held)
+      if (h.device != t_held.front().device) back.why = RouteOutcome::SeveralDevicesGroup;
+    if (back.why == RouteOutcome::NotRequested &&
+        std::any_of(t_nccl_comms.begin(), t_nccl_comms.end(), issued_asynchronously))
+      back.why = RouteOutcome::NonBlockingGroup;
+    if (back.why != RouteOutcome::NotRequested) back.calls.swap(t_held);
+  } catch (...) {
+    // Out of memory: the held calls stay held; finish_group, which checks each communicator again,
+    // runs them or drops them.
+    back.calls.clear();
+  }
+  return back;
 }
 
 void note_grouped_for_nccl(ncclComm_t comm) {
@@ -290,9 +319,8 @@ void note_grouped_for_nccl(ncclComm_t comm) {
 
 ncclResult_t finish_group(ncclResult_t nccl_result) {
   std::vector<HeldCall> held;
-  std::vector<ncclComm_t> nccl_comms;
   held.swap(t_held);
-  nccl_comms.swap(t_nccl_comms);
+  t_nccl_comms.clear();
   if (held.empty()) return ncclSuccess;
   const auto count_all = [&](RouteOutcome outcome) {
     for (const HeldCall& h : held) counters().count_collective(Collective(h.call.kind), outcome, h.bytes);
@@ -305,16 +333,24 @@ ncclResult_t finish_group(ncclResult_t nccl_result) {
   }
   const InsideTandem inside;
   try {
-    if (nccl_result == ncclInProgress && !nccl_comms.empty()) await_nccl_part(nccl_comms);
     std::vector<tandem_nccl_route*> routes;
     std::vector<tandem_nccl_route_call> calls;
     std::vector<Slot*> used;
+    std::vector<HeldCall> run;
     for (const HeldCall& h : held) {
-      Slot& slot = slot_of(h.comm);
-      routes.push_back(slot.route);
+      // A communicator destroyed since take_held_for_nccl (by another thread): nothing runs on it.
+      Slot* slot = live_slot(h);
+      if (!slot) {
+        counters().count_collective(Collective(h.call.kind), RouteOutcome::CommunicatorGone, h.bytes);
+        continue;
+      }
+      run.push_back(h);
+      routes.push_back(slot->route);
       calls.push_back(h.call);
-      if (std::find(used.begin(), used.end(), &slot) == used.end()) used.push_back(&slot);
+      if (std::find(used.begin(), used.end(), slot) == used.end()) used.push_back(slot);
     }
+    held.swap(run);
+    if (held.empty()) return ncclSuccess;
     char why[512] = "";
     const int result = library().run_group(routes.data(), calls.data(), calls.size(), why, sizeof why);
     for (Slot* slot : used) account(*slot);

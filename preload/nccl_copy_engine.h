@@ -12,7 +12,9 @@
 // stream) before that. A routed collective inside a group is held likewise (defer_grouped) and run
 // right after the program's ncclGroupEnd reached NCCL, with the group's other routed calls, as one
 // group (tandem::CopyEngineRoute::run_group): the program sees NCCL's semantics, and the route's
-// own NCCL calls, which it awaits one by one, run outside the program's group.
+// own NCCL calls, which it awaits one by one, run outside the program's group. A group the route
+// cannot take without blocking the program or deadlocking is handed to NCCL whole before its end
+// (take_held_for_nccl), and one whose communicator the program destroyed runs nothing on it.
 #include <nccl.h>
 
 #include <cstdint>
@@ -70,21 +72,35 @@ struct HeldCall {
   uint64_t bytes = 0;        // its size, for the counters
   int device = -1;           // the communicator's CUDA device
   ncclRedOp_t op = ncclSum;  // the program's op, to hand the call to NCCL after all
+  uint64_t slot = 0;         // the communicator's route when the call was held (defer_grouped sets it)
 };
 // Inside the program's group: `held.call` (accepted by check_copy_engine_route) runs at the group's
 // end, and is counted then, as copy-engine or, if the group's routed part failed, as route-failed.
 void defer_grouped(const HeldCall& held);
-// At the outermost ncclGroupEnd, before NCCL's: when the held calls are on communicators of several
-// devices (one thread driving several ranks, as ncclCommInitAll users and XLA with several GPUs per
-// process do), they are returned, to go into NCCL's group after all: the route would run one rank's
-// collective after the other, each waiting for the others. Else nothing.
-std::vector<HeldCall> take_held_if_several_devices();
+// Held calls handed back to NCCL, to go into the program's group after all, and why.
+struct HandedBack {
+  std::vector<HeldCall> calls;
+  RouteOutcome why = RouteOutcome::NotRequested;
+};
+// At the outermost ncclGroupEnd, before NCCL's. First the held calls on a communicator the program
+// destroyed or aborted since they were held (on this thread or another) are dropped and counted
+// (communicator-gone): nothing runs on a dead communicator, and the group ends as NCCL ends it. Then
+// the others are returned, to go into NCCL's group, when the route cannot take them:
+//  - several-devices-group: they are on communicators of several devices (one thread driving several
+//    ranks, as ncclCommInitAll users and XLA with several GPUs per process do): the route would run
+//    one rank's collective after the other, each waiting for the others;
+//  - non-blocking-group: NCCL's part of the group is on a non-blocking communicator (or on one whose
+//    creation the interposer did not see). NCCL issues that part from a thread of its own after
+//    ncclGroupEnd returned ncclInProgress; the routed calls, on the same streams, must come after it
+//    on every rank, so they would have to wait for it inside ncclGroupEnd (blocking a call that
+//    returns at once) and the program's own ncclCommGetAsyncError polls would no longer see NCCL's
+//    progress. NCCL runs the whole group instead, as without the interposer.
+// Else nothing.
+HandedBack take_held_for_nccl();
 // A collective the program's group hands to NCCL itself on `comm`.
 void note_grouped_for_nccl(ncclComm_t comm);
-// At the outermost ncclGroupEnd, after NCCL's: the group's routed calls, run as one group. NCCL's
-// part is issued first; for a non-blocking communicator NCCL issues it from a thread of its own after
-// ncclGroupEnd returned ncclInProgress, so the route waits (bounded) until NCCL reports that part
-// issued: on one stream the two parts would otherwise take different orders on different ranks.
+// At the outermost ncclGroupEnd, after NCCL's: the group's routed calls, run as one group, after
+// NCCL's part, which NCCL issued before returning (take_held_for_nccl left any other group to NCCL).
 // `nccl_result`: what the program's ncclGroupEnd got from NCCL; an error drops the routed calls
 // (the group failed). Returns the routed part's result: ncclSuccess when it ran (or there was none,
 // or it was dropped), else the error the program gets for it (nccl_group_result.h combines the two).

@@ -119,13 +119,16 @@ void warn_once(std::atomic<bool>& said, const char* format, const char* what) {
 }
 
 // What every creation hook does once NCCL answered: remember the communicators it made.
-// `applied` is the settings text when they were applied, "" otherwise.
-void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted) {
+// `applied` is the settings text when they were applied, "" otherwise. `non_blocking`: by NCCL's rule
+// on the configuration NCCL got (is_non_blocking); a creation NCCL answered ncclInProgress is too.
+void created(ncclResult_t result, ncclComm_t* comms, int n, const std::string& applied, bool settings_wanted,
+             bool non_blocking) {
   if ((result != ncclSuccess && result != ncclInProgress) || !comms) return;
   for (int i = 0; i < n; ++i) {
     if (!comms[i]) continue;  // ncclCommSplit with NCCL_SPLIT_NOCOLOR makes none
     CommunicatorInfo info;    // size and rank: at the first collective (describe)
     info.settings = applied;
+    info.non_blocking = non_blocking || result == ncclInProgress;
     runtime().communicators.add(comms[i], std::move(info));
     Counters::bump(counters().communicators_created);
     if (!applied.empty())
@@ -206,7 +209,8 @@ ncclResult_t create_with_settings(int program_errno, ncclComm_t* comm, Hook via,
   ncclConfig_t* used = config ? config->get() : program;
   const ncclResult_t result = as_program(program_errno, [&] { return call(used); });
   try {
-    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty());
+    created(result, comm, 1, config ? s.text : std::string(), !s.text.empty(),
+            is_non_blocking(used, runtime().config.nccl_comm_blocking));
   } catch (...) {
   }
   return result;
@@ -241,7 +245,7 @@ ncclResult_t handle_ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId 
                                 [&](ncclConfig_t* c) { return configured(comm, nranks, comm_id, rank, c); });
   const ncclResult_t result = as_program(program_errno, [&] { return real(comm, nranks, comm_id, rank); });
   try {
-    created(result, comm, 1, "", wanted);
+    created(result, comm, 1, "", wanted, is_non_blocking(nullptr, runtime().config.nccl_comm_blocking));
   } catch (...) {
   }
   return result;
@@ -269,7 +273,7 @@ ncclResult_t handle_ncclCommInitAll(ncclComm_t* comms, int ndev, const int* devl
                 "with ncclCommInitRank or ncclCommInitRankConfig instead)",
                 s.text.c_str());
     }
-    created(result, comms, ndev, "", !s.text.empty());
+    created(result, comms, ndev, "", !s.text.empty(), is_non_blocking(nullptr, runtime().config.nccl_comm_blocking));
   } catch (...) {
   }
   return result;
@@ -290,7 +294,10 @@ ncclResult_t create_child(int program_errno, ncclComm_t parent_comm, ncclComm_t*
     const Settings s = settings();
     const auto parent = runtime().communicators.find(parent_comm);
     const std::string inherited = parent ? parent->settings : std::string();
-    created(result, newcomm, 1, inherited, !s.text.empty());
+    // NCCL copies the parent's configuration, `blocking` included (an unseen parent: unknown, so
+    // taken as non-blocking, which only ever leaves a group to NCCL).
+    created(result, newcomm, 1, inherited, !s.text.empty(),
+            is_non_blocking(nullptr, runtime().config.nccl_comm_blocking, parent ? parent->non_blocking : true));
   } catch (...) {
   }
   return result;
@@ -451,7 +458,7 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
       if (now.nranks > 0) rt.communicators.update(comm, now);
       info->nranks = now.nranks;
       info->rank = now.rank;
-      info->cuda_device = now.cuda_device;  // this call's, for its group (take_held_if_several_devices)
+      info->cuda_device = now.cuda_device;  // this call's, for its group (take_held_for_nccl)
     }
     if (info) {
       request.nranks = info->nranks;
@@ -552,7 +559,9 @@ ncclResult_t forward_held(const HeldCall& h) {
 }  // namespace
 
 // NCCL closes the group level whatever ncclGroupEnd returns (an error ends the group too). At the
-// outermost end, a group that drives ranks on several devices gets its held calls back first.
+// outermost end, held calls on a communicator destroyed inside the group are dropped, and a group the
+// route cannot take (several devices, a non-blocking NCCL part) gets its held calls back first
+// (take_held_for_nccl).
 ncclResult_t handle_ncclGroupEnd() {
   TANDEM_NCCL_HOOK_BEGIN(ncclGroupEnd);
   const bool outermost = group_ended();
@@ -560,10 +569,11 @@ ncclResult_t handle_ncclGroupEnd() {
   const CommunicationRegion region;
   ncclResult_t forwarded = ncclSuccess;
   if (outermost) {
-    for (const HeldCall& h : take_held_if_several_devices()) {
+    const HandedBack back = take_held_for_nccl();
+    for (const HeldCall& h : back.calls) {
       const ncclResult_t r = forward_held(h);
       if (forwarded == ncclSuccess) forwarded = r;
-      counters().count_collective(static_cast<Collective>(h.call.kind), RouteOutcome::SeveralDevicesGroup, h.bytes);
+      counters().count_collective(static_cast<Collective>(h.call.kind), back.why, h.bytes);
     }
   }
   const ncclResult_t result = as_program(program_errno, [&] { return real(); });

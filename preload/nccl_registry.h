@@ -25,6 +25,9 @@ struct CommunicatorInfo {
   int cuda_device = -1;
   std::string settings;                         // the nccl-* settings applied at creation, as policy text; "" for none
   std::map<int, PreMulSumScalar> pre_mul_sums;  // by ncclRedOp_t value, until ncclRedOpDestroy
+  // NCCL issues a group of a non-blocking communicator after ncclGroupEnd returned (ncclInProgress):
+  // the interposer's groups leave such a group to NCCL whole (nccl_copy_engine.h).
+  bool non_blocking = false;
 };
 
 class CommunicatorRegistry {

@@ -24,6 +24,15 @@ OverlapPolicy communicator_settings(const OverlapPolicy& policy) {
   return settings;
 }
 
+bool is_non_blocking(const ncclConfig_t* config, std::optional<int> blocking_variable, bool inherited) {
+  if (blocking_variable == 0 || blocking_variable == 1) return *blocking_variable == 0;
+  // A configuration NCCL would refuse, or one too short to hold `blocking`, says nothing.
+  if (!config || config->magic != kNcclConfigMagic || config->size < offsetof(ncclConfig_t, blocking) + sizeof(int) ||
+      config->size > kLargestPlausibleConfig)
+    return inherited;
+  return config->blocking == 0;
+}
+
 std::optional<OverlaidConfig> overlay_config(const OverlapPolicy& settings, const ncclConfig_t* program) {
   const ncclConfig_t ours = NCCL_CONFIG_INITIALIZER;
   size_t program_size = 0;

@@ -38,4 +38,10 @@ class OverlaidConfig {
 // set; a newer one keeps its size, version and every field we do not know.
 std::optional<OverlaidConfig> overlay_config(const OverlapPolicy& settings, const ncclConfig_t* program);
 
+// Whether a communicator NCCL creates with `config` (null: none, as ncclCommInitRank) is non-blocking,
+// by NCCL's rule (init.cc, parseCommConfig and envConfigOverride): NCCL_COMM_BLOCKING, when 0 or 1,
+// wins over the configuration's `blocking`; undefined is blocking. `inherited`: what a split or shrink
+// without a configuration takes from its parent. `blocking_variable`: NCCL_COMM_BLOCKING's value, if set.
+bool is_non_blocking(const ncclConfig_t* config, std::optional<int> blocking_variable, bool inherited = false);
+
 }  // namespace tandem::preload

@@ -17,6 +17,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "wide_text.h"
+
 namespace tandem::preload {
 namespace {
 
@@ -40,11 +42,8 @@ struct ErrnoKept {
   ~ErrnoKept() { errno = saved; }
 };
 
-std::string narrow(const wchar_t* text) {
-  std::string out;
-  for (; text && *text; ++text) out += *text < 0x80 ? static_cast<char>(*text) : '?';
-  return out;
-}
+// Wide names are matched and named in UTF-8, as the user writes the pattern (wide_text.h).
+std::string narrow(const wchar_t* text) { return utf8_of_wide(text); }
 
 std::string message_of(const nvtxEventAttributes_t* a) {
   if (!a) return "";

@@ -38,12 +38,14 @@ void after_fork_in_child() {
   rt->devices.unlock_after_fork();
   rt->functions.unlock_after_fork();
   g_counters.reset();
+  rt->pid.store(static_cast<long>(getpid()), std::memory_order_relaxed);
   rt->functions.for_each([](FunctionRecord& r) { r.launches.store(0, std::memory_order_relaxed); });
 }
 
 void initialise() {
   auto* rt = new Runtime;  // never deleted: see runtime.h
   rt->config = config_from_environment();
+  rt->pid.store(static_cast<long>(getpid()), std::memory_order_relaxed);
   set_log_level(rt->config.log_level);
   for (const auto& problem : rt->config.problems) log(problem.level, "%s", problem.message.c_str());
   const auto& c = rt->config;

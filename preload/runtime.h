@@ -21,6 +21,9 @@ struct Runtime {
   CommunicatorRegistry communicators;  // NCCL communicators created through the hooks (nccl_hooks.cpp)
   // Footprint of the last NCCL launch (collective_footprint.h); 0 until one is seen.
   std::atomic<uint64_t> last_collective{0};
+  // The process these counters and records are of (set again in a fork's child): a vfork child,
+  // which shares its parent's memory, is not it (exit_hooks.cpp).
+  std::atomic<long> pid{0};
 };
 
 // Counters live outside Runtime: constant-initialised, so counting needs no initialisation.

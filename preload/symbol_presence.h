@@ -5,7 +5,8 @@
 // export_target, which answers with the hook when some other loaded object defines the function, and
 // with null when none does. So a program that probes an optional library through a weak symbol
 // (`extern int ncclGroupStart(void) __attribute__((weak)); if (ncclGroupStart) ...`) sees it absent
-// when it is absent, as without the interposer, and a program that calls it gets the hook.
+// when it is absent, as without the interposer, and a program that calls it gets the hook. (_exit and
+// _Exit, which libc defines in every process, are plain exports instead: exports.cpp says why.)
 //
 // The loader relocates a program's libraries before the preloaded interposer, and the program last.
 // A resolver that runs before the interposer's own relocations are applied (a library loaded at

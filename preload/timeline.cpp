@@ -66,6 +66,7 @@ Recorder g_recorder;
 void* g_cupti = nullptr;
 std::atomic<bool> g_regions{false};  // CommunicationRegion pushes only while recording
 long g_recording_pid = 0;
+long g_parent_pid = 0;    // when the timeline started: later the parent may have exited
 bool g_recorded = false;  // the recorder ran (its records are worth reading)
 std::string g_reason;     // why the timeline did not record, or stopped early
 std::optional<int64_t> g_recorded_until;
@@ -206,6 +207,7 @@ int start_locked(const PreloadConfig& c) {
     return kDone;
   }
   g_recording_pid = static_cast<long>(getpid());
+  g_parent_pid = static_cast<long>(getppid());
   g_recorded = true;
   g_regions.store(true, std::memory_order_release);
   timeline_detail::recording.store(true, std::memory_order_relaxed);
@@ -324,6 +326,7 @@ void finish_locked() {
   t->reason = g_reason;
   t->step_range = config.step_range;
   t->pid = pid;
+  t->parent_pid = g_parent_pid ? g_parent_pid : static_cast<long>(getppid());
   t->rank = config.rank;
   t->host = host_name();
   g_result = t;

@@ -294,6 +294,7 @@ nlohmann::json timeline_json(const ProcessTimeline& t) {
           {"reason", optional_text(t.reason)},
           {"recorded_until_ns", t.recorded_until_ns ? nlohmann::json(*t.recorded_until_ns) : nlohmann::json()},
           {"pid", t.pid},
+          {"parent_pid", t.parent_pid ? nlohmann::json(t.parent_pid) : nlohmann::json()},
           {"rank", t.rank ? nlohmann::json(*t.rank) : nlohmann::json()},
           {"host", t.host},
           {"clock", "CLOCK_REALTIME ns (CUPTI's)"},

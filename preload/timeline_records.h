@@ -68,6 +68,9 @@ struct DeviceTimeline {
 
 struct ProcessTimeline {
   long pid = 0;
+  // The parent when the process started (getppid at its start): a process whose parent recorded as the
+  // same rank is a helper of that rank, not a rank (bench/harness/program_timeline.h). 0: unknown.
+  long parent_pid = 0;
   std::optional<int> rank;
   std::string host;
   TimelineState state = TimelineState::Off;

@@ -41,6 +41,8 @@ StepFigures step_of(const nlohmann::json& j, const std::string& what) {
 
 std::string ms_text(double ms) { return format("%.3f ms", ms); }
 
+std::string ranks_text(size_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
+
 // "rank 0 (pid 4711)", or "pid 4711" for a process without a rank.
 std::string process_label(const ProcessTimelineFile& p) {
   return p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
@@ -76,6 +78,8 @@ ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
   TANDEM_REQUIRE(doc.is_object(), what + " is not a JSON object");
   ProcessTimelineFile p;
   p.pid = required<long>(doc, "pid", what);
+  if (doc.contains("parent_pid") && doc.at("parent_pid").is_number_integer())
+    p.parent_pid = doc.at("parent_pid").get<long>();
   if (doc.contains("rank") && doc.at("rank").is_number_integer()) p.rank = doc.at("rank").get<int>();
   p.host = doc.value("host", std::string());
   p.state = required<std::string>(doc, "state", what);
@@ -137,10 +141,36 @@ std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std
   return out;
 }
 
+bool is_rank_of_job(const ProcessTimelineFile& p, const std::vector<ProcessTimelineFile>& processes) {
+  const bool launched = std::any_of(processes.begin(), processes.end(), [](const auto& q) { return q.rank; });
+  if (launched && !p.rank) return false;
+  return std::none_of(processes.begin(), processes.end(), [&](const ProcessTimelineFile& q) {
+    return p.parent_pid != 0 && q.pid == p.parent_pid && q.pid != p.pid && q.rank == p.rank;
+  });
+}
+
+namespace {
+
+// "pid 4712, a child of rank 0 (pid 4711)", or "pid 4712, no rank of the launcher".
+std::string other_process_label(const ProcessTimelineFile& p, const std::vector<ProcessTimelineFile>& processes) {
+  for (const ProcessTimelineFile& q : processes)
+    if (p.parent_pid != 0 && q.pid == p.parent_pid)
+      return "pid " + std::to_string(p.pid) + ", a child of " + process_label(q);
+  return "pid " + std::to_string(p.pid) + ", no rank of the launcher";
+}
+
+}  // namespace
+
 JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
   JobTimeline job;
   std::vector<RankFigures> ranks;
   for (const ProcessTimelineFile& p : processes) {
+    if (!is_rank_of_job(p, processes)) {
+      // Reported when it recorded, or tried to: a process without GPU work is nothing to mention.
+      if (!p.devices.empty() || (p.state != "not-started" && p.state != "off"))
+        job.other_processes.push_back(other_process_label(p, processes));
+      continue;
+    }
     if (p.devices.empty()) {
       if (p.state != "not-started" && p.state != "off")
         job.missing.push_back(process_label(p) + ": " + p.state + (p.reason.empty() ? "" : ": " + p.reason));
@@ -161,7 +191,7 @@ JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
   // Each process reports its losses once per device it drove; count them once per process.
   job.figures.records_lost = 0;
   for (const ProcessTimelineFile& p : processes)
-    if (!p.devices.empty()) job.figures.records_lost += p.lost;
+    if (!p.devices.empty() && is_rank_of_job(p, processes)) job.figures.records_lost += p.lost;
   return job;
 }
 
@@ -203,11 +233,11 @@ std::string job_timeline_text(const JobTimeline& job) {
   if (job.units.empty()) {
     out += head + "no process recorded a timeline\n";
   } else if (!summary) {
-    out += head + std::to_string(job.units.size()) + " ranks but no step common to all of them\n";
+    out += head + ranks_text(job.units.size()) + " but no step common to all of them\n";
   } else {
     std::string steps = std::to_string(summary->steps) + (summary->steps == 1 ? " step" : " steps");
     steps += job.steps_from_nvtx ? " '" + job.step_range + "' (NVTX ranges)" : " (the whole run)";
-    out += head + std::to_string(job.units.size()) + " ranks, " + steps + "; the slowest rank's step, median " +
+    out += head + ranks_text(job.units.size()) + ", " + steps + "; the slowest rank's step, median " +
            ms_text(summary->step_ms) + " (" + job.units[summary->slowest_unit] + " slowest in " +
            std::to_string(summary->slowest_unit_steps) + " of " + std::to_string(summary->steps) + "): computation " +
            ms_text(summary->computation_ms) + ", communication " + ms_text(summary->communication_ms) +
@@ -223,6 +253,8 @@ std::string job_timeline_text(const JobTimeline& job) {
     out += head + std::to_string(job.figures.steps_left_out) +
            " steps left out: not every rank has them (ranks with more steps than others)\n";
   for (const std::string& m : job.missing) out += head + "not recorded in " + m + "\n";
+  for (const std::string& o : job.other_processes)
+    out += head + "not a rank of the job: " + o + " (its GPU work is left out of the ranks' figures)\n";
   if (job.figures.records_lost)
     out += head + std::to_string(job.figures.records_lost) +
            " activity records lost over the ranks: the busy figures may be low\n";
@@ -272,7 +304,8 @@ nlohmann::json job_timeline_json(const JobTimeline& job) {
           {"summary", summary},
           {"steps_left_out", job.figures.steps_left_out},
           {"records_lost", job.figures.records_lost},
-          {"not_recorded", job.missing}};
+          {"not_recorded", job.missing},
+          {"other_processes", job.other_processes}};
 }
 
 size_t assemble_trace(const std::string& folder, const std::string& path, const nlohmann::json& about) {

@@ -18,7 +18,8 @@ namespace tandem::bench {
 // One process's timeline as written by the interposer (preload/timeline_records.h, timeline_json).
 struct ProcessTimelineFile {
   long pid = 0;
-  std::optional<int> rank;
+  long parent_pid = 0;      // 0: not known (a file of an older tandem)
+  std::optional<int> rank;  // the launcher's (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID...)
   std::string host;
   std::string state;   // recorded, stepped-aside, failed, not-started, off
   std::string reason;  // why it was not recorded, or stopped early
@@ -39,11 +40,18 @@ std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder)
 // The "timeline" member of each stats file (`tandem run --stats`); files without one are skipped.
 std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std::string>& stats_files);
 
+// A process is a rank of the job only when the launcher says so: it carries a launcher's rank (in a
+// job where no process does, none needs to), and its parent is not a process of the job with that
+// same rank (a helper a rank forks and executes inherits the rank's variables, and is no rank).
+bool is_rank_of_job(const ProcessTimelineFile& p, const std::vector<ProcessTimelineFile>& processes);
+
 struct JobTimeline {
-  JobFigures figures;                                // over every recorded (process, device), in the files' order
+  JobFigures figures;                                // over every recorded (rank, device), in the files' order
   std::vector<std::string> units;                    // "rank 0 (pid 4711) GPU 0", one per figures' rank index
   std::vector<std::optional<ShapingCheck>> shaping;  // per unit, under a shape policy
-  std::vector<std::string> missing;                  // processes that recorded nothing, with why
+  std::vector<std::string> missing;                  // ranks that recorded nothing, with why
+  // Processes that are no rank of the job (is_rank_of_job), with what they are: left out of the figures.
+  std::vector<std::string> other_processes;
   std::string step_range;
   bool steps_from_nvtx = false;
 };

@@ -55,6 +55,10 @@ enum class RouteOutcome : uint8_t {
   CaptureNotReady,      // captured into a CUDA graph before the route's lanes and pool were set up
   SeveralDevicesGroup,  // one thread's NCCL group drives ranks on several devices: the route would run them
                         // one after the other, and each waits for the others (the interposer's groups)
+  NonBlockingGroup,     // the group's NCCL part is on a non-blocking communicator: NCCL issues it after
+                        // ncclGroupEnd returns, and the route would have to wait for it (the interposer's groups)
+  CommunicatorGone,     // held in a group whose communicator the program destroyed or aborted before the
+                        // group's end: nothing runs on it, as in NCCL (the interposer's groups)
   RouteUnavailable,     // the route library could not be loaded, or made no route for this communicator
   RouteFailed,          // the route failed on this communicator earlier (the program got an NCCL error)
   kCount

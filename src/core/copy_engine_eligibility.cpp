@@ -36,6 +36,11 @@ constexpr OutcomeText kOutcomeTexts[] = {
      "captured into a CUDA graph before the route was set up (run the step once before capturing it)"},
     {"several-devices-group",
      "one thread's NCCL group drives ranks on several devices, which the route would run one by one"},
+    {"non-blocking-group",
+     "the group's NCCL part is on a non-blocking communicator, issued after ncclGroupEnd returns: the route would "
+     "have to wait for it"},
+    {"communicator-gone",
+     "the program destroyed or aborted the communicator before its group ended: nothing runs on it, as in NCCL"},
     {"route-unavailable", "the copy-engine route is not available in this process"},
     {"route-failed", "the copy-engine route failed earlier on this communicator"},
 };

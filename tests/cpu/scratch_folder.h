@@ -1,6 +1,6 @@
 #pragma once
 // A fresh private folder for one test (mkdtemp: mode 0700 under /tmp), removed with what it holds,
-// and a file's whole text.
+// and a file's whole text, read or written.
 #include <stdlib.h>
 
 #include <filesystem>
@@ -37,6 +37,11 @@ inline std::string read_text(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+inline void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
 }
 
 }  // namespace tandem_test

@@ -63,6 +63,21 @@ TEST(preload_environments, WeakProbesOfAbsentLibrariesAnswerAsWithoutTheInterpos
   EXPECT_NE(run_shell(TANDEM_WEAK_PROBE_NCCL_PATH).out.find("ncclGroupStart present"), std::string::npos);
 }
 
+// _exit and _Exit are hooked (the exit report) and defined by libc in every process: exported as plain
+// functions, not indirect ones, so that a library bound immediately at start-up that calls them (most
+// of a distribution's: libmount, libdbus, glib) makes glibc print no "Relink ... for IFUNC symbol
+// `_exit'" line, and the program still leaves with its status.
+TEST(preload_environments, ALibraryBoundAtStartUpThatCallsExitSeesNoDifference) {
+  const Result plain = run_shell(sh_quoted(TANDEM_BIND_NOW_EXIT_PROGRAM_PATH));
+  ASSERT_EQ(plain.status, 3) << plain.err;
+  for (const std::string env : {"TANDEM_LOG_LEVEL=error", "TANDEM_LOG_LEVEL=error LD_BIND_NOW=1"}) {
+    const Result under = preloaded(sh_quoted(TANDEM_BIND_NOW_EXIT_PROGRAM_PATH), env);
+    EXPECT_EQ(under.status, 3) << env;
+    EXPECT_EQ(under.out, plain.out) << env;
+    EXPECT_EQ(under.err, "") << env;
+  }
+}
+
 TEST(preload_environments, ANewerCxxRuntimeInTheProgramsRunPathIsTheOneLoaded) {
   const Result plain = run_shell(TANDEM_NEWER_RUNTIME_PROGRAM_PATH);
   ASSERT_EQ(plain.out, "newer runtime\n") << plain.err;

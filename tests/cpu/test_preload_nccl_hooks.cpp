@@ -498,18 +498,41 @@ TEST_F(preload_nccl_routing, AGroupsRoutedCallsRunAfterNcclsGroupEnd) {
   EXPECT_EQ(mixed[3]["calls"][2]["root"], 1);
 }
 
-TEST_F(preload_nccl_routing, RoutedCallsWaitForTheGroupsNcclPartEvenWhenItIsOnlySends) {
-  // NCCL answered the group's end "in progress": its part, a send, is still being enqueued on the
-  // non-blocking communicator. The routed all-reduce runs only once that communicator says it is done.
+TEST_F(preload_nccl_routing, AGroupWhoseNcclPartIsNonBlockingGoesToNcclWhole) {
+  // NCCL issues the group's part, a send on a non-blocking communicator, after ncclGroupEnd returned
+  // "in progress": the routed all-reduce would have to wait for it inside ncclGroupEnd. NCCL gets the
+  // whole group before its end, as without the interposer, and the interposer polls nothing.
   const json part = section(routed(), "group_nccl_part_in_progress");
-  ASSERT_EQ(functions(part), (Functions{"ncclGroupStart", "ncclSend", "ncclGroupEnd", "ncclCommGetAsyncError",
-                                        "ncclCommGetAsyncError", "ncclCommGetAsyncError", "route.run_group"}))
+  ASSERT_EQ(functions(part), (Functions{"ncclGroupStart", "ncclSend", "ncclAllReduce", "ncclGroupEnd"}))
       << part.dump(1);
-  EXPECT_EQ(part[5]["in_progress"], false);
+  EXPECT_EQ(part, section(unrouted(), "group_nccl_part_in_progress"));
   EXPECT_EQ(routed().out["steps"]["group_in_progress_end"]["result"], kInProgress);
-  // Without the route NCCL has the whole group, and nobody waits.
-  EXPECT_EQ(functions(section(unrouted(), "group_nccl_part_in_progress")),
-            (Functions{"ncclGroupStart", "ncclSend", "ncclAllReduce", "ncclGroupEnd"}));
+  // The program's own polls see NCCL's progress: "in progress" twice, then done.
+  EXPECT_EQ(routed().out["steps"]["group_in_progress_polls_in_progress"], 2);
+  EXPECT_EQ(section(routed(), "group_in_progress_polled"), section(unrouted(), "group_in_progress_polled"));
+}
+
+TEST_F(preload_nccl_routing, ACommunicatorDestroyedInsideItsGroupRunsNothing) {
+  // Its route goes with it; NCCL's group end is the program's, and no route group runs on it.
+  const json destroyed = section(routed(), "group_destroyed");
+  EXPECT_EQ(functions(destroyed),
+            (Functions{"ncclGroupStart", "route.create", "route.destroy", "ncclCommDestroy", "ncclGroupEnd"}))
+      << destroyed.dump(1);
+  // Aborted by another thread: the group's call on a live communicator still runs, alone.
+  const json aborted = section(routed(), "group_aborted_elsewhere");
+  ASSERT_EQ(functions(aborted), (Functions{"ncclGroupStart", "route.create", "route.destroy", "ncclCommAbort",
+                                           "ncclGroupEnd", "route.run_group"}))
+      << aborted.dump(1);
+  ASSERT_EQ(aborted[5]["calls"].size(), 1u);
+  EXPECT_EQ(aborted[5]["calls"][0]["count"], 6);
+  // Beside a rank on another device: nothing is handed to NCCL on the dead communicator; what is left
+  // is one device's, and runs on the route.
+  const json devices = section(routed(), "group_destroyed_several_devices");
+  ASSERT_EQ(functions(devices), (Functions{"ncclGroupStart", "route.create", "route.destroy", "ncclCommDestroy",
+                                           "ncclGroupEnd", "route.run_group"}))
+      << devices.dump(1);
+  ASSERT_EQ(devices[5]["calls"].size(), 1u);
+  EXPECT_EQ(devices[5]["calls"][0]["count"], 10);
 }
 
 TEST_F(preload_nccl_routing, NestedGroupsRunAtTheOutermostEnd) {
@@ -618,21 +641,25 @@ TEST_F(preload_nccl_routing, AHeldCallNcclRefusesAtTheGroupsEndIsReportedThere) 
 TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   const json& c = routed().stats["nccl_collectives"];
   ASSERT_TRUE(c.is_object()) << routed().raw.err;
-  // 26 all-reduces: 10 routed; the calls of the two failed groups (the route's and NCCL's) and the two
-  // on the failed route: route-failed; three groups over two devices: NCCL's.
-  EXPECT_EQ(c["ncclAllReduce"]["calls"], 26);
-  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 10);
+  // 30 all-reduces: 11 routed; the calls of the two failed groups (the route's and NCCL's) and the two
+  // on the failed route: route-failed; three groups over two devices and one whose NCCL part is
+  // non-blocking: NCCL's; two on communicators destroyed inside their group: run nowhere.
+  EXPECT_EQ(c["ncclAllReduce"]["calls"], 30);
+  EXPECT_EQ(c["ncclAllReduce"]["copy_engine"]["calls"], 11);
   const json expected_nccl = {{"op-not-supported", {{"calls", 3}, {"bytes", 16 * 2 + 8 * 4 + 8 * 4}}},
                               {"no-sum-kernel", {{"calls", 1}, {"bytes", 8 * 8}}},
                               {"empty", {{"calls", 1}, {"bytes", 0}}},
                               {"capture-not-ready", {{"calls", 1}, {"bytes", 8 * 2}}},
                               {"route-failed", {{"calls", 4}, {"bytes", 777 * 4 * 2 + 9 * 4 + 8 * 2}}},
-                              {"several-devices-group", {{"calls", 6}, {"bytes", 4 * 8 * 2 + 999 * 4 + 8 * 2}}}};
+                              {"several-devices-group", {{"calls", 6}, {"bytes", 4 * 8 * 2 + 999 * 4 + 8 * 2}}},
+                              {"non-blocking-group", {{"calls", 1}, {"bytes", 8 * 2}}},
+                              {"communicator-gone", {{"calls", 2}, {"bytes", 2 * 8 * 2}}}};
   EXPECT_EQ(c["ncclAllReduce"]["nccl"], expected_nccl) << c["ncclAllReduce"].dump(1);
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["calls"], 3);
   // reduce-scatter bytes are the input's: 4 fp32 x 2 ranks, 5 fp32 x 3 ranks, 4 bf16 x 2 ranks.
   EXPECT_EQ(c["ncclReduceScatter"]["copy_engine"]["bytes"], 32 + 60 + 16);
   EXPECT_EQ(c["ncclAllGather"]["copy_engine"]["calls"], 5);
+  EXPECT_EQ(c["ncclAllGather"]["nccl"], json({{"communicator-gone", {{"calls", 1}, {"bytes", 4 * 4 * 2}}}}));
   EXPECT_EQ(c["ncclAlltoAll"]["copy_engine"]["calls"], 1);
   // Broadcasts, ncclBroadcast's and ncclBcast's, counted once each: two alone and one in a group
   // routed, a bad root and one in a group over two devices left to NCCL.
@@ -640,8 +667,8 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_EQ(c["ncclBroadcast"]["nccl"], json({{"root-out-of-range", {{"calls", 1}, {"bytes", 16 * 4}}},
                                               {"several-devices-group", {{"calls", 1}, {"bytes", 5 * 4}}}}));
   const json& reach = routed().stats["copy_engine_reach"];
-  EXPECT_EQ(reach["calls"], 10 + 3 + 5 + 1 + 3);
-  EXPECT_EQ(reach["total_calls"], 26 + 3 + 5 + 1 + 5);
+  EXPECT_EQ(reach["calls"], 11 + 3 + 5 + 1 + 3);
+  EXPECT_EQ(reach["total_calls"], 30 + 3 + 6 + 1 + 5);
   // The group's send, counted apart and not in the reach.
   EXPECT_EQ(routed().stats["nccl_not_routed"]["ncclSend"]["calls"], 1);
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;

@@ -144,6 +144,20 @@ TEST(preload_nccl_settings, ANewerHeadersConfigKeepsItsUnknownFields) {
   EXPECT_EQ(out->num_rma_ctx, 9);
 }
 
+// NCCL's rule (init.cc): NCCL_COMM_BLOCKING, when 0 or 1, wins over the configuration; undefined is blocking.
+TEST(preload_nccl_settings, NonBlockingFollowsNcclsRule) {
+  ncclConfig_t c = NCCL_CONFIG_INITIALIZER;
+  EXPECT_FALSE(is_non_blocking(&c, std::nullopt));
+  c.blocking = 0;
+  EXPECT_TRUE(is_non_blocking(&c, std::nullopt));
+  EXPECT_FALSE(is_non_blocking(&c, 1));
+  EXPECT_TRUE(is_non_blocking(nullptr, 0));
+  EXPECT_FALSE(is_non_blocking(nullptr, std::nullopt));
+  EXPECT_TRUE(is_non_blocking(nullptr, std::nullopt, true));  // a child without a configuration: its parent's
+  ncclConfig_t zeros{};                                       // not a configuration: NCCL refuses it
+  EXPECT_FALSE(is_non_blocking(&zeros, std::nullopt));
+}
+
 TEST(preload_nccl_settings, WhatIsNotAConfigIsLeftToNccl) {
   ncclConfig_t zeros{};
   EXPECT_FALSE(overlay_config(parse_policy("nccl-cga:1"), &zeros));

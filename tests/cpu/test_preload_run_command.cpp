@@ -287,9 +287,9 @@ TEST(preload_run_command, StaleStatsFileIsKeptAndNamedWhenNoProcessWrites) {
   ScratchFolder scratch;
   const fs::path stats = scratch.path("stale.json");
   std::ofstream(stats) << "{\"stale\": true}";
-  // dash's `exit` skips destructors: no process writes.
-  const Result r = run(tandem_run("--stats " + stats.string(), "sh -c 'exit 0'"));
-  ASSERT_EQ(r.status, 0) << r.err;
+  // Killed: no process writes (a program that leaves through _exit does: the interposer hooks it).
+  const Result r = run(tandem_run("--stats " + stats.string(), "sh -c 'kill -9 $$'"));
+  ASSERT_EQ(r.status, 128 + 9) << r.err;
   EXPECT_EQ(read_text(stats), "{\"stale\": true}");
   EXPECT_NE(r.err.find("tandem run: warning: --stats '" + stats.string() + "' still holds an earlier run's statistics"),
             std::string::npos)
@@ -298,6 +298,27 @@ TEST(preload_run_command, StaleStatsFileIsKeptAndNamedWhenNoProcessWrites) {
   const Result written = run(tandem_run("--stats " + stats.string(), "true"));
   EXPECT_EQ(read_text(stats).find("stale"), std::string::npos);
   EXPECT_EQ(written.err.find("warning: --stats"), std::string::npos) << written.err;
+}
+
+// Python's os._exit and a shell's exit builtin leave through _exit, without exit handlers: the summary
+// and the stats file are written first (the interposer's _exit hook), and the status is the program's.
+TEST(preload_run_command, AProgramLeavingThroughExitWritesItsSummaryAndStats) {
+  std::vector<std::string> programs;
+  if (run("command -v dash >/dev/null").status == 0) programs.push_back("dash -c 'exit 7'");
+  if (run("command -v python3 >/dev/null").status == 0) programs.push_back("python3 -c 'import os; os._exit(7)'");
+  if (programs.empty()) GTEST_SKIP() << "neither dash nor python3 installed";
+  for (const std::string& program : programs) {
+    SCOPED_TRACE(program);
+    ScratchFolder scratch;
+    const fs::path stats = scratch.path("stats.json");
+    std::ofstream(stats) << "{\"earlier\": true}";
+    const Result r = run(tandem_run("--stats " + stats.string(), program));
+    EXPECT_EQ(r.status, 7) << r.err;
+    EXPECT_EQ(read_text(stats).find("earlier"), std::string::npos) << r.err;
+    EXPECT_NE(read_text(stats).find("\"schema_version\""), std::string::npos);
+    EXPECT_NE(r.err.find("summary: policy"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("warning: --stats"), std::string::npos) << r.err;
+  }
 }
 
 // The interposer reading an invalid TANDEM_POLICY itself (no `tandem run` to validate it first):

@@ -22,10 +22,11 @@ TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   std::set<std::string> names(std::begin(kHookNames), std::end(kHookNames));
   EXPECT_EQ(names.size(), static_cast<size_t>(kHookCount));
   // 14 driver (the launches, the resolvers, and the event records and waits the targeted compute
-  // controls follow), 3 cuBLAS, 1 CUPTI (the timeline's hand-over), 22 NCCL (ncclGroupStart/End and the
-  // pre-multiplied sums' for the copy-engine route, the broadcasts counted, reduce, send and receive
-  // counted and never routed, ncclCommShrink's children configured)
-  EXPECT_EQ(kHookCount, 40);
+  // controls follow), 3 cuBLAS, 1 CUPTI (the timeline's hand-over), 2 libc exits without handlers
+  // (_exit, _Exit: the exit report), 22 NCCL (ncclGroupStart/End and the pre-multiplied sums' for the
+  // copy-engine route, the broadcasts counted, reduce, send and receive counted and never routed,
+  // ncclCommShrink's children configured)
+  EXPECT_EQ(kHookCount, 42);
   EXPECT_EQ(kDriverHookCount, 14);
   EXPECT_EQ(family_of(Hook::cuStreamWaitEvent_ptsz), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cublasSetStream_v2), HookFamily::Library);
@@ -39,6 +40,8 @@ TEST(preload_hook_list, NamesAreUniqueAndFamiliesSplitCorrectly) {
   EXPECT_TRUE(is_nccl_hook(Hook::ncclAlltoAll));
   EXPECT_FALSE(is_nccl_hook(Hook::cublasCreate_v2));
   EXPECT_FALSE(is_nccl_hook(Hook::cuptiActivityRegisterCallbacks));
+  EXPECT_FALSE(is_nccl_hook(Hook::_exit));
+  EXPECT_EQ(family_of(Hook::_Exit), HookFamily::Library);
   EXPECT_EQ(family_of(Hook::cuptiActivityRegisterCallbacks), HookFamily::Library);
   EXPECT_EQ(family_of(Hook::cuLaunchKernel), HookFamily::Driver);
   EXPECT_EQ(family_of(Hook::cuGetProcAddress_v2), HookFamily::Driver);

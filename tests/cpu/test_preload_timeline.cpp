@@ -6,6 +6,7 @@
 // program's own profiler gets exactly its records.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -116,6 +117,24 @@ TEST(preload_timeline, WithoutAPatternTheWholeRunIsOneStep) {
   // No steps were asked for: no mark, so no API records of cuDriverGetVersion.
   EXPECT_EQ(r.out["api_records_enabled"], 4);
   EXPECT_NE(r.err.find("the whole run as one step"), std::string::npos) << r.err;
+}
+
+// nvtxRangePushW(L"ステップ"): the name is UTF-8, matched by the pattern as written and named so.
+TEST(preload_timeline, AWideStepNameIsMatchedAndNamedAsWritten) {
+  const std::string name = "\u30b9\u30c6\u30c3\u30d7";  // ステップ
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(
+      dir, "--timeline --step-range '" + name + "' --stats " + dir.path("stats.json").string(), kClient + " wide");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json& steps = only_device(r.stats["timeline"])["steps"];
+  ASSERT_EQ(steps.size(), 1u) << r.stats["timeline"].dump();
+  EXPECT_EQ(steps[0]["name"], name);
+  // Four characters, not four '?': the narrowed name no longer matches (no range did: the whole run).
+  ScratchFolder other;
+  const TandemRun q = tandem_run(other, "--timeline --step-range '????' --stats " + other.path("stats.json").string(),
+                                 kClient + " wide");
+  ASSERT_EQ(q.status, 0) << q.err;
+  EXPECT_EQ(q.stats["timeline"]["steps_from"], "run") << q.stats["timeline"].dump();
 }
 
 TEST(preload_timeline, AProfilerThatTakesCuptiLaterGetsOnlyItsOwnRecords) {
@@ -277,6 +296,105 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
   EXPECT_EQ(job["processes"].size(), 2u);
   EXPECT_DOUBLE_EQ(job["job"]["summary"]["computation_ms"].get<double>(), 0.6);
   EXPECT_EQ(job["job"]["steps"][2]["slowest"].get<std::string>().rfind("rank 1 ", 0), 0u);
+}
+
+// The program forks and executes a CUDA helper and waits for it: one rank (no launcher names any
+// other), the helper reported as a process that is not one, its steps kept out of the job's.
+TEST(preload_timeline, AHelperTheProgramStartsIsNoRank) {
+  ScratchFolder dir;
+  const std::string job_json = dir.path("job.json").string();
+  const TandemRun r = tandem_run(dir, "--timeline --step-range step --timeline-json " + job_json, kClient + " helper");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["ranks"], 1) << job.dump();
+  ASSERT_EQ(job["job"]["other_processes"].size(), 1u) << job.dump();
+  EXPECT_NE(job["job"]["other_processes"][0].get<std::string>().find(", a child of pid "), std::string::npos);
+  // The helper's last step (1500 us) is not the job's: the program's own (800 us) is.
+  ASSERT_EQ(job["job"]["steps"].size(), 3u);
+  EXPECT_EQ(job["job"]["steps"][2]["step_ns"], 800 * 1000);
+  ASSERT_EQ(job["processes"].size(), 2u);
+  EXPECT_NE(job["processes"][0]["rank_of_job"], job["processes"][1]["rank_of_job"]);
+  EXPECT_NE(r.err.find("tandem run: job timeline: 1 rank, 3 steps 'step'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tandem run: job timeline: not a rank of the job: pid "), std::string::npos) << r.err;
+}
+
+// One rank of a launcher's world of 2 runs under tandem run, the other without it (torchrun with one
+// rank wrapped, an sbatch script with several tasks): the rank it has is written, the rank it waited
+// for is named, and nothing is left in the temporary folder.
+TEST(preload_timeline, ARankWhoseOtherRanksAreNotUnderTandemRunReportsWhatItHas) {
+  ScratchFolder dir;
+  const std::string tmp = dir.path("tmp").string(), job_json = dir.path("job.json").string();
+  std::filesystem::create_directories(tmp);
+  const TandemRun r = tandem_run(dir, "--timeline --step-range step --timeline-json " + job_json, kClient + " overlap",
+                                 "TMPDIR=" + tmp + " RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 " +
+                                     "MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(20000 + ::getpid() % 20000));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("tandem run: job timeline: waited for rank 1 of 2, which did not run under tandem run"),
+            std::string::npos)
+      << r.err;
+  ASSERT_TRUE(std::filesystem::exists(job_json)) << r.err;
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["ranks"], 1) << job.dump();
+  EXPECT_EQ(job["processes"][0]["rank"], 0);
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "left in TMPDIR";
+}
+
+// A program that leaves through _exit (Python's os._exit) runs no exit handler: the interposer's _exit
+// hook writes what it recorded, the summary and the stats file first.
+TEST(preload_timeline, AProgramLeavingThroughExitWithoutHandlersKeepsItsTimeline) {
+  ScratchFolder dir;
+  const std::string trace = dir.path("trace.json").string(), job_json = dir.path("job.json").string();
+  tandem_test::write_text(trace, "earlier trace\n");
+  tandem_test::write_text(job_json, "earlier job\n");
+  const TandemRun r = tandem_run(dir,
+                                 "--timeline --step-range step --trace " + trace + " --timeline-json " + job_json +
+                                     " --stats " + dir.path("stats.json").string(),
+                                 kClient + " overlap _exit");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(r.stats.is_object()) << r.err;
+  EXPECT_EQ(r.stats["timeline"]["state"], "recorded");
+  EXPECT_NE(r.err.find("timeline: GPU 0, 3 steps 'step'"), std::string::npos) << r.err;
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["ranks"], 1);
+  EXPECT_EQ(job["job"]["steps"].size(), 3u);
+  EXPECT_GT(json::parse(read_text(trace))["traceEvents"].size(), 0u);
+}
+
+// A vfork child shares its parent's memory until it leaves: its _exit reports nothing, and leaves the
+// parent's timeline and summary to the parent.
+TEST(preload_timeline, AVforkChildLeavingThroughExitLeavesTheParentsReport) {
+  ScratchFolder dir;
+  const TandemRun r = tandem_run(dir, "--timeline --step-range step --stats " + dir.path("stats.json").string(),
+                                 kClient + " overlap vfork");
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_TRUE(r.stats.is_object()) << r.err;
+  EXPECT_EQ(r.stats["timeline"]["state"], "recorded") << r.stats.dump();
+  EXPECT_EQ(only_device(r.stats["timeline"])["steps"].size(), 3u);
+  size_t summaries = 0;
+  for (size_t at = r.err.find("summary: policy"); at != std::string::npos; at = r.err.find("summary: policy", at + 1))
+    ++summaries;
+  EXPECT_EQ(summaries, 1u) << r.err;
+}
+
+// A program killed (SIGKILL, SIGTERM, abort) wrote no timeline: the earlier --trace and --timeline-json
+// files are kept, not replaced by empty documents, and one line says why.
+TEST(preload_timeline, AKilledProgramLeavesTheEarlierFilesWithALine) {
+  for (const char* signal : {"KILL", "TERM", "ABRT"}) {
+    SCOPED_TRACE(signal);
+    ScratchFolder dir;
+    const std::string trace = dir.path("trace.json").string(), job_json = dir.path("job.json").string();
+    tandem_test::write_text(trace, "earlier trace\n");
+    tandem_test::write_text(job_json, "earlier job\n");
+    const TandemRun r = tandem_run(dir, "--timeline --trace " + trace + " --timeline-json " + job_json,
+                                   std::string("sh -c 'kill -") + signal + " $$'");
+    EXPECT_GT(r.status, 128) << r.err;
+    EXPECT_EQ(read_text(trace), "earlier trace\n");
+    EXPECT_EQ(read_text(job_json), "earlier job\n");
+    EXPECT_NE(r.err.find("tandem run: timeline: nothing recorded: the program was killed by signal "),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("not written (the earlier file is kept as it was)"), std::string::npos) << r.err;
+  }
 }
 
 TEST(preload_timeline, TheTimelineFolderIsRemovedAfterTheRun) {

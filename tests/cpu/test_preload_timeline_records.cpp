@@ -9,6 +9,7 @@
 
 #include "harness/program_timeline.h"
 #include "preload/timeline_records.h"
+#include "preload/wide_text.h"
 #include "scratch_folder.h"
 #include "tandem/kernel_names.h"
 #include "tandem/safe_file.h"
@@ -162,6 +163,7 @@ TEST(timeline_text, StatesWithoutFiguresSayWhy) {
 TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   ProcessTimeline t = build_timeline(raw_with_steps(), "ProfilerStep*");
   t.pid = 4711;
+  t.parent_pid = 4700;
   t.rank = 3;
   t.host = "node1";
   t.counts.dropped = 5;
@@ -170,6 +172,7 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   EXPECT_EQ(doc["lost"]["total"], 5);
   const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
   EXPECT_EQ(back.pid, 4711);
+  EXPECT_EQ(back.parent_pid, 4700);
   EXPECT_EQ(back.rank, 3);
   EXPECT_EQ(back.host, "node1");
   EXPECT_TRUE(back.steps_from_nvtx);
@@ -214,6 +217,42 @@ TEST(timeline_job, ProcessesThatRecordedNothingAreNamed) {
   ASSERT_EQ(job.missing.size(), 1u);
   EXPECT_EQ(job.missing[0], "rank 1 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x");
   EXPECT_NE(bench::job_timeline_text(job).find("no process recorded a timeline"), std::string::npos);
+}
+
+// A process is a rank only when the launcher says so: a helper a rank forked and executed inherits its
+// variables (its rank), and without a launcher the program's child is no second rank either.
+TEST(timeline_job, AHelperOfARankIsNoRank) {
+  const auto recorded = [](long pid, long parent, std::optional<int> rank, int64_t step_ns) {
+    bench::ProcessTimelineFile p;
+    p.pid = pid;
+    p.parent_pid = parent;
+    p.rank = rank;
+    p.state = "recorded";
+    RankFigures f;
+    StepFigures s;
+    s.start_ns = 0;
+    s.end_ns = s.step_ns = step_ns;
+    f.steps.push_back(s);
+    p.devices.emplace_back(0, f);
+    return p;
+  };
+  // Launched: rank 0 and its helper (rank 0 too, its child), rank 1; a process without a rank.
+  const bench::JobTimeline job = bench::job_timeline(
+      {recorded(100, 50, 0, 10), recorded(101, 100, 0, 99), recorded(200, 50, 1, 20), recorded(300, 1, {}, 5)});
+  ASSERT_EQ(job.units.size(), 2u);
+  EXPECT_EQ(job.units[0], "rank 0 (pid 100) GPU 0");
+  EXPECT_EQ(job.units[1], "rank 1 (pid 200) GPU 0");
+  EXPECT_EQ(job.figures.steps.at(0).slowest.step_ns, 20) << "the helper's 99 taken as a rank's";
+  EXPECT_EQ(job.other_processes,
+            (std::vector<std::string>{"pid 101, a child of rank 0 (pid 100)", "pid 300, no rank of the launcher"}));
+  EXPECT_NE(bench::job_timeline_text(job).find("not a rank of the job: pid 101, a child of rank 0 (pid 100)"),
+            std::string::npos);
+  EXPECT_EQ(bench::job_timeline_json(job)["other_processes"].size(), 2u);
+  // No launcher: the program is the one rank; the helper it started is not.
+  const bench::JobTimeline alone = bench::job_timeline({recorded(100, 50, {}, 10), recorded(101, 100, {}, 99)});
+  ASSERT_EQ(alone.units.size(), 1u);
+  EXPECT_EQ(alone.units[0], "pid 100 GPU 0");
+  EXPECT_EQ(alone.other_processes, (std::vector<std::string>{"pid 101, a child of pid 100"}));
 }
 
 TEST(timeline_trace, EventsCarryAbsoluteTimesAfterAHeader) {
@@ -381,6 +420,19 @@ TEST(timeline_shaping, AMalformedShapingObjectIsRefusedByName) {
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("malformed \"shaping\""), std::string::npos) << e.what();
   }
+}
+
+// NVTX's wide names (nvtxRangePushW) in UTF-8: one to four bytes a character; what is no character
+// (a lone surrogate, beyond U+10FFFF) is U+FFFD, never '?' and never invalid UTF-8.
+TEST(timeline_steps, WideNamesAreUtf8) {
+  EXPECT_EQ(utf8_of_wide(L"step"), "step");
+  EXPECT_EQ(utf8_of_wide(L"\u00e9t\u30b9\U0001F600"), "\xc3\xa9t\xe3\x82\xb9\xf0\x9f\x98\x80");
+  const wchar_t not_characters[] = {0xD800, L'a', static_cast<wchar_t>(0x110000), 0};
+  EXPECT_EQ(utf8_of_wide(not_characters),
+            "\xef\xbf\xbd"
+            "a"
+            "\xef\xbf\xbd");
+  EXPECT_EQ(utf8_of_wide(nullptr), "");
 }
 
 }  // namespace

@@ -61,7 +61,7 @@
 // Library entry points (cuBLAS, cuBLASLt, NCCL). Unlike the driver, a process may load two different
 // copies of a library (a framework's bundled one and the system one), so a real pointer is only
 // adopted for a slot that is empty or already holds that same pointer.
-#define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_CUPTI_HOOKS(X) TANDEM_NCCL_HOOKS(X)
+#define TANDEM_LIBRARY_HOOKS(X) TANDEM_CUBLAS_HOOKS(X) TANDEM_CUPTI_HOOKS(X) TANDEM_EXIT_HOOKS(X) TANDEM_NCCL_HOOKS(X)
 
 // cuBLAS and cuBLASLt, for the SM-count cap (cublas_hooks.cpp): set on new handles and descriptors, and for
 // the targeted form at cublasSetStream, which PyTorch calls before each GEMM.
@@ -78,6 +78,14 @@
 // CUptiResult, spelled as void* and int (the same ABI), so that the interposer needs no CUPTI header.
 #define TANDEM_CUPTI_HOOKS(X) \
   X(cuptiActivityRegisterCallbacks, int, (void* request, void* complete), (request, complete))
+
+// libc's exits that skip the process's exit handlers (exit_hooks.cpp): _exit (Python's os._exit, a
+// shell's exit builtin) and _Exit. The hook first does what the interposer's exit handlers would have
+// done (the timeline's files, the summary, the stats file), then calls libc's. exit() runs those
+// handlers itself, and libc's own calls to _exit never come through these exports.
+#define TANDEM_EXIT_HOOKS(X)             \
+  X(_exit, void, (int status), (status)) \
+  X(_Exit, void, (int status), (status))
 
 // NCCL (nccl_hooks.cpp): communicator creation applies the policy's nccl-* settings, destruction
 // forgets the communicator (and drops its copy-engine route), pre-multiplied sums are remembered

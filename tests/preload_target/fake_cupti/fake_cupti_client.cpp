@@ -11,12 +11,19 @@
 //   fake_cupti_client tuned            one step whose overlap depends on TANDEM_POLICY (tandem tune)
 //   fake_cupti_client shaped           one kernel launched plain and cooperative (never shaped), its
 //                                      records with the sizes the launches got (the shaping check)
+//   fake_cupti_client MODE ... _exit   any mode, leaving through _exit (as Python's os._exit) at the end
+//   fake_cupti_client MODE ... vfork   any mode, then a vfork child that leaves through _exit at once
+//   fake_cupti_client wide             one step named in wide characters, L"ステップ" (nvtxRangePushW)
+//   fake_cupti_client helper           overlap's three steps, then a helper: itself as `overlap slow`,
+//                                      forked, executed and waited for (a CUDA helper of the program)
 //
 // Prints one JSON object: what the program's own profiler received, and what the fake saw.
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #undef cuGetProcAddress
 
 #include <cstdio>
@@ -176,6 +183,21 @@ int main(int argc, char** argv) {
     play_tuned_step();
   } else if (mode == "shaped") {
     play_shaped_and_natural();
+  } else if (mode == "helper") {
+    play_three_steps(false);
+    const pid_t child = fork();
+    if (child == 0) {
+      std::freopen("/dev/null", "w", stdout);
+      execl(argv[0], argv[0], "overlap", "slow", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      fail("the helper failed");
+  } else if (mode == "wide") {
+    nvtxRangePushW(L"\u30b9\u30c6\u30c3\u30d7");  // ステップ
+    fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7);
+    nvtxRangePop();
   } else if (mode == "profiler-first") {
     nvtxRangePushA("step");  // NVTX's first call: the interposer's injection, the timeline stepped aside
     nvtxRangePop();
@@ -189,11 +211,22 @@ int main(int argc, char** argv) {
     fake_cupti_kernel(kNccl, kBase + 5100 * kUs, kBase + 5200 * kUs, 0, 13);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
+  if (std::strcmp(argv[argc - 1], "vfork") == 0) {
+    // The child shares this process's memory until it leaves: what it does there is this process's.
+    const pid_t child = vfork();
+    if (child == 0) _exit(0);
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child) fail("vfork failed");
+  }
   std::printf(
       "{\"nvtx_injection\": %d, \"profiler_result\": %d, \"program_records\": %d, \"registrations\": %d, "
       "\"marker_enabled\": %d, \"kernel_enabled\": %d, \"api_records_enabled\": %d, \"nvtx_inits\": %d}\n",
       nvtx, profiler_result, g_program_records, fake_cupti_registrations(),
       fake_cupti_enabled(CUPTI_ACTIVITY_KIND_MARKER), fake_cupti_enabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
       fake_cupti_api_records_enabled(), fake_cupti_nvtx_inits());
+  if (std::strcmp(argv[argc - 1], "_exit") == 0) {
+    std::fflush(stdout);
+    _exit(0);  // no exit handler, no library destructor runs
+  }
   return 0;
 }

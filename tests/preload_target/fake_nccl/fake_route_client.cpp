@@ -4,7 +4,8 @@
 // decision tells apart - reductions (sum, average, pre-multiplied sums with host and device scalars,
 // min/max), counts that do not split over the ranks, types without a sum kernel, groups of one and of
 // several collectives (nested, mixed with calls NCCL keeps, over two communicators, over two devices,
-// first collectives of communicators), a capture, a non-blocking communicator, failures - and prints
+// first collectives of communicators, communicators destroyed or aborted inside a group), a capture, a
+// non-blocking communicator and its group polled by the program, failures - and prints
 // one JSON object: each step's result and errno, and the one log of what NCCL received and what the
 // route ran, in order.
 #include <cuda_bf16.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "client_steps.h"
 #include "fake_nccl.h"
@@ -53,6 +55,11 @@ int main() {
   ncclComm_t first_use[2] = {nullptr, nullptr}, new_on_zero = nullptr;
   step("init_all_first_use", [&] { return ncclCommInitAll(first_use, 2, nullptr); });
   step("init_new_on_zero", [&] { return ncclCommInitRank(&new_on_zero, 2, id, 1); });
+  // Communicators the program destroys or aborts inside a group that holds a collective on them.
+  ncclComm_t destroyed = nullptr, aborted = nullptr, destroyed_beside_other_device = nullptr;
+  step("init_destroyed", [&] { return ncclCommInitRank(&destroyed, 2, id, 1); });
+  step("init_aborted", [&] { return ncclCommInitRank(&aborted, 2, id, 1); });
+  step("init_destroyed_beside", [&] { return ncclCommInitRank(&destroyed_beside_other_device, 2, id, 1); });
 
   // Reductions the route computes.
   mark("sum");
@@ -174,6 +181,38 @@ int main() {
        [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, non_blocking, s1); });
   fake_nccl_next_group_end_in_progress(non_blocking, 2);
   step("group_in_progress_end", [&] { return ncclGroupEnd(); });
+  // The program polls until its group is done, as NCCL asks: it must see NCCL's progress itself.
+  mark("group_in_progress_polled");
+  int in_progress_polls = 0;
+  for (ncclResult_t state = ncclInProgress; state == ncclInProgress && in_progress_polls < 100;) {
+    step("group_in_progress_poll", [&] { return ncclCommGetAsyncError(non_blocking, &state); });
+    if (state == ncclInProgress) ++in_progress_polls;
+  }
+  g_steps["group_in_progress_polls_in_progress"] = in_progress_polls;
+
+  // The program destroys the communicator of a held collective inside the group: NCCL's group end,
+  // nothing run on the dead communicator.
+  mark("group_destroyed");
+  step("group_destroyed_start", [&] { return ncclGroupStart(); });
+  step("group_destroyed_call", [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, destroyed, s1); });
+  step("group_destroyed_destroy", [&] { return ncclCommDestroy(destroyed); });
+  step("group_destroyed_end", [&] { return ncclGroupEnd(); });
+  // Another thread aborts it (a watchdog); the group's call on a live communicator still runs.
+  mark("group_aborted_elsewhere");
+  step("group_aborted_start", [&] { return ncclGroupStart(); });
+  step("group_aborted_call", [&] { return ncclAllGather(send, recv, 4, ncclFloat32, aborted, s1); });
+  step("group_aborted_live", [&] { return ncclAllReduce(send, recv, 6, ncclFloat32, ncclSum, two, s1); });
+  std::thread([&] { step("group_aborted_abort", [&] { return ncclCommAbort(aborted); }); }).join();
+  step("group_aborted_end", [&] { return ncclGroupEnd(); });
+  // Beside a rank on another device: what is left is one device's, and runs on the route.
+  mark("group_destroyed_several_devices");
+  step("group_destroyed_devices_start", [&] { return ncclGroupStart(); });
+  step("group_destroyed_devices_call",
+       [&] { return ncclAllReduce(send, recv, 8, ncclBfloat16, ncclSum, destroyed_beside_other_device, s1); });
+  step("group_destroyed_devices_other",
+       [&] { return ncclAllReduce(send, recv, 10, ncclBfloat16, ncclSum, other_device, s2); });
+  step("group_destroyed_devices_destroy", [&] { return ncclCommDestroy(destroyed_beside_other_device); });
+  step("group_destroyed_devices_end", [&] { return ncclGroupEnd(); });
 
   // Failures: the program gets NCCL's internal error; the communicator's later calls go to NCCL.
   mark("group_failing");
