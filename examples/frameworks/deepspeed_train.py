@@ -68,11 +68,9 @@ def parse_args(argv=None):
                         help="nccl on GPUs (default); gloo on the CPU (with DS_ACCELERATOR=cpu), for tests")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the program gives up (default 600)")
     args = parser.parse_args(argv)
-    for name in ("hidden", "intermediate", "layers", "heads", "vocab", "seq", "batch", "steps", "bucket_size"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
-    if args.warmup < 0:
-        parser.error(f"--warmup must be at least 0, not {args.warmup}")
+    common.require_at_least(parser, args, ("hidden", "intermediate", "layers", "heads", "vocab", "seq", "batch", "steps",
+                                           "bucket_size"))
+    common.require_at_least(parser, args, ("warmup",), minimum=0)
     if args.hidden % args.heads:
         parser.error(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
     if args.tandem is not None and args.backend != "nccl":

@@ -94,11 +94,8 @@ def parse_args(argv=None):
                              "options for every group (over --nccl-comm-config's)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the program gives up (default 600)")
     args = parser.parse_args(argv)
-    for name in ("tp", "pp", "hidden", "layers", "heads", "vocab", "seq", "micro_batch", "steps"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be at least 1, not {getattr(args, name)}")
-    if args.warmup < 0:
-        parser.error(f"--warmup must be at least 0, not {args.warmup}")
+    common.require_at_least(parser, args, ("tp", "pp", "hidden", "layers", "heads", "vocab", "seq", "micro_batch", "steps"))
+    common.require_at_least(parser, args, ("warmup",), minimum=0)
     if args.hidden % args.heads or args.heads % args.tp:
         parser.error(f"--hidden {args.hidden} / --heads {args.heads} / --tp {args.tp}: heads must divide hidden "
                      "and tp divide heads")

@@ -27,6 +27,13 @@ RESULT_PREFIX = "TANDEM_RESULT "
 MODES = ("train", "no-comm", "comm-only")
 
 
+def require_at_least(parser, args, names, minimum=1):
+    """One plain line naming the first of `names` (argparse's dests) below `minimum`."""
+    for name in names:
+        if getattr(args, name) < minimum:
+            parser.error(f"--{name.replace('_', '-')} must be at least {minimum}, not {getattr(args, name)}")
+
+
 def parse_args(description, argv=None, add_arguments=None):
     """The shared flags, plus a program's own (add_arguments(parser))."""
     parser = argparse.ArgumentParser(description=description)
@@ -56,9 +63,7 @@ def parse_args(description, argv=None, add_arguments=None):
     parser.add_argument("--profile", metavar="DIR", default=None,
                         help="record the timed steps with torch.profiler; each rank writes DIR/rank<R>.json")
     args = parser.parse_args(argv)
-    for name in ("hidden", "tokens", "layers", "steps"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, not {getattr(args, name)}")
+    require_at_least(parser, args, ("hidden", "tokens", "layers", "steps"))
     if args.warmup < 2:
         # comm-only learns DDP's buckets from the warm-up steps, after DDP rebuilt them (step 2).
         parser.error(f"--warmup must be at least 2, not {args.warmup}")

@@ -51,9 +51,7 @@ def parse_args(argv=None):
                         help="nccl on GPUs (default); gloo runs on the CPU, for smoke tests only")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the program gives up (default 600)")
     args = parser.parse_args(argv)
-    for name in ("hidden", "intermediate", "layers", "heads", "vocab", "seq", "batch", "steps"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name} must be at least 1, not {getattr(args, name)}")
+    common.require_at_least(parser, args, ("hidden", "intermediate", "layers", "heads", "vocab", "seq", "batch", "steps"))
     if args.hidden % args.heads:
         parser.error(f"--hidden {args.hidden} is not a multiple of --heads {args.heads}")
     if args.tandem is not None and args.backend != "nccl":
