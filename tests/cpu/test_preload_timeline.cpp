@@ -70,7 +70,8 @@ TEST(preload_timeline, FiguresMatchTheConstructionStepByStep) {
   EXPECT_EQ(r.out["api_records_enabled"], 5) << "4 copy and memset calls, and cuDriverGetVersion for the marks";
   const json& d = only_device(t);
   const json& steps = d["steps"];
-  ASSERT_EQ(steps.size(), 3u) << "the nested 'step' and the 'warmup' range are no steps: " << steps.dump();
+  ASSERT_EQ(steps.size(), 3u)
+      << "the nested 'step's (step > step, step > phase > step) and the 'warmup' range are no steps: " << steps.dump();
   // The construction (fake_cupti_client.cpp), in microseconds: each step's window on the GPU runs from
   // its first record to the next step's first (the last one: to its last record's end).
   const struct {
@@ -214,6 +215,14 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
                        "0.100 ms, exposed communication 0.300 ms, idle 0.400 ms"),
             std::string::npos)
       << r.err;
+  // The job's headline: over the slowest steps, 0 + 300 + 100 of 300 + 300 + 400 us hidden, 40.0 % (the
+  // steps' shares' mean would read 41.7 %, their median 25.0 %, the medians' quotient 33.3 %).
+  const size_t job_start = r.err.find("tandem run: job timeline: 2 ranks");
+  ASSERT_NE(job_start, std::string::npos) << r.err;
+  const std::string job_line = r.err.substr(job_start, r.err.find('\n', job_start) - job_start);
+  const std::string headline = "; 40.0 % of the communication hidden";
+  ASSERT_GE(job_line.size(), headline.size()) << job_line;
+  EXPECT_EQ(job_line.substr(job_line.size() - headline.size()), headline) << job_line;
   EXPECT_NE(r.err.find("4 activity records lost over the ranks"), std::string::npos) << r.err;
 
   const json doc = json::parse(read_text(trace));
@@ -242,7 +251,25 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
   EXPECT_EQ(job["job"]["ranks"], 2);
   EXPECT_EQ(job["processes"].size(), 2u);
   EXPECT_DOUBLE_EQ(job["job"]["summary"]["computation_ms"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(job["job"]["summary"]["hidden_share"].get<double>(), 0.4);
   EXPECT_EQ(job["job"]["steps"][2]["slowest"].get<std::string>().rfind("rank 1 ", 0), 0u);
+}
+
+// --step-range and --timeline-json each imply --timeline (docs/RUN.md): given alone, the steps are recorded.
+TEST(preload_timeline, AStepRangeOrATimelineJsonAloneRecords) {
+  ScratchFolder dir;
+  const TandemRun r =
+      tandem_run(dir, "--step-range step --stats " + dir.path("stats.json").string(), kClient + " overlap");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.stats["timeline"]["state"], "recorded") << r.stats.dump();
+  EXPECT_EQ(r.stats["timeline"]["steps_from"], "nvtx");
+  EXPECT_EQ(only_device(r.stats["timeline"])["steps"].size(), 3u);
+  const std::string job_json = dir.path("job.json").string();
+  const TandemRun j = tandem_run(dir, "--timeline-json " + job_json, kClient + " overlap");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["steps_from"], "run");
+  EXPECT_EQ(job["job"]["summary"]["steps"], 1);
 }
 
 TEST(preload_timeline, TheTimelineFolderIsRemovedAfterTheRun) {

@@ -191,6 +191,93 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   EXPECT_EQ(summary->steps, 2u);
 }
 
+// One step of a rank: its length, communication busy and the part of it overlapped.
+StepFigures step_of(int64_t step, int64_t communication, int64_t overlapped) {
+  StepFigures s;
+  s.step_ns = step;
+  s.computation_ns = step / 2;
+  s.communication_ns = communication;
+  s.overlapped_ns = overlapped;
+  s.exposed_communication_ns = communication - overlapped;
+  return s;
+}
+
+bench::ProcessTimelineFile process_with(int rank, std::vector<StepFigures> steps) {
+  bench::ProcessTimelineFile p;
+  p.pid = 100 + rank;
+  p.rank = rank;
+  p.state = "recorded";
+  RankFigures figures;
+  figures.steps = std::move(steps);
+  p.devices.emplace_back(0, figures);
+  return p;
+}
+
+TEST(timeline_job, TheJobsHiddenShareIsOverTheSlowestRanksSteps) {
+  // The slowest rank of each step: rank 0 in step 0 (100 against 90), rank 1 in steps 1 and 2. Their
+  // communication is 40, 60 and 20, of which 0, 30 and 5 overlapped: 35 / 120 = 29.2 % hidden. Every other
+  // reading differs: over both ranks' steps 105 / 190 = 55.3 %, the steps' shares' mean 25.0 % and median
+  // 25.0 %, the medians' quotient 5 / 40 = 12.5 %, rank 0's own 60 / 100 = 60.0 %, the last step's 25.0 %.
+  const bench::JobTimeline job =
+      bench::job_timeline({process_with(0, {step_of(100, 40, 0), step_of(100, 10, 10), step_of(50, 50, 50)}),
+                           process_with(1, {step_of(90, 10, 10), step_of(120, 60, 30), step_of(80, 20, 5)})});
+  const auto summary = bench::summarize_job(job);
+  ASSERT_TRUE(summary);
+  ASSERT_TRUE(summary->hidden_share);
+  EXPECT_DOUBLE_EQ(*summary->hidden_share, 35.0 / 120.0);
+  const std::string text = bench::job_timeline_text(job);
+  EXPECT_NE(text.find("; 29.2 % of the communication hidden\n"), std::string::npos) << text;
+  const json doc = bench::job_timeline_json(job);
+  EXPECT_DOUBLE_EQ(doc["summary"]["hidden_share"].get<double>(), 35.0 / 120.0);
+  // Each step's own share is its slowest rank's.
+  EXPECT_DOUBLE_EQ(doc["steps"][1]["hidden_share"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(doc["steps"][2]["hidden_share"].get<double>(), 0.25);
+}
+
+TEST(timeline_job, TheJobsLineSaysWhatItLeftOutAndWhoRecordedNothing) {
+  // Rank 0 has 3 steps, rank 1 only 2: the job compares 2 and leaves 1 out. Rank 1 is slowest in both (120
+  // and 100 against 100 and 50); rank 2 stepped aside for another profiler; records lost count once a process.
+  bench::ProcessTimelineFile zero = process_with(0, {step_of(100, 40, 0), step_of(50, 10, 10), step_of(80, 10, 0)});
+  zero.lost = 7;
+  bench::ProcessTimelineFile aside;
+  aside.pid = 9;
+  aside.rank = 2;
+  aside.state = "stepped-aside";
+  aside.reason = "CUDA_INJECTION64_PATH=x";
+  const bench::JobTimeline job =
+      bench::job_timeline({zero, process_with(1, {step_of(120, 20, 10), step_of(100, 30, 0)}), aside});
+  const std::string text = bench::job_timeline_text(job);
+  EXPECT_NE(text.find("tandem run: job timeline: 2 ranks, 2 steps (the whole run); the slowest rank's step, median "
+                      "0.000 ms (rank 1 (pid 101) GPU 0 slowest in 2 of 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("; 20.0 % of the communication hidden\n"), std::string::npos) << text;  // 10 of 20 + 30
+  EXPECT_NE(text.find("tandem run: job timeline: 1 steps left out: not every rank has them"), std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("tandem run: job timeline: not recorded in rank 2 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tandem run: job timeline: 7 activity records lost over the ranks"), std::string::npos) << text;
+  const json doc = bench::job_timeline_json(job);
+  EXPECT_EQ(doc["summary"]["slowest_most_often"], "rank 1 (pid 101) GPU 0");
+  EXPECT_EQ(doc["summary"]["steps"], 2);
+  EXPECT_EQ(doc["steps_left_out"], 1);
+  EXPECT_EQ(doc["records_lost"], 7);
+  EXPECT_EQ(doc["not_recorded"], json::array({"rank 2 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x"}));
+  EXPECT_EQ(doc["steps"][0]["slowest"], "rank 1 (pid 101) GPU 0");
+}
+
+TEST(timeline_job, AJobWithoutCommunicationHidesNothingAndSaysSo) {
+  const bench::JobTimeline job =
+      bench::job_timeline({process_with(0, {step_of(100, 0, 0)}), process_with(1, {step_of(90, 0, 0)})});
+  const auto summary = bench::summarize_job(job);
+  ASSERT_TRUE(summary);
+  EXPECT_FALSE(summary->hidden_share);
+  EXPECT_NE(bench::job_timeline_text(job).find("; no communication\n"), std::string::npos);
+  EXPECT_TRUE(bench::job_timeline_json(job)["summary"]["hidden_share"].is_null());
+}
+
 TEST(timeline_json, AMalformedDocumentIsRefusedByName) {
   try {
     bench::parse_process_timeline(json{{"pid", 1}});
