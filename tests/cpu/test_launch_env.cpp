@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "error_of.h"
@@ -239,6 +240,28 @@ TEST(Rendezvous, KeysIdentifyTheJob) {
   EXPECT_EQ(rendezvous_key(detect(env_only), map_environment(env_only)), "default");
   const Vars odd = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a/b c"}, {"MASTER_PORT", "1"}};
   EXPECT_EQ(rendezvous_key(detect(odd), map_environment(odd)), "master-a_b_c-1");
+}
+
+TEST(Rendezvous, ATorchrunRestartMeetsInANewPlace) {
+  // torchrun restarts its workers (--max-restarts) with the same run id, master and port, and a higher
+  // TORCHELASTIC_RESTART_COUNT: the restarted ranks must not find the rendezvous files of the group they
+  // replace (an "ok" from a rank 0 that is gone, NCCL's old id), so each restart has a key and a folder of its own.
+  LaunchRequest request;
+  std::set<std::string> keys, folders;
+  for (const char* restart : {"0", "1", "2", "10"}) {
+    const Vars v = merged(kTorchrun, {{"LOCAL_WORLD_SIZE", "4"}, {"TORCHELASTIC_RESTART_COUNT", restart}});
+    const std::string key = rendezvous_key(detect(v), map_environment(v));
+    EXPECT_EQ(key, std::string("torchrun-none-10.0.0.1-29500-r") + restart);
+    keys.insert(key);
+    folders.insert(choose_rendezvous(detect(v), request, map_environment(v), false).where);
+  }
+  EXPECT_EQ(keys.size(), 4u);
+  EXPECT_EQ(folders.size(), 4u);
+  // Every rank of one restart agrees: the key depends on the job, never on the rank.
+  const Vars rank0 = merged(kTorchrun, {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"TORCHELASTIC_RESTART_COUNT", "3"}});
+  const Vars rank3 = merged(kTorchrun, {{"TORCHELASTIC_RESTART_COUNT", "3"}});
+  EXPECT_EQ(rendezvous_key(detect(rank0), map_environment(rank0)),
+            rendezvous_key(detect(rank3), map_environment(rank3)));
 }
 
 TEST(Rendezvous, Precedence) {
