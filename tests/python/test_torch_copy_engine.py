@@ -92,6 +92,61 @@ def test_priority_and_copy_engine_is_registered(world):
         tandem.parse_policy("priority+copy-engine")
 
 
+class RecordingDDP:
+    """What register_ddp_hook hands DDP: the hook's state and the hook."""
+
+    def register_comm_hook(self, state, hook):
+        self.state, self.hook = state, hook
+
+
+class CudaBucket:
+    """A GradBucket whose buffer says it is on a CUDA device: enough for the hook to choose its comm stream."""
+
+    class Tensor:
+        is_cuda = True
+        device = torch.device("cuda", 0)
+
+    def buffer(self):
+        return self.Tensor()
+
+
+class StreamChosen(Exception):
+    """Raised where the hook, its comm stream chosen, would first touch the GPU."""
+
+
+@pytest.mark.parametrize("policy,priority", [("priority+copy-engine", -(1 << 10)), ("copy-engine", 0)])
+def test_the_copy_engine_hooks_stream_priority(world, monkeypatch, policy, priority):
+    """The decision the GPU test (test_torch_gpu.py) measures: under `priority` the DDP hook's comm stream is asked
+    for below every device's range (PyTorch clamps it to the greatest priority: -5 on H100 and H200), without it at
+    the default priority 0. Through the whole path: the policy, the hook's state, the hook on a CUDA bucket."""
+    asked = []
+
+    class Stream:
+        def __init__(self, device=None, priority=0):
+            asked.append((device, priority))
+
+        def wait_stream(self, other):
+            raise AssertionError("reached without the compute stream")
+
+    def current_stream(device=None):
+        raise StreamChosen()
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", current_stream)
+    monkeypatch.setattr(tt, "_COMM_STREAMS", {})
+    ddp = RecordingDDP()
+    tt.register_ddp_hook(ddp, policy)
+    assert ddp.state.high_priority is (priority != 0)
+    with pytest.raises(StreamChosen):
+        ddp.hook(ddp.state, CudaBucket())
+    assert asked == [(torch.device("cuda", 0), priority)]
+    assert priority == 0 or priority <= -5
+    # One stream per device and priority, made once.
+    with pytest.raises(StreamChosen):
+        ddp.hook(ddp.state, CudaBucket())
+    assert len(asked) == 1 and list(tt._COMM_STREAMS) == [(0, priority != 0)]
+
+
 def test_cpu_bucket_never_reaches_the_route(world):
     route = seed_route(world, "")
     grads = train_one_step("copy-engine")
