@@ -147,6 +147,73 @@ def test_the_copy_engine_hooks_stream_priority(world, monkeypatch, policy, prior
     assert len(asked) == 1 and list(tt._COMM_STREAMS) == [(0, priority != 0)]
 
 
+class CpuBucket:
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def buffer(self):
+        return self.tensor
+
+
+@pytest.mark.parametrize("policy", ["copy-engine", "priority+copy-engine", "priority"])
+def test_the_ddp_hook_runs_on_the_group_it_was_given(world, monkeypatch, policy):
+    """register_ddp_hook(ddp, policy, process_group=G): every bucket's all-reduce on G, not WORLD (a DDP over a
+    subgroup would otherwise wait for ranks outside it), averaged over G's size, with and without copy-engine."""
+    group = dist.new_group([0])
+    seen = []
+    all_reduce = dist.all_reduce
+
+    def recording(tensor, *args, group=None, **kwargs):
+        seen.append(group)
+        return all_reduce(tensor, *args, group=group, **kwargs)
+
+    monkeypatch.setattr(dist, "all_reduce", recording)
+    ddp = RecordingDDP()
+    tt.register_ddp_hook(ddp, policy, process_group=group)
+    result = ddp.hook(ddp.state, CpuBucket(torch.tensor([2.0, 4.0]))).wait()
+    assert seen == [group]
+    assert torch.equal(result if isinstance(result, torch.Tensor) else result[0], torch.tensor([2.0, 4.0]))
+
+
+def test_a_group_given_to_install_fsdp_collectives_wins_over_the_mesh(world):
+    """The group passed is the one FSDP2 shards over, whatever the parameters' device mesh says."""
+
+    class Mesh:
+        ndim = 2
+
+        def get_group(self, dim):
+            return f"mesh dimension {dim}"
+
+    class Module(FakeFSDPModule):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(1))
+            self.weight.device_mesh = Mesh()
+
+    given = dist.new_group([0])
+    module = Module()
+    tt.install_fsdp_collectives(module, "copy-engine", process_group=given)
+    assert module.all_gather.process_group is given and module.reduce_scatter.process_group is given
+    inferred = Module()
+    tt.install_fsdp_collectives(inferred, "copy-engine")
+    assert inferred.all_gather.process_group == "mesh dimension 1"
+
+
+def test_a_reduce_scatter_between_two_dtypes_is_never_handed_to_the_route(world, monkeypatch):
+    """The route reduces in one dtype: a call whose output's dtype is not its input's takes the group's own
+    reduce-scatter, counted under that reason; one of a single dtype is handed to the route."""
+    asked, handed = [], []
+    monkeypatch.setattr(tt, "_run_on_route", lambda *args, **kwargs: asked.append(args[4].dtype) or "")
+    monkeypatch.setattr(dist, "reduce_scatter_tensor",
+                        lambda output, source, **kwargs: handed.append((output.dtype, source.dtype)))
+    reduce_scatter = tt.CopyEngineReduceScatter()
+    reduce_scatter(torch.empty(4), torch.ones(4, dtype=torch.bfloat16), world, dist.ReduceOp.SUM)
+    assert asked == [] and handed == [(torch.float32, torch.bfloat16)]
+    assert tt.stats()["fsdp_reduce_scatter"] == {"input and output of different dtypes": 1}
+    reduce_scatter(torch.empty(4), torch.ones(4), world, dist.ReduceOp.AVG)
+    assert asked == [torch.float32] and len(handed) == 1
+
+
 def test_cpu_bucket_never_reaches_the_route(world):
     route = seed_route(world, "")
     grads = train_one_step("copy-engine")
