@@ -701,6 +701,30 @@ TEST(preload_nccl_hooks_versions, AOneSidedCtaBoundOnAnNcclOlderThan217IsSaid) {
   }
 }
 
+TEST(preload_nccl_hooks_versions, EachSettingAtItsVersionsEdges) {
+  // nccl-cga is 2.17's too; at 2.17.0 exactly the CTA bounds and the cluster size apply (only the CTA policy,
+  // 2.27's, is said), at 2.27.0 exactly everything does; and the route needs 2.28.0, not more.
+  const ClientRun cga = run_client(kFakeClient, "nccl-cga:1", "FAKE_NCCL_VERSION=21605");
+  ASSERT_EQ(cga.raw.status, 0) << cga.raw.err;
+  EXPECT_NE(cga.raw.err.find("nccl-cga needs NCCL 2.17 or later; this process's NCCL is 2.16.5: not applied"),
+            std::string::npos)
+      << cga.raw.err;
+  const ClientRun at_217 = run_client(kFakeClient, kSettings, "FAKE_NCCL_VERSION=21700");
+  ASSERT_EQ(at_217.raw.status, 0) << at_217.raw.err;
+  EXPECT_NE(at_217.raw.err.find("nccl-cta-policy needs NCCL 2.27 or later; this process's NCCL is 2.17.0"),
+            std::string::npos)
+      << at_217.raw.err;
+  EXPECT_EQ(at_217.raw.err.find("nccl-ctas needs"), std::string::npos) << at_217.raw.err;
+  EXPECT_EQ(at_217.raw.err.find("nccl-cga needs"), std::string::npos) << at_217.raw.err;
+  const ClientRun at_227 = run_client(kFakeClient, kSettings, "FAKE_NCCL_VERSION=22700");
+  ASSERT_EQ(at_227.raw.status, 0) << at_227.raw.err;
+  EXPECT_EQ(at_227.raw.err.find(" needs NCCL "), std::string::npos) << at_227.raw.err;
+  // Without a GPU the route is unavailable here for want of a device, not of NCCL's version.
+  const ClientRun at_228 = run_client(kFakeClient, "copy-engine", "FAKE_NCCL_VERSION=22800");
+  ASSERT_EQ(at_228.raw.status, 0) << at_228.raw.err;
+  EXPECT_EQ(at_228.raw.err.find("needs NCCL 2.28 or later"), std::string::npos) << at_228.raw.err;
+}
+
 TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing) {
   const ClientRun without = run_client(kVersionClient, nullptr);
   const ClientRun with = run_client(kVersionClient, kSettings, "TANDEM_LOG_LEVEL=warn");
