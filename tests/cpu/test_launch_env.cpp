@@ -229,6 +229,10 @@ TEST(ChooseDevice, TooManyRanksPerNode) {
   EXPECT_NE(why.find("--allow-shared-gpu"), std::string::npos);
   r.allow_shared_gpu = true;
   EXPECT_EQ(choose_device(process(2, 3, 2), r, 2), 0);
+  // Shared GPUs are dealt out in turn: local ranks 3, 4 and 5 of 6 on 2 GPUs take 1, 0 and 1.
+  EXPECT_EQ(choose_device(process(3, 6, 3), r, 2), 1);
+  EXPECT_EQ(choose_device(process(4, 6, 4), r, 2), 0);
+  EXPECT_EQ(choose_device(process(5, 6, 5), r, 2), 1);
   EXPECT_NE(error_of([&] { choose_device(process(0, 1, 0), r, 0); }).find("no GPU is visible"), std::string::npos);
 }
 
@@ -240,6 +244,11 @@ TEST(Rendezvous, KeysIdentifyTheJob) {
   EXPECT_EQ(rendezvous_key(detect(env_only), map_environment(env_only)), "default");
   const Vars odd = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a/b c"}, {"MASTER_PORT", "1"}};
   EXPECT_EQ(rendezvous_key(detect(odd), map_environment(odd)), "master-a_b_c-1");
+  // Open MPI without its job id (a PMIx launch), inside a Slurm job: the PMIx namespace names the mpirun, so
+  // that two of them in one Slurm job meet apart.
+  Vars pmix = merged(kOmpi, {{"SLURM_JOB_ID", "4242"}, {"PMIX_NAMESPACE", "prterun-node1-4242@1"}});
+  pmix.erase("OMPI_MCA_ess_base_jobid");
+  EXPECT_EQ(rendezvous_key(detect(pmix), map_environment(pmix)), "pmix-prterun-node1-4242_1");
 }
 
 TEST(Rendezvous, ATorchrunRestartMeetsInANewPlace) {

@@ -176,6 +176,12 @@ class AgainstStock(unittest.TestCase):
         self.assertEqual(rc.compare_results(checks("e"), checks("d"), 2), "differs")
         self.assertEqual(rc.compare_results(checks("d", wrong=5), checks("d"), 3), "wrong: 5 elements")
         self.assertEqual(rc.compare_results(checks("d", wrong=1), None, 3), "wrong: 1 elements")
+        # Not the same checks as stock's (one missing, or another one): the results cannot be stock's.
+        other = {"checks": {"b": checks("d")["checks"]["a"]}}
+        self.assertEqual(rc.compare_results(other, checks("d"), 3), "differs")
+        both = {"checks": dict(checks("d")["checks"], b=other["checks"]["b"])}
+        self.assertEqual(rc.compare_results(both, checks("d"), 2), "differs")
+        self.assertEqual(rc.compare_results(checks("d"), both, 2), "differs")
 
     def test_verdicts(self):
         rows = [{"id": "p/3/stock", "program": "jax", "ranks": 3, "front_end": "stock", "ok": True,
@@ -186,6 +192,15 @@ class AgainstStock(unittest.TestCase):
                  "results": {}, "exit_codes": [0, 124]}]
         self.assertEqual([r["vs_stock"] for r in rc.verdicts(rows)],
                          ["reference", "within tolerance", "FAILED (exit 124)"])
+
+    def test_a_failed_stock_row_is_no_reference(self):
+        # Stock failed at 2 ranks (a peer timed out after its checks were written): the tandem-run row is not
+        # judged against what that run left, whether it matches or not.
+        def row(front_end, ok, digest, codes):
+            return {"id": f"jax/2/{front_end}", "program": "jax", "ranks": 2, "front_end": front_end, "ok": ok,
+                    "results": {"checks": {"a": {"wrong": 0, "digests": [digest]}}}, "exit_codes": codes}
+        rows = rc.verdicts([row("stock", False, "d", [0, 124]), row("tandem-run", True, "d", [0, 0])])
+        self.assertEqual([r["vs_stock"] for r in rows], ["FAILED (exit 124)", "no reference"])
 
 
 class Table(unittest.TestCase):
