@@ -88,6 +88,41 @@ TEST(timeline_steps, AStepInsideAnotherCountsOnce) {
   EXPECT_EQ(steps[1].start_ns, 100);
 }
 
+TEST(timeline_records, KernelsCopiesAndMemsetsAreCountedApart) {
+  // One kernel, two copies (one between GPUs: communication), three memsets; in the text and the JSON.
+  RawTimeline raw;
+  raw.names = {"_Z4gemmv"};
+  raw.activities = {activity(TANDEM_TIMELINE_KERNEL, 0, 0, 10),     activity(TANDEM_TIMELINE_MEMCPY, 0, 10, 20),
+                    activity(TANDEM_TIMELINE_PEER_COPY, 0, 20, 30), activity(TANDEM_TIMELINE_MEMSET, 0, 30, 31),
+                    activity(TANDEM_TIMELINE_MEMSET, 0, 31, 32),    activity(TANDEM_TIMELINE_MEMSET, 0, 32, 33)};
+  ProcessTimeline t = build_timeline(raw, "");
+  t.pid = 5;
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].kernels, 1u);
+  EXPECT_EQ(t.devices[0].copies, 2u);
+  EXPECT_EQ(t.devices[0].memsets, 3u);
+  EXPECT_EQ(t.devices[0].communication, 1u);
+  EXPECT_NE(render_timeline_text(t).find("1 kernels, 2 copies, 3 memsets (1 communication)"), std::string::npos)
+      << render_timeline_text(t);
+  const json records = timeline_json(t)["devices"][0]["records"];
+  EXPECT_EQ(records["copies"], 2);
+  EXPECT_EQ(records["memsets"], 3);
+}
+
+TEST(timeline_steps, AStepWhoseMarksCameBackOutOfOrderIsUnplaced) {
+  // Step 0's marks are in order (issued after call 10, before 20); step 1 has none (NVTX before CUDA: 0);
+  // step 2's end mark precedes its start mark (CUPTI numbered them otherwise): both keep their host ranges,
+  // and the summary says so.
+  RawTimeline raw = raw_with_steps();
+  raw.steps = {{"step", 0, 100, 10, 20}, {"step", 100, 200, 0, 0}, {"step", 200, 300, 40, 30}};
+  ProcessTimeline t = build_timeline(raw, "step");
+  t.pid = 5;
+  EXPECT_EQ(t.unplaced_steps, 2u);
+  EXPECT_NE(render_timeline_text(t).find("timeline: 2 steps without issue marks"), std::string::npos)
+      << render_timeline_text(t);
+  EXPECT_EQ(timeline_json(t)["unplaced_steps"], 2);
+}
+
 // The exit report of a long run: 200,000 NVTX steps, a kernel in each, classified, placed and
 // reported (text and JSON) in time linear in the steps. It took 90 s and 634 MB when each kept step
 // was found again by a scan of all (issue 38, item 7).
