@@ -212,6 +212,11 @@ TEST_F(preload_nccl_hooks, TheProgramsConfigKeepsWhatThePolicyDoesNotName) {
   // Not made by NCCL_CONFIG_INITIALIZER: handed to NCCL as it is, for NCCL to refuse.
   EXPECT_EQ(configs[3]["config"], calls_of(plain(), "ncclCommInitRankConfig")[2]["config"]);
   EXPECT_EQ(configs[3]["config"]["magic"], 0);
+  // docs/SECURITY.md: NCCL gets a copy with the settings; the program's own struct is never written (nor the
+  // older, smaller one, which a whole ncclConfig_t written over would overrun).
+  for (const char* kept :
+       {"program_config_kept", "program_config_2_17_kept", "split_config_kept", "shrink_config_kept"})
+    EXPECT_EQ(settings().out["steps"][kept], true) << kept;
 }
 
 TEST_F(preload_nccl_hooks, SplitScalableAndInitAll) {
