@@ -214,6 +214,31 @@ def test_a_reduce_scatter_between_two_dtypes_is_never_handed_to_the_route(world,
     assert asked == [torch.float32] and len(handed) == 1
 
 
+def test_a_non_contiguous_gpu_tensor_is_never_handed_to_the_route(world, monkeypatch):
+    """The route reads and writes whole buffers: a strided view (a transposed parameter) takes the group's own
+    collective, said so, and no route is made for it; a contiguous one is handed to the group's route."""
+
+    class GpuTensor:
+        is_cuda = True
+        device = torch.device("cuda", 0)
+
+        def __init__(self, contiguous):
+            self.contiguous = contiguous
+
+        def is_contiguous(self):
+            return self.contiguous
+
+    routes = []
+    monkeypatch.setattr(tt, "copy_engine_route", lambda group=None, **kwargs: routes.append(group) or "route")
+    strided = GpuTensor(False)
+    assert tt._route_for(world, (GpuTensor(True), strided)) == (None, "a non-contiguous tensor")
+    assert tt._run_on_route("ddp_broadcast", "broadcast", world, strided, strided, 4, torch.float32) == \
+        "a non-contiguous tensor"
+    assert routes == []
+    assert tt._route_for(world, (GpuTensor(True), GpuTensor(True))) == ("route", "")
+    assert routes == [world]
+
+
 def test_cpu_bucket_never_reaches_the_route(world):
     route = seed_route(world, "")
     grads = train_one_step("copy-engine")
