@@ -94,6 +94,24 @@ TEST_F(FileRendezvous, MissingRanksAreNamedOnEveryRank) {
   EXPECT_NE(out[1].error.find("ranks 1 and 3 did not join"), std::string::npos) << out[1].error;
 }
 
+// A rank that joined before rank 0 waits a little longer than the time-out, so that rank 0's verdict (naming the
+// ranks that are missing) reaches it rather than a time-out of its own: here rank 2 starts 0.3 s before rank 0,
+// both with 0.5 s.
+TEST_F(FileRendezvous, AnEarlyRankHearsRankZerosVerdict) {
+  std::string error;
+  std::thread early([&] {
+    try {
+      file_rendezvous(options(2, 4, 0.5), "", nullptr);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_THROW(file_rendezvous(options(0, 4, 0.5), kPayload, nullptr), Error);
+  early.join();
+  EXPECT_NE(error.find("rank 0 stopped the rendezvous: ranks 1 and 3 did not join"), std::string::npos) << error;
+}
+
 TEST_F(FileRendezvous, MissingRankZeroIsNamed) {
   auto o = options(1, 2, 0.3);
   o.hint = " (hint)";
