@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "harness/program_timeline.h"
@@ -367,6 +369,46 @@ TEST(timeline_trace, EventsCarryAbsoluteTimesAfterAHeader) {
   EXPECT_EQ(kernels, 4u);
   EXPECT_EQ(steps, 4u);  // two steps on each of two devices
   EXPECT_TRUE(demangled);
+}
+
+// docs/RUN.md, "The trace": a process per program process named "rank R (pid P) on HOST", per GPU a track of
+// its steps (each a slice whose arguments are its figures, and a mark where it starts) and a track per
+// stream, each slice in its class's category and colour.
+TEST(timeline_trace, TracksAndSlicesAreNamedAsDocumented) {
+  RawTimeline raw = raw_with_steps();
+  ProcessTimeline t = build_timeline(raw, "ProfilerStep*");
+  t.pid = 4711;
+  t.rank = 3;
+  t.host = "node1";
+  std::ostringstream out;
+  write_trace_events(out, raw, t);
+  std::istringstream lines(out.str());
+  std::string line;
+  std::getline(lines, line);  // the header
+  std::map<std::string, std::string> process, tracks;
+  std::map<std::string, std::set<std::string>> colours;
+  std::vector<json> steps;
+  size_t marks = 0;
+  while (std::getline(lines, line)) {
+    const json e = json::parse(line);
+    if (e["name"] == "process_name") process[std::to_string(e["pid"].get<long>())] = e["args"]["name"];
+    if (e["name"] == "thread_name") tracks[e["args"]["name"]] = std::to_string(e["tid"].get<int>());
+    if (e["ph"] == "X" && e["cat"] == "step") steps.push_back(e);
+    if (e["ph"] == "X" && e["cat"] != "step") colours[e["cat"]].insert(e["cname"].get<std::string>());
+    if (e["ph"] == "i" && e["name"] == "step start") ++marks;
+  }
+  EXPECT_EQ(process, (std::map<std::string, std::string>{{"4711", "rank 3 (pid 4711) on node1"}}));
+  for (const char* name : {"GPU 0 steps", "GPU 0 stream 7", "GPU 0 stream 9", "GPU 1 steps", "GPU 1 stream 7"})
+    EXPECT_TRUE(tracks.count(name)) << name;
+  ASSERT_EQ(steps.size(), 4u);  // two steps on each of two devices
+  EXPECT_EQ(steps[0]["name"], "ProfilerStep#0 #0");
+  EXPECT_EQ(steps[0]["tid"].get<int>(), std::stoi(tracks["GPU 0 steps"]));
+  EXPECT_EQ(steps[0]["args"]["overlapped_ns"], 10);
+  EXPECT_EQ(steps[0]["args"]["exposed_communication_ns"], 20);
+  EXPECT_EQ(marks, 4u);
+  ASSERT_EQ(colours["computation"].size(), 1u);
+  ASSERT_EQ(colours["communication"].size(), 1u);
+  EXPECT_NE(*colours["computation"].begin(), *colours["communication"].begin());
 }
 
 TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {
