@@ -195,7 +195,8 @@ TEST(run_contract_stats, AnotherUsersFileInAStickyFolderIsRefusedBeforeTheRun) {
   const fs::path shared = scratch.path("shared");
   fs::create_directory(shared);
   ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
-  ASSERT_EQ(::chown(shared.c_str(), 65534, 65534), 0);
+  // Root in a user namespace may have no other user to give files to.
+  if (::chown(shared.c_str(), 65534, 65534) != 0) GTEST_SKIP() << "cannot give a folder to another user here";
   const std::string theirs = (shared / "results.json").string();
   std::ofstream(theirs) << "theirs\n";
   ASSERT_EQ(::chown(theirs.c_str(), 65533, 65533), 0);
