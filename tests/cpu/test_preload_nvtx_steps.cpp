@@ -109,5 +109,19 @@ TEST_F(NvtxSteps, DeeperStillAndTheNextStepCounts) {
   EXPECT_EQ(open, 0u);
 }
 
+TEST_F(NvtxSteps, AStepNotEndedIsStillOpenNotClosed) {
+  push("step open");
+  push("phase");
+  pop();
+  uint64_t open = 0;
+  const size_t closed = closed_nvtx_steps(&open).size();
+  EXPECT_EQ(open, 1u);
+  EXPECT_EQ(closed, steps_before_);
+  pop();
+  EXPECT_EQ(new_steps().size(), 1u);
+  closed_nvtx_steps(&open);
+  EXPECT_EQ(open, 0u);
+}
+
 }  // namespace
 }  // namespace tandem::preload

@@ -111,6 +111,26 @@ TEST(timeline_records, KernelsCopiesAndMemsetsAreCountedApart) {
   EXPECT_EQ(records["memsets"], 3);
 }
 
+TEST(timeline_records, StepsLeftOpenAndRecordsLostAreSaid) {
+  // Two steps still open at exit (the program never ended them): not counted, said; records lost by cause.
+  RawTimeline raw = raw_with_steps();
+  raw.open_steps = 2;
+  raw.counts.dropped = 3;
+  raw.counts.incomplete = 4;
+  raw.counts.over_limit = 5;
+  ProcessTimeline t = build_timeline(raw, "ProfilerStep*");
+  t.pid = 5;
+  const std::string text = render_timeline_text(t);
+  EXPECT_NE(text.find("timeline: 2 steps still open at exit, not counted"), std::string::npos) << text;
+  EXPECT_NE(text.find("timeline: 12 records lost (3 dropped by CUPTI, 4 unfinished at exit, 5 over tandem's limit)"),
+            std::string::npos)
+      << text;
+  const json doc = timeline_json(t);
+  EXPECT_EQ(doc["open_steps"], 2);
+  EXPECT_EQ(doc["lost"]["total"], 12);
+  EXPECT_EQ(doc["devices"][0]["steps"].size(), 2u);
+}
+
 TEST(timeline_steps, AStepWhoseMarksCameBackOutOfOrderIsUnplaced) {
   // Step 0's marks are in order (issued after call 10, before 20); step 1 has none (NVTX before CUDA: 0);
   // step 2's end mark precedes its start mark (CUPTI numbered them otherwise): both keep their host ranges,
