@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,24 @@ TEST_F(FileRendezvous, MissingRanksAreNamedOnEveryRank) {
   EXPECT_NE(out[1].error.find("ranks 1 and 3 did not join"), std::string::npos) << out[1].error;
 }
 
+// A rank that joined before rank 0 waits a little longer than the time-out, so that rank 0's verdict (naming the
+// ranks that are missing) reaches it rather than a time-out of its own: here rank 2 starts 0.3 s before rank 0,
+// both with 0.5 s.
+TEST_F(FileRendezvous, AnEarlyRankHearsRankZerosVerdict) {
+  std::string error;
+  std::thread early([&] {
+    try {
+      file_rendezvous(options(2, 4, 0.5), "", nullptr);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_THROW(file_rendezvous(options(0, 4, 0.5), kPayload, nullptr), Error);
+  early.join();
+  EXPECT_NE(error.find("rank 0 stopped the rendezvous: ranks 1 and 3 did not join"), std::string::npos) << error;
+}
+
 TEST_F(FileRendezvous, MissingRankZeroIsNamed) {
   auto o = options(1, 2, 0.3);
   o.hint = " (hint)";
@@ -115,6 +134,33 @@ TEST_F(FileRendezvous, SmallerWorldElsewhereEndsTheWait) {
   const auto out = run({options(0, 3, 5), options(1, 2, 5)}, kPayload);
   EXPECT_NE(out[0].error.find("world size of 2 but rank 0 with 3"), std::string::npos) << out[0].error;
   EXPECT_NE(out[1].error.find("world size of 2 but rank 0 with 3"), std::string::npos) << out[1].error;
+}
+
+TEST_F(FileRendezvous, ALargerWorldElsewhereIsToldAtOnce) {
+  // Rank 0 was started with 2 ranks, rank 2 with 3 (two launches mixed up): rank 2 lies beyond rank 0's
+  // world, and rank 1 never comes. Both hear it within moments, not after the 10 s time-out: rank 0
+  // names the rank that joined from a larger world, rank 2 the two world sizes.
+  const auto start = std::chrono::steady_clock::now();
+  const auto out = run({options(0, 2, 10), options(2, 3, 10)}, kPayload);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(out[0].error.find("rank 2 joined with a world size of 3 but rank 0 has 2"), std::string::npos)
+      << out[0].error;
+  EXPECT_NE(out[1].error.find("rank 2 was started with a world size of 3 but rank 0 with 2"), std::string::npos)
+      << out[1].error;
+  EXPECT_LT(seconds, 5.0);
+  remove_rendezvous_files(dir_, 3);
+  // With rank 1 there too, rank 2 is told the same at once; ranks 0 and 1, a complete world of 2, either
+  // both stop naming rank 2 (its acknowledgement came first) or both go on.
+  const auto all = run({options(0, 2, 10), options(1, 2, 10), options(2, 3, 10)}, kPayload);
+  EXPECT_NE(all[2].error.find("rank 2 was started with a world size of 3 but rank 0 with 2"), std::string::npos)
+      << all[2].error;
+  EXPECT_EQ(all[0].error.empty(), all[1].error.empty()) << all[0].error << " / " << all[1].error;
+  if (!all[0].error.empty()) {
+    EXPECT_NE(all[0].error.find("rank 2 joined with a world size of 3"), std::string::npos) << all[0].error;
+    EXPECT_NE(all[1].error.find("rank 2 joined with a world size of 3"), std::string::npos) << all[1].error;
+  }
+  const double both = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(both, 10.0);
 }
 
 TEST_F(FileRendezvous, NegativeVerdictReachesEveryRank) {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "error_of.h"
@@ -228,6 +229,10 @@ TEST(ChooseDevice, TooManyRanksPerNode) {
   EXPECT_NE(why.find("--allow-shared-gpu"), std::string::npos);
   r.allow_shared_gpu = true;
   EXPECT_EQ(choose_device(process(2, 3, 2), r, 2), 0);
+  // Shared GPUs are dealt out in turn: local ranks 3, 4 and 5 of 6 on 2 GPUs take 1, 0 and 1.
+  EXPECT_EQ(choose_device(process(3, 6, 3), r, 2), 1);
+  EXPECT_EQ(choose_device(process(4, 6, 4), r, 2), 0);
+  EXPECT_EQ(choose_device(process(5, 6, 5), r, 2), 1);
   EXPECT_NE(error_of([&] { choose_device(process(0, 1, 0), r, 0); }).find("no GPU is visible"), std::string::npos);
 }
 
@@ -239,6 +244,33 @@ TEST(Rendezvous, KeysIdentifyTheJob) {
   EXPECT_EQ(rendezvous_key(detect(env_only), map_environment(env_only)), "default");
   const Vars odd = {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"MASTER_ADDR", "a/b c"}, {"MASTER_PORT", "1"}};
   EXPECT_EQ(rendezvous_key(detect(odd), map_environment(odd)), "master-a_b_c-1");
+  // Open MPI without its job id (a PMIx launch), inside a Slurm job: the PMIx namespace names the mpirun, so
+  // that two of them in one Slurm job meet apart.
+  Vars pmix = merged(kOmpi, {{"SLURM_JOB_ID", "4242"}, {"PMIX_NAMESPACE", "prterun-node1-4242@1"}});
+  pmix.erase("OMPI_MCA_ess_base_jobid");
+  EXPECT_EQ(rendezvous_key(detect(pmix), map_environment(pmix)), "pmix-prterun-node1-4242_1");
+}
+
+TEST(Rendezvous, ATorchrunRestartMeetsInANewPlace) {
+  // torchrun restarts its workers (--max-restarts) with the same run id, master and port, and a higher
+  // TORCHELASTIC_RESTART_COUNT: the restarted ranks must not find the rendezvous files of the group they
+  // replace (an "ok" from a rank 0 that is gone, NCCL's old id), so each restart has a key and a folder of its own.
+  LaunchRequest request;
+  std::set<std::string> keys, folders;
+  for (const char* restart : {"0", "1", "2", "10"}) {
+    const Vars v = merged(kTorchrun, {{"LOCAL_WORLD_SIZE", "4"}, {"TORCHELASTIC_RESTART_COUNT", restart}});
+    const std::string key = rendezvous_key(detect(v), map_environment(v));
+    EXPECT_EQ(key, std::string("torchrun-none-10.0.0.1-29500-r") + restart);
+    keys.insert(key);
+    folders.insert(choose_rendezvous(detect(v), request, map_environment(v), false).where);
+  }
+  EXPECT_EQ(keys.size(), 4u);
+  EXPECT_EQ(folders.size(), 4u);
+  // Every rank of one restart agrees: the key depends on the job, never on the rank.
+  const Vars rank0 = merged(kTorchrun, {{"RANK", "0"}, {"LOCAL_RANK", "0"}, {"TORCHELASTIC_RESTART_COUNT", "3"}});
+  const Vars rank3 = merged(kTorchrun, {{"TORCHELASTIC_RESTART_COUNT", "3"}});
+  EXPECT_EQ(rendezvous_key(detect(rank0), map_environment(rank0)),
+            rendezvous_key(detect(rank3), map_environment(rank3)));
 }
 
 TEST(Rendezvous, Precedence) {

@@ -32,6 +32,22 @@ TEST(overlap_steps, NestedRangesOfTheSameNameCountOnce) {
   EXPECT_EQ(steps[1].start_ns, 100);
 }
 
+TEST(overlap_steps, RangesNestedTwoLevelsDeepCountOnce) {
+  // step [0,100) > step [10,50) > step [20,30), then step [60,90) inside the first after the second ended, and
+  // [40,45) inside the first two: all one step. Then step [100,200) > step [110,120) > step [115,118), and
+  // [200,300) alone: three steps in all.
+  const auto steps =
+      outermost_ranges({StepRange{"step", 20, 30}, StepRange{"step", 60, 90}, StepRange{"step", 0, 100},
+                        StepRange{"step", 10, 50}, StepRange{"step", 40, 45}, StepRange{"step", 115, 118},
+                        StepRange{"step", 110, 120}, StepRange{"step", 100, 200}, StepRange{"step", 200, 300}});
+  ASSERT_EQ(steps.size(), 3u);
+  EXPECT_EQ(steps[0].start_ns, 0);
+  EXPECT_EQ(steps[0].end_ns, 100);
+  EXPECT_EQ(steps[1].start_ns, 100);
+  EXPECT_EQ(steps[1].end_ns, 200);
+  EXPECT_EQ(steps[2].start_ns, 200);
+}
+
 TEST(overlap_steps, EqualStartsKeepTheEnclosingRange) {
   const auto steps = outermost_ranges({StepRange{"inner", 0, 50}, StepRange{"outer", 0, 100}});
   ASSERT_EQ(steps.size(), 1u);

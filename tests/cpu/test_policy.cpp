@@ -651,6 +651,10 @@ TEST_F(PolicyFile, JsonIsRejectedClearly) {
   EXPECT_EQ(file_error(path), "policy file '" + path +
                                   "' looks like JSON; a policy file is plain text: '#' comment lines and one "
                                   "policy line such as 'shape:3+priority'");
+  // A JSON list too (a tune --json's "candidates" pasted into a file).
+  const std::string list = write("list.json", "[\"priority\", \"shape:3+priority\"]\n");
+  EXPECT_NE(file_error(list).find("' looks like JSON; a policy file is plain text"), std::string::npos)
+      << file_error(list);
 }
 
 TEST_F(PolicyFile, NoFileReferencesInFiles) {

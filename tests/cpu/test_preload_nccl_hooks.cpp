@@ -212,6 +212,11 @@ TEST_F(preload_nccl_hooks, TheProgramsConfigKeepsWhatThePolicyDoesNotName) {
   // Not made by NCCL_CONFIG_INITIALIZER: handed to NCCL as it is, for NCCL to refuse.
   EXPECT_EQ(configs[3]["config"], calls_of(plain(), "ncclCommInitRankConfig")[2]["config"]);
   EXPECT_EQ(configs[3]["config"]["magic"], 0);
+  // docs/SECURITY.md: NCCL gets a copy with the settings; the program's own struct is never written (nor the
+  // older, smaller one, which a whole ncclConfig_t written over would overrun).
+  for (const char* kept :
+       {"program_config_kept", "program_config_2_17_kept", "split_config_kept", "shrink_config_kept"})
+    EXPECT_EQ(settings().out["steps"][kept], true) << kept;
 }
 
 TEST_F(preload_nccl_hooks, SplitScalableAndInitAll) {
@@ -726,6 +731,30 @@ TEST(preload_nccl_hooks_versions, AOneSidedCtaBoundOnAnNcclOlderThan217IsSaid) {
               std::string::npos)
         << policy << ": " << r.raw.err;
   }
+}
+
+TEST(preload_nccl_hooks_versions, EachSettingAtItsVersionsEdges) {
+  // nccl-cga is 2.17's too; at 2.17.0 exactly the CTA bounds and the cluster size apply (only the CTA policy,
+  // 2.27's, is said), at 2.27.0 exactly everything does; and the route needs 2.28.0, not more.
+  const ClientRun cga = run_client(kFakeClient, "nccl-cga:1", "FAKE_NCCL_VERSION=21605");
+  ASSERT_EQ(cga.raw.status, 0) << cga.raw.err;
+  EXPECT_NE(cga.raw.err.find("nccl-cga needs NCCL 2.17 or later; this process's NCCL is 2.16.5: not applied"),
+            std::string::npos)
+      << cga.raw.err;
+  const ClientRun at_217 = run_client(kFakeClient, kSettings, "FAKE_NCCL_VERSION=21700");
+  ASSERT_EQ(at_217.raw.status, 0) << at_217.raw.err;
+  EXPECT_NE(at_217.raw.err.find("nccl-cta-policy needs NCCL 2.27 or later; this process's NCCL is 2.17.0"),
+            std::string::npos)
+      << at_217.raw.err;
+  EXPECT_EQ(at_217.raw.err.find("nccl-ctas needs"), std::string::npos) << at_217.raw.err;
+  EXPECT_EQ(at_217.raw.err.find("nccl-cga needs"), std::string::npos) << at_217.raw.err;
+  const ClientRun at_227 = run_client(kFakeClient, kSettings, "FAKE_NCCL_VERSION=22700");
+  ASSERT_EQ(at_227.raw.status, 0) << at_227.raw.err;
+  EXPECT_EQ(at_227.raw.err.find(" needs NCCL "), std::string::npos) << at_227.raw.err;
+  // Without a GPU the route is unavailable here for want of a device, not of NCCL's version.
+  const ClientRun at_228 = run_client(kFakeClient, "copy-engine", "FAKE_NCCL_VERSION=22800");
+  ASSERT_EQ(at_228.raw.status, 0) << at_228.raw.err;
+  EXPECT_EQ(at_228.raw.err.find("needs NCCL 2.28 or later"), std::string::npos) << at_228.raw.err;
 }
 
 TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing) {

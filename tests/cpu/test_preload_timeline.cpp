@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -18,6 +21,7 @@
 
 namespace {
 
+namespace fs = std::filesystem;
 using json = nlohmann::json;
 using tandem_test::read_text;
 using tandem_test::ScratchFolder;
@@ -71,7 +75,8 @@ TEST(preload_timeline, FiguresMatchTheConstructionStepByStep) {
   EXPECT_EQ(r.out["api_records_enabled"], 5) << "4 copy and memset calls, and cuDriverGetVersion for the marks";
   const json& d = only_device(t);
   const json& steps = d["steps"];
-  ASSERT_EQ(steps.size(), 3u) << "the nested 'step' and the 'warmup' range are no steps: " << steps.dump();
+  ASSERT_EQ(steps.size(), 3u)
+      << "the nested 'step's (step > step, step > phase > step) and the 'warmup' range are no steps: " << steps.dump();
   // The construction (fake_cupti_client.cpp), in microseconds: each step's window on the GPU runs from
   // its first record to the next step's first (the last one: to its last record's end).
   const struct {
@@ -267,6 +272,14 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
                        "0.100 ms, exposed communication 0.300 ms, idle 0.400 ms"),
             std::string::npos)
       << r.err;
+  // The job's headline: over the slowest steps, 0 + 300 + 100 of 300 + 300 + 400 us hidden, 40.0 % (the
+  // steps' shares' mean would read 41.7 %, their median 25.0 %, the medians' quotient 33.3 %).
+  const size_t job_start = r.err.find("tandem run: job timeline: 2 ranks");
+  ASSERT_NE(job_start, std::string::npos) << r.err;
+  const std::string job_line = r.err.substr(job_start, r.err.find('\n', job_start) - job_start);
+  const std::string headline = "; 40.0 % of the communication hidden";
+  ASSERT_GE(job_line.size(), headline.size()) << job_line;
+  EXPECT_EQ(job_line.substr(job_line.size() - headline.size()), headline) << job_line;
   EXPECT_NE(r.err.find("4 activity records lost over the ranks"), std::string::npos) << r.err;
 
   const json doc = json::parse(read_text(trace));
@@ -295,6 +308,7 @@ TEST(preload_timeline, TwoProcessesGiveTheJobsLineAndOneTrace) {
   EXPECT_EQ(job["job"]["ranks"], 2);
   EXPECT_EQ(job["processes"].size(), 2u);
   EXPECT_DOUBLE_EQ(job["job"]["summary"]["computation_ms"].get<double>(), 0.6);
+  EXPECT_DOUBLE_EQ(job["job"]["summary"]["hidden_share"].get<double>(), 0.4);
   EXPECT_EQ(job["job"]["steps"][2]["slowest"].get<std::string>().rfind("rank 1 ", 0), 0u);
 }
 
@@ -395,6 +409,63 @@ TEST(preload_timeline, AKilledProgramLeavesTheEarlierFilesWithALine) {
         << r.err;
     EXPECT_NE(r.err.find("not written (the earlier file is kept as it was)"), std::string::npos) << r.err;
   }
+}
+
+// --step-range and --timeline-json each imply --timeline (docs/RUN.md): given alone, the steps are recorded.
+TEST(preload_timeline, AStepRangeOrATimelineJsonAloneRecords) {
+  ScratchFolder dir;
+  const TandemRun r =
+      tandem_run(dir, "--step-range step --stats " + dir.path("stats.json").string(), kClient + " overlap");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.stats["timeline"]["state"], "recorded") << r.stats.dump();
+  EXPECT_EQ(r.stats["timeline"]["steps_from"], "nvtx");
+  EXPECT_EQ(only_device(r.stats["timeline"])["steps"].size(), 3u);
+  const std::string job_json = dir.path("job.json").string();
+  const TandemRun j = tandem_run(dir, "--timeline-json " + job_json, kClient + " overlap");
+  ASSERT_EQ(j.status, 0) << j.err;
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["steps_from"], "run");
+  EXPECT_EQ(job["job"]["summary"]["steps"], 1);
+}
+
+// `LAUNCHER tandem run --timeline -- CMD` (docs/RUN.md, "The job"): one tandem run per rank, meeting in the
+// job's folder under TMPDIR (named by the launcher's job key). The last rank to finish prints the job's line,
+// once, and writes the job's JSON; the folder goes. Files an earlier job of the same key left there (older
+// than this run: a timeline of a third rank, a rank marked done) are not counted.
+TEST(preload_timeline, TheRanksOfALaunchersJobMeetInItsFolder) {
+  ScratchFolder dir;
+  const fs::path tmp = dir.path("tmp");
+  const fs::path mine = tmp / ("tandem-timeline-" + std::to_string(static_cast<long>(::getuid())));
+  const fs::path folder = mine / "master-127.0.0.1-29999";
+  fs::create_directories(folder);
+  fs::permissions(mine, fs::perms::owner_all);
+  fs::permissions(folder, fs::perms::owner_all);
+  std::ofstream(folder / "timeline-4242.json")
+      << R"({"pid": 4242, "rank": 5, "state": "recorded", "devices": [{"device": 0, "steps": [{"start_ns": 0,)"
+      << R"( "end_ns": 9, "step_ns": 9, "computation_ns": 9, "communication_ns": 0, "overlapped_ns": 0,)"
+      << R"( "exposed_communication_ns": 0, "idle_ns": 0}]}]})";
+  std::ofstream(folder / "done-4242") << "5\n";
+  const auto an_hour_ago = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  fs::last_write_time(folder / "timeline-4242.json", an_hour_ago);
+  fs::last_write_time(folder / "done-4242", an_hour_ago);
+  const std::string job_json = dir.path("job.json").string();
+  const auto rank = [&](int r, const std::string& mode) {
+    return "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
+           " MASTER_ADDR=127.0.0.1 MASTER_PORT=29999 TMPDIR=" + tmp.string() + " " + kTandem +
+           " run --timeline --step-range step --timeline-json " + job_json + " -- " + kClient + " " + mode +
+           " >/dev/null 2>" + dir.path("err" + std::to_string(r)).string();
+  };
+  const std::string line = "env -u LD_LIBRARY_PATH -u NVTX_INJECTION64_PATH -u CUDA_INJECTION64_PATH sh -c '" +
+                           rank(0, "overlap") + " & " + rank(1, "overlap slow") + "; wait'";
+  ASSERT_EQ(std::system(line.c_str()), 0);
+  const std::string err = read_text(dir.path("err0")) + read_text(dir.path("err1"));
+  const size_t at = err.find("tandem run: job timeline: 2 ranks, 3 steps 'step' (NVTX ranges)");
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find("tandem run: job timeline: 2 ranks", at + 1), std::string::npos) << "printed once: " << err;
+  const json job = json::parse(read_text(job_json));
+  EXPECT_EQ(job["job"]["ranks"], 2) << job.dump();
+  EXPECT_DOUBLE_EQ(job["job"]["summary"]["hidden_share"].get<double>(), 0.4);
+  EXPECT_FALSE(fs::exists(folder));
 }
 
 TEST(preload_timeline, TheTimelineFolderIsRemovedAfterTheRun) {

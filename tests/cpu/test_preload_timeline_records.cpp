@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "harness/program_timeline.h"
@@ -87,6 +89,61 @@ TEST(timeline_steps, AStepInsideAnotherCountsOnce) {
   EXPECT_EQ(steps[0].issued_after, 1u);
   EXPECT_EQ(steps[0].issued_before, 5u);
   EXPECT_EQ(steps[1].start_ns, 100);
+}
+
+TEST(timeline_records, KernelsCopiesAndMemsetsAreCountedApart) {
+  // One kernel, two copies (one between GPUs: communication), three memsets; in the text and the JSON.
+  RawTimeline raw;
+  raw.names = {"_Z4gemmv"};
+  raw.activities = {activity(TANDEM_TIMELINE_KERNEL, 0, 0, 10),     activity(TANDEM_TIMELINE_MEMCPY, 0, 10, 20),
+                    activity(TANDEM_TIMELINE_PEER_COPY, 0, 20, 30), activity(TANDEM_TIMELINE_MEMSET, 0, 30, 31),
+                    activity(TANDEM_TIMELINE_MEMSET, 0, 31, 32),    activity(TANDEM_TIMELINE_MEMSET, 0, 32, 33)};
+  ProcessTimeline t = build_timeline(raw, "");
+  t.pid = 5;
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].kernels, 1u);
+  EXPECT_EQ(t.devices[0].copies, 2u);
+  EXPECT_EQ(t.devices[0].memsets, 3u);
+  EXPECT_EQ(t.devices[0].communication, 1u);
+  EXPECT_NE(render_timeline_text(t).find("1 kernels, 2 copies, 3 memsets (1 communication)"), std::string::npos)
+      << render_timeline_text(t);
+  const json records = timeline_json(t)["devices"][0]["records"];
+  EXPECT_EQ(records["copies"], 2);
+  EXPECT_EQ(records["memsets"], 3);
+}
+
+TEST(timeline_records, StepsLeftOpenAndRecordsLostAreSaid) {
+  // Two steps still open at exit (the program never ended them): not counted, said; records lost by cause.
+  RawTimeline raw = raw_with_steps();
+  raw.open_steps = 2;
+  raw.counts.dropped = 3;
+  raw.counts.incomplete = 4;
+  raw.counts.over_limit = 5;
+  ProcessTimeline t = build_timeline(raw, "ProfilerStep*");
+  t.pid = 5;
+  const std::string text = render_timeline_text(t);
+  EXPECT_NE(text.find("timeline: 2 steps still open at exit, not counted"), std::string::npos) << text;
+  EXPECT_NE(text.find("timeline: 12 records lost (3 dropped by CUPTI, 4 unfinished at exit, 5 over tandem's limit)"),
+            std::string::npos)
+      << text;
+  const json doc = timeline_json(t);
+  EXPECT_EQ(doc["open_steps"], 2);
+  EXPECT_EQ(doc["lost"]["total"], 12);
+  EXPECT_EQ(doc["devices"][0]["steps"].size(), 2u);
+}
+
+TEST(timeline_steps, AStepWhoseMarksCameBackOutOfOrderIsUnplaced) {
+  // Step 0's marks are in order (issued after call 10, before 20); step 1 has none (NVTX before CUDA: 0);
+  // step 2's end mark precedes its start mark (CUPTI numbered them otherwise): both keep their host ranges,
+  // and the summary says so.
+  RawTimeline raw = raw_with_steps();
+  raw.steps = {{"step", 0, 100, 10, 20}, {"step", 100, 200, 0, 0}, {"step", 200, 300, 40, 30}};
+  ProcessTimeline t = build_timeline(raw, "step");
+  t.pid = 5;
+  EXPECT_EQ(t.unplaced_steps, 2u);
+  EXPECT_NE(render_timeline_text(t).find("timeline: 2 steps without issue marks"), std::string::npos)
+      << render_timeline_text(t);
+  EXPECT_EQ(timeline_json(t)["unplaced_steps"], 2);
 }
 
 // The exit report of a long run: 200,000 NVTX steps, a kernel in each, classified, placed and
@@ -194,6 +251,93 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   EXPECT_EQ(summary->steps, 2u);
 }
 
+// One step of a rank: its length, communication busy and the part of it overlapped.
+StepFigures step_of(int64_t step, int64_t communication, int64_t overlapped) {
+  StepFigures s;
+  s.step_ns = step;
+  s.computation_ns = step / 2;
+  s.communication_ns = communication;
+  s.overlapped_ns = overlapped;
+  s.exposed_communication_ns = communication - overlapped;
+  return s;
+}
+
+bench::ProcessTimelineFile process_with(int rank, std::vector<StepFigures> steps) {
+  bench::ProcessTimelineFile p;
+  p.pid = 100 + rank;
+  p.rank = rank;
+  p.state = "recorded";
+  RankFigures figures;
+  figures.steps = std::move(steps);
+  p.devices.emplace_back(0, figures);
+  return p;
+}
+
+TEST(timeline_job, TheJobsHiddenShareIsOverTheSlowestRanksSteps) {
+  // The slowest rank of each step: rank 0 in step 0 (100 against 90), rank 1 in steps 1 and 2. Their
+  // communication is 40, 60 and 20, of which 0, 30 and 5 overlapped: 35 / 120 = 29.2 % hidden. Every other
+  // reading differs: over both ranks' steps 105 / 190 = 55.3 %, the steps' shares' mean 25.0 % and median
+  // 25.0 %, the medians' quotient 5 / 40 = 12.5 %, rank 0's own 60 / 100 = 60.0 %, the last step's 25.0 %.
+  const bench::JobTimeline job =
+      bench::job_timeline({process_with(0, {step_of(100, 40, 0), step_of(100, 10, 10), step_of(50, 50, 50)}),
+                           process_with(1, {step_of(90, 10, 10), step_of(120, 60, 30), step_of(80, 20, 5)})});
+  const auto summary = bench::summarize_job(job);
+  ASSERT_TRUE(summary);
+  ASSERT_TRUE(summary->hidden_share);
+  EXPECT_DOUBLE_EQ(*summary->hidden_share, 35.0 / 120.0);
+  const std::string text = bench::job_timeline_text(job);
+  EXPECT_NE(text.find("; 29.2 % of the communication hidden\n"), std::string::npos) << text;
+  const json doc = bench::job_timeline_json(job);
+  EXPECT_DOUBLE_EQ(doc["summary"]["hidden_share"].get<double>(), 35.0 / 120.0);
+  // Each step's own share is its slowest rank's.
+  EXPECT_DOUBLE_EQ(doc["steps"][1]["hidden_share"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(doc["steps"][2]["hidden_share"].get<double>(), 0.25);
+}
+
+TEST(timeline_job, TheJobsLineSaysWhatItLeftOutAndWhoRecordedNothing) {
+  // Rank 0 has 3 steps, rank 1 only 2: the job compares 2 and leaves 1 out. Rank 1 is slowest in both (120
+  // and 100 against 100 and 50); rank 2 stepped aside for another profiler; records lost count once a process.
+  bench::ProcessTimelineFile zero = process_with(0, {step_of(100, 40, 0), step_of(50, 10, 10), step_of(80, 10, 0)});
+  zero.lost = 7;
+  bench::ProcessTimelineFile aside;
+  aside.pid = 9;
+  aside.rank = 2;
+  aside.state = "stepped-aside";
+  aside.reason = "CUDA_INJECTION64_PATH=x";
+  const bench::JobTimeline job =
+      bench::job_timeline({zero, process_with(1, {step_of(120, 20, 10), step_of(100, 30, 0)}), aside});
+  const std::string text = bench::job_timeline_text(job);
+  EXPECT_NE(text.find("tandem run: job timeline: 2 ranks, 2 steps (the whole run); the slowest rank's step, median "
+                      "0.000 ms (rank 1 (pid 101) GPU 0 slowest in 2 of 2)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("; 20.0 % of the communication hidden\n"), std::string::npos) << text;  // 10 of 20 + 30
+  EXPECT_NE(text.find("tandem run: job timeline: 1 steps left out: not every rank has them"), std::string::npos)
+      << text;
+  EXPECT_NE(
+      text.find("tandem run: job timeline: not recorded in rank 2 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("tandem run: job timeline: 7 activity records lost over the ranks"), std::string::npos) << text;
+  const json doc = bench::job_timeline_json(job);
+  EXPECT_EQ(doc["summary"]["slowest_most_often"], "rank 1 (pid 101) GPU 0");
+  EXPECT_EQ(doc["summary"]["steps"], 2);
+  EXPECT_EQ(doc["steps_left_out"], 1);
+  EXPECT_EQ(doc["records_lost"], 7);
+  EXPECT_EQ(doc["not_recorded"], json::array({"rank 2 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x"}));
+  EXPECT_EQ(doc["steps"][0]["slowest"], "rank 1 (pid 101) GPU 0");
+}
+
+TEST(timeline_job, AJobWithoutCommunicationHidesNothingAndSaysSo) {
+  const bench::JobTimeline job =
+      bench::job_timeline({process_with(0, {step_of(100, 0, 0)}), process_with(1, {step_of(90, 0, 0)})});
+  const auto summary = bench::summarize_job(job);
+  ASSERT_TRUE(summary);
+  EXPECT_FALSE(summary->hidden_share);
+  EXPECT_NE(bench::job_timeline_text(job).find("; no communication\n"), std::string::npos);
+  EXPECT_TRUE(bench::job_timeline_json(job)["summary"]["hidden_share"].is_null());
+}
+
 TEST(timeline_json, AMalformedDocumentIsRefusedByName) {
   try {
     bench::parse_process_timeline(json{{"pid", 1}});
@@ -284,6 +428,46 @@ TEST(timeline_trace, EventsCarryAbsoluteTimesAfterAHeader) {
   EXPECT_EQ(kernels, 4u);
   EXPECT_EQ(steps, 4u);  // two steps on each of two devices
   EXPECT_TRUE(demangled);
+}
+
+// docs/RUN.md, "The trace": a process per program process named "rank R (pid P) on HOST", per GPU a track of
+// its steps (each a slice whose arguments are its figures, and a mark where it starts) and a track per
+// stream, each slice in its class's category and colour.
+TEST(timeline_trace, TracksAndSlicesAreNamedAsDocumented) {
+  RawTimeline raw = raw_with_steps();
+  ProcessTimeline t = build_timeline(raw, "ProfilerStep*");
+  t.pid = 4711;
+  t.rank = 3;
+  t.host = "node1";
+  std::ostringstream out;
+  write_trace_events(out, raw, t);
+  std::istringstream lines(out.str());
+  std::string line;
+  std::getline(lines, line);  // the header
+  std::map<std::string, std::string> process, tracks;
+  std::map<std::string, std::set<std::string>> colours;
+  std::vector<json> steps;
+  size_t marks = 0;
+  while (std::getline(lines, line)) {
+    const json e = json::parse(line);
+    if (e["name"] == "process_name") process[std::to_string(e["pid"].get<long>())] = e["args"]["name"];
+    if (e["name"] == "thread_name") tracks[e["args"]["name"]] = std::to_string(e["tid"].get<int>());
+    if (e["ph"] == "X" && e["cat"] == "step") steps.push_back(e);
+    if (e["ph"] == "X" && e["cat"] != "step") colours[e["cat"]].insert(e["cname"].get<std::string>());
+    if (e["ph"] == "i" && e["name"] == "step start") ++marks;
+  }
+  EXPECT_EQ(process, (std::map<std::string, std::string>{{"4711", "rank 3 (pid 4711) on node1"}}));
+  for (const char* name : {"GPU 0 steps", "GPU 0 stream 7", "GPU 0 stream 9", "GPU 1 steps", "GPU 1 stream 7"})
+    EXPECT_TRUE(tracks.count(name)) << name;
+  ASSERT_EQ(steps.size(), 4u);  // two steps on each of two devices
+  EXPECT_EQ(steps[0]["name"], "ProfilerStep#0 #0");
+  EXPECT_EQ(steps[0]["tid"].get<int>(), std::stoi(tracks["GPU 0 steps"]));
+  EXPECT_EQ(steps[0]["args"]["overlapped_ns"], 10);
+  EXPECT_EQ(steps[0]["args"]["exposed_communication_ns"], 20);
+  EXPECT_EQ(marks, 4u);
+  ASSERT_EQ(colours["computation"].size(), 1u);
+  ASSERT_EQ(colours["communication"].size(), 1u);
+  EXPECT_NE(*colours["computation"].begin(), *colours["communication"].begin());
 }
 
 TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {

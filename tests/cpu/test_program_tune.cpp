@@ -139,6 +139,40 @@ TEST(program_tune, SeveralMatchesInOneRunCountAsTheirMedian) {
   EXPECT_EQ(last_line(read_text(dir.path("tandem-tuned.policy"))), "priority");
 }
 
+// docs/RUN.md: "Duplicates run once": a candidate listed twice, in two spellings, is one candidate.
+TEST(program_tune, ACandidateListedTwiceRunsOnce) {
+  ScratchFolder dir;
+  const std::string program = write_program(dir, "echo '\"step_ms_median\": 10'");
+  const Result r = tune(
+      dir, kMetric + " --rounds 2 --candidates priority,shape:2+priority,priority+shape:2,priority --json r.json -q",
+      program);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const auto doc = nlohmann::json::parse(read_text(dir.path("r.json")));
+  ASSERT_EQ(doc["policies"].size(), 3u) << doc["policies"].dump();  // the baseline and two candidates
+  EXPECT_EQ(doc["runs"].size(), 6u);                                // 2 rounds x 3
+  EXPECT_EQ(read_text(dir.path("count.priority")), "2\n");
+  EXPECT_EQ(read_text(dir.path("count.shape_2_priority")), "2\n");
+}
+
+// docs/RUN.md: every run reads its stdin from /dev/null, never tune's own (a terminal would stop a
+// background tune; a pipe's data would go to whichever run reads first).
+TEST(program_tune, RunsReadNothingFromTunesStdin) {
+  ScratchFolder dir;
+  const std::string program =
+      write_program(dir,
+                    "if IFS= read -r line; then echo \"read: $line\"; else echo 'stdin: end'; fi\n"
+                    "echo '\"step_ms_median\": 10'");
+  const Result r =
+      run_shell("printf 'one\\ntwo\\n' | (cd " + sh_quoted(dir.str()) + " && " + kTandem + " tune --logs logs " +
+                kMetric + " --rounds 1 --candidates priority -q -- " + program + ")");
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  for (const char* log : {"logs/round1-baseline.log", "logs/round1-priority.log"}) {
+    const std::string text = read_text(dir.path(log));
+    EXPECT_NE(text.find("stdin: end"), std::string::npos) << log << ": " << text;
+    EXPECT_EQ(text.find("read: "), std::string::npos) << log << ": " << text;
+  }
+}
+
 TEST(program_tune, HigherIsBetterForThroughputs) {
   ScratchFolder dir;
   const std::string program = write_program(dir,

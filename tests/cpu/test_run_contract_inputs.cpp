@@ -2,16 +2,19 @@
 // a policy file is read once, bounded, by `tandem run` (never by the interposer in each process, at
 // exit, after a chdir, from a FIFO or /dev/zero); the stats path must be a writable file; the
 // library to preload must be tandem's interposer.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
 #include "preload/config.h"
 #include "tandem/policy.h"
+#include "tandem/run_contract.h"
 #include "test_preload_paths.h"
 #include "test_run_contract_shell.h"
 
@@ -183,6 +186,33 @@ TEST(run_contract_stats, MissingFolderIsRefusedBeforeTheRun) {
       "--stats");
 }
 
+// Another user's file in a sticky shared folder (/tmp): the statistics could not replace it at the end of
+// the run (EPERM), or, as root, would take it. Refused before the program runs, the file left as it was;
+// the same for the outputs of `tandem run --timeline` and `tandem tune`.
+TEST(run_contract_stats, AnotherUsersFileInAStickyFolderIsRefusedBeforeTheRun) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give files to other users";
+  ScratchFolder scratch;
+  const fs::path shared = scratch.path("shared");
+  fs::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  // Root in a user namespace may have no other user to give files to.
+  if (::chown(shared.c_str(), 65534, 65534) != 0) GTEST_SKIP() << "cannot give a folder to another user here";
+  const std::string theirs = (shared / "results.json").string();
+  std::ofstream(theirs) << "theirs\n";
+  ASSERT_EQ(::chown(theirs.c_str(), 65533, 65533), 0);
+  for (const std::string& options : {"--stats " + sh_quoted(theirs), "--timeline --trace " + sh_quoted(theirs),
+                                     "--timeline --timeline-json " + sh_quoted(theirs)}) {
+    SCOPED_TRACE(options);
+    expect_refused_before_running(run_shell(tandem_run(options, "echo ran")),
+                                  "it belongs to another user in a shared folder");
+  }
+  const Result tune = run_shell(bounded(sh_quoted(kTandem) + " tune -q --rounds 1 --candidates priority -o " +
+                                        sh_quoted(theirs) + " -- echo ran"));
+  EXPECT_NE(tune.status, 0);
+  EXPECT_NE(tune.err.find("it belongs to another user in a shared folder"), std::string::npos) << tune.err;
+  EXPECT_EQ(tandem_test::read_text(theirs), "theirs\n");
+}
+
 TEST(run_contract_stats, LinkIsRefusedAndItsTargetKept) {
   ScratchFolder scratch;
   std::ofstream(scratch.path("target")) << "keep";
@@ -218,6 +248,38 @@ TEST(run_contract_library, AnotherSharedLibraryIsRefused) {
   const std::string fake_driver =
       (fs::path(tandem_preload_test::fake_driver_client_path()).parent_path() / "libcuda.so.1").string();
   expect_library_refused(fake_driver, "not tandem's interposer: it does not export dlsym");
+}
+
+// glibc's libc (2.34 and later) exports dlsym and dlerror itself, as another interposer would: exporting
+// those two is not being tandem's. Preloaded, it would run the program with no control at all.
+TEST(run_contract_library, ALibraryExportingDlsymAndDlerrorIsNotEnough) {
+  Dl_info error_info{}, dlsym_info{};
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(&::dlerror), &error_info), 0);
+  ASSERT_NE(::dladdr(reinterpret_cast<void*>(&::dlsym), &dlsym_info), 0);
+  // libc.so.6 (libdl.so.2 before glibc 2.34): the one library that defines both.
+  const std::string libc = error_info.dli_fname;
+  ASSERT_EQ(libc, dlsym_info.dli_fname);
+  expect_library_refused(libc,
+                         std::string("not tandem's interposer: it does not export ") + tandem::preload::kHookNames[0]);
+}
+
+// An interposer of an older build, which lacks the newest hook (the last of the list): preloaded, it would
+// leave those calls unseen. A copy of tandem's own with that one name spelled otherwise in its tables.
+TEST(run_contract_library, AnInterposerWithoutOneHookIsRefused) {
+  const std::string newest = std::end(tandem::preload::kHookNames)[-1];
+  std::ifstream in(kLibrary, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string name = newest + '\0';
+  std::string other = name;
+  other[other.size() - 2] ^= 0x20;  // the last letter's case changed
+  size_t replaced = 0;
+  for (size_t at = bytes.find(name); at != std::string::npos; at = bytes.find(name, at + name.size()), ++replaced)
+    bytes.replace(at, name.size(), other);
+  ASSERT_GT(replaced, 0u) << newest << " not found in " << kLibrary;
+  ScratchFolder scratch;
+  const std::string old_build = scratch.path("libtandem_preload.so").string();
+  std::ofstream(old_build, std::ios::binary) << bytes;
+  expect_library_refused(old_build, "not tandem's interposer: it does not export " + newest);
 }
 
 TEST(run_contract_library, ProgramIsRefused) {

@@ -132,6 +132,35 @@ TEST_F(SafeFile, OutputsThroughALinkedFolderAreOneFile) {
   expect_only({"d", "l", "deep"});
 }
 
+// A shared folder with the sticky bit (/tmp) owned by someone else, holding another user's file: the rename
+// at the end of a run would fail (EPERM; root passes it, and would take the other user's file), so the name
+// is refused before any work. Our own file there, and another user's in a sticky folder of ours, are fine.
+TEST_F(SafeFile, AnotherUsersFileInAStickySharedFolderIsRefusedBeforeAnyWork) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to give files to other users";
+  const fs::path shared = dir_ / "shared";
+  fs::create_directory(shared);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  // Root in a user namespace may have no other user to give files to.
+  if (::chown(shared.c_str(), 65534, 65534) != 0) GTEST_SKIP() << "cannot give a folder to another user here";
+  std::ofstream(shared / "theirs") << "another user's results\n";
+  ASSERT_EQ(::chown((shared / "theirs").c_str(), 65533, 65533), 0);
+  std::ofstream(shared / "mine") << "mine\n";
+  const std::string why = tandem::why_not_writable((shared / "theirs").string());
+  EXPECT_NE(why.find("it belongs to another user in a shared folder"), std::string::npos) << why;
+  EXPECT_EQ(tandem::why_not_writable((shared / "mine").string()), "");
+  EXPECT_EQ(tandem::why_not_writable((shared / "new").string()), "");
+  EXPECT_THROW(tandem::require_writable_outputs(
+                   {{"--json", (shared / "new").string()}, {"--out", (shared / "theirs").string()}}),
+               tandem::Error);
+  EXPECT_EQ(read_text(shared / "theirs"), "another user's results\n");
+  // The folder's own owner may replace any file in it; without the sticky bit anyone who may write may.
+  ASSERT_EQ(::chown(shared.c_str(), ::geteuid(), ::getegid()), 0);
+  EXPECT_EQ(tandem::why_not_writable((shared / "theirs").string()), "");
+  ASSERT_EQ(::chown(shared.c_str(), 65534, 65534), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 0777), 0);
+  EXPECT_EQ(tandem::why_not_writable((shared / "theirs").string()), "");
+}
+
 TEST_F(SafeFile, ReadsRegularFilesWithinTheBound) {
   std::ofstream(path("policy")) << "shape:3+priority\n";  // 17 bytes
   EXPECT_EQ(tandem::read_small_regular_file(path("policy"), 64), "shape:3+priority\n");

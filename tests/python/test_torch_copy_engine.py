@@ -92,6 +92,153 @@ def test_priority_and_copy_engine_is_registered(world):
         tandem.parse_policy("priority+copy-engine")
 
 
+class RecordingDDP:
+    """What register_ddp_hook hands DDP: the hook's state and the hook."""
+
+    def register_comm_hook(self, state, hook):
+        self.state, self.hook = state, hook
+
+
+class CudaBucket:
+    """A GradBucket whose buffer says it is on a CUDA device: enough for the hook to choose its comm stream."""
+
+    class Tensor:
+        is_cuda = True
+        device = torch.device("cuda", 0)
+
+    def buffer(self):
+        return self.Tensor()
+
+
+class StreamChosen(Exception):
+    """Raised where the hook, its comm stream chosen, would first touch the GPU."""
+
+
+@pytest.mark.parametrize("policy,priority", [("priority+copy-engine", -(1 << 10)), ("copy-engine", 0)])
+def test_the_copy_engine_hooks_stream_priority(world, monkeypatch, policy, priority):
+    """The decision the GPU test (test_torch_gpu.py) measures: under `priority` the DDP hook's comm stream is asked
+    for below every device's range (PyTorch clamps it to the greatest priority: -5 on H100 and H200), without it at
+    the default priority 0. Through the whole path: the policy, the hook's state, the hook on a CUDA bucket."""
+    asked = []
+
+    class Stream:
+        def __init__(self, device=None, priority=0):
+            asked.append((device, priority))
+
+        def wait_stream(self, other):
+            raise AssertionError("reached without the compute stream")
+
+    def current_stream(device=None):
+        raise StreamChosen()
+
+    monkeypatch.setattr(torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(torch.cuda, "current_stream", current_stream)
+    monkeypatch.setattr(tt, "_COMM_STREAMS", {})
+    ddp = RecordingDDP()
+    tt.register_ddp_hook(ddp, policy)
+    assert ddp.state.high_priority is (priority != 0)
+    with pytest.raises(StreamChosen):
+        ddp.hook(ddp.state, CudaBucket())
+    assert asked == [(torch.device("cuda", 0), priority)]
+    assert priority == 0 or priority <= -5
+    # One stream per device and priority, made once.
+    with pytest.raises(StreamChosen):
+        ddp.hook(ddp.state, CudaBucket())
+    assert len(asked) == 1 and list(tt._COMM_STREAMS) == [(0, priority != 0)]
+
+
+class CpuBucket:
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def buffer(self):
+        return self.tensor
+
+
+@pytest.mark.parametrize("policy", ["copy-engine", "priority+copy-engine", "priority"])
+def test_the_ddp_hook_runs_on_the_group_it_was_given(world, monkeypatch, policy):
+    """register_ddp_hook(ddp, policy, process_group=G): every bucket's all-reduce on G, not WORLD (a DDP over a
+    subgroup would otherwise wait for ranks outside it), averaged over G's size, with and without copy-engine."""
+    group = dist.new_group([0])
+    seen = []
+    all_reduce = dist.all_reduce
+
+    def recording(tensor, *args, group=None, **kwargs):
+        seen.append(group)
+        return all_reduce(tensor, *args, group=group, **kwargs)
+
+    monkeypatch.setattr(dist, "all_reduce", recording)
+    ddp = RecordingDDP()
+    tt.register_ddp_hook(ddp, policy, process_group=group)
+    result = ddp.hook(ddp.state, CpuBucket(torch.tensor([2.0, 4.0]))).wait()
+    assert seen == [group]
+    assert torch.equal(result if isinstance(result, torch.Tensor) else result[0], torch.tensor([2.0, 4.0]))
+
+
+def test_a_group_given_to_install_fsdp_collectives_wins_over_the_mesh(world):
+    """The group passed is the one FSDP2 shards over, whatever the parameters' device mesh says."""
+
+    class Mesh:
+        ndim = 2
+
+        def get_group(self, dim):
+            return f"mesh dimension {dim}"
+
+    class Module(FakeFSDPModule):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(1))
+            self.weight.device_mesh = Mesh()
+
+    given = dist.new_group([0])
+    module = Module()
+    tt.install_fsdp_collectives(module, "copy-engine", process_group=given)
+    assert module.all_gather.process_group is given and module.reduce_scatter.process_group is given
+    inferred = Module()
+    tt.install_fsdp_collectives(inferred, "copy-engine")
+    assert inferred.all_gather.process_group == "mesh dimension 1"
+
+
+def test_a_reduce_scatter_between_two_dtypes_is_never_handed_to_the_route(world, monkeypatch):
+    """The route reduces in one dtype: a call whose output's dtype is not its input's takes the group's own
+    reduce-scatter, counted under that reason; one of a single dtype is handed to the route."""
+    asked, handed = [], []
+    monkeypatch.setattr(tt, "_run_on_route", lambda *args, **kwargs: asked.append(args[4].dtype) or "")
+    monkeypatch.setattr(dist, "reduce_scatter_tensor",
+                        lambda output, source, **kwargs: handed.append((output.dtype, source.dtype)))
+    reduce_scatter = tt.CopyEngineReduceScatter()
+    reduce_scatter(torch.empty(4), torch.ones(4, dtype=torch.bfloat16), world, dist.ReduceOp.SUM)
+    assert asked == [] and handed == [(torch.float32, torch.bfloat16)]
+    assert tt.stats()["fsdp_reduce_scatter"] == {"input and output of different dtypes": 1}
+    reduce_scatter(torch.empty(4), torch.ones(4), world, dist.ReduceOp.AVG)
+    assert asked == [torch.float32] and len(handed) == 1
+
+
+def test_a_non_contiguous_gpu_tensor_is_never_handed_to_the_route(world, monkeypatch):
+    """The route reads and writes whole buffers: a strided view (a transposed parameter) takes the group's own
+    collective, said so, and no route is made for it; a contiguous one is handed to the group's route."""
+
+    class GpuTensor:
+        is_cuda = True
+        device = torch.device("cuda", 0)
+
+        def __init__(self, contiguous):
+            self.contiguous = contiguous
+
+        def is_contiguous(self):
+            return self.contiguous
+
+    routes = []
+    monkeypatch.setattr(tt, "copy_engine_route", lambda group=None, **kwargs: routes.append(group) or "route")
+    strided = GpuTensor(False)
+    assert tt._route_for(world, (GpuTensor(True), strided)) == (None, "a non-contiguous tensor")
+    assert tt._run_on_route("ddp_broadcast", "broadcast", world, strided, strided, 4, torch.float32) == \
+        "a non-contiguous tensor"
+    assert routes == []
+    assert tt._route_for(world, (GpuTensor(True), GpuTensor(True))) == ("route", "")
+    assert routes == [world]
+
+
 def test_cpu_bucket_never_reaches_the_route(world):
     route = seed_route(world, "")
     grads = train_one_step("copy-engine")

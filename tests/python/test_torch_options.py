@@ -144,6 +144,30 @@ def test_sm_target_leaves_the_gemms_that_many_sms(carveout):
     assert carveout == [32, 0]
 
 
+def test_init_process_group_checks_the_device_it_is_given_before_the_group(carveout, monkeypatch):
+    """sm-target is checked and its carveout computed on device_id's GPU, before the group exists (a refused
+    policy creates none); the carveout is set once the group is there, and the group gets the options."""
+    asked, created = [], []
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: asked.append(device) or Device(132))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 7)
+    monkeypatch.setattr(dist, "init_process_group",
+                        lambda **kwargs: created.append((kwargs, list(carveout))))
+    device = torch.device("cuda", 1)
+    with pytest.raises(ValueError, match="sm-target:133 is more than the 132 SMs"):
+        tt.init_process_group("sm-target:133+compute-always", device_id=device)
+    assert created == [] and carveout == [] and asked == [device]
+    policy = tt.init_process_group("priority+sm-target:100+compute-always", device_id=device, rank=0, world_size=1)
+    assert policy == tandem.parse_policy("priority+sm-target:100+compute-always")
+    assert asked == [device, device]
+    [(kwargs, carveout_then)] = created
+    assert carveout_then == [] and carveout == [32]  # set after the group was created
+    assert kwargs["backend"] == "nccl" and kwargs["device_id"] == device and kwargs["rank"] == 0
+    assert kwargs["pg_options"].is_high_priority_stream
+    # Without device_id, the current device's.
+    tt.init_process_group("sm-target:100+compute-always")
+    assert asked[-1] == 7
+
+
 def test_nccl_version_codes():
     # NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9; torch.cuda.nccl.version() gives a tuple.
     assert tt._nccl_version_code((2, 28, 9)) == 22809

@@ -200,6 +200,12 @@ class AgainstStock(unittest.TestCase):
         self.assertEqual(rc.compare_results(checks("e"), checks("d"), 2), "differs")
         self.assertEqual(rc.compare_results(checks("d", wrong=5), checks("d"), 3), "wrong: 5 elements")
         self.assertEqual(rc.compare_results(checks("d", wrong=1), None, 3), "wrong: 1 elements")
+        # Not the same checks as stock's (one missing, or another one): the results cannot be stock's.
+        other = {"checks": {"b": checks("d")["checks"]["a"]}}
+        self.assertEqual(rc.compare_results(other, checks("d"), 3), "differs")
+        both = {"checks": dict(checks("d")["checks"], b=other["checks"]["b"])}
+        self.assertEqual(rc.compare_results(both, checks("d"), 2), "differs")
+        self.assertEqual(rc.compare_results(checks("d"), both, 2), "differs")
 
     def test_verdicts(self):
         rows = [{"id": "p/3/stock", "program": "jax", "ranks": 3, "front_end": "stock", "ok": True,
@@ -210,6 +216,15 @@ class AgainstStock(unittest.TestCase):
                  "results": {}, "exit_codes": [0, 124]}]
         self.assertEqual([r["vs_stock"] for r in rc.verdicts(rows)],
                          ["reference", "within tolerance", "FAILED (exit 124)"])
+
+    def test_a_failed_stock_row_is_no_reference(self):
+        # Stock failed at 2 ranks (a peer timed out after its checks were written): the tandem-run row is not
+        # judged against what that run left, whether it matches or not.
+        def row(front_end, ok, digest, codes):
+            return {"id": f"jax/2/{front_end}", "program": "jax", "ranks": 2, "front_end": front_end, "ok": ok,
+                    "results": {"checks": {"a": {"wrong": 0, "digests": [digest]}}}, "exit_codes": codes}
+        rows = rc.verdicts([row("stock", False, "d", [0, 124]), row("tandem-run", True, "d", [0, 0])])
+        self.assertEqual([r["vs_stock"] for r in rows], ["FAILED (exit 124)", "no reference"])
 
 
 class Table(unittest.TestCase):
@@ -284,6 +299,49 @@ class Table(unittest.TestCase):
             rc.merge_records([first, second, second], ["1.json", "2.json", "3.json"])
         with self.assertRaisesRegex(rc.UserError, "different policies"):
             rc.merge_records([first, part("ddd", ["jax/4/stock"], "priority+copy-engine")], ["1.json", "4.json"])
+
+    def test_a_part_without_a_stock_row_of_its_own(self):
+        # Part 1 holds the stock rows (digest "d"); part 2 the tandem-run and tandem-torch rows of llama-ddp/2 and
+        # a row of jax/2 whose results differ ("e"), with no stock row of its own; part 3 jax/3, stock included.
+        # A row is judged against its own run's stock row only (another run may come from other binaries):
+        # part 2's rows have no reference, and their verdicts are neither "bitwise" nor "differs" against part 1's.
+        def part(commit, rows):
+            return {"kind": "reach-check", "tandem": f"tandem 0.1.0 ({commit})", "commit": commit,
+                    "config": {"policy": "copy-engine"},
+                    "rows": [{"id": rid, "program": rid.split("/")[0], "ranks": int(rid.split("/")[1]),
+                              "front_end": rid.split("/")[2], "ok": True, "exit_codes": [0], "seconds": 1.0,
+                              "results": {"checks": {"a": {"wrong": 0, "digests": [digest]}}},
+                              "issued": {"ncclAllReduce": {"calls": 1, "bytes": 8}}} for rid, digest in rows]}
+        first = part("aaa", [("llama-ddp/2/stock", "d"), ("jax/2/stock", "d")])
+        second = part("bbb", [("llama-ddp/2/tandem-run", "d"), ("llama-ddp/2/tandem-torch", "d"),
+                              ("jax/2/tandem-run", "e")])
+        third = part("ccc", [("jax/3/stock", "d"), ("jax/3/tandem-run", "d")])
+        for order in ([first, second, third], [second, third, first]):
+            merged = rc.merge_records(order, ["%d.json" % i for i in range(3)])
+            verdicts = {r["id"]: r["vs_stock"] for r in merged["rows"]}
+            self.assertEqual(verdicts, {"llama-ddp/2/stock": "reference", "llama-ddp/2/tandem-run": "no reference",
+                                        "llama-ddp/2/tandem-torch": "no reference", "jax/2/stock": "reference",
+                                        "jax/2/tandem-run": "no reference", "jax/3/stock": "reference",
+                                        "jax/3/tandem-run": "bitwise"})
+            # One table, in the fixed order whatever the parts' order, every row of every part in it once.
+            self.assertEqual([r["id"] for r in merged["rows"]],
+                             ["llama-ddp/2/stock", "llama-ddp/2/tandem-run", "llama-ddp/2/tandem-torch",
+                              "jax/2/stock", "jax/2/tandem-run", "jax/3/stock", "jax/3/tandem-run"])
+            text = rc.markdown_table(merged, judged=True)
+            self.assertIn("| jax | 2 | tandem-run | 1 / 8 B | — | — | — (not asked) | — | — | — | no reference | 1 |", text)
+            self.assertEqual(text.count("| reference |"), 3)
+        # Through the command line, as a user prints it.
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i, record in enumerate((first, second, third)):
+                paths.append(os.path.join(d, "part%d.json" % i))
+                with open(paths[-1], "w") as f:
+                    json.dump(dict(record, gpus=["NVIDIA H200"], date="2026-12-02"), f)
+            p = subprocess.run([sys.executable, SCRIPT, "--table"] + paths, capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("| llama-ddp | 2 | tandem-torch |", p.stdout)
+        self.assertEqual(p.stdout.count("no reference"), 3)
+        self.assertIn("tandem aaa, bbb, ccc; ", p.stdout)
 
     def test_table_of_a_file(self):
         with tempfile.TemporaryDirectory() as d:

@@ -119,6 +119,22 @@ class ResultsTable(unittest.TestCase):
         self.assertEqual(lines[1][9], "40.0")
         self.assertIn("geometric-mean tuned reduction over 2 cases: 20.0 %", out)
 
+    def test_tuned_without_final_rounds_takes_the_best_paper_policy(self):
+        # A file written before tune_role existed: the search's own rows. The paper row is the fastest of the
+        # paper's policies (priority alone, shape:N+priority): shape:2+priority at 6.1 ms, not priority (6.5),
+        # shape:4+priority (6.8) or the faster policies that are not the paper's (shape:3 without priority 5.0,
+        # priority+nccl-ctas:..8 5.5, the tuned comm-first 4.9). Efficiencies (7 - t) / 3: naive 7.0 -> 0.0 %,
+        # paper 6.1 -> 30.0 %, tuned 4.9 -> 70.0 %.
+        rows = [row("concurrent", 7.0), row("priority", 6.5), row("shape:4+priority", 6.8),
+                row("shape:2+priority", 6.1), row("shape:3", 5.0), row("priority+nccl-ctas:..8", 5.5),
+                row("comm-first", 4.9, tuned=True)]
+        lines = table_lines(self.table(rows, "--tuned"))
+        self.assertEqual(len(lines), 1)
+        self.assertEqual(lines[0][4:9], ["0.0", "`shape:2+priority`", "30.0", "`comm-first`", "70.0"])
+        # The same search in another order: the choice is the fastest, not the first or the last one listed.
+        lines = table_lines(self.table(rows[::-1], "--tuned"))
+        self.assertEqual(lines[0][5:7], ["`shape:2+priority`", "30.0"])
+
     def test_scenario_targets(self):
         # Tuned 8 ms against one stream's 10 (x 1.250), naive 9 (x 1.125) and the bound 4 (2.000).
         rows = [row("concurrent", 9.0, t_seq_ms=10.0, tune_role="naive", workload="dp-backward", t_chain_ms=5.5),

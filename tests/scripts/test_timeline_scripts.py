@@ -221,6 +221,23 @@ class TimelineRecord(unittest.TestCase):
                     self.assertIn(f"ddp_mlp concurrent: FAILED (the program reported step_ms_median {step}, not a "
                                   "step time in ms)", printed.getvalue())
                     self.assertEqual([r["program_step_ms"] for r in doc["figures"]], [None, None])
+    def test_a_timeline_run_without_the_jobs_summary_fails(self):
+        # tandem run --timeline wrote no summary (no step common to the ranks, nothing recorded): the run has no
+        # figures to give, and fails, said so.
+        with tempfile.TemporaryDirectory() as d:
+            tandem = torch_launch.fake_program(d, FAKE_TIMELINE_TANDEM.replace(
+                '{{"summary": {{"step_ms": 10.0, "steps": 3}}}}', '{{"summary": None}}'), "tandem")
+            printed = io.StringIO()
+            with mock.patch.dict(os.environ, FAKE_STEP="10.5"), contextlib.redirect_stdout(printed), \
+                    contextlib.redirect_stderr(printed):
+                status = timeline_record.main(["--tandem", tandem, "--parts", "figures", "--programs", "ddp_mlp",
+                                               "--out", os.path.join(d, "t.json")])
+            with open(os.path.join(d, "t.json")) as f:
+                doc = json.load(f)
+        self.assertEqual(status, 1, printed.getvalue())
+        self.assertEqual([r["ok"] for r in doc["runs"]], [False, False])
+        self.assertIn("no timeline summary from tandem run", printed.getvalue())
+
     def test_overhead_is_the_change_of_the_median_step(self):
         runs = [{"timeline": False, "ok": True, "step_ms_median": v} for v in (40.0, 41.0, 39.0)]
         runs += [{"timeline": True, "ok": True, "step_ms_median": v} for v in (40.4, 40.8, 40.2)]
@@ -228,6 +245,10 @@ class TimelineRecord(unittest.TestCase):
         self.assertEqual(o["rounds"], 3)
         self.assertAlmostEqual(o["overhead"], (40.4 - 40.0) / 40.0)
         self.assertAlmostEqual(o["without_spread_ms"], 2.0)
+        self.assertAlmostEqual(o["with_spread_ms"], 0.6)  # 40.8 - 40.2
+        # A run that failed is in neither median.
+        o = timeline_record.overhead(runs + [{"timeline": True, "ok": False, "step_ms_median": None}])
+        self.assertEqual(len(o["with_ms"]), 3)
 
     def test_tables_name_shared_gpus(self):
         doc = {"nproc": 2, "shared_gpu": True, "date": "2026-12-01T00:00:00Z",

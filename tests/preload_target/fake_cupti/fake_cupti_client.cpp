@@ -68,12 +68,17 @@ constexpr const char* kNccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
 // Step 1, concurrent: computation [1000,1600), communication [1100,1400) -> overlapped 300, idle 400
 // Step 2, partial:    computation [2000,2500), communication [2400,2800) -> overlapped 100, exposed 300
 // "slow": step 2 also computes [3300,3500) (window 1500 long, 500 idle). A "step" range nested in step
-// 0 and a "warmup" range count for nothing; so does a kernel issued after the last step, [3600,3700).
+// 0, another inside a "phase" inside it, and a "warmup" range count for nothing; so does a kernel
+// issued after the last step, [3600,3700).
 void play_three_steps(bool slow) {
   nvtxRangePushA("warmup");
   nvtxRangePop();
   nvtxRangePushA("step");
   nvtxRangePushA("step");
+  nvtxRangePop();
+  nvtxRangePushA("phase");  // step > phase > step: the inner one is no step either
+  nvtxRangePushA("step");
+  nvtxRangePop();
   nvtxRangePop();
   fake_cupti_kernel(kCompute, kBase + 0 * kUs, kBase + 400 * kUs, 0, 7);
   fake_cupti_kernel(kNccl, kBase + 400 * kUs, kBase + 700 * kUs, 0, 13);

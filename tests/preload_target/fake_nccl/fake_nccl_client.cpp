@@ -30,6 +30,14 @@ ncclConfig_t program_config() {
   return config;
 }
 
+// Whether the program's configuration is still as it made it: the fields the nccl-* settings touch, and two
+// of its own (the interposer hands NCCL a copy and never writes the program's struct).
+bool kept(const ncclConfig_t& now, const ncclConfig_t& made) {
+  return now.minCTAs == made.minCTAs && now.maxCTAs == made.maxCTAs && now.cgaClusterSize == made.cgaClusterSize &&
+         now.CTAPolicy == made.CTAPolicy && now.blocking == made.blocking && now.netName == made.netName &&
+         now.size == made.size && now.version == made.version;
+}
+
 // The file of every loaded object whose name holds `part`: one libnccl.so.2 in the process, whatever
 // the interposer loads.
 json loaded_objects_named(const char* part) {
@@ -59,6 +67,7 @@ int main() {
 
   ncclConfig_t config = program_config();
   step("init_rank_config", [&] { return ncclCommInitRankConfig(&configured, 2, id, 1, &config); });
+  g_steps["program_config_kept"] = kept(config, program_config());
   ncclResult_t state = ncclInternalError;
   ncclCommGetAsyncError(configured, &state);
   g_steps["state_before_ready"] = static_cast<int>(state);
@@ -72,7 +81,9 @@ int main() {
   older.version = NCCL_VERSION(2, 17, 0);
   older.blocking = 1;
   older.cgaClusterSize = 2;
+  const ncclConfig_t older_made = older;
   step("init_rank_config_2_17", [&] { return ncclCommInitRankConfig(&old_header, 2, id, 0, &older); });
+  g_steps["program_config_2_17_kept"] = kept(older, older_made);
 
   ncclConfig_t not_initialised{};  // no NCCL_CONFIG_INITIALIZER: NCCL refuses it (the fake records it)
   step("init_rank_config_garbage", [&] { return ncclCommInitRankConfig(&garbage, 2, id, 0, &not_initialised); });
@@ -81,7 +92,9 @@ int main() {
   step("split_inherits", [&] { return ncclCommSplit(plain, 1, 0, &inherits, nullptr); });
   ncclConfig_t split_config = NCCL_CONFIG_INITIALIZER;
   split_config.blocking = 1;
+  const ncclConfig_t split_made = split_config;
   step("split_configured", [&] { return ncclCommSplit(plain, 2, 0, &split_configured, &split_config); });
+  g_steps["split_config_kept"] = kept(split_config, split_made);
   step("split_nocolor", [&] { return ncclCommSplit(plain, NCCL_SPLIT_NOCOLOR, 0, &none, nullptr); });
   g_steps["split_nocolor_comm_null"] = none == nullptr;
   // Shrinks (PyTorch's shrink_group) are children as splits are.
@@ -91,8 +104,10 @@ int main() {
        [&] { return ncclCommShrink(plain, excluded, 1, &shrunk_inherits, nullptr, NCCL_SHRINK_DEFAULT); });
   ncclConfig_t shrink_config = NCCL_CONFIG_INITIALIZER;
   shrink_config.blocking = 1;
+  const ncclConfig_t shrink_made = shrink_config;
   step("shrink_configured",
        [&] { return ncclCommShrink(plain, excluded, 1, &shrunk_configured, &shrink_config, NCCL_SHRINK_ABORT); });
+  g_steps["shrink_config_kept"] = kept(shrink_config, shrink_made);
 
   ncclComm_t all[2] = {};
   step("init_all", [&] { return ncclCommInitAll(all, 2, nullptr); });
