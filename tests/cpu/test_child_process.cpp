@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "default_dispositions.h"
 #include "process/child_process.h"
 #include "scratch_folder.h"
 
@@ -20,15 +21,6 @@ using tandem::process::SignalPlan;
 using tandem::process::Supervisor;
 using tandem_test::read_text;
 using tandem_test::ScratchFolder;
-
-// The tests raise SIGINT, SIGTERM and SIGQUIT and expect what a terminal's foreground job has: their
-// default dispositions. A job a shell starts in the background (`cmd &`, nohup, the mutant runner under
-// either) inherits SIGINT and SIGQUIT ignored, and a shell it starts can then trap neither (POSIX):
-// the interrupted run's program would loop until the test's time limit.
-const bool g_default_dispositions = [] {
-  for (int s : {SIGINT, SIGQUIT, SIGTERM, SIGHUP}) ::signal(s, SIG_DFL);
-  return true;
-}();
 
 SignalPlan interrupting() {
   SignalPlan plan;

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "default_dispositions.h"
 #include "scratch_folder.h"
 #include "test_preload_paths.h"
 

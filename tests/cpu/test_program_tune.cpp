@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "default_dispositions.h"
 #include "test_preload_paths.h"
 #include "test_run_contract_shell.h"
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "default_dispositions.h"
 #include "test_preload_paths.h"
 #include "test_run_contract_shell.h"
 
