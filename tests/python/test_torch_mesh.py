@@ -5,13 +5,10 @@ their route on the shard group, not WORLD or the replicate group). On CPU tensor
 so what is checked is the decision: the group and the root tandem.torch hands it, and that the process group's
 own collectives then give stock's results. Needs PyTorch with torch.distributed and gloo.
 """
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cpu_ranks import run_cpu_ranks
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
@@ -24,23 +21,7 @@ WORLD_SIZE = 4  # a 2 x 2 mesh
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mesh")
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-    processes = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(WORLD_SIZE), str(out / "store"),
-                                   str(out)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for rank in range(WORLD_SIZE)]
-    outputs = []
-    try:
-        for p in processes:
-            outputs.append(p.communicate(timeout=240)[0])
-    finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, (p, text) in enumerate(zip(processes, outputs)):
-        assert p.returncode == 0, f"rank {rank} exited with {p.returncode}:\n{text}"
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+    return run_cpu_ranks(WORKER, WORLD_SIZE, tmp_path_factory.mktemp("mesh"))
 
 
 @pytest.mark.parametrize("policy", ["copy-engine", "priority"])

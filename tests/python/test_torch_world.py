@@ -4,13 +4,10 @@ of averaging, an average over the wrong count or a reduction that forgets its op
 No GPU: CPU tensors take the process group's own collectives (the paths tandem.torch hands to PyTorch
 where the copy-engine route does not apply). Needs PyTorch with torch.distributed and gloo.
 """
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cpu_ranks import run_cpu_ranks
 
 torch = pytest.importorskip("torch")
 dist = pytest.importorskip("torch.distributed")
@@ -23,24 +20,7 @@ WORLD_SIZE = 3  # not a power of two: dividing by it is not exact, multiplying b
 
 @pytest.fixture(scope="module")
 def ranks(tmp_path_factory):
-    out = tmp_path_factory.mktemp("world")
-    store = out / "store"
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-    processes = [subprocess.Popen([sys.executable, str(WORKER), str(rank), str(WORLD_SIZE), str(store), str(out)],
-                                  env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for rank in range(WORLD_SIZE)]
-    outputs = []
-    try:
-        for p in processes:
-            outputs.append(p.communicate(timeout=240)[0])
-    finally:
-        for p in processes:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-    for rank, (p, text) in enumerate(zip(processes, outputs)):
-        assert p.returncode == 0, f"rank {rank} exited with {p.returncode}:\n{text}"
-    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD_SIZE)]
+    return run_cpu_ranks(WORKER, WORLD_SIZE, tmp_path_factory.mktemp("world"))
 
 
 def mean(values):
