@@ -27,15 +27,16 @@ std::vector<std::pair<int64_t, int64_t>> merged(const std::vector<Activity>& int
   return out;
 }
 
-// How long [start, end) runs beside the union `busy`.
-int64_t time_beside(const std::vector<std::pair<int64_t, int64_t>>& busy, int64_t start, int64_t end) {
-  if (end <= start) return 0;
+// The parts of [start, end) that run beside the union `busy` (none for an empty interval).
+std::vector<Activity> parts_beside(const std::vector<std::pair<int64_t, int64_t>>& busy, int64_t start, int64_t end) {
+  std::vector<Activity> parts;
+  if (end <= start) return parts;
   // The first interval that ends after `start`.
   auto it = std::upper_bound(busy.begin(), busy.end(), start,
                              [](int64_t t, const std::pair<int64_t, int64_t>& b) { return t < b.second; });
-  int64_t total = 0;
-  for (; it != busy.end() && it->first < end; ++it) total += std::min(end, it->second) - std::max(start, it->first);
-  return total;
+  for (; it != busy.end() && it->first < end; ++it)
+    parts.push_back(Activity{std::max(start, it->first), std::min(end, it->second)});
+  return parts;
 }
 
 std::string share_text(uint64_t part, uint64_t whole) {
@@ -85,16 +86,12 @@ ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vec
       continue;
     }
     const bool shaped = k.form == LaunchForm::Shaped, shapeable = shaped || k.form == LaunchForm::LeftAlone;
-    const bool beside = time_beside(busy, k.start_ns, k.end_ns) > 0;
+    const std::vector<Activity> parts = parts_beside(busy, k.start_ns, k.end_ns);
     if (shaped) ++c.shaped;
-    if (!beside) continue;
+    if (parts.empty()) continue;
     ++c.beside;
     if (shaped) ++c.shaped_beside;
-    // Its parts beside communication.
-    auto it = std::upper_bound(busy.begin(), busy.end(), k.start_ns,
-                               [](int64_t t, const std::pair<int64_t, int64_t>& b) { return t < b.second; });
-    for (; it != busy.end() && it->first < k.end_ns; ++it) {
-      const Activity part{std::max(k.start_ns, it->first), std::min(k.end_ns, it->second)};
+    for (const Activity& part : parts) {
       beside_all.push_back(part);
       if (shapeable) beside_shapeable.push_back(part);
       if (shaped) beside_shaped.push_back(part);
