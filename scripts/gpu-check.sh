@@ -7,7 +7,8 @@
 #   scripts/gpu-check.sh [quick|full|SECTION[,SECTION...]] [extra tandem bench arguments...]
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
-#               scenario-clocks one-gpu pytorch frameworks reach timeline ab cost targeted
+#               scenario-clocks one-gpu pytorch frameworks reach timeline ab cost targeted windows
+#               launch-overhead
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -22,6 +23,10 @@
 #       Transformers Llama step at world size 1 (targeted and always-on forms against stock)
 #     targeted (not in full: a call of its own, one GPU) = the targeted compute controls on DDP and FSDP2 at 2
 #       ranks sharing the GPU: losses against stock, launches shaped beside a collective and left alone
+#     windows (not in full) = which memory NCCL registers as a symmetric window, at 2 and 3 ranks sharing
+#       the GPU (tests/tools/window_probe.cu), and which memory PyTorch's allocator gives, plain and with
+#       expandable segments
+#     launch-overhead (not in full) = the interposer's per-launch cost, interleaved rounds, every form
 #     build (not in full: a call of its own) = the README's install-deps, configure and build steps on
 #       a clean copy of this tree in a temporary folder, with this machine's own NCCL (PyTorch's
 #       nvidia-nccl wheel) and python3, then `ctest -L gpu` there
@@ -555,6 +560,106 @@ else
   grep -E 'FAILED' "$logs/pytorch-compare.err" | head -n 10
   cp "$logs/pytorch-compare-$tag.json" "$out/" 2> /dev/null
 fi
+fi
+
+if want windows; then
+section "windows: which memory NCCL registers as a symmetric window"
+# tests/tools/window_probe.cu at 2 and 3 ranks sharing GPU 0: registration of cudaMalloc, cuMem (with
+# and without a shareable handle, one or two allocations), ncclMemAlloc (whole, 4 KiB and 256 B in),
+# each that registers proved by an exact all-gather in it. Then whether PyTorch's caching allocator
+# gives cuMem memory (and with which handle type), plain and with expandable segments.
+for n in 2 3; do
+  id="$logs/window-id-$n"
+  rm -f "$id"
+  pids=()
+  for ((r = 0; r < n; r++)); do
+    NCCL_HOSTID="tandem-window-$r" timeout 120 "$root/build/tests/window_probe" "$r" "$n" "$id" \
+      > "$logs/window-$n-$r.json" 2> "$logs/window-$n-$r.err" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+done
+python3 - "$logs" > "$logs/window-torch.json" 2> "$logs/window-torch.err" <<'PY' || status=1
+# The handle type PyTorch's memory was created with (cuMemGetAllocationPropertiesFromHandle), plain
+# and with expandable segments, each in a process of its own (the allocator reads its setting once).
+import json, subprocess, sys
+probe = r"""
+import ctypes, json, os, torch
+x = torch.empty(64 << 20, dtype=torch.uint8, device="cuda")
+cuda = ctypes.CDLL("libcuda.so.1")
+handle = ctypes.c_ulonglong()
+r = cuda.cuMemRetainAllocationHandle(ctypes.byref(handle), ctypes.c_void_p(x.data_ptr()))
+out = {"alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""), "retain_result": r}
+if r == 0:
+    prop = (ctypes.c_int * 16)()
+    out["properties_result"] = cuda.cuMemGetAllocationPropertiesFromHandle(prop, handle)
+    out["requested_handle_types"] = prop[1]  # CUmemAllocationProp: type, requestedHandleTypes, ...
+    cuda.cuMemRelease(handle)
+print(json.dumps(out))
+"""
+rows = []
+for conf in ["", "expandable_segments:True"]:
+    env = dict(__import__("os").environ, PYTORCH_CUDA_ALLOC_CONF=conf)
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=120)
+    rows.append(json.loads(done.stdout) if done.returncode == 0 else {"alloc_conf": conf, "error": done.stderr[-400:]})
+print(json.dumps(rows))
+PY
+python3 - "$logs" "$out/windows-$tag.json" <<'PY' | tee -a "$logs/summary.log"
+import glob, json, os, sys
+logs, dest = sys.argv[1], sys.argv[2]
+ranks = {}
+for f in sorted(glob.glob(os.path.join(logs, "window-[0-9]-*.json"))):
+    n = os.path.basename(f).split("-")[1]
+    text = open(f).read().strip()
+    ranks.setdefault(n, []).append(json.loads(text) if text else {"error": open(f[:-5] + ".err").read()[-400:]})
+torch_rows = json.load(open(os.path.join(logs, "window-torch.json")))
+json.dump({"ranks": ranks, "torch": torch_rows}, open(dest, "w"), indent=1)
+for n, rows in ranks.items():
+    for row in rows:
+        if "registration" not in row:
+            print(f"{n} ranks: rank failed: {row.get('error', '')[:200]}")
+            continue
+        reg = ", ".join(f"{r['memory']}: {'yes' if r['registered'] else 'no'}" for r in row["registration"])
+        exact = all(r.get("all_gather_exact", True) for r in row["registration"])
+        print(f"{n} ranks, rank {row['rank']}: {reg}; all-gathers exact: {exact}")
+for row in torch_rows:
+    print(f"torch {row.get('alloc_conf') or '(default)'}: {row}")
+PY
+fi
+
+if want launch-overhead; then
+section "launch overhead: the interposer's cost per launch, interleaved rounds"
+# tests/preload_target/launch_overhead.cu (200 000 empty launches a round, 7 rounds, median) plain and
+# under each form, TANDEM_OVERHEAD_ROUNDS interleaved repetitions (default 3). No collective runs, so
+# the targeted forms decide "nothing outstanding" per launch, and compute-always shapes every launch.
+forms=(plain priority shape:2+priority shape:2+priority+compute-always sm-target:96+priority timeline)
+for ((rep = 0; rep < ${TANDEM_OVERHEAD_ROUNDS:-3}; rep++)); do
+  for form in "${forms[@]}"; do
+    cmd=("$root/build/bin/launch_overhead")
+    case $form in
+      plain) ;;
+      timeline) cmd=("$tandem" run --policy shape:2+priority --timeline --log-level error -- "${cmd[@]}") ;;
+      *) cmd=("$tandem" run --policy "$form" --log-level error -- "${cmd[@]}") ;;
+    esac
+    line=$(timeout 120 "${cmd[@]}" 2> /dev/null | grep '^{' | tail -n 1)
+    echo "{\"form\": \"$form\", \"rep\": $rep, \"command\": \"${cmd[*]#$root/}\", \"result\": ${line:-null}}"
+  done
+done > "$logs/launch-overhead.jsonl"
+python3 - "$logs/launch-overhead.jsonl" "$out/launch-overhead-$tag.json" <<'PY' | tee -a "$logs/summary.log"
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+json.dump({"rows": rows}, open(sys.argv[2], "w"), indent=1)
+plain = [r["result"]["median_us_per_launch"] for r in rows if r["form"] == "plain" and r["result"]]
+base = statistics.median(plain) if plain else float("nan")
+print(f"{'form':34} {'median us/launch (per repetition)':40} {'vs plain':>9}")
+for form in dict.fromkeys(r["form"] for r in rows):
+    xs = [r["result"]["median_us_per_launch"] for r in rows if r["form"] == form and r["result"]]
+    if not xs:
+        print(f"{form:34} FAILED")
+        continue
+    m = statistics.median(xs)
+    print(f"{form:34} {' '.join(f'{x:.3f}' for x in xs):40} {m - base:+9.3f}")
+PY
 fi
 
 if want cost; then

@@ -185,7 +185,9 @@ fi
 # needs Python 3.12 and Triton: it is checked on the GPU machine only.
 if "$python_for_build" -c "import torch" 2>/dev/null && ! "$python_for_build" -c "import deepspeed" 2>/dev/null; then
   echo "install-deps: installing DeepSpeed 0.19.8 from PyPI into $venv" >&2
-  DS_BUILD_OPS=0 pip_install --no-build-isolation "deepspeed==0.19.8" ||
+  # --no-build-isolation builds with the venv's setuptools: a venv's own (65 on Python 3.11) has no
+  # bdist_wheel without the wheel package.
+  { pip_install wheel && DS_BUILD_OPS=0 pip_install --no-build-isolation "deepspeed==0.19.8"; } ||
     echo "install-deps: DeepSpeed could not be installed: its CPU test skips, and fails under TANDEM_REQUIRE_TORCH=1 (CI)" >&2
 fi
 exit 0

@@ -13,13 +13,22 @@
 //                lands in chunk j (the sender's rank) of the root's `to`, by one ncclGather per root
 //                on copy engines; the root's own chunk is copied when `own_chunk_copied`, else left
 //                as it was
-//   Sum          `to`[i] = the sum over ranks j of chunk j of `from` (`from` + j x `elements`), chunk
+//   Copy         as Stage, for the local copy of a rank's own chunk that NCCL makes as well (an
+//                out-of-place all-gather's, all-to-all's or broadcast root's): not staging
+//   Sum          `to`[i] = the sum over ranks j of chunk j of `from` (`from` + j x `stride`), chunk
 //                `own_index` read from `own` instead; each term scaled by the reduction's scalar
 //                (average, pre-multiplied sum) in fp32, accumulated in fp32, rounded once: the
-//                scaling costs no pass of its own
+//                scaling costs no pass of its own; with `writes_also`, the result is stored at
+//                `also` too (the caller's recv and the pool part the all-gather sends from)
 //   AllGather    NCCL's in-place all-gather of chunk `rank` (`elements` long) of `to` on copy engines
 //   Scatter      NCCL's scatter from `root` on copy engines: chunk r of the root's `from` (`elements`
 //                long) lands in chunk r of rank r's `to`; `from` is read on the root alone
+//
+// Staging: NCCL 2.28 runs a collective on copy engines only when both its buffers lie in registered
+// symmetric windows, so a caller's buffer outside the route's windows goes through the pool; a
+// rank's own chunk never does (the sum reads it from send and writes it into recv; an out-of-place
+// copy of it is a Copy). Staged elements per element of the larger caller buffer: all-reduce,
+// reduce-scatter, all-to-all at most 2 (n - 1) / n (1 at 2 ranks), all-gather and broadcast at most 1.
 //
 // Reductions: reduce-scatter = Exchange into the scratch + Sum; all-reduce = that over chunks of
 // ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is never copied
@@ -54,22 +63,26 @@ struct PlanAt {
 };
 
 struct PlanStep {
-  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather, Scatter };
+  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather, Scatter, Copy };
   Op op = Op::Stage;
   PlanAt from, to, own;
   uint64_t elements = 0;
-  uint64_t stride = 0;            // Exchange: elements between the chunks for consecutive roots
+  // Exchange: elements between the chunks for consecutive roots; Sum: between the chunks it sums
+  // (its `elements` may be fewer: the own chunk's part of a padded call)
+  uint64_t stride = 0;
   int own_index = -1;             // Sum
   bool own_chunk_copied = false;  // Exchange
   int root = -1;                  // Scatter
   // Stage: rows of `elements`, `from_pitch` and `to_pitch` elements apart (>= `elements`; unused
   // for one row).
   uint64_t rows = 1, from_pitch = 0, to_pitch = 0;
+  PlanAt also;               // Sum: the second place its result is stored, when writes_also
+  bool writes_also = false;  // Sum
 };
-// The elements a step copies within the GPU (Stage: every row; other steps: 0).
+// The elements a step stages within the GPU (Stage: every row; other steps, Copy among them: 0).
 uint64_t staged_elements(const PlanStep&);
 // Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter), rather
-// than work of this rank's own (Stage, Sum), of which ranks may make different numbers.
+// than work of this rank's own (Stage, Copy, Sum), of which ranks may make different numbers.
 bool is_collective_step(PlanStep::Op);
 const char* to_string(PlanStep::Op);
 

@@ -17,7 +17,7 @@ size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
 
 // PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root,
-// rows, from_pitch, to_pitch.
+// rows, from_pitch, to_pitch, also, writes_also.
 PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Stage, from, to, {}, elements}; }
 
 // `rows` rows of `elements`, `from_pitch` and `to_pitch` apart: one copy when both sides are
@@ -31,12 +31,37 @@ PlanStep stage_rows(PlanAt from, uint64_t from_pitch, PlanAt to, uint64_t to_pit
   return s;
 }
 
+PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
+
+// Stage steps for every rank's row but `own` (rows of `elements`, `from_pitch` and `to_pitch`
+// apart): the rows before it and the rows after it, each as one copy. The own row is never staged:
+// the exchange leaves a rank's own chunk where it is, and the sum reads it from the caller's buffer.
+void stage_rows_but_own(std::vector<PlanStep>& steps, PlanAt from, uint64_t from_pitch, PlanAt to, uint64_t to_pitch,
+                        uint64_t elements, uint64_t rows, uint64_t own) {
+  if (own > 0) steps.push_back(stage_rows(from, from_pitch, to, to_pitch, elements, own));
+  if (own + 1 < rows)
+    steps.push_back(stage_rows(shifted(from, (own + 1) * from_pitch), from_pitch, shifted(to, (own + 1) * to_pitch),
+                               to_pitch, elements, rows - own - 1));
+}
+
+// The same for one run of `count` elements cut into chunks of `chunk` (the last ones short or
+// empty): the elements before the own chunk and those after it, each as one copy.
+void stage_run_but_own(std::vector<PlanStep>& steps, PlanAt from, PlanAt to, uint64_t count, uint64_t chunk,
+                       uint64_t own) {
+  const uint64_t begin = std::min(own * chunk, count), end = std::min((own + 1) * chunk, count);
+  if (begin > 0) steps.push_back(stage(from, to, begin));
+  if (end < count) steps.push_back(stage(shifted(from, end), shifted(to, end), count - end));
+}
+
+PlanStep own_copy(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Copy, from, to, {}, elements}; }
+
 PlanStep exchange(PlanAt from, uint64_t stride, PlanAt to, uint64_t elements, bool own_chunk_copied) {
   return {PlanStep::Op::Exchange, from, to, {}, elements, stride, -1, own_chunk_copied};
 }
 
-PlanStep sum(PlanAt chunks, PlanAt own, int own_index, PlanAt to, uint64_t elements) {
-  return {PlanStep::Op::Sum, chunks, to, own, elements, 0, own_index};
+// `elements` of each chunk summed; the chunks lie `chunk` apart in `chunks`.
+PlanStep sum(PlanAt chunks, uint64_t chunk, PlanAt own, int own_index, PlanAt to, uint64_t elements) {
+  return {PlanStep::Op::Sum, chunks, to, own, elements, chunk, own_index};
 }
 
 PlanStep all_gather(PlanAt buffer, uint64_t elements) { return {PlanStep::Op::AllGather, {}, buffer, {}, elements}; }
@@ -45,10 +70,17 @@ PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
   return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
 }
 
-PlanAt shifted(PlanAt a, uint64_t by) { return {a.buffer, a.offset + by}; }
-
 // Elements between consecutive ranks' segments of the caller's segmented buffers (count: contiguous).
 uint64_t segment_stride(const PlanRequest& r) { return r.segment_stride ? r.segment_stride : r.count; }
+
+// Staging: the copy engines move data only between symmetric windows (NCCL 2.28 takes a copy-engine
+// collective only when both its buffers lie in registered windows), so a caller's buffer outside the
+// route's windows goes through the pool. Each plan stages only what peers must read or write there:
+// a rank's own chunk or segment is read and written where it lies (the sum reads it from the
+// caller's send and writes the result straight into the caller's recv; an out-of-place copy of it is
+// the local copy NCCL makes as well, a Copy step), so an all-reduce, a reduce-scatter and an
+// all-to-all stage (nranks - 1) / nranks of their data on each side they must, an all-gather and a
+// broadcast the data once.
 
 CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   CopyEnginePlan p;
@@ -64,25 +96,33 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
     p.chunk = r.count / n;
   }
   p.scratch_elements = p.chunk * n;
-  // The buffer the sum writes and the all-gather completes: the caller's output when it is window
-  // memory the chunks fill exactly (no padding), else the staging buffer (in place), else a pool part.
+  const uint64_t own = uint64_t(r.rank) * p.chunk;
+  // This rank's elements of the result: its chunk, short or empty at the end of a padded call.
+  const uint64_t own_elements = std::min(p.chunk, r.count - std::min(own, r.count));
+  // The buffer the all-gather completes: the caller's output when it is window memory the chunks
+  // fill exactly (no padding), else a pool part: the staging buffer (the peers' chunks there were
+  // read by the exchange before the all-gather overwrites them), or one of its own.
   const bool into_recv = r.recv_in_window && p.chunk * n == r.count;
-  PlanAt work;
+  PlanAt input = at(PlanBuffer::Send);
   if (staged) {
     p.input_elements = p.chunk * n;
-    work = at(PlanBuffer::PoolInput);
-    p.steps.push_back(stage(at(PlanBuffer::Send), work, r.count));
+    input = at(PlanBuffer::PoolInput);
+    stage_run_but_own(p.steps, at(PlanBuffer::Send), input, r.count, p.chunk, uint64_t(r.rank));
   }
-  const PlanAt input = staged ? work : at(PlanBuffer::Send);
-  const PlanAt output = into_recv ? at(PlanBuffer::Recv) : staged ? work : at(PlanBuffer::PoolInput);
+  const PlanAt gathered = into_recv ? at(PlanBuffer::Recv) : at(PlanBuffer::PoolInput);
   if (!staged && !into_recv) p.input_elements = r.count;
-  // With input == output (staged, or in place in window memory) the exchange has read every chunk
-  // before the sum overwrites this rank's chunk, which the sum reads element by element itself.
+  // The exchange leaves the own chunk alone (own_chunk_copied false): the sum reads it from send.
   p.steps.push_back(exchange(input, p.chunk, at(PlanBuffer::PoolScratch), p.chunk, false));
-  const uint64_t own = uint64_t(r.rank) * p.chunk;
-  p.steps.push_back(sum(at(PlanBuffer::PoolScratch), shifted(input, own), r.rank, shifted(output, own), p.chunk));
-  p.steps.push_back(all_gather(output, p.chunk));
-  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+  // In place (send is recv), the sum reads each of its own elements where it writes it.
+  PlanStep total = sum(at(PlanBuffer::PoolScratch), p.chunk, shifted(at(PlanBuffer::Send), own), r.rank,
+                       shifted(at(PlanBuffer::Recv), own), own_elements);
+  if (!into_recv) {
+    total.also = shifted(gathered, own);  // what the all-gather sends the peers
+    total.writes_also = true;
+  }
+  if (own_elements > 0) p.steps.push_back(total);
+  p.steps.push_back(all_gather(gathered, p.chunk));
+  if (!into_recv) stage_run_but_own(p.steps, gathered, at(PlanBuffer::Recv), r.count, p.chunk, uint64_t(r.rank));
   return p;
 }
 
@@ -92,45 +132,41 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
   p.chunk = r.count;
   p.scratch_elements = r.count * n;
   // The send's segments, `pitch` apart: where they are in window memory (the exchange reads each at
-  // its stride), else staged into the pool, contiguous.
+  // its stride), else the peers' segments staged into the pool, contiguous.
+  const uint64_t stride = segment_stride(r);
   PlanAt input = at(PlanBuffer::Send);
-  uint64_t pitch = segment_stride(r);
+  uint64_t pitch = stride;
   if (!r.send_in_window) {
     input = at(PlanBuffer::PoolInput);
     p.input_elements = r.count * n;
-    p.steps.push_back(stage_rows(at(PlanBuffer::Send), pitch, input, r.count, r.count, n));
+    stage_rows_but_own(p.steps, at(PlanBuffer::Send), stride, input, r.count, r.count, n, uint64_t(r.rank));
     pitch = r.count;
   }
-  // In place (recv is this rank's chunk of send): the sum reads its own chunk element by element
-  // where it writes it, and the exchange read the chunks before. The recv of a piece is one run
-  // (the piece's part of this rank's result), written where it is when it lies in window memory.
-  PlanAt output = at(PlanBuffer::Recv);
-  if (!r.recv_in_window) {
-    output = at(PlanBuffer::PoolOutput);
-    p.output_elements = r.count;
-  }
   // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the
-  // sum reads that chunk from the input itself. The sum takes slot j's term for rank j in rank
+  // sum reads that chunk from the caller's send. The sum takes slot j's term for rank j in rank
   // order, as in the whole call: a piece's element is summed from the same terms in the same order.
+  // The result goes straight into recv (the sum is this rank's own kernel); in place (recv is this
+  // rank's segment of send) it reads each of its own elements where it writes it.
   p.steps.push_back(exchange(input, pitch, at(PlanBuffer::PoolScratch), r.count, false));
-  p.steps.push_back(
-      sum(at(PlanBuffer::PoolScratch), shifted(input, uint64_t(r.rank) * pitch), r.rank, output, r.count));
-  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+  p.steps.push_back(sum(at(PlanBuffer::PoolScratch), r.count, shifted(at(PlanBuffer::Send), uint64_t(r.rank) * stride),
+                        r.rank, at(PlanBuffer::Recv), r.count));
   return p;
 }
 
 CopyEnginePlan plan_all_gather(const PlanRequest& r) {
   CopyEnginePlan p;
-  const uint64_t n = uint64_t(r.nranks);
+  const uint64_t n = uint64_t(r.nranks), me = uint64_t(r.rank);
   const uint64_t stride = segment_stride(r);
   // NCCL writes the gathered chunks contiguously: into the caller's recv when it is window memory
-  // whose segments follow each other (a whole call), else into a pool part copied out after.
+  // whose segments follow each other (a whole call), else into a pool part the peers' chunks are
+  // copied out of after.
   PlanAt output = at(PlanBuffer::Recv);
   if (!r.recv_in_window || stride != r.count) {
     output = at(PlanBuffer::PoolOutput);
     p.output_elements = r.count * n;
   }
-  const PlanAt own = shifted(output, uint64_t(r.rank) * r.count);
+  const PlanAt own = shifted(output, me * r.count);
+  bool own_in_recv = output.buffer == PlanBuffer::Recv;  // whether recv's own segment holds the input
   if (r.in_place && output.buffer == PlanBuffer::Recv) {
     // NCCL's in-place copy-engine all-gather copies nothing locally.
     p.steps.push_back(all_gather(output, r.count));
@@ -145,24 +181,28 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     p.steps.push_back(stage(at(PlanBuffer::Send), own, r.count));
     p.steps.push_back(all_gather(output, r.count));
   }
-  // In place, a piece's copy-out writes this rank's own part of recv with what its send held there.
-  if (output.buffer != PlanBuffer::Recv)
-    p.steps.push_back(stage_rows(output, r.count, at(PlanBuffer::Recv), stride, r.count, n));
+  if (output.buffer != PlanBuffer::Recv) {
+    stage_rows_but_own(p.steps, output, r.count, at(PlanBuffer::Recv), stride, r.count, n, me);
+    // In place, recv's own segment is the send; out of place NCCL copies it too.
+    own_in_recv = r.in_place;
+  }
+  if (!own_in_recv) p.steps.push_back(own_copy(at(PlanBuffer::Send), at(PlanBuffer::Recv, me * stride), r.count));
   return p;
 }
 
 CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
   CopyEnginePlan p;
-  const uint64_t n = uint64_t(r.nranks);
+  const uint64_t n = uint64_t(r.nranks), me = uint64_t(r.rank);
   const uint64_t stride = segment_stride(r);
-  // The send's segments are read where they lie in window memory, at their stride; NCCL writes the
-  // received chunks contiguously, so a strided recv (a piece's) is filled through a pool part.
+  // The send's segments are read where they lie in window memory, at their stride; else the peers'
+  // segments are staged. NCCL writes the received chunks contiguously, so a recv outside window
+  // memory or strided (a piece's) is filled through a pool part, the peers' segments copied out.
   PlanAt input = at(PlanBuffer::Send), output = at(PlanBuffer::Recv);
   uint64_t pitch = stride;
   if (!r.send_in_window) {
     input = at(PlanBuffer::PoolInput);
     p.input_elements = r.count * n;
-    p.steps.push_back(stage_rows(at(PlanBuffer::Send), stride, input, r.count, r.count, n));
+    stage_rows_but_own(p.steps, at(PlanBuffer::Send), stride, input, r.count, r.count, n, me);
     pitch = r.count;
   }
   if (!r.recv_in_window || stride != r.count) {
@@ -170,10 +210,14 @@ CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
     p.output_elements = r.count * n;
   }
   // NCCL's own copy-engine all-to-all copies this rank's chunk first, on the SMs, in one batch with
-  // the peers' copies; the exchange leaves that copy to this rank's own gather.
-  p.steps.push_back(exchange(input, pitch, output, r.count, true));
+  // the peers' copies: the exchange leaves that copy to this rank's own gather when both sides are
+  // the caller's; else it is a copy of its own from send to recv.
+  const bool direct = input.buffer == PlanBuffer::Send && output.buffer == PlanBuffer::Recv;
+  p.steps.push_back(exchange(input, pitch, output, r.count, direct));
   if (output.buffer != PlanBuffer::Recv)
-    p.steps.push_back(stage_rows(output, r.count, at(PlanBuffer::Recv), stride, r.count, n));
+    stage_rows_but_own(p.steps, output, r.count, at(PlanBuffer::Recv), stride, r.count, n, me);
+  if (!direct)
+    p.steps.push_back(own_copy(at(PlanBuffer::Send, me * stride), at(PlanBuffer::Recv, me * stride), r.count));
   return p;
 }
 
@@ -182,6 +226,7 @@ CopyEnginePlan plan_broadcast(const PlanRequest& r) {
   const uint64_t n = uint64_t(r.nranks);
   p.chunk = ceil_div(r.count, n);
   const bool even = p.chunk * n == r.count;
+  const bool root = r.rank == r.root;
   // The buffer the scatter fills chunk by chunk and the all-gather completes: the caller's output
   // when it is window memory the chunks fill exactly, else a pool part (the padding is never copied out).
   PlanAt output = at(PlanBuffer::Recv);
@@ -191,7 +236,7 @@ CopyEnginePlan plan_broadcast(const PlanRequest& r) {
   }
   // NCCL reads the scatter's input on the root alone: elsewhere it names the output, never read.
   PlanAt input = output;
-  if (r.rank == r.root) {
+  if (root) {
     if (r.send_in_window && even) {
       input = at(PlanBuffer::Send);  // in place when it is the output: the root's own chunk stays
     } else {
@@ -201,7 +246,13 @@ CopyEnginePlan plan_broadcast(const PlanRequest& r) {
   }
   p.steps.push_back(scatter(input, output, p.chunk, r.root));
   p.steps.push_back(all_gather(output, p.chunk));
-  if (output.buffer != PlanBuffer::Recv) p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+  if (output.buffer != PlanBuffer::Recv) {
+    // The root has its data already: in place nothing moves, out of place the copy NCCL's root makes.
+    if (!root)
+      p.steps.push_back(stage(output, at(PlanBuffer::Recv), r.count));
+    else if (!r.in_place)
+      p.steps.push_back(own_copy(at(PlanBuffer::Send), at(PlanBuffer::Recv), r.count));
+  }
   return p;
 }
 
@@ -215,9 +266,9 @@ struct OpFacts {
   bool collective;
 };
 constexpr OpFacts kOps[] = {
-    {"stage", false}, {"exchange", true}, {"sum", false}, {"all-gather", true}, {"scatter", true},
+    {"stage", false}, {"exchange", true}, {"sum", false}, {"all-gather", true}, {"scatter", true}, {"copy", false},
 };
-static_assert(covers(kOps, PlanStep::Op::Scatter), "one entry per PlanStep::Op");
+static_assert(covers(kOps, PlanStep::Op::Copy), "one entry per PlanStep::Op");
 constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
 static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanBuffer");
 

@@ -13,13 +13,14 @@
 // compiles this file keeps its own copy.
 
 // out[i] = sum over j < nranks of chunk j's element i, each term scaled (tandem::SumScale),
-// accumulated in fp32 and rounded once, where chunk j is at chunks + j * count, except chunk
-// `own_index` (>= 0), which is `own`. The sum runs on the SMs while the GEMMs beside it want them,
-// so it moves 16 bytes a load: a memory-bound kernel that issues 8x fewer instructions per byte than
-// scalar bf16 loads holds its SMs for less time. The scaling costs nothing beside the loads.
+// accumulated in fp32 and rounded once, where chunk j is at chunks + j * stride, except chunk
+// `own_index` (>= 0), which is `own`; also[i] too where `also` is set (the result goes to the
+// caller's recv and to the pool part the all-gather sends from in one pass, not a copy after). The sum runs on the SMs
+// while the GEMMs beside it want them, so it moves 16 bytes a load: a memory-bound kernel that issues 8x fewer
+// instructions per byte than scalar bf16 loads holds its SMs for less time. The scaling costs nothing beside the loads.
 template <class T>
-__device__ const T* tandem_chunk_of(const T* chunks, const T* own, int own_index, int j, size_t count) {
-  return j == own_index ? own : chunks + size_t(j) * count;
+__device__ const T* tandem_chunk_of(const T* chunks, const T* own, int own_index, int j, size_t stride) {
+  return j == own_index ? own : chunks + size_t(j) * stride;
 }
 
 // One term: converted to fp32, multiplied or divided by the scalar and rounded to fp32 (x * 1 is
@@ -36,15 +37,15 @@ __device__ float tandem_scalar(float scalar, const void* device_scalar) {
 }
 
 template <class T>
-static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* own, int own_index, T* out, size_t count,
-                                                    size_t vectors, int nranks, float scalar, const void* device_scalar,
-                                                    bool divide) {
+static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* own, int own_index, T* out, T* also,
+                                                    size_t stride, size_t vectors, int nranks, float scalar,
+                                                    const void* device_scalar, bool divide) {
   constexpr int kPerVector = sizeof(uint4) / sizeof(T);
   const float s = tandem_scalar<T>(scalar, device_scalar);
   for (size_t v = blockIdx.x * size_t(blockDim.x) + threadIdx.x; v < vectors; v += size_t(gridDim.x) * blockDim.x) {
     float sum[kPerVector] = {};
     for (int j = 0; j < nranks; ++j) {
-      const uint4 loaded = reinterpret_cast<const uint4*>(tandem_chunk_of(chunks, own, own_index, j, count))[v];
+      const uint4 loaded = reinterpret_cast<const uint4*>(tandem_chunk_of(chunks, own, own_index, j, stride))[v];
       const T* elements = reinterpret_cast<const T*>(&loaded);
       for (int k = 0; k < kPerVector; ++k)
         sum[k] = __fadd_rn(sum[k], tandem_term(tandem::to_float(elements[k]), s, divide));
@@ -53,20 +54,24 @@ static __global__ void tandemCollective_sum_vectors(const T* chunks, const T* ow
     T* elements = reinterpret_cast<T*>(&stored);
     for (int k = 0; k < kPerVector; ++k) elements[k] = tandem::from_float<T>(sum[k]);
     reinterpret_cast<uint4*>(out)[v] = stored;
+    if (also) reinterpret_cast<uint4*>(also)[v] = stored;
   }
 }
 
 // The same, an element at a time: for chunks that are not 16-byte aligned.
 template <class T>
-static __global__ void tandemCollective_sum(const T* chunks, const T* own, int own_index, T* out, size_t count,
-                                            int nranks, float scalar, const void* device_scalar, bool divide) {
+static __global__ void tandemCollective_sum(const T* chunks, const T* own, int own_index, T* out, T* also, size_t count,
+                                            size_t stride, int nranks, float scalar, const void* device_scalar,
+                                            bool divide) {
   const float s = tandem_scalar<T>(scalar, device_scalar);
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < count; i += size_t(gridDim.x) * blockDim.x) {
     float sum = 0;
     for (int j = 0; j < nranks; ++j)
       sum = __fadd_rn(sum,
-                      tandem_term(tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, count)[i]), s, divide));
-    out[i] = tandem::from_float<T>(sum);
+                      tandem_term(tandem::to_float(tandem_chunk_of(chunks, own, own_index, j, stride)[i]), s, divide));
+    const T result = tandem::from_float<T>(sum);
+    out[i] = result;
+    if (also) also[i] = result;
   }
 }
 
@@ -90,12 +95,14 @@ DType summable(ncclDataType_t type) {
   return *t;
 }
 
-// `own_index` < 0: every chunk from `chunks`.
-void sum_chunks(const void* chunks, const void* own, int own_index, void* out, size_t count, DType dtype, int nranks,
-                const SumScale& scale, cudaStream_t stream) {
+// `own_index` < 0: every chunk from `chunks`. `also`: null, or a second place for the result. The
+// chunks lie `stride` elements apart (>= count).
+void sum_chunks(const void* chunks, size_t stride, const void* own, int own_index, void* out, void* also, size_t count,
+                DType dtype, int nranks, const SumScale& scale, cudaStream_t stream) {
   const size_t bytes = count * dtype_size(dtype);
-  const bool vector =
-      bytes % sizeof(uint4) == 0 && aligned16(chunks) && aligned16(out) && (own_index < 0 || aligned16(own));
+  const bool vector = bytes % sizeof(uint4) == 0 && (stride * dtype_size(dtype)) % sizeof(uint4) == 0 &&
+                      aligned16(chunks) && aligned16(out) && (own_index < 0 || aligned16(own)) &&
+                      (also == nullptr || aligned16(also));
   const bool divide = scale.kind == SumScale::Kind::Divide;
   const float scalar = scale.kind == SumScale::Kind::None ? 1.0f : scale.value;
   const void* device_scalar = scale.kind == SumScale::Kind::Multiply ? scale.device_value : nullptr;
@@ -104,13 +111,14 @@ void sum_chunks(const void* chunks, const void* own, int own_index, void* out, s
     const auto* in = static_cast<const T*>(chunks);
     const auto* mine = static_cast<const T*>(own);
     auto* sum = static_cast<T*>(out);
+    auto* second = static_cast<T*>(also);
     if (vector) {
       const size_t vectors = bytes / sizeof(uint4);
       tandemCollective_sum_vectors<T><<<blocks_for(vectors), kThreads, 0, stream>>>(
-          in, mine, own_index, sum, count, vectors, nranks, scalar, device_scalar, divide);
+          in, mine, own_index, sum, second, stride, vectors, nranks, scalar, device_scalar, divide);
     } else {
-      tandemCollective_sum<T><<<blocks_for(count), kThreads, 0, stream>>>(in, mine, own_index, sum, count, nranks,
-                                                                          scalar, device_scalar, divide);
+      tandemCollective_sum<T><<<blocks_for(count), kThreads, 0, stream>>>(
+          in, mine, own_index, sum, second, count, stride, nranks, scalar, device_scalar, divide);
     }
   });
   TANDEM_CUDA_CHECK_LAUNCH();
@@ -251,7 +259,8 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
   for (const PlanStep& step : plan.steps) {
     char* to = address_of(buffers, step.to, element_bytes);
     switch (step.op) {
-      case PlanStep::Op::Stage: {
+      case PlanStep::Op::Stage:
+      case PlanStep::Op::Copy: {
         const char* from = address_of(buffers, step.from, element_bytes);
         TANDEM_REQUIRE(step.rows <= 1 || (step.from_pitch >= step.elements && step.to_pitch >= step.elements),
                        "copy-engine plan: a staged row wider than its pitch");
@@ -265,8 +274,10 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
                              step.own_chunk_copied, stream);
         break;
       case PlanStep::Op::Sum:
-        sum_chunks(address_of(buffers, step.from, element_bytes), address_of(buffers, step.own, element_bytes),
-                   step.own_index, to, step.elements, summable(type), lanes.nranks(), scale, stream);
+        sum_chunks(address_of(buffers, step.from, element_bytes), step.stride ? step.stride : step.elements,
+                   address_of(buffers, step.own, element_bytes), step.own_index, to,
+                   step.writes_also ? address_of(buffers, step.also, element_bytes) : nullptr, step.elements,
+                   summable(type), lanes.nranks(), scale, stream);
         break;
       case PlanStep::Op::AllGather: {
         // In place on lane 0: NCCL's copy-engine all-gather copies nothing locally.

@@ -10,6 +10,7 @@
 // order than theirs (which on the GPU rounds differently from the whole call) fails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -142,6 +143,7 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
   const auto peer_step = [&](int j) -> const PlanStep& { return plans[size_t(j)].steps[at_step[size_t(j)]]; };
   switch (st.op) {
     case PlanStep::Op::Stage:
+    case PlanStep::Op::Copy:
       EXPECT_GE(st.rows, 1u);
       if (st.rows > 1) {
         // cudaMemcpy2DAsync's rule: no row wider than either pitch.
@@ -174,9 +176,10 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
         double total = 0;
         for (int j = 0; j < c.nranks; ++j)
           total += (j == st.own_index ? mem.at(st.own, i)
-                                      : mem.at({st.from.buffer, st.from.offset + uint64_t(j) * st.elements}, i)) *
+                                      : mem.at({st.from.buffer, st.from.offset + uint64_t(j) * st.stride}, i)) *
                    (c.scaled ? scale_of(r) : 1) * order_weight(j);
         writes.push_back({r, st.to, i, total});
+        if (st.writes_also) writes.push_back({r, st.also, i, total});
       }
       break;
     case PlanStep::Op::AllGather:
@@ -369,12 +372,19 @@ TEST(CopyEnginePlan, InPlaceAllGatherInWindowMemoryIsNcclsAllGatherAlone) {
 }
 
 TEST(CopyEnginePlan, PoolPartsStartOnFourKibibyteBoundaries) {
+  // A reduce-scatter outside window memory: 600 bytes of staged input, no output part (the sum
+  // writes recv), 600 bytes of scratch; each part on its own 4 KiB, an empty one taking none.
   const CopyEnginePlan p = plan_copy_engine_collective(request(Collective::ReduceScatter, 100, 3));
   const PoolLayout l = pool_layout(p, 2);
   EXPECT_EQ(l.input, 0u);
   EXPECT_EQ(l.output, 4096u);
-  EXPECT_EQ(l.scratch, 8192u);
-  EXPECT_EQ(l.bytes, 12288u);
+  EXPECT_EQ(l.scratch, 4096u);
+  EXPECT_EQ(l.bytes, 8192u);
+  // An all-to-all's input and output parts.
+  const PoolLayout a = pool_layout(plan_copy_engine_collective(request(Collective::AllToAll, 100, 3)), 2);
+  EXPECT_EQ(a.output, 4096u);
+  EXPECT_EQ(a.scratch, 8192u);
+  EXPECT_EQ(a.bytes, 8192u);
 }
 
 TEST(CopyEnginePlan, BadRequestsAreRefused) {
@@ -540,9 +550,10 @@ TEST(CopyEnginePlan, ReduceScattersAllGathersAndAllToAllsLargerThanThePoolCapRun
               }
 }
 
-TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInOneTwoDimensionalCopy) {
-  // A reduce-scatter piece of 1024 of 4096 per rank, 4 ranks, fp32: its send (rows 4096 apart) staged
-  // into the pool in one 2-D copy; the sum's own chunk read from that copy; the output contiguous.
+TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInTwoDimensionalCopies) {
+  // A reduce-scatter piece of 1024 of 4096 per rank, rank 2 of 4, fp32: the peers' segments of its
+  // send (rows 4096 apart) staged into the pool, the rows before its own in one 2-D copy, the row
+  // after in another; the sum reads its own segment from send and writes recv.
   PlanRequest whole = request(Collective::ReduceScatter, 4096, 4, 4);
   whole.rank = 2;
   const PlanRequest piece = piece_request(whole, {1024, 1024});
@@ -551,15 +562,21 @@ TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInOneTwoDimensionalCopy) {
   CopyEnginePlan p = plan_copy_engine_collective(piece);
   ASSERT_EQ(p.steps.size(), 4u);
   EXPECT_EQ(p.steps[0].op, PlanStep::Op::Stage);
-  EXPECT_EQ(p.steps[0].rows, 4u);
+  EXPECT_EQ(p.steps[0].rows, 2u);
   EXPECT_EQ(p.steps[0].elements, 1024u);
   EXPECT_EQ(p.steps[0].from_pitch, 4096u);
   EXPECT_EQ(p.steps[0].to_pitch, 1024u);
-  EXPECT_EQ(staged_elements(p.steps[0]), 4096u);
+  EXPECT_EQ(staged_elements(p.steps[0]), 2048u);
+  EXPECT_EQ(p.steps[1].op, PlanStep::Op::Stage);
+  EXPECT_EQ(p.steps[1].from.offset, 3u * 4096u);
+  EXPECT_EQ(p.steps[1].to.offset, 3u * 1024u);
+  EXPECT_EQ(staged_elements(p.steps[1]), 1024u);
   EXPECT_EQ(p.input_elements, 4096u);
-  EXPECT_EQ(p.steps[1].stride, 1024u);
-  EXPECT_EQ(p.steps[2].own.offset, 2048u);
-  EXPECT_EQ(staged_elements(p.steps[3]), 1024u);  // out: the piece's part of recv
+  EXPECT_EQ(p.output_elements, 0u);
+  EXPECT_EQ(p.steps[2].stride, 1024u);
+  EXPECT_EQ(p.steps[3].own.buffer, PlanBuffer::Send);
+  EXPECT_EQ(p.steps[3].own.offset, 2u * 4096u);
+  EXPECT_EQ(p.steps[3].to.buffer, PlanBuffer::Recv);
   // In window memory: the exchange reads the send's segments where they are, 4096 apart; nothing staged.
   whole.send_in_window = whole.recv_in_window = true;
   p = plan_copy_engine_collective(piece_request(whole, {1024, 1024}));
@@ -578,14 +595,51 @@ TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInOneTwoDimensionalCopy) {
   p = plan_copy_engine_collective(piece_request(gather, {4096 - 1000, 1000}));
   ASSERT_FALSE(p.steps.empty());
   EXPECT_EQ(p.output_elements, 4000u);
+  // Rank 1's own part of recv is its send (in place): the peers' parts come out of the pool, rank
+  // 0's in one copy, ranks 2 and 3's in one 2-D copy.
   const PlanStep& out = p.steps.back();
   EXPECT_EQ(out.op, PlanStep::Op::Stage);
   EXPECT_EQ(out.to.buffer, PlanBuffer::Recv);
-  EXPECT_EQ(out.rows, 4u);
+  EXPECT_EQ(out.rows, 2u);
+  EXPECT_EQ(out.from.offset, 2000u);
+  EXPECT_EQ(out.to.offset, 2u * 4096u);
   EXPECT_EQ(out.from_pitch, 1000u);
   EXPECT_EQ(out.to_pitch, 4096u);
   // The whole call (one piece) keeps NCCL's in-place all-gather alone.
   EXPECT_EQ(plan_copy_engine_collective(piece_request(gather, {0, 4096})).steps.size(), 1u);
+}
+
+// The route's staging: a rank's own chunk never goes through the pool. Per element of the larger
+// caller buffer, outside window memory: all-reduce, reduce-scatter and all-to-all stage at most
+// 2 (n - 1) / n, all-gather and broadcast at most 1 (so at most 1 at 2 ranks, for every kind); in
+// window memory, nothing. Copy steps (the own chunk NCCL copies too) are not staging.
+TEST(CopyEnginePlan, OnlyThePeersChunksAreStaged) {
+  for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll,
+                          Collective::Broadcast})
+    for (int nranks : {1, 2, 3, 4, 8})
+      for (int rank = 0; rank < nranks; ++rank)
+        for (bool in_place : {false, true})
+          for (bool windows : {false, true}) {
+            if (in_place && kind == Collective::AllToAll) continue;
+            PlanRequest r = request(kind, uint64_t(nranks) * 64, nranks, 2);
+            r.rank = rank;
+            r.root = nranks - 1;
+            r.in_place = in_place;
+            r.send_in_window = r.recv_in_window = windows;
+            const CopyEnginePlan p = plan_copy_engine_collective(r);
+            uint64_t staged = 0;
+            for (const PlanStep& s : p.steps) staged += staged_elements(s);
+            const double larger =
+                double(std::max(send_elements(kind, r.count, nranks), recv_elements(kind, r.count, nranks)));
+            const double bound = windows ? 0.0
+                                 : kind == Collective::AllGather || kind == Collective::Broadcast
+                                     ? 1.0
+                                     : 2.0 * (nranks - 1) / nranks;
+            EXPECT_LE(double(staged), bound * larger)
+                << to_string(kind) << " rank " << rank << " of " << nranks << (in_place ? " in place" : "")
+                << (windows ? " in windows" : "");
+            if (nranks == 2) EXPECT_LE(double(staged), larger) << to_string(kind) << " at 2 ranks";
+          }
 }
 
 TEST(CopyEnginePlan, ASegmentStrideShorterThanTheCountIsRefused) {
