@@ -66,15 +66,6 @@ __all__ = [
     "sync_module_states",
 ]
 
-# ncclConfig_t's C field names (Policy.nccl_config, from tandem's library) -> the names
-# torch.distributed.ProcessGroupNCCL.NCCLConfig gives them. Names only: which token sets which
-# field, and to what, is decided in C++ (tandem::apply_nccl_settings).
-_TORCH_NCCL_CONFIG_FIELD = {
-    "minCTAs": "min_ctas",
-    "maxCTAs": "max_ctas",
-    "cgaClusterSize": "cga_cluster_size",
-    "CTAPolicy": "cta_policy",
-}
 
 def _pytorch_policy(policy):
     """The parsed policy, or ValueError naming the first token tandem cannot apply inside PyTorch."""
@@ -102,13 +93,11 @@ def process_group_options(policy):
     parsed = _pytorch_policy(policy)
     _require_nccl_backend()
     options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=parsed.comm_priority)
-    for c_name, value in parsed.nccl_config.items():
-        # copy-engine's CTA policy zero belongs to the route's own lanes, split from this group's
-        # communicator: on the group itself it would also change every collective NCCL keeps
-        # (the ones the route refuses). Only an explicit nccl-cta-policy reaches the group.
-        if c_name == "CTAPolicy" and parsed.nccl_cta_policy is None:
-            continue
-        name = _TORCH_NCCL_CONFIG_FIELD[c_name]
+    # The fields, their values and PyTorch's names for them are the token table's (Policy.process_group_config).
+    # copy-engine's CTA policy zero is not among them: it belongs to the route's own lanes, split from this
+    # group's communicator; on the group itself it would also change every collective NCCL keeps (the ones
+    # the route refuses).
+    for c_name, name, value in parsed.process_group_config:
         if not hasattr(options, "config") or not hasattr(options.config, name):
             raise RuntimeError(f"policy '{parsed}': this PyTorch ({torch.__version__}) cannot set NCCL's "
                                f"{c_name}: ProcessGroupNCCL.Options has no config.{name}")

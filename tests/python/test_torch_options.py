@@ -43,8 +43,11 @@ def test_copy_engine_leaves_the_groups_cta_policy_alone():
     assert tt.process_group_options("copy-engine").config.cta_policy == default.cta_policy
 
 
+# An explicit CTA policy reaches the group beside copy-engine too (its zero is the lanes' own), as the
+# interposer writes it into a program's communicators.
 @pytest.mark.parametrize("text,value", [("nccl-cta-policy:efficiency", 1), ("nccl-cta-policy:zero", 2),
-                                        ("copy-engine+nccl-cta-policy:zero", 2)])
+                                        ("copy-engine+nccl-cta-policy:zero", 2),
+                                        ("copy-engine+nccl-cta-policy:efficiency", 1)])
 def test_cta_policy(text, value):
     if HAS_CTA_POLICY:
         assert tt.process_group_options(text).config.cta_policy == value
