@@ -161,14 +161,13 @@ NB_MODULE(_cuda, m) {
           [](Route& r) {
             const tandem::CopyEngineRouteStats s = r.get().stats();
             nb::dict d;
-            d["calls"] = s.calls;
-            d["captured"] = s.captured;
-            d["staged_bytes"] = s.staged_bytes;
-            d["pool_bytes"] = s.pool_bytes;
-            d["registrations"] = s.registrations;
+#define TANDEM_ROUTE_COUNTER_ITEM(name, unit, meaning) d[#name] = s.name;
+            TANDEM_ROUTE_COUNTERS(TANDEM_ROUTE_COUNTER_ITEM)
+#undef TANDEM_ROUTE_COUNTER_ITEM
             return d;
           },
-          "{'calls', 'captured', 'staged_bytes', 'pool_bytes', 'registrations'}")
+          "the route's counters, {name: value}: the stats schema's 'route' record (tandem/route_counters.h: "
+          "calls, captured, staged_bytes, pool_bytes, registrations)")
       .def("close", &Route::close, release_gil(),
            "releases the windows and closes the lanes (collective); later calls raise RuntimeError")
       .def_prop_ro("closed", &Route::closed);
