@@ -101,17 +101,12 @@ void parse_timeline_variables(const EnvironmentLookup& lookup, long pid, Preload
 // The NCCL variables that override what the policy's nccl-* tokens write into a communicator's
 // configuration: NCCL reads them after the configuration and lets them win.
 void find_overriding_nccl_variables(const EnvironmentLookup& lookup, PreloadConfig& config) {
-  const OverlapPolicy& p = config.policy;
-  const std::pair<bool, const char*> settings[] = {
-      {p.nccl_min_ctas.has_value(), "NCCL_MIN_CTAS"},
-      {p.nccl_max_ctas.has_value(), "NCCL_MAX_CTAS"},
-      {p.nccl_cga_cluster_size.has_value(), "NCCL_CGA_CLUSTER_SIZE"},
-      {p.nccl_cta_policy != NcclCtaPolicy::Default, "NCCL_CTA_POLICY"},
-  };
-  for (const auto& [named, variable] : settings) {
-    if (!named) continue;
-    const auto value = lookup(variable);
-    if (value && !value->empty()) config.nccl_variables.push_back(std::string(variable) + "=" + printable(*value, 40));
+  // The fields the policy writes into the program's communicators, each with its variable (the token
+  // table's NcclField).
+  for (const NcclFieldValue& v : nccl_field_values(config.policy, NcclScope::Program)) {
+    const std::string variable(v.field->variable);
+    const auto value = lookup(variable.c_str());
+    if (value && !value->empty()) config.nccl_variables.push_back(variable + "=" + printable(*value, 40));
   }
   if (config.nccl_variables.empty()) return;
   config.problems.push_back(

@@ -161,13 +161,16 @@ void account(Slot& slot) {
   tandem_nccl_route_stats now{};
   library().get_stats(slot.route, &now);
   Counters& c = counters();
-  // The staged total saturates (stats.h) rather than wrap into a small number. The pool's delta may
-  // be negative (a pool given back when it grows): added modulo 2^64, it subtracts.
-  Counters::add_saturating(c.copy_engine_staged_bytes, uint64_t(now.staged_bytes - slot.last.staged_bytes));
-  c.copy_engine_pool_bytes.fetch_add(uint64_t(now.pool_bytes - slot.last.pool_bytes), std::memory_order_relaxed);
-  c.copy_engine_registrations.fetch_add(uint64_t(now.registrations - slot.last.registrations),
-                                        std::memory_order_relaxed);
-  c.copy_engine_captured.fetch_add(uint64_t(now.captured - slot.last.captured), std::memory_order_relaxed);
+  // Every route counter (tandem/route_counters.h) into its total. A growth saturates (stats.h) rather
+  // than wrap into a small number; a delta may be negative (the pool given back when it grows): added
+  // modulo 2^64, it subtracts.
+#define TANDEM_ACCOUNT_ROUTE_COUNTER(name, unit, meaning)                                \
+  if (now.name >= slot.last.name)                                                        \
+    Counters::add_saturating(c.copy_engine_##name, uint64_t(now.name - slot.last.name)); \
+  else                                                                                   \
+    c.copy_engine_##name.fetch_add(uint64_t(now.name - slot.last.name), std::memory_order_relaxed);
+  TANDEM_ROUTE_COUNTERS(TANDEM_ACCOUNT_ROUTE_COUNTER)
+#undef TANDEM_ACCOUNT_ROUTE_COUNTER
   slot.last = now;
 }
 

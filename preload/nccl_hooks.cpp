@@ -54,6 +54,7 @@
 #include "tandem/collective.h"
 #include "tandem/dtype.h"
 #include "tandem/nccl_config.h"
+#include "tandem/policy_tokens.h"
 #include "timeline.h"
 
 namespace tandem::preload {
@@ -173,14 +174,17 @@ void warn_if_nccl_lacks(const OverlapPolicy& settings, Hook via) {
   const auto version_of = function_beside<ncclResult_t (*)(int*)>(get_version, via, "ncclGetVersion");
   int version = 0;
   if (!version_of || version_of(&version) != ncclSuccess) return;
-  const auto lacks = [&](int needed, bool named, const char* token) {
-    if (named && version < needed)
-      log(LogLevel::Warn, "%s needs NCCL %d.%d or later; this process's NCCL is %d.%d.%d: not applied", token,
-          needed / 10000, needed / 100 % 100, version / 10000, version / 100 % 100, version % 100);
-  };
-  lacks(NCCL_VERSION(2, 17, 0), settings.nccl_min_ctas || settings.nccl_max_ctas, "nccl-ctas");
-  lacks(NCCL_VERSION(2, 17, 0), settings.nccl_cga_cluster_size.has_value(), "nccl-cga");
-  lacks(NCCL_VERSION(2, 27, 0), settings.nccl_cta_policy != NcclCtaPolicy::Default, "nccl-cta-policy");
+  // The first NCCL of each field and value is the token table's (NcclField); one line per token.
+  std::string warned;
+  for (const NcclFieldValue& v : nccl_field_values(settings, NcclScope::Program)) {
+    const int needed = v.field->min_version_for(v.value);
+    // The keyword, or the whole token where only its value is too new (nccl-cta-policy:zero on 2.27).
+    const std::string token = needed == v.field->min_version ? std::string(v.token->keyword) : v.token->print(settings);
+    if (version >= needed || warned.find("|" + token + "|") != std::string::npos) continue;
+    warned += "|" + token + "|";
+    log(LogLevel::Warn, "%s needs NCCL %s or later; this process's NCCL is %d.%d.%d: not applied", token.c_str(),
+        nccl_version_text(needed).c_str(), version / 10000, version / 100 % 100, version % 100);
+  }
 }
 
 // The creation paths that take a configuration. `call(config)` calls the real function with the

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "tandem/nccl_config.h"
+#include "tandem/policy_tokens.h"
 
 namespace tandem::preload {
 namespace {
@@ -16,11 +17,14 @@ constexpr unsigned kNcclConfigMagic = 0xcafebeef;  // NCCL_API_MAGIC, what NCCL_
 }  // namespace
 
 OverlapPolicy communicator_settings(const OverlapPolicy& policy) {
-  OverlapPolicy settings;
-  settings.nccl_min_ctas = policy.nccl_min_ctas;
-  settings.nccl_max_ctas = policy.nccl_max_ctas;
-  settings.nccl_cga_cluster_size = policy.nccl_cga_cluster_size;
-  settings.nccl_cta_policy = policy.nccl_cta_policy;
+  // Every token cleared but those that write a field into a program's communicators (the token
+  // table's NcclField with NcclScope::Program): a new nccl-* token is kept without a line here.
+  OverlapPolicy settings = policy;
+  for (const PolicyToken& row : policy_tokens()) {
+    const bool configures_program =
+        std::any_of(row.nccl.begin(), row.nccl.end(), [](const NcclField& f) { return f.scope == NcclScope::Program; });
+    if (!configures_program) row.clear(settings);
+  }
   return settings;
 }
 

@@ -77,7 +77,7 @@ const char* to_string(ElevationOutcome outcome) {
 }
 
 void Counters::reset() {
-#define TANDEM_RESET_COUNTER(field, object, key) field.store(0, std::memory_order_relaxed);
+#define TANDEM_RESET_COUNTER(field, object, key, unit, meaning) field.store(0, std::memory_order_relaxed);
   TANDEM_STATS_COUNTERS(TANDEM_RESET_COUNTER)
 #undef TANDEM_RESET_COUNTER
   for (auto& c : calls_by_hook) c.store(0, std::memory_order_relaxed);
@@ -90,7 +90,7 @@ void Counters::reset() {
 }
 
 void fill_counters(const Counters& c, Snapshot& s) {
-#define TANDEM_LOAD_COUNTER(field, object, key) s.field = load(c.field);
+#define TANDEM_LOAD_COUNTER(field, object, key, unit, meaning) s.field = load(c.field);
   TANDEM_STATS_COUNTERS(TANDEM_LOAD_COUNTER)
 #undef TANDEM_LOAD_COUNTER
   s.calls_by_hook.clear();
@@ -232,6 +232,7 @@ std::string render_json(const Snapshot& s) {
   const Reach reach = reach_of(s);
   nlohmann::json j = {
       {"schema_version", kStatsSchemaVersion},
+      {"front_end", std::string(kTandemRunName)},
       {"pid", s.pid},
       {"policy", s.policy},
       {"policy_valid", s.policy_valid},
@@ -257,7 +258,7 @@ std::string render_json(const Snapshot& s) {
       {"top_kernels", top},
       {"kernels", kernels},
   };
-#define TANDEM_COUNTER_JSON(field, object, key) j[object][key] = s.field;
+#define TANDEM_COUNTER_JSON(field, object, key, unit, meaning) j[object][key] = s.field;
   TANDEM_STATS_COUNTERS(TANDEM_COUNTER_JSON)
 #undef TANDEM_COUNTER_JSON
   if (!s.timeline.is_null()) j["timeline"] = s.timeline;

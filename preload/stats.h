@@ -13,6 +13,8 @@
 #include "shaping_decision.h"
 #include "tandem/collective.h"
 #include "tandem/copy_engine_eligibility.h"
+#include "tandem/stats_counters.h"
+#include "tandem/stats_schema.h"
 
 namespace tandem::preload {
 
@@ -37,49 +39,12 @@ inline uint64_t saturating_product(uint64_t a, uint64_t b) { return a != 0 && b 
 // a + b, or kSaturated when the sum does not fit.
 inline uint64_t saturating_sum(uint64_t a, uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
-// The version of the --stats document (docs/BENCH_JSON.md, tandem run --stats): raised when a field
-// changes meaning or goes away.
-inline constexpr int kStatsSchemaVersion = 2;
-
-// The single-number counters: X(field, JSON object, JSON key). Each is a field of Counters (atomic)
-// and of Snapshot (its value), reset after fork, copied into the snapshot and written to the --stats
-// JSON from this one list; the text summary picks its own.
-#define TANDEM_STATS_COUNTERS(X)                                                                         \
-  X(launches, "launches", "total")                                                                       \
-  X(collective_launches, "launches", "nccl")                                                             \
-  X(compute_launches, "launches", "compute")                                                             \
-  X(captured, "launches", "captured") /* into a capturing stream (of those a control applies to) */      \
-  X(shaped_launch_failures, "failures", "shaped_retried_unshaped")                                       \
-  X(elevated_launch_failures, "failures", "elevated_retried_as_issued")                                  \
-  X(cap_refreshes, "failures", "smem_limit_raised_again") /* the program lowered a raised limit */       \
-  X(untracked_launches, "failures", "untracked_launches") /* kernel table full, metadata unreadable */   \
-  X(cublas_handles_capped, "cublas", "handles_capped")                                                   \
-  X(cublaslt_descriptors_capped, "cublas", "lt_descriptors_capped")                                      \
-  X(cublas_cap_failures, "cublas", "cap_failures")                                                       \
-  /* The targeted form of sm-target: GEMMs decided at cublasSetStream, capped beside an outstanding */   \
-  /* collective or left with every SM; cuBLASLt descriptors left uncapped for want of one. */            \
-  X(cublas_gemms_capped_beside, "cublas", "gemms_capped_beside_collective")                              \
-  X(cublas_gemms_left_alone, "cublas", "gemms_left_alone")                                               \
-  X(cublaslt_descriptors_left_alone, "cublas", "lt_descriptors_left_alone")                              \
-  X(communicators_created, "nccl_communicators", "created")                                              \
-  X(communicators_configured, "nccl_communicators", "configured")     /* nccl-* settings applied */      \
-  X(communicators_unconfigured, "nccl_communicators", "unconfigured") /* asked for, not applicable */    \
-  X(communicators_destroyed, "nccl_communicators", "destroyed")       /* destroyed or aborted */         \
-  /* The copy-engine route (nccl_copy_engine.cpp): routes made (one per communicator that routed), */    \
-  /* bytes copied into and out of its window memory, window memory its routes hold (each route's pool */ \
-  /* at its largest, summed), registrations. */                                                          \
-  X(copy_engine_routes, "copy_engine_route", "routes")                                                   \
-  X(copy_engine_staged_bytes, "copy_engine_route", "staged_bytes")                                       \
-  X(copy_engine_pool_bytes, "copy_engine_route", "pool_bytes")                                           \
-  X(copy_engine_registrations, "copy_engine_route", "registrations")                                     \
-  X(copy_engine_captured, "copy_engine_route", "captured") /* routed calls captured into graphs */
-
 // The NCCL functions the copy-engine route never takes (a reduce's result stays on one rank; a send or a
 // receive pairs two): counted, calls and bytes, and handed to NCCL as the program made them.
 inline constexpr std::array<Hook, 3> kNotRoutedHooks = {Hook::ncclReduce, Hook::ncclSend, Hook::ncclRecv};
 
 struct Counters {
-#define TANDEM_COUNTER_FIELD(field, object, key) std::atomic<uint64_t> field{0};
+#define TANDEM_COUNTER_FIELD(field, object, key, unit, meaning) std::atomic<uint64_t> field{0};
   TANDEM_STATS_COUNTERS(TANDEM_COUNTER_FIELD)
 #undef TANDEM_COUNTER_FIELD
   std::array<std::atomic<uint64_t>, kHookCount> calls_by_hook{};  // launches per entry point, resolutions, cuBLAS calls
@@ -149,7 +114,7 @@ struct Snapshot {
   bool policy_valid = true;
   std::string compute_controls;  // "targeted", "always", "" (no shape or sm-target)
   std::string log_level;
-#define TANDEM_SNAPSHOT_FIELD(field, object, key) uint64_t field = 0;
+#define TANDEM_SNAPSHOT_FIELD(field, object, key, unit, meaning) uint64_t field = 0;
   TANDEM_STATS_COUNTERS(TANDEM_SNAPSHOT_FIELD)
 #undef TANDEM_SNAPSHOT_FIELD
   std::vector<std::pair<std::string, uint64_t>> calls_by_hook;  // in hook-list order

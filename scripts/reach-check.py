@@ -74,7 +74,23 @@ ALWAYS_ENV = {**pc.ALWAYS_ENV, "NVSHMEM_DISABLE_NVLS": "1"}
 # refused, which PyTorch's flight recorder also records, is counted once).
 TANDEM_TORCH_FALLBACK = {"ddp_all_reduce": "all_reduce", "ddp_broadcast": "broadcast",
                          "fsdp_all_gather": "_all_gather_base", "fsdp_reduce_scatter": "_reduce_scatter_base"}
-TANDEM_TORCH_COLLECTIVES = tuple(TANDEM_TORCH_FALLBACK)
+# tandem's one stats schema (src/core/stats_schema.cpp, rendered into the Python package): both front ends'
+# documents are read by it, and only by it (a document of another version is unreadable).
+with open(os.path.join(ROOT, "python", "tandem", "stats_schema.json")) as _schema_file:
+    STATS_SCHEMA = json.load(_schema_file)
+# What this script reads of a stats document, by the schema's record (tests/scripts/test_reach_check.py
+# checks every key is the schema's: a key the schema renames fails there, not as a silent zero here).
+STATS_READS = {
+    "document": ["schema_version", "nccl_collectives", "nccl_not_routed", "copy_engine_reach", "copy_engine_route",
+                 "nccl_communicators", "launches", "nccl_elevated", "nccl_not_elevated", "pid"],
+    "collective": ["calls", "bytes", "copy_engine", "nccl"],
+    "counts": ["calls", "bytes"],
+    "not_routed": ["calls", "bytes"],
+    "reach": ["requested", "calls", "bytes", "total_bytes"],
+    "copy_engine_route": ["captured", "pool_bytes", "routes", "staged_bytes"],
+    "nccl_communicators": ["created", "configured", "unconfigured", "overridden_by_variables"],
+    "launches": ["nccl"],
+}
 # PyTorch's flight-recorder operations (nccl:NAME) that reach NCCL through one of the functions tandem
 # hooks (ncclAllReduce, ncclReduceScatter, ncclAllGather, ncclAlltoAll, ncclBroadcast, and ncclReduce,
 # ncclSend, ncclRecv, which it counts and never routes: every communicating NCCL function PyTorch 2.11
@@ -345,10 +361,12 @@ def judged_share(route):
     return share_between_ranks(route)
 
 
-def aggregate_stats(documents):
-    """`tandem run --stats` files (one per process) summed: per NCCL function the calls and bytes, those
-    through the copy-engine route and those NCCL ran by reason; the reach over all of them."""
-    route = empty_route("tandem run --stats", len(documents))
+def sum_documents(documents, source, processes=None):
+    """Stats documents of tandem's one schema (STATS_SCHEMA: `tandem run --stats` files, tandem.torch's stats()),
+    summed, not yet finished: per collective (an NCCL function, or tandem.torch's site) the calls and bytes,
+    those through the copy-engine route and those NCCL ran by reason; the functions no route takes; the
+    route's cost."""
+    route = empty_route(source, len(documents) if processes is None else processes)
     route["requested"] = any(d.get("copy_engine_reach", {}).get("requested") for d in documents)
     route["captured"] = sum(d.get("copy_engine_route", {}).get("captured", 0) for d in documents)
     for doc in documents:
@@ -362,13 +380,20 @@ def aggregate_stats(documents):
     for doc in documents:
         for name, c in doc.get("nccl_not_routed", {}).items():
             add_counts(route["not_routed"].setdefault(name, {}), c)
-    route["controls"] = aggregate_controls(documents)
     # The route's cost: the window pool each route (one per communicator that routed) held at its
     # largest, the largest over the processes, and every byte it staged into and out of window memory.
     routes = [d.get("copy_engine_route", {}) for d in documents]
     per_route = [r["pool_bytes"] / r["routes"] for r in routes if r.get("routes") and "pool_bytes" in r]
     route["pool_bytes_per_route"] = round(max(per_route)) if per_route else None
     route["staged_bytes"] = sum(r.get("staged_bytes", 0) for r in routes)
+    return route
+
+
+def aggregate_stats(documents):
+    """`tandem run --stats` files (one per process) summed: the collectives by route and the reach over all of
+    them (sum_documents), and the policy's other controls."""
+    route = sum_documents(documents, "tandem run --stats")
+    route["controls"] = aggregate_controls(documents)
     return finish_route(route)
 
 
@@ -392,15 +417,39 @@ def aggregate_controls(documents):
     return controls
 
 
+def stats_document_problem(doc):
+    """Why a stats document cannot be read as STATS_SCHEMA says (another version, not an object), or None."""
+    if not isinstance(doc, dict):
+        return "not a JSON object"
+    version = doc.get("schema_version")
+    if version != STATS_SCHEMA["schema_version"]:
+        return "schema_version %s, this reach-check reads %d" % (
+            "missing" if version is None else json.dumps(version), STATS_SCHEMA["schema_version"])
+    return None
+
+
+def readable_documents(named, bad):
+    """The documents of [(where, document)] that STATS_SCHEMA reads; each other one goes to `bad` as 'where: why'."""
+    docs = []
+    for where, doc in named:
+        problem = stats_document_problem(doc)
+        if problem:
+            bad.append(f"{where}: {problem}")
+        else:
+            docs.append(doc)
+    return docs
+
+
 def read_stats(stats_dir):
-    docs, bad = [], []
+    """The `tandem run --stats` files of a row's processes, and what could not be read (each with why)."""
+    named, bad = [], []
     for path in sorted(glob.glob(os.path.join(stats_dir, "stats-*.json"))):
         try:
             with open(path) as f:
-                docs.append(json.load(f))
+                named.append((os.path.basename(path), json.load(f)))
         except (OSError, ValueError) as e:
             bad.append(f"{os.path.basename(path)}: {e}")
-    return docs, bad
+    return readable_documents(named, bad), bad
 
 
 def sum_operations(reports, key="process_group"):
@@ -423,36 +472,28 @@ def unhooked(operations):
 
 
 def aggregate_tandem_torch(reports):
-    """tandem.torch's stats() of every rank, summed, as a route record: its own collectives (routed, or
-    given to NCCL with a reason), plus every other collective the ranks' process groups handed to NCCL
-    (their flight recorders, reason `process-group`). A call the route refused is in both records: it
-    is taken out of the process group's (TANDEM_TORCH_FALLBACK)."""
-    route = empty_route("tandem.torch stats() + PyTorch's flight recorder", len(reports))
+    """tandem.torch's stats() documents of every rank (the one schema: sum_documents), as a route record, plus
+    every other collective the ranks' process groups handed to NCCL (their flight recorders, reason
+    `process-group`). A call the route refused is in both records: it is taken out of the process group's
+    (TANDEM_TORCH_FALLBACK). A document of another schema is left out and named under `unreadable`."""
+    bad = []
+    documents = readable_documents([(f"rank {i}", r["tandem_torch"]) for i, r in enumerate(reports)
+                                    if r.get("tandem_torch") is not None], bad)
+    route = sum_documents(documents, "tandem.torch stats() + PyTorch's flight recorder", len(reports))
     operations = sum_operations(reports) or {}
-    for r in reports:
-        stats = r.get("tandem_torch") or {}
-        nbytes = stats.get("bytes", {})
-        for name in TANDEM_TORCH_COLLECTIVES:
-            calls = stats.get(name)
-            if not calls:
-                continue
-            into = route["collectives"].setdefault(name, empty_collective())
-            for reason, n in calls.items():
-                counts = {"calls": n, "bytes": nbytes.get(name, {}).get(reason, 0)}
-                add_counts(into, counts)
-                if reason == "copy-engine":
-                    add_counts(into["copy_engine"], counts)
-                else:
-                    add_counts(into["nccl"].setdefault(reason, {}), counts)
-                    op = operations.get(TANDEM_TORCH_FALLBACK[name])
-                    if op:
-                        op["calls"] = max(0, op["calls"] - n)
-                        op["bytes"] = max(0, op["bytes"] - counts["bytes"])
+    for name, c in route["collectives"].items():
+        op = operations.get(TANDEM_TORCH_FALLBACK.get(name))
+        for counts in c["nccl"].values():
+            if op:
+                op["calls"] = max(0, op["calls"] - counts["calls"])
+                op["bytes"] = max(0, op["bytes"] - counts["bytes"])
     for op, c in operations.items():
         if c["calls"]:
             into = route["collectives"].setdefault("process-group " + op, empty_collective())
             add_counts(into, c)
             add_counts(into["nccl"].setdefault("process-group", {}), c)
+    if bad:
+        route["unreadable"] = bad
     return finish_route(route)
 
 

@@ -65,6 +65,7 @@
 #include "tandem/copy_engine.h"
 #include "tandem/copy_engine_eligibility.h"
 #include "tandem/nccl_wait.h"
+#include "tandem/route_counters.h"
 
 namespace tandem {
 
@@ -72,13 +73,12 @@ namespace tandem {
 // model's gradients in one call would otherwise take twice their size of extra device memory).
 inline constexpr size_t kDefaultRoutePoolBytes = size_t(256) << 20;
 
-// What a route has done, for the summary of `tandem run` and tandem.torch.
+// What a route has done, for the summary of `tandem run` and tandem.torch: the counters of
+// tandem/route_counters.h (each an int64_t, their meaning and unit there), in that order.
 struct CopyEngineRouteStats {
-  int64_t calls = 0;          // calls that took the route (a captured call once, at capture)
-  int64_t captured = 0;       // of which were captured into a CUDA graph
-  int64_t staged_bytes = 0;   // bytes copied into and out of window memory
-  int64_t pool_bytes = 0;     // window memory held now (the pools and the window buffers)
-  int64_t registrations = 0;  // times a pool was registered, plus one per window buffer
+#define TANDEM_ROUTE_STATS_FIELD(name, unit, meaning) int64_t name = 0;
+  TANDEM_ROUTE_COUNTERS(TANDEM_ROUTE_STATS_FIELD)
+#undef TANDEM_ROUTE_STATS_FIELD
 };
 
 // One collective call, with NCCL's meaning of `count` for its kind.

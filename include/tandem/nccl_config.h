@@ -1,15 +1,22 @@
 #pragma once
 // The NCCL communicator settings a policy names (nccl-ctas, nccl-cga, nccl-cta-policy, and the
 // copy-engine and nccl-symmetric policies' needs), as an ncclConfig_t and as a key that tells which
-// policies can share one communicator. Header-only use of nccl.h: nothing here calls NCCL, so the
-// interposer, which must not load a second NCCL into a program, can use it too.
+// policies can share one communicator. Which token writes which field, and what, is the token table's
+// (tandem/policy_tokens.h, NcclField); here the field names meet ncclConfig_t's members. Header-only
+// use of nccl.h: nothing here calls NCCL, so the interposer, which must not load a second NCCL into a
+// program, can use it too.
 #include <nccl.h>
 
 #include <string>
+#include <string_view>
 
 #include "tandem/policy.h"
 
 namespace tandem {
+
+// ncclConfig_t's int field of that name ("minCTAs") in `config`, or nullptr when this build's nccl.h has
+// none (tests/cpu/test_nccl_config.cpp checks every field the token table names).
+int* nccl_config_field(ncclConfig_t& config, std::string_view name);
 
 // True when the policy changes nothing about the communicator: the caller's own one serves.
 bool uses_default_nccl_settings(const OverlapPolicy& policy);

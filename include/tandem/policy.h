@@ -3,7 +3,7 @@
 // type (--policy, TANDEM_POLICY) and what results record; parse(to_string(p)) == p.
 //
 // Grammar: tokens joined by '+', order-insensitive, each at most once. The tokens, their values,
-// their meaning and what `tandem run` does with each are rows of one table, include/tandem/policy_tokens.h
+// their meaning and what `tandem run` does with each are rows of one table, src/include/tandem/policy_tokens.h
 // (src/core/policy_tokens.cpp); policy_grammar_help() and docs/POLICIES.md are rendered from it.
 // A whole policy may instead be "@FILE": a policy file (see load_policy_file).
 #include <cstdint>

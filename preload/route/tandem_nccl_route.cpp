@@ -144,11 +144,9 @@ TANDEM_ROUTE_EXPORT void tandem_nccl_route_get_stats(const tandem_nccl_route* r,
   *out = {};
   if (!r || !r->route) return;
   const tandem::CopyEngineRouteStats s = r->route->stats();
-  out->calls = s.calls;
-  out->captured = s.captured;
-  out->staged_bytes = s.staged_bytes;
-  out->pool_bytes = s.pool_bytes;
-  out->registrations = s.registrations;
+#define TANDEM_COPY_ROUTE_COUNTER(name, unit, meaning) out->name = s.name;
+  TANDEM_ROUTE_COUNTERS(TANDEM_COPY_ROUTE_COUNTER)
+#undef TANDEM_COPY_ROUTE_COUNTER
 }
 
 TANDEM_ROUTE_EXPORT void tandem_nccl_route_destroy(tandem_nccl_route* r, int healthy) {

@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "tandem/route_counters.h"
+
 extern "C" {
 
 // Raised whenever a type or signature below changes: the interposer refuses a library of another
@@ -43,12 +45,12 @@ typedef struct tandem_nccl_route_call {
   cudaStream_t stream;
 } tandem_nccl_route_call;
 
+// The route's counters (tandem/route_counters.h: names, units, meanings), one int64_t each, in that
+// list's order.
 typedef struct tandem_nccl_route_stats {
-  int64_t calls;
-  int64_t captured;
-  int64_t staged_bytes;
-  int64_t pool_bytes;
-  int64_t registrations;
+#define TANDEM_ROUTE_ABI_STATS_FIELD(name, unit, meaning) int64_t name;
+  TANDEM_ROUTE_COUNTERS(TANDEM_ROUTE_ABI_STATS_FIELD)
+#undef TANDEM_ROUTE_ABI_STATS_FIELD
 } tandem_nccl_route_stats;
 
 int tandem_nccl_route_abi_version(void);

@@ -13,6 +13,7 @@
 #include "tandem/error.h"
 #include "tandem/nccl_config.h"
 #include "tandem/policy.h"
+#include "tandem/policy_tokens.h"
 #include "tandem/printable.h"
 
 namespace nb = nanobind;
@@ -36,20 +37,16 @@ auto parsing_user_text(Parse&& parse) -> decltype(parse()) {
 }
 
 // The ncclConfig_t fields the policy sets, by their C names, as apply_nccl_settings writes them over
-// NCCL's own initializer: one mapping from tokens to communicator settings, shared with the
-// benchmark and the interposer. Only the fields a policy can set are compared.
+// NCCL's own initializer: one mapping from tokens to communicator settings (the token table's
+// NcclField rows), shared with the benchmark and the interposer.
 std::vector<std::pair<std::string, int>> nccl_config_fields(const OverlapPolicy& policy) {
-  const ncclConfig_t defaults = NCCL_CONFIG_INITIALIZER;
-  ncclConfig_t config = defaults;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   tandem::apply_nccl_settings(policy, config);
   std::vector<std::pair<std::string, int>> fields;
-  const auto add_if_set = [&](const char* name, int value, int default_value) {
-    if (value != default_value) fields.emplace_back(name, value);
-  };
-  add_if_set("minCTAs", config.minCTAs, defaults.minCTAs);
-  add_if_set("maxCTAs", config.maxCTAs, defaults.maxCTAs);
-  add_if_set("cgaClusterSize", config.cgaClusterSize, defaults.cgaClusterSize);
-  add_if_set("CTAPolicy", config.CTAPolicy, defaults.CTAPolicy);
+  for (const tandem::NcclFieldValue& v : tandem::nccl_field_values(policy)) {
+    const std::string name(v.field->config_field);
+    fields.emplace_back(name, *tandem::nccl_config_field(config, name));
+  }
   return fields;
 }
 
@@ -97,6 +94,18 @@ NB_MODULE(_core, m) {
           },
           "the ncclConfig_t fields this policy sets: {C field name: value}, empty for NCCL's defaults")
       .def_prop_ro(
+          "process_group_config",
+          [](const OverlapPolicy& p) {
+            nb::list fields;
+            for (const tandem::NcclFieldValue& v : tandem::nccl_field_values(p, tandem::NcclScope::Program))
+              fields.append(
+                  nb::make_tuple(std::string(v.field->config_field), std::string(v.field->pytorch_option), v.value));
+            return fields;
+          },
+          "the fields this policy writes into a program's communicators (a process group's), from the token "
+          "table: [(C field name, ProcessGroupNCCL.Options().config attribute, value)]; copy-engine's own CTA "
+          "policy, which only its lanes take, is not among them")
+      .def_prop_ro(
           "pytorch_refusal",
           [](const OverlapPolicy& p) -> std::optional<std::string> {
             std::string why = tandem::pytorch_refusal(p);
@@ -137,6 +146,28 @@ NB_MODULE(_core, m) {
       [](const std::string& path) { return parsing_user_text([&] { return tandem::load_policy_file(path); }); },
       nb::arg("path"), "Reads a policy file as `tandem tune` writes it; ValueError if missing or invalid.");
   m.def("policy_help", &tandem::policy_grammar_help, "One line per accepted policy token, with its meaning.");
+  // The token table's NCCL facts (tandem/policy_tokens.h, NcclField), one dict per field a token writes.
+  m.def(
+      "nccl_fields",
+      [] {
+        nb::list rows;
+        for (const tandem::PolicyToken& token : tandem::policy_tokens())
+          for (const tandem::NcclField& f : token.nccl) {
+            nb::dict row;
+            row["token"] = std::string(token.keyword);
+            row["config_field"] = std::string(f.config_field);
+            row["variable"] = std::string(f.variable);
+            row["min_version"] = f.min_version;
+            row["pytorch_option"] = std::string(f.pytorch_option);
+            row["scope"] = f.scope == tandem::NcclScope::Program ? "program" : "own";
+            rows.append(row);
+          }
+        return rows;
+      },
+      "[{token, config_field, variable, min_version, pytorch_option, scope}]: the ncclConfig_t field each nccl-* "
+      "token (and copy-engine) writes, the NCCL variable that overrides it, the first NCCL (NCCL_VERSION_CODE) "
+      "that reads it, its name in PyTorch's ProcessGroupNCCL.Options().config, and whether a program's "
+      "communicators take it ('program') or only tandem's own ('own')");
   // nccl.h's values (a header only: nothing of NCCL is loaded), for the tests of tandem.torch's dtype table.
   m.def(
       "nccl_data_types",

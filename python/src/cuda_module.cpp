@@ -10,6 +10,7 @@
 #include <nanobind/stl/string.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -29,8 +30,14 @@ using tandem::CopyEngineRoute;
 
 tandem::Collective collective_named(const std::string& name) {
   if (const auto kind = tandem::parse_collective(name)) return *kind;
-  throw nb::value_error(
-      ("unknown collective '" + name + "' (accepted: all_reduce, reduce_scatter, all_gather, all_to_all)").c_str());
+  // Every collective the route takes, from the library's list (broadcast included), as Python spells it.
+  std::string accepted;
+  for (const tandem::Collective c : tandem::kCollectives) {
+    std::string spelled = tandem::to_string(c);
+    std::replace(spelled.begin(), spelled.end(), '-', '_');
+    accepted += (accepted.empty() ? "" : ", ") + spelled;
+  }
+  throw nb::value_error(("unknown collective '" + name + "' (accepted: " + accepted + ")").c_str());
 }
 
 // tandem.torch's names for the reductions the route computes (tandem/copy_engine_eligibility.h).
@@ -161,14 +168,13 @@ NB_MODULE(_cuda, m) {
           [](Route& r) {
             const tandem::CopyEngineRouteStats s = r.get().stats();
             nb::dict d;
-            d["calls"] = s.calls;
-            d["captured"] = s.captured;
-            d["staged_bytes"] = s.staged_bytes;
-            d["pool_bytes"] = s.pool_bytes;
-            d["registrations"] = s.registrations;
+#define TANDEM_ROUTE_COUNTER_ITEM(name, unit, meaning) d[#name] = s.name;
+            TANDEM_ROUTE_COUNTERS(TANDEM_ROUTE_COUNTER_ITEM)
+#undef TANDEM_ROUTE_COUNTER_ITEM
             return d;
           },
-          "{'calls', 'captured', 'staged_bytes', 'pool_bytes', 'registrations'}")
+          "the route's counters, {name: value}: the stats schema's 'route' record (tandem/route_counters.h: "
+          "calls, captured, staged_bytes, pool_bytes, registrations)")
       .def("close", &Route::close, release_gil(),
            "releases the windows and closes the lanes (collective); later calls raise RuntimeError")
       .def_prop_ro("closed", &Route::closed);

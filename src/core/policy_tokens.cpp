@@ -21,6 +21,11 @@ constexpr int kMaxBlocksPerSm = 64;
 constexpr int kMaxNcclCtas = 64;
 // The padding ends up in cudaFuncSetAttribute(MaxDynamicSharedMemorySize), which takes an int.
 constexpr int64_t kMaxShapeBytes = std::numeric_limits<int>::max();
+// NCCL_VERSION_CODE of the releases whose ncclConfig_t first had a field: 2.17 minCTAs, maxCTAs and
+// cgaClusterSize; 2.27 CTAPolicy (default and efficiency); 2.28 CTA policy zero.
+constexpr int kNccl2_17 = 21700;
+constexpr int kNccl2_27 = 22700;
+constexpr int kNccl2_28 = 22800;
 
 // ----- values ------------------------------------------------------------------------------------
 
@@ -131,6 +136,12 @@ NcclCtaPolicy parse_cta_policy(std::string_view value) {
   if (value == "efficiency") return NcclCtaPolicy::Efficiency;
   if (value == "zero") return NcclCtaPolicy::Zero;
   invalid("the NCCL CTA policy must be efficiency or zero, not " + quoted_value(value));
+}
+
+std::optional<int> cta_policy_value(NcclCtaPolicy policy) {
+  if (policy == NcclCtaPolicy::Efficiency) return kNcclCtaPolicyEfficiency;
+  if (policy == NcclCtaPolicy::Zero) return kNcclCtaPolicyZero;
+  return std::nullopt;
 }
 
 std::string format_bytes(int64_t bytes) {
@@ -249,7 +260,9 @@ std::vector<PolicyToken> make_rows() {
        RunTreatment::Interposer,
        kNcclConfigDetail,
        kNeedsTwoStreams | kNeedsOwnCommunicator,
-       kAppliedInPyTorch},
+       kAppliedInPyTorch,
+       {{"minCTAs", "NCCL_MIN_CTAS", kNccl2_17, "min_ctas", [](const P& p) { return p.nccl_min_ctas; }},
+        {"maxCTAs", "NCCL_MAX_CTAS", kNccl2_17, "max_ctas", [](const P& p) { return p.nccl_max_ctas; }}}},
       {"nccl-cga",
        "1|2|4",
        {{"nccl-cga:1|2|4", "NCCL CGA cluster size"}},
@@ -260,7 +273,9 @@ std::vector<PolicyToken> make_rows() {
        RunTreatment::Interposer,
        kNcclConfigDetail,
        kNeedsTwoStreams | kNeedsOwnCommunicator,
-       kAppliedInPyTorch},
+       kAppliedInPyTorch,
+       {{"cgaClusterSize", "NCCL_CGA_CLUSTER_SIZE", kNccl2_17, "cga_cluster_size",
+         [](const P& p) { return p.nccl_cga_cluster_size; }}}},
       {"nccl-cta-policy",
        "efficiency|zero",
        {{"nccl-cta-policy:efficiency|zero", "NCCL CTA policy"}},
@@ -275,7 +290,14 @@ std::vector<PolicyToken> make_rows() {
        RunTreatment::Interposer,
        kNcclConfigDetail,
        kNeedsTwoStreams | kNeedsOwnCommunicator,
-       kAppliedInPyTorch},
+       kAppliedInPyTorch,
+       {{"CTAPolicy",
+         "NCCL_CTA_POLICY",
+         kNccl2_27,
+         "cta_policy",
+         [](const P& p) { return cta_policy_value(p.nccl_cta_policy); },
+         NcclScope::Program,
+         {{kNcclCtaPolicyZero, kNccl2_28, "zero"}}}}},
       {"green",
        "N",
        {{"green:N", "compute in a green context of N SMs, collective in the rest"}},
@@ -313,7 +335,12 @@ std::vector<PolicyToken> make_rows() {
        "and CUDA graphs (copied through window memory of its own, on lanes split from the program's "
        "communicator); any other call stays with NCCL, its reason in the summary",
        kNeedsTwoStreams | kNeedsOwnCommunicator | kNeedsSymmetricWindows,
-       kAppliedInPyTorch},
+       kAppliedInPyTorch,
+       // NCCL moves all-gather and all-to-all data in symmetric windows with copy engines only under CTA
+       // policy zero: on tandem's lanes, never on the program's communicator (its other collectives).
+       {{"CTAPolicy", "NCCL_CTA_POLICY", kNccl2_28, "cta_policy",
+         [](const P& p) { return p.copy_engine ? std::optional<int>(kNcclCtaPolicyZero) : std::nullopt; },
+         NcclScope::Own}}},
       {"compute-always",
        "",
        {{"compute-always",
@@ -432,6 +459,52 @@ std::string policy_tokens_markdown() {
                escape_cell(pytorch_treatment_text(row)) + " |\n";
   }
   return table;
+}
+
+int NcclField::min_version_for(int field_value) const {
+  for (const LaterValue& later : later_values)
+    if (later.value == field_value) return later.min_version;
+  return min_version;
+}
+
+std::string nccl_version_text(int version_code) {
+  return std::to_string(version_code / 10000) + "." + std::to_string(version_code / 100 % 100);
+}
+
+std::string nccl_fields_markdown() {
+  std::string table =
+      "| token | `ncclConfig_t` field | overridden by | NCCL | `ProcessGroupNCCL.Options().config` | written into |\n"
+      "|---|---|---|---|---|---|\n";
+  for (const PolicyToken& row : policy_tokens())
+    for (const NcclField& f : row.nccl) {
+      std::string version = nccl_version_text(f.min_version);
+      for (const NcclField::LaterValue& later : f.later_values)
+        version += " (" + std::string(later.token_text) + ": " + nccl_version_text(later.min_version) + ")";
+      table += "| `" + std::string(row.keyword) + "` | `" + std::string(f.config_field) + "` | `" +
+               std::string(f.variable) + "` | " + version + " | `" + std::string(f.pytorch_option) + "` | " +
+               (f.scope == NcclScope::Program ? "the program's communicators and tandem's"
+                                              : "tandem's own communicators only") +
+               " |\n";
+    }
+  return table;
+}
+
+std::vector<NcclFieldValue> nccl_field_values(const OverlapPolicy& policy, NcclScope scope) {
+  std::vector<NcclFieldValue> values;
+  for (const PolicyToken& row : policy_tokens())
+    for (const NcclField& field : row.nccl) {
+      if (scope == NcclScope::Program && field.scope == NcclScope::Own) continue;
+      const std::optional<int> value = field.value(policy);
+      if (!value) continue;
+      const auto same = std::find_if(values.begin(), values.end(), [&](const NcclFieldValue& v) {
+        return v.field->config_field == field.config_field;
+      });
+      if (same == values.end())
+        values.push_back({&row, &field, *value});
+      else
+        *same = {&row, &field, *value};
+    }
+  return values;
 }
 
 std::string run_refusal(const OverlapPolicy& policy) {

@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "tandem/nccl_config.h"
 #include "tandem/policy.h"
+#include "tandem/policy_tokens.h"
 
 namespace {
 
@@ -161,6 +163,90 @@ TEST(NcclSettings, WhatThePolicyDoesNotNameStaysTheCallers) {
   const ncclConfig_t symmetric = applied("nccl-symmetric", mine);
   EXPECT_EQ(symmetric.CTAPolicy, NCCL_CTA_POLICY_EFFICIENCY);
   EXPECT_EQ(symmetric.cgaClusterSize, 4);
+}
+
+// ---- the token table's NCCL facts (NcclField) reach ncclConfig_t by name -----------------------------
+
+TEST(NcclSettings, EveryFieldTheTokenTableNamesIsAMemberOfThisNccl) {
+  // A name the table gives that nccl.h lacks would make apply_nccl_settings throw for that token.
+  size_t fields = 0;
+  for (const tandem::PolicyToken& token : tandem::policy_tokens())
+    for (const tandem::NcclField& f : token.nccl) {
+      ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+      int* member = tandem::nccl_config_field(config, f.config_field);
+      ASSERT_NE(member, nullptr) << token.keyword << ": ncclConfig_t." << f.config_field;
+      *member = 12345;
+      EXPECT_EQ(*tandem::nccl_config_field(config, f.config_field), 12345) << f.config_field;
+      ++fields;
+    }
+  EXPECT_EQ(fields, 5u);  // minCTAs, maxCTAs, cgaClusterSize, CTAPolicy (nccl-cta-policy), CTAPolicy (copy-engine)
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  EXPECT_EQ(tandem::nccl_config_field(config, "minCTAs"), &config.minCTAs);
+  EXPECT_EQ(tandem::nccl_config_field(config, "CTAPolicy"), &config.CTAPolicy);
+  EXPECT_EQ(tandem::nccl_config_field(config, "nvlsCTAs"), &config.nvlsCTAs);
+  EXPECT_EQ(tandem::nccl_config_field(config, "netName"), nullptr);  // not an int
+  EXPECT_EQ(tandem::nccl_config_field(config, "mincTAs"), nullptr);
+}
+
+TEST(NcclSettings, NcclsFactsOfEachToken) {
+  // Written out from NCCL's documentation and init.cc (envConfigOverride), not read from the table.
+  struct Fact {
+    const char* token;
+    const char* field;
+    const char* variable;
+    int min_version;
+    const char* pytorch_option;
+    tandem::NcclScope scope;
+  };
+  const Fact expected[] = {
+      {"nccl-ctas", "minCTAs", "NCCL_MIN_CTAS", 21700, "min_ctas", tandem::NcclScope::Program},
+      {"nccl-ctas", "maxCTAs", "NCCL_MAX_CTAS", 21700, "max_ctas", tandem::NcclScope::Program},
+      {"nccl-cga", "cgaClusterSize", "NCCL_CGA_CLUSTER_SIZE", 21700, "cga_cluster_size", tandem::NcclScope::Program},
+      {"nccl-cta-policy", "CTAPolicy", "NCCL_CTA_POLICY", 22700, "cta_policy", tandem::NcclScope::Program},
+      {"copy-engine", "CTAPolicy", "NCCL_CTA_POLICY", 22800, "cta_policy", tandem::NcclScope::Own},
+  };
+  size_t i = 0;
+  for (const tandem::PolicyToken& token : tandem::policy_tokens())
+    for (const tandem::NcclField& f : token.nccl) {
+      ASSERT_LT(i, std::size(expected));
+      const Fact& e = expected[i++];
+      EXPECT_EQ(token.keyword, e.token);
+      EXPECT_EQ(f.config_field, e.field);
+      EXPECT_EQ(f.variable, e.variable);
+      EXPECT_EQ(f.min_version, e.min_version);
+      EXPECT_EQ(f.pytorch_option, e.pytorch_option);
+      EXPECT_EQ(f.scope, e.scope) << e.token;
+    }
+  EXPECT_EQ(i, std::size(expected));
+  // CTA policy zero came with NCCL 2.28; efficiency with the field, in 2.27.
+  const tandem::NcclField& cta = tandem::find_policy_token("nccl-cta-policy")->nccl.at(0);
+  EXPECT_EQ(cta.min_version_for(NCCL_CTA_POLICY_ZERO), 22800);
+  EXPECT_EQ(cta.min_version_for(NCCL_CTA_POLICY_EFFICIENCY), 22700);
+  EXPECT_EQ(tandem::nccl_version_text(22800), "2.28");
+  EXPECT_EQ(tandem::nccl_version_text(21700), "2.17");
+}
+
+TEST(NcclSettings, FieldValuesOnceEachTheLaterRowWinning) {
+  using tandem::NcclScope;
+  const auto names = [](const OverlapPolicy& p, NcclScope scope) {
+    std::vector<std::string> out;
+    for (const tandem::NcclFieldValue& v : tandem::nccl_field_values(p, scope))
+      out.push_back(std::string(v.field->config_field) + "=" + std::to_string(v.value) + " by " +
+                    std::string(v.token->keyword));
+    return out;
+  };
+  const OverlapPolicy all = parse_policy("nccl-ctas:2..16+nccl-cga:1+nccl-cta-policy:efficiency+copy-engine");
+  // copy-engine's zero wins the field nccl-cta-policy also writes, on tandem's own communicators.
+  EXPECT_EQ(names(all, NcclScope::Own),
+            (std::vector<std::string>{"minCTAs=2 by nccl-ctas", "maxCTAs=16 by nccl-ctas",
+                                      "cgaClusterSize=1 by nccl-cga", "CTAPolicy=2 by copy-engine"}));
+  // A program's communicators take the explicit CTA policy alone.
+  EXPECT_EQ(names(all, NcclScope::Program),
+            (std::vector<std::string>{"minCTAs=2 by nccl-ctas", "maxCTAs=16 by nccl-ctas",
+                                      "cgaClusterSize=1 by nccl-cga", "CTAPolicy=1 by nccl-cta-policy"}));
+  EXPECT_TRUE(names(parse_policy("copy-engine"), NcclScope::Program).empty());
+  EXPECT_TRUE(names(parse_policy("priority+shape:2+nccl-symmetric"), NcclScope::Own).empty());
+  EXPECT_EQ(applied("nccl-cta-policy:efficiency+copy-engine").CTAPolicy, NCCL_CTA_POLICY_ZERO);
 }
 
 }  // namespace

@@ -722,6 +722,20 @@ TEST(preload_nccl_hooks_versions, AnNcclTooOldForASettingIsSaidOnce) {
   EXPECT_EQ(r.raw.err.find("nccl-cga needs"), std::string::npos);
 }
 
+TEST(preload_nccl_hooks_versions, AValueNewerThanItsFieldIsSaidWithTheValue) {
+  // 2.27 reads CTAPolicy but knows only default and efficiency: zero came with 2.28 (the token table's
+  // later_values), so nccl-cta-policy:zero is said there, and efficiency is not.
+  const ClientRun zero = run_client(kFakeClient, "nccl-cta-policy:zero", "FAKE_NCCL_VERSION=22703");
+  ASSERT_EQ(zero.raw.status, 0) << zero.raw.err;
+  EXPECT_NE(zero.raw.err.find("nccl-cta-policy:zero needs NCCL 2.28 or later; this process's NCCL is 2.27.3: not "
+                              "applied"),
+            std::string::npos)
+      << zero.raw.err;
+  const ClientRun efficiency = run_client(kFakeClient, "nccl-cta-policy:efficiency", "FAKE_NCCL_VERSION=22703");
+  ASSERT_EQ(efficiency.raw.status, 0) << efficiency.raw.err;
+  EXPECT_EQ(efficiency.raw.err.find(" needs NCCL "), std::string::npos) << efficiency.raw.err;
+}
+
 TEST(preload_nccl_hooks_versions, AOneSidedCtaBoundOnAnNcclOlderThan217IsSaid) {
   // 2.16.5 knows no minCTAs or maxCTAs: either bound alone is lost without a word otherwise.
   for (const char* policy : {"nccl-ctas:..16", "nccl-ctas:4.."}) {

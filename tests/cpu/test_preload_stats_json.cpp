@@ -49,6 +49,7 @@ Snapshot distinct_snapshot() {
   s.copy_engine_registrations = 125;
   s.copy_engine_captured = 126;
   s.copy_engine_routes = 133;
+  s.copy_engine_calls = 134;
   s.last_collective_footprint = "640 threads, 96 regs/thread";
   // All-reduce: 10 calls, 1000 B, 4 (600 B) routed; all-gather: 6 calls, 200 B, 1 (50 B) routed.
   CollectiveSummary all_reduce;
@@ -70,6 +71,7 @@ Snapshot distinct_snapshot() {
 
 TEST(preload_stats_json, EveryCounterHasItsValue) {
   const json j = json::parse(render_json(distinct_snapshot()));
+  EXPECT_EQ(j["front_end"], "tandem run");
   EXPECT_EQ(j["pid"], 4242);
   EXPECT_EQ(j["policy"], "copy-engine+priority");
   EXPECT_EQ(j["policy_valid"], false);
@@ -97,9 +99,12 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
   EXPECT_EQ(c["unconfigured"], 121);
   EXPECT_EQ(c["destroyed"], 122);
   EXPECT_EQ(c["settings"], "nccl-cga:1");
-  EXPECT_EQ(
-      j["copy_engine_route"],
-      json({{"captured", 126}, {"staged_bytes", 123}, {"pool_bytes", 124}, {"registrations", 125}, {"routes", 133}}));
+  EXPECT_EQ(j["copy_engine_route"], json({{"calls", 134},
+                                          {"captured", 126},
+                                          {"staged_bytes", 123},
+                                          {"pool_bytes", 124},
+                                          {"registrations", 125},
+                                          {"routes", 133}}));
   EXPECT_EQ(j["last_nccl_footprint"], "640 threads, 96 regs/thread");
   EXPECT_EQ(j["kernels"][1],
             json({{"name", "ncclDevKernel"}, {"kind", "nccl"}, {"launches", 128}, {"decision", "elevated"}}));

@@ -2,6 +2,8 @@
 so that the package's own tests run anywhere. Under TANDEM_REQUIRE_TORCH=1 (.ci/run, scripts/mutants.py)
 every test that needs no GPU must run: such a skip, of one test or of a whole module, is reported as a
 failure naming its reason. Tests that need a GPU still skip (their reason names a GPU).
+
+The fixture `world` is the one-rank gloo group the tests of tandem.torch's decisions share.
 """
 import os
 
@@ -39,3 +41,20 @@ def pytest_make_collect_report(collector):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     _fail_a_skip_without_gpu_reason(outcome.get_result(), item.nodeid)
+
+
+@pytest.fixture
+def world(tmp_path):
+    """A world of one rank on gloo (a FileStore, no port) with tandem.torch's counts cleared, for the tests of
+    tandem.torch's decisions; its routes are closed and the group destroyed after the test. PyTorch is imported
+    here, not at the top: without it the tests that use this fixture skip, and the others run."""
+    import torch.distributed as dist
+
+    import tandem.torch as tt
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
+    tt.reset_stats()
+    yield dist.group.WORLD
+    tt.close_routes()
+    tt.reset_stats()
+    dist.destroy_process_group()

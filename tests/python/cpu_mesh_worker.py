@@ -19,6 +19,7 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import FSDPModule, fully_shard
 
 import tandem.torch as tt
+from tandem.torch import routes
 
 
 def ranks_of(group):
@@ -26,21 +27,22 @@ def ranks_of(group):
 
 
 class Recorded:
-    """Wraps tandem.torch's _run_on_route: the group and root of every call (CPU tensors: the route refuses them)."""
+    """Wraps tandem.torch.routes.run_on_route: the group and root of every call (CPU tensors: the route refuses
+    them)."""
 
     def __init__(self):
         self.calls = []
-        self.original = tt._run_on_route
+        self.original = routes.run_on_route
 
     def __enter__(self):
         def recording(stat, kind, group, *args, **kwargs):
             self.calls.append({"stat": stat, "group": ranks_of(group), "root": kwargs.get("root")})
             return self.original(stat, kind, group, *args, **kwargs)
-        tt._run_on_route = recording
+        routes.run_on_route = recording
         return self
 
     def __exit__(self, *exc):
-        tt._run_on_route = self.original
+        routes.run_on_route = self.original
 
 
 def states(model):
@@ -117,14 +119,14 @@ def hsdp(rank):
         asked.append(ranks_of(group))
         raise Asked()
 
-    original_route = tt.copy_engine_route
-    tt.copy_engine_route = route
+    original_route = routes.copy_engine_route
+    routes.copy_engine_route = route
     try:
         installed["all_gather"][0].allocate((4,), dtype=torch.float32, device=torch.device("cuda", 0))
     except Asked:
         pass
     finally:
-        tt.copy_engine_route = original_route
+        routes.copy_engine_route = original_route
     return {"shard_ranks": shard_ranks, "stock": stock, "tandem": tandem, "stats": stats,
             "installed": {kind: [ranks_of(c.process_group) for c in comms] for kind, comms in installed.items()},
             "called_on": sorted({(c["stat"], str(c["group"])) for c in recorded.calls}),

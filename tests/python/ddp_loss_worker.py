@@ -12,6 +12,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 import tandem.torch as tt
+from tandem.torch import ddp as ddp_module
 
 POLICY = "priority+nccl-ctas:8..16+nccl-cga:2"
 STEPS = 8
@@ -84,7 +85,7 @@ def copy_engine(policy, device):
         "losses": losses,
         "stats": tt.stats(),
         # The hook's comm streams (one here): (device, at the greatest priority) -> PyTorch's priority.
-        "comm_stream_priorities": [stream.priority for stream in tt._COMM_STREAMS.values()],
+        "comm_stream_priorities": [stream.priority for stream in ddp_module._COMM_STREAMS.values()],
         "greatest_priority": torch.cuda.Stream(device=device, priority=-(1 << 10)).priority,
     }
     tt.close_routes()

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import tandem
+import tandem._core
 
 # tandem's own errors end in " [file.cpp:line]"; a user's error must not.
 LOCATION = re.compile(r"\[[\w/.]+\.(cpp|cu|h):\d+\]")
@@ -51,6 +52,31 @@ def test_launch_order(text, order):
 ])
 def test_nccl_config_per_token(text, fields):
     assert tandem.parse_policy(text).nccl_config == fields
+
+
+# What a process group takes: the fields a program's communicators get, with PyTorch's names for them (the
+# token table's NCCL facts). copy-engine's CTA policy zero is its lanes' alone.
+@pytest.mark.parametrize("text,config", [
+    ("priority", []),
+    ("nccl-ctas:2..6+nccl-cga:1", [("minCTAs", "min_ctas", 2), ("maxCTAs", "max_ctas", 6),
+                                   ("cgaClusterSize", "cga_cluster_size", 1)]),
+    ("nccl-cta-policy:zero", [("CTAPolicy", "cta_policy", 2)]),
+    ("copy-engine", []),
+    ("copy-engine+nccl-cta-policy:efficiency", [("CTAPolicy", "cta_policy", 1)]),
+])
+def test_process_group_config_per_token(text, config):
+    assert tandem.parse_policy(text).process_group_config == config
+
+
+def test_the_nccl_facts_of_each_token():
+    rows = {(r["token"], r["config_field"]): r for r in tandem._core.nccl_fields()}
+    assert list(rows) == [("nccl-ctas", "minCTAs"), ("nccl-ctas", "maxCTAs"), ("nccl-cga", "cgaClusterSize"),
+                          ("nccl-cta-policy", "CTAPolicy"), ("copy-engine", "CTAPolicy")]
+    assert rows[("nccl-ctas", "maxCTAs")] == {"token": "nccl-ctas", "config_field": "maxCTAs",
+                                              "variable": "NCCL_MAX_CTAS", "min_version": 21700,
+                                              "pytorch_option": "max_ctas", "scope": "program"}
+    assert rows[("nccl-cta-policy", "CTAPolicy")]["min_version"] == 22700
+    assert rows[("copy-engine", "CTAPolicy")]["scope"] == "own"
 
 
 def test_text_round_trip_and_equality():

@@ -18,6 +18,9 @@ from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 import tandem  # noqa: E402
 import tandem._core  # noqa: E402
 import tandem.torch as tt  # noqa: E402
+from stats_view import calls, nbytes  # noqa: E402
+from tandem.torch import ddp as ddp_module  # noqa: E402
+from tandem.torch import routes  # noqa: E402
 
 
 class FixedRoute:
@@ -43,20 +46,8 @@ class FixedRoute:
         raise AssertionError("window memory asked for CPU tensors")
 
 
-@pytest.fixture
-def world(tmp_path):
-    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'store'}", rank=0, world_size=1)
-    tt.reset_stats()
-    yield dist.group.WORLD
-    tt.close_routes()
-    tt.reset_stats()
-    dist.destroy_process_group()
-
-
 def seed_route(group, answer):
-    route = FixedRoute(answer)
-    tt._ROUTES[group.group_name] = route
-    return route
+    return routes.install_route(group, FixedRoute(answer))
 
 
 # NCCL's documented ncclDataType_t values (nccl.h): ncclInt8 0, ncclUint8 1, ncclInt32 2, ncclInt64 4,
@@ -133,7 +124,7 @@ def test_the_copy_engine_hooks_stream_priority(world, monkeypatch, policy, prior
 
     monkeypatch.setattr(torch.cuda, "Stream", Stream)
     monkeypatch.setattr(torch.cuda, "current_stream", current_stream)
-    monkeypatch.setattr(tt, "_COMM_STREAMS", {})
+    monkeypatch.setattr(ddp_module, "_COMM_STREAMS", {})
     ddp = RecordingDDP()
     tt.register_ddp_hook(ddp, policy)
     assert ddp.state.high_priority is (priority != 0)
@@ -144,7 +135,7 @@ def test_the_copy_engine_hooks_stream_priority(world, monkeypatch, policy, prior
     # One stream per device and priority, made once.
     with pytest.raises(StreamChosen):
         ddp.hook(ddp.state, CudaBucket())
-    assert len(asked) == 1 and list(tt._COMM_STREAMS) == [(0, priority != 0)]
+    assert len(asked) == 1 and list(ddp_module._COMM_STREAMS) == [(0, priority != 0)]
 
 
 class CpuBucket:
@@ -203,13 +194,13 @@ def test_a_reduce_scatter_between_two_dtypes_is_never_handed_to_the_route(world,
     """The route reduces in one dtype: a call whose output's dtype is not its input's takes the group's own
     reduce-scatter, counted under that reason; one of a single dtype is handed to the route."""
     asked, handed = [], []
-    monkeypatch.setattr(tt, "_run_on_route", lambda *args, **kwargs: asked.append(args[4].dtype) or "")
+    monkeypatch.setattr(routes, "run_on_route", lambda *args, **kwargs: asked.append(args[4].dtype) or "")
     monkeypatch.setattr(dist, "reduce_scatter_tensor",
                         lambda output, source, **kwargs: handed.append((output.dtype, source.dtype)))
     reduce_scatter = tt.CopyEngineReduceScatter()
     reduce_scatter(torch.empty(4), torch.ones(4, dtype=torch.bfloat16), world, dist.ReduceOp.SUM)
     assert asked == [] and handed == [(torch.float32, torch.bfloat16)]
-    assert tt.stats()["fsdp_reduce_scatter"] == {"input and output of different dtypes": 1}
+    assert calls(tt.stats(), "fsdp_reduce_scatter") == {"input and output of different dtypes": 1}
     reduce_scatter(torch.empty(4), torch.ones(4), world, dist.ReduceOp.AVG)
     assert asked == [torch.float32] and len(handed) == 1
 
@@ -228,25 +219,25 @@ def test_a_non_contiguous_gpu_tensor_is_never_handed_to_the_route(world, monkeyp
         def is_contiguous(self):
             return self.contiguous
 
-    routes = []
-    monkeypatch.setattr(tt, "copy_engine_route", lambda group=None, **kwargs: routes.append(group) or "route")
+    made = []
+    monkeypatch.setattr(routes, "copy_engine_route", lambda group=None, **kwargs: made.append(group) or "route")
     strided = GpuTensor(False)
-    assert tt._route_for(world, (GpuTensor(True), strided)) == (None, "a non-contiguous tensor")
-    assert tt._run_on_route("ddp_broadcast", "broadcast", world, strided, strided, 4, torch.float32) == \
+    assert routes.route_for(world, (GpuTensor(True), strided)) == (None, "a non-contiguous tensor")
+    assert routes.run_on_route("ddp_broadcast", "broadcast", world, strided, strided, 4, torch.float32) == \
         "a non-contiguous tensor"
-    assert routes == []
-    assert tt._route_for(world, (GpuTensor(True), GpuTensor(True))) == ("route", "")
-    assert routes == [world]
+    assert made == []
+    assert routes.route_for(world, (GpuTensor(True), GpuTensor(True))) == ("route", "")
+    assert made == [world]
 
 
 def test_cpu_bucket_never_reaches_the_route(world):
     route = seed_route(world, "")
     grads = train_one_step("copy-engine")
     assert all(torch.equal(a, b) for a, b in zip(grads, train_one_step(None)))
-    counts = tt.stats()["ddp_all_reduce"]
+    counts = calls(tt.stats(), "ddp_all_reduce")
     assert list(counts) == ["a cpu tensor"] and counts["a cpu tensor"] > 0
     # Bytes as `tandem run` counts them: the buckets, one step's fp32 gradients (16x8 + 8 + 8x4 + 4 values).
-    assert tt.stats()["bytes"]["ddp_all_reduce"] == {"a cpu tensor": 4 * (16 * 8 + 8 + 8 * 4 + 4)}
+    assert nbytes(tt.stats(), "ddp_all_reduce") == {"a cpu tensor": 4 * (16 * 8 + 8 + 8 * 4 + 4)}
     assert route.asked == []
 
 
@@ -260,7 +251,7 @@ def test_before_init_process_group_the_error_names_it(call):
     with pytest.raises(RuntimeError, match=r"no default process group yet: call tandem\.torch\.init_process_group"
                                            r"\(policy\) \(or torch\.distributed\.init_process_group\) first"):
         call()
-    assert "ddp_all_reduce" not in tt.stats()  # nothing ran, nothing counted
+    assert "ddp_all_reduce" not in tt.stats()["nccl_collectives"]  # nothing ran, nothing counted
 
 
 def test_calls_that_raised_are_not_counted(world, monkeypatch):
@@ -270,22 +261,23 @@ def test_calls_that_raised_are_not_counted(world, monkeypatch):
         raise RuntimeError("the process group failed (test)")
     for name in ("all_reduce", "broadcast", "all_gather_into_tensor", "reduce_scatter_tensor"):
         monkeypatch.setattr(dist, name, broken)
-    calls = [lambda: tt.all_reduce_average(tt.CopyEngineHookState(), torch.ones(4)),
+    attempts = [lambda: tt.all_reduce_average(tt.CopyEngineHookState(), torch.ones(4)),
              lambda: tt.sync_module_states(torch.nn.Linear(2, 2), "copy-engine"),
              lambda: tt.CopyEngineAllGather()(torch.empty(4), torch.ones(4), world),
              lambda: tt.CopyEngineReduceScatter()(torch.empty(4), torch.ones(4), world, dist.ReduceOp.SUM),
              lambda: tt.CopyEngineReduceScatter()(torch.empty(4), torch.ones(4), world, dist.ReduceOp.MAX)]
-    for call in calls:
+    for call in attempts:
         with pytest.raises(RuntimeError, match="failed"):
             call()
-    assert {k: v for k, v in tt.stats().items() if k != "routes"} == {"bytes": {}}
+    assert tt.stats()["nccl_collectives"] == {}
     monkeypatch.undo()
-    for call in calls:  # the same calls, once they run, are counted by reason
+    for call in attempts:  # the same calls, once they run, are counted by reason
         call()
-    counts = tt.stats()
-    assert (counts["ddp_all_reduce"], counts["fsdp_all_gather"]) == ({"a cpu tensor": 1}, {"a cpu tensor": 1})
-    assert counts["ddp_broadcast"] == {"a cpu tensor": 2}  # the weight and the bias
-    assert counts["fsdp_reduce_scatter"] == {"a cpu tensor": 1, f"reduction {dist.ReduceOp.MAX}": 1}
+    document = tt.stats()
+    assert (calls(document, "ddp_all_reduce"), calls(document, "fsdp_all_gather")) == \
+        ({"a cpu tensor": 1}, {"a cpu tensor": 1})
+    assert calls(document, "ddp_broadcast") == {"a cpu tensor": 2}  # the weight and the bias
+    assert calls(document, "fsdp_reduce_scatter") == {"a cpu tensor": 1, f"reduction {dist.ReduceOp.MAX}": 1}
 
 
 def test_hook_divides_before_the_sum_and_returns_the_bucket(world):
@@ -302,8 +294,8 @@ def test_dtype_without_nccl_type_is_not_asked(world):
     output = reduce_scatter.allocate((2,), dtype=torch.complex64, device=torch.device("cpu"))
     reduce_scatter(output, source, world, dist.ReduceOp.SUM)
     assert route.asked == []
-    assert tt.stats()["fsdp_reduce_scatter"] == {"torch.complex64 has no NCCL type": 1}
-    assert tt.stats()["bytes"]["fsdp_reduce_scatter"] == {"torch.complex64 has no NCCL type": 2 * 8}
+    assert calls(tt.stats(), "fsdp_reduce_scatter") == {"torch.complex64 has no NCCL type": 1}
+    assert nbytes(tt.stats(), "fsdp_reduce_scatter") == {"torch.complex64 has no NCCL type": 2 * 8}
 
 
 def test_fsdp_all_gather_on_cpu_falls_back(world):
@@ -315,8 +307,8 @@ def test_fsdp_all_gather_on_cpu_falls_back(world):
     assert all_gather(output, source, world) is None
     assert torch.equal(output, source)
     assert route.asked == []
-    assert tt.stats()["fsdp_all_gather"] == {"a cpu tensor": 1}
-    assert tt.stats()["bytes"]["fsdp_all_gather"] == {"a cpu tensor": 6 * 2}
+    assert calls(tt.stats(), "fsdp_all_gather") == {"a cpu tensor": 1}
+    assert nbytes(tt.stats(), "fsdp_all_gather") == {"a cpu tensor": 6 * 2}
 
 
 def test_fsdp_reduce_scatter_decisions(world):
@@ -328,20 +320,20 @@ def test_fsdp_reduce_scatter_decisions(world):
     assert torch.equal(output, source)
     reduce_scatter(output, source, world, dist.ReduceOp.MAX)
     assert route.asked == []
-    counts = tt.stats()["fsdp_reduce_scatter"]
+    counts = calls(tt.stats(), "fsdp_reduce_scatter")
     assert counts["a cpu tensor"] == 1
     assert [reason for reason in counts if reason.startswith("reduction")] != []
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_reductions_the_route_computes(dtype):
-    assert tt._route_reduction(dist.ReduceOp.SUM, dtype) == ("sum", 1.0)
-    assert tt._route_reduction(dist.ReduceOp.AVG, dtype) == ("average", 1.0)
+    assert routes.route_reduction(dist.ReduceOp.SUM, dtype) == ("sum", 1.0)
+    assert routes.route_reduction(dist.ReduceOp.AVG, dtype) == ("average", 1.0)
     for op in (dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT):
-        assert tt._route_reduction(op, dtype) is None
+        assert routes.route_reduction(op, dtype) is None
     # FSDP2's gradient divide factor: a pre-multiplied sum, its factor rounded to the dtype as NCCL gets it.
     premul = dist._make_nccl_premul_sum(1 / 3)
-    name, scalar = tt._route_reduction(premul, dtype)
+    name, scalar = routes.route_reduction(premul, dtype)
     assert name == "premul_sum"
     assert scalar == torch.tensor(1 / 3, dtype=dtype).item()
     if dtype != torch.float32:
@@ -395,8 +387,7 @@ def test_fsdp2_drives_the_collectives_and_they_fall_back(tmp_path):
     for rank in ranks:
         assert rank["tandem"] == rank["stock"]
         assert rank["stock"][0] != rank["stock"][-1]
-        stats = rank["stats"]
+        gathers = calls(rank["stats"], "fsdp_all_gather")
         # 3 steps x 2 layers: at least one all-gather per layer per pass, one reduce-scatter per layer per step.
-        assert stats["fsdp_all_gather"] == {"a cpu tensor": stats["fsdp_all_gather"]["a cpu tensor"]}
-        assert stats["fsdp_all_gather"]["a cpu tensor"] >= 6
-        assert stats["fsdp_reduce_scatter"] == {"a cpu tensor": 6}
+        assert list(gathers) == ["a cpu tensor"] and gathers["a cpu tensor"] >= 6
+        assert calls(rank["stats"], "fsdp_reduce_scatter") == {"a cpu tensor": 6}

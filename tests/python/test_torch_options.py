@@ -13,6 +13,7 @@ if not dist.is_available() or not dist.is_nccl_available():
 
 import tandem  # noqa: E402
 import tandem.torch as tt  # noqa: E402
+from tandem.torch import fsdp, routes  # noqa: E402
 
 # NCCL's documented values (nccl.h): NCCL_CTA_POLICY_EFFICIENCY 1, NCCL_CTA_POLICY_ZERO 2.
 HAS_CTA_POLICY = hasattr(dist.ProcessGroupNCCL.Options().config, "cta_policy")
@@ -43,8 +44,11 @@ def test_copy_engine_leaves_the_groups_cta_policy_alone():
     assert tt.process_group_options("copy-engine").config.cta_policy == default.cta_policy
 
 
+# An explicit CTA policy reaches the group beside copy-engine too (its zero is the lanes' own), as the
+# interposer writes it into a program's communicators.
 @pytest.mark.parametrize("text,value", [("nccl-cta-policy:efficiency", 1), ("nccl-cta-policy:zero", 2),
-                                        ("copy-engine+nccl-cta-policy:zero", 2)])
+                                        ("copy-engine+nccl-cta-policy:zero", 2),
+                                        ("copy-engine+nccl-cta-policy:efficiency", 1)])
 def test_cta_policy(text, value):
     if HAS_CTA_POLICY:
         assert tt.process_group_options(text).config.cta_policy == value
@@ -170,9 +174,9 @@ def test_init_process_group_checks_the_device_it_is_given_before_the_group(carve
 
 def test_nccl_version_codes():
     # NCCL_VERSION(X, Y, Z) = X * 10000 + Y * 100 + Z since 2.9; torch.cuda.nccl.version() gives a tuple.
-    assert tt._nccl_version_code((2, 28, 9)) == 22809
-    assert tt._nccl_version_code((2, 21, 5)) == 22105
-    assert tt._nccl_version_code(22809) == 22809
+    assert routes._nccl_version_code((2, 28, 9)) == 22809
+    assert routes._nccl_version_code((2, 21, 5)) == 22105
+    assert routes._nccl_version_code(22809) == 22809
 
 
 class Mesh:
@@ -198,7 +202,7 @@ def test_fsdp_shards_over_the_meshs_last_dimension():
         def parameters(self):
             return iter(self._parameters)
 
-    assert tt._fsdp_shard_group(Module(Parameter(Mesh("replicate", "shard")))) == "shard"
-    assert tt._fsdp_shard_group(Module(Parameter(Mesh("shard")))) == "shard"
-    assert tt._fsdp_shard_group(Module(object(), Parameter(Mesh("a", "b")))) == "b"
-    assert tt._fsdp_shard_group(Module()) is None
+    assert fsdp._fsdp_shard_group(Module(Parameter(Mesh("replicate", "shard")))) == "shard"
+    assert fsdp._fsdp_shard_group(Module(Parameter(Mesh("shard")))) == "shard"
+    assert fsdp._fsdp_shard_group(Module(object(), Parameter(Mesh("a", "b")))) == "b"
+    assert fsdp._fsdp_shard_group(Module()) is None

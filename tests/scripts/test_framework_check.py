@@ -98,7 +98,7 @@ class Tables(unittest.TestCase):
                     {"launches": {"compute": 0, "nccl": 0}}]  # torchrun's own process, under tandem run
             for i, doc in enumerate(docs):
                 with open(os.path.join(d, f"stats-{i}.json"), "w") as f:
-                    json.dump(doc, f)
+                    json.dump({"schema_version": 2, "front_end": "tandem run", **doc}, f)
             s = fc.shaping_of(d)
         self.assertEqual((s["processes"], s["compute_launches"], s["shaped"], s["left_alone_no_collective"]),
                          (2, 120, 30, 70))

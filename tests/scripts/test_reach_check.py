@@ -37,6 +37,22 @@ def process_alive(pid):
         return f.read().split(")")[-1].split()[0] != "Z"
 
 
+def tandem_torch_document(collectives, route=None):
+    """A tandem.torch stats() document (the one schema: python/tandem/stats_schema.json) with these collectives."""
+    total_calls = sum(c["calls"] for c in collectives.values())
+    total_bytes = sum(c["bytes"] for c in collectives.values())
+    routed = sum(c["copy_engine"]["calls"] for c in collectives.values())
+    routed_bytes = sum(c["copy_engine"]["bytes"] for c in collectives.values())
+    return {"schema_version": rc.STATS_SCHEMA["schema_version"], "front_end": "tandem.torch",
+            "nccl_collectives": collectives,
+            "copy_engine_reach": {"requested": total_calls > 0, "calls": routed, "bytes": routed_bytes,
+                                  "total_calls": total_calls, "total_bytes": total_bytes, "bytes_saturated": False,
+                                  "share_of_bytes": routed_bytes / total_bytes if total_bytes else 0.0},
+            "copy_engine_route": route or {"routes": 0, "calls": 0, "captured": 0, "staged_bytes": 0,
+                                           "pool_bytes": 0, "registrations": 0},
+            "routes": {}, "window_pool": {"buffers": 0, "lent": 0}}
+
+
 class Rows(unittest.TestCase):
     def test_every_row_and_selection(self):
         rows = rc.all_rows([2, 3, 4])
@@ -137,9 +153,12 @@ class Aggregation(unittest.TestCase):
     def test_tandem_torch_with_the_flight_recorder(self):
         # Per rank: 4 buckets routed (400 B), 1 refused (a cpu tensor, 8 B), which the process group also
         # recorded as an all_reduce; plus DDP's own broadcast and a loss all-reduce.
-        rank = {"tandem_torch": {"ddp_all_reduce": {"copy-engine": 4, "a cpu tensor": 1},
-                                 "bytes": {"ddp_all_reduce": {"copy-engine": 400, "a cpu tensor": 8}},
-                                 "routes": {}, "window_pool": {}},
+        rank = {"tandem_torch": tandem_torch_document(
+                    {"ddp_all_reduce": {"calls": 5, "bytes": 408, "bytes_saturated": False,
+                                        "copy_engine": {"calls": 4, "bytes": 400},
+                                        "nccl": {"a cpu tensor": {"calls": 1, "bytes": 8}}}},
+                    route={"routes": 1, "calls": 4, "captured": 0, "staged_bytes": 800, "pool_bytes": 4096,
+                           "registrations": 1}),
                 "process_group": {"all_reduce": {"calls": 2, "bytes": 12}, "broadcast": {"calls": 1, "bytes": 100}}}
         route = rc.aggregate_tandem_torch([rank, json.loads(json.dumps(rank))])
         ddp = route["collectives"]["ddp_all_reduce"]
@@ -152,6 +171,45 @@ class Aggregation(unittest.TestCase):
         # Total 816 + 8 + 200 = 1024 B, 800 through the route.
         self.assertEqual((route["total_bytes"], route["bytes"]), (1024, 800))
         self.assertAlmostEqual(route["share_of_bytes"], 800 / 1024)
+        # The route's cost, read as the interposer's: 4 KiB a route, 800 B staged a rank.
+        self.assertEqual((route["pool_bytes_per_route"], route["staged_bytes"], route["processes"]), (4096, 1600, 2))
+
+    def test_both_front_ends_documents_are_read_by_one_reader(self):
+        # The same counts in a `tandem run` file and a tandem.torch document give the same route record (but for
+        # its source): one schema, one reader.
+        collectives = {"ncclAllReduce": {"calls": 3, "bytes": 30, "bytes_saturated": False,
+                                         "copy_engine": {"calls": 2, "bytes": 20},
+                                         "nccl": {"no-sum-kernel": {"calls": 1, "bytes": 10}}}}
+        run = rc.aggregate_stats([dict(tandem_torch_document(collectives), front_end="tandem run")])
+        torch = rc.aggregate_tandem_torch([{"tandem_torch": tandem_torch_document(collectives)}])
+        for key in ("collectives", "calls", "bytes", "total_calls", "total_bytes", "share_of_bytes", "requested"):
+            self.assertEqual(run[key], torch[key], key)
+
+    def test_a_document_of_another_schema_is_unreadable(self):
+        with tempfile.TemporaryDirectory() as d:
+            for pid, version in ((1, 2), (2, 1), (3, None)):
+                doc = {"pid": pid, "nccl_collectives": {}}
+                if version is not None:
+                    doc["schema_version"] = version
+                with open(os.path.join(d, f"stats-{pid}.json"), "w") as f:
+                    json.dump(doc, f)
+            docs, bad = rc.read_stats(d)
+        self.assertEqual([doc["pid"] for doc in docs], [1])
+        self.assertEqual(bad, ["stats-2.json: schema_version 1, this reach-check reads 2",
+                               "stats-3.json: schema_version missing, this reach-check reads 2"])
+        old = {"tandem_torch": {"ddp_all_reduce": {"copy-engine": 4}}}  # tandem.torch's stats() before the schema
+        route = rc.aggregate_tandem_torch([old])
+        self.assertEqual(route["unreadable"], ["rank 0: schema_version missing, this reach-check reads 2"])
+        self.assertEqual(route["total_calls"], 0)
+
+    def test_every_key_read_is_the_schemas(self):
+        schema = rc.STATS_SCHEMA
+        for record, keys in rc.STATS_READS.items():
+            known = {f["key"] for f in schema["records"][record]["fields"]}
+            self.assertEqual(set(keys) - known, set(), record)
+        # The records the reads name are the ones the document's fields hold.
+        holders = {f["record"] for f in schema["records"]["document"]["fields"] if "record" in f}
+        self.assertEqual(set(rc.STATS_READS) - {"document", "counts"} - holders, set())
 
     def test_unseen_operations_and_functions(self):
         # Broadcasts are hooked (and routed), reduces, sends, gathers and scatters hooked (counted, never
@@ -413,7 +471,7 @@ if routed:
     stats = args[args.index("--stats") + 1]
     for r in range(n):
         with open(stats.replace("%p", str(7000 + r)), "w") as f:
-            json.dump({{"pid": 7000 + r, "nccl_collectives": {{"ncclAllReduce": {{
+            json.dump({{"schema_version": 2, "front_end": "tandem run", "pid": 7000 + r, "nccl_collectives": {{"ncclAllReduce": {{
                 "calls": 3, "bytes": 96, "copy_engine": {{"calls": 3, "bytes": 96}}, "nccl": {{}}}}}},
                 "copy_engine_reach": {{"requested": True, "calls": 3, "bytes": 96, "total_bytes": 96}}}}, f)
 digest = "other" if routed and n == 3 else "same"

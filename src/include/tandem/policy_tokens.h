@@ -2,9 +2,11 @@
 // The policy tokens, one row each. This table is the only place a token is described: parse_policy
 // and to_string, policy_grammar_help, the accepted tokens listed in every policy error, what
 // `tandem run` does with a token (run_can_apply, run_refusal, the interposer's notes), what
-// tandem.torch refuses (pytorch_refusal) and the token table in docs/POLICIES.md
-// (tests/cpu/test_policy_doc.cpp checks it) all read it. To add a token or
-// change how one is treated, edit its row in src/core/policy_tokens.cpp.
+// tandem.torch refuses (pytorch_refusal), the NCCL facts of the nccl-* tokens (NcclField: the
+// ncclConfig_t field, the variable that overrides it, the first NCCL that reads it, PyTorch's name
+// for it) and the two tables in docs/POLICIES.md (tests/cpu/test_policy_doc.cpp checks them) all
+// read it. To add a token or change how one is treated, edit its row in src/core/policy_tokens.cpp.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +44,44 @@ struct InvalidTokenValue {
   std::string why;
 };
 
+// Which communicators an NCCL field a token sets is written into.
+enum class NcclScope {
+  Program,  // every communicator the token configures: a program's (the interposer's overlay, PyTorch's
+            // process groups) and those tandem makes for it
+  Own,      // only the communicators tandem makes for the token itself (copy-engine's lanes): never a
+            // program's, whose other collectives would change with it
+};
+
+// One ncclConfig_t field a token writes, with what NCCL says of it. Every front end reads these
+// facts here: apply_nccl_settings writes the field by its name (src/nccl/nccl_config.cpp binds names
+// to members), the interposer names `variable` when the user set it (NCCL lets it win) and warns
+// when the process's NCCL is older than the field or value, tandem.torch sets `pytorch_option` of
+// ProcessGroupNCCL.Options().config.
+struct NcclField {
+  std::string_view config_field;    // ncclConfig_t's member: "minCTAs"
+  std::string_view variable;        // NCCL's variable that overrides it (init.cc, envConfigOverride)
+  int min_version;                  // NCCL_VERSION_CODE of the first NCCL that reads the field
+  std::string_view pytorch_option;  // its name in torch.distributed.ProcessGroupNCCL.Options().config
+  // What the token writes into the field; nullopt when the policy leaves it alone.
+  std::optional<int> (*value)(const OverlapPolicy&);
+  NcclScope scope = NcclScope::Program;
+  // Values a later NCCL introduced (CTAPolicy's zero came with 2.28).
+  struct LaterValue {
+    int value;
+    int min_version;              // NCCL_VERSION_CODE
+    std::string_view token_text;  // how the token spells the value: "zero"
+  };
+  std::vector<LaterValue> later_values = {};
+
+  // The first NCCL that accepts `value` in this field.
+  int min_version_for(int value) const;
+};
+
+// NCCL's values of ncclConfig_t.CTAPolicy (nccl.h: NCCL_CTA_POLICY_EFFICIENCY, NCCL_CTA_POLICY_ZERO;
+// src/nccl/nccl_config.cpp checks them against the header). The core reads no NCCL header.
+inline constexpr int kNcclCtaPolicyEfficiency = 1;
+inline constexpr int kNcclCtaPolicyZero = 2;
+
 struct PolicyToken {
   std::string_view keyword;       // the text before ':'
   std::string_view value_syntax;  // after ':' ("N|<bytes>|auto"); empty when the token takes no value
@@ -63,6 +103,9 @@ struct PolicyToken {
   // PyTorch: ..."; "{policy}" stands for the policy's text), or "" when it can or when the token is
   // how PyTorch runs anyway.
   std::string_view pytorch_refusal;
+  // The ncclConfig_t fields the token writes (nccl-ctas, nccl-cga, nccl-cta-policy; copy-engine's
+  // own CTA policy); empty for every other token.
+  std::vector<NcclField> nccl = {};
 
   bool takes_value() const { return !value_syntax.empty(); }
   // "shape:N|<bytes>|auto", "priority": how the accepted list spells the token.
@@ -84,5 +127,20 @@ std::string pytorch_treatment_text(const PolicyToken&);
 std::string needs_text(unsigned needs);
 // The token table of docs/POLICIES.md (markdown, one row per form), without the marker comments.
 std::string policy_tokens_markdown();
+// The NCCL-settings table of docs/POLICIES.md (markdown, one row per NcclField), without the markers.
+std::string nccl_fields_markdown();
+
+// One field a policy writes, with the value and the row that writes it.
+struct NcclFieldValue {
+  const PolicyToken* token;
+  const NcclField* field;
+  int value;
+};
+// The ncclConfig_t fields `policy` writes, in the table's order, each once: where two tokens write one
+// field the later row's value wins (copy-engine's CTA policy zero over nccl-cta-policy's). `scope`
+// Program leaves out the fields tandem writes only into communicators of its own.
+std::vector<NcclFieldValue> nccl_field_values(const OverlapPolicy& policy, NcclScope scope = NcclScope::Own);
+// "2.28" for 22800: NCCL_VERSION_CODE as NCCL's release names it.
+std::string nccl_version_text(int version_code);
 
 }  // namespace tandem
