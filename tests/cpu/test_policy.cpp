@@ -18,7 +18,7 @@ namespace {
 const std::string kAccepted =
     "; accepted: sequential, concurrent, comm-first, priority, shape:N|<bytes>|auto, sm-target:N, "
     "nccl-ctas:MIN..MAX, nccl-cga:1|2|4, nccl-cta-policy:efficiency|zero, green:N, nccl-symmetric, copy-engine, "
-    "compute-always";
+    "compute-always, cu-mask:N";
 
 // The message of the tandem::Error that `action` throws, without the " [file:line]" suffix that
 // tandem::Error appends; fails the test if nothing (or something else) is thrown.
