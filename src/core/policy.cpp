@@ -264,7 +264,7 @@ bool OverlapPolicy::operator==(const OverlapPolicy& other) const {
   return order == other.order && comm_priority == other.comm_priority && shape == other.shape &&
          sm_target == other.sm_target && nccl_min_ctas == other.nccl_min_ctas && nccl_max_ctas == other.nccl_max_ctas &&
          nccl_cga_cluster_size == other.nccl_cga_cluster_size && nccl_cta_policy == other.nccl_cta_policy &&
-         green_sms == other.green_sms && cu_mask_cus == other.cu_mask_cus && nccl_symmetric == other.nccl_symmetric &&
+         cu_mask_cus == other.cu_mask_cus && green_sms == other.green_sms && nccl_symmetric == other.nccl_symmetric &&
          copy_engine == other.copy_engine && compute_always == other.compute_always;
 }
 

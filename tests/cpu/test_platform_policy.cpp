@@ -40,6 +40,14 @@ TEST(PlatformPolicy, CuMaskIsAppliedByHipBuildsAndRefusedByCudaBuilds) {
   for (Platform platform : {Platform::Cuda, Platform::Hip}) EXPECT_EQ(platform_refusal(other, platform), "");
 }
 
+TEST(PlatformPolicy, CuMaskCountsTellPoliciesApart) {
+  EXPECT_EQ(cu_mask(8), cu_mask(8));
+  EXPECT_NE(cu_mask(8), cu_mask(9));
+  OverlapPolicy unmasked = cu_mask(8);
+  unmasked.cu_mask_cus.reset();
+  EXPECT_NE(cu_mask(8), unmasked);
+}
+
 TEST(PlatformPolicy, CuMaskPrintsInItsCanonicalPlace) {
   EXPECT_EQ(to_string(cu_mask(40)), "priority+cu-mask:40");
   const PolicyToken* row = find_policy_token("cu-mask");
