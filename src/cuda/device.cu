@@ -10,39 +10,28 @@
 
 namespace tandem {
 
+DeviceLimits query_device_limits(int device) {
+  cudaDeviceProp p{};
+  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
 #if defined(TANDEM_HIP)
-namespace {
-// HIP's device properties lack what CUDA's give for the occupancy model (registers per CU, blocks
-// per CU, the opt-in LDS maximum): those come from the catalogue entry of the device's architecture
-// ("gfx90a:sramecc+:xnack-" names gfx90a), the counts and sizes the runtime reports override it.
-DeviceLimits limits_from_hip_properties(const hipDeviceProp_t& p) {
-  const std::string name_with_features = p.gcnArchName;
-  DeviceLimits d = gpu_limits_for_arch(name_with_features.substr(0, name_with_features.find(':')));
+  // HIP's device properties lack what CUDA's give for the occupancy model (registers per CU, blocks
+  // per CU, the opt-in LDS maximum): those come from the catalogue entry of the device's architecture
+  // ("gfx90a:sramecc+:xnack-" names gfx90a), and what the runtime reports overrides the rest.
+  const std::string arch_with_features = p.gcnArchName;
+  DeviceLimits d = gpu_limits_for_arch(arch_with_features.substr(0, arch_with_features.find(':')));
+#else
+  DeviceLimits d;
+  d.arch = "sm_" + std::to_string(p.major * 10 + p.minor);
+#endif
   if (p.name[0] != '\0') d.name = p.name;
   d.sm_count = p.multiProcessorCount;
   d.warp_size = p.warpSize;
   d.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
   d.max_threads_per_block = p.maxThreadsPerBlock;
+#if defined(TANDEM_HIP)
   d.smem_per_sm = static_cast<int64_t>(p.maxSharedMemoryPerMultiProcessor);
   d.max_smem_per_block = static_cast<int64_t>(p.sharedMemPerBlock);
-  return d;
-}
-}  // namespace
-#endif
-
-DeviceLimits query_device_limits(int device) {
-  cudaDeviceProp p{};
-  TANDEM_CUDA_CHECK(cudaGetDeviceProperties(&p, device));
-#if defined(TANDEM_HIP)
-  return limits_from_hip_properties(p);
 #else
-  DeviceLimits d;
-  d.name = p.name;
-  d.arch = "sm_" + std::to_string(p.major * 10 + p.minor);
-  d.sm_count = p.multiProcessorCount;
-  d.warp_size = p.warpSize;
-  d.max_threads_per_sm = p.maxThreadsPerMultiProcessor;
-  d.max_threads_per_block = p.maxThreadsPerBlock;
   d.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
   d.regs_per_sm = p.regsPerMultiprocessor;
   d.max_regs_per_block = p.regsPerBlock;
@@ -50,8 +39,8 @@ DeviceLimits query_device_limits(int device) {
   d.max_smem_per_block = static_cast<int64_t>(p.sharedMemPerBlockOptin);
   d.smem_reserved_per_block = static_cast<int64_t>(p.reservedSharedMemPerBlock);
   apply_catalog_rules(d);
-  return d;
 #endif
+  return d;
 }
 
 KernelFootprint kernel_footprint(const void* func, int threads_per_block, size_t dynamic_smem,
