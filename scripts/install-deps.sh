@@ -7,7 +7,22 @@
 # or sudo, no network), it says plainly what is missing and what for; it fails only for what the
 # build itself needs. The CUDA toolkit (nvcc, cuBLASLt) must already be installed: it is not a
 # distribution package here. NCCL, when missing, comes from PyPI (below).
+#
+# `--hip`: what the HIP build for AMD GPUs needs instead (docs/AMD.md): Debian 12's HIP 5.2 (hipcc,
+# the runtime's headers and library, the device libraries) and clang-15, which compiles it; nothing
+# of CUDA, NCCL or PyTorch.
 set -uo pipefail
+
+hip=false
+for arg in "$@"; do
+  case "$arg" in
+    --hip) hip=true ;;
+    *)
+      echo "install-deps: unknown option '$arg' (use --hip for the HIP build's needs, or nothing)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 # package|provides|required-or-optional (what for)|probe (a shell test that succeeds when it is there)
 needs=(
@@ -25,6 +40,19 @@ needs=(
   "libclang-rt-dev|libFuzzer and the sanitizer runtimes (tests/fuzz/run.sh)|optional|fuzzer_runtime"
   "clang-format|clang-format (scripts/format-check.sh)|optional|command -v clang-format"
 )
+# The HIP build: clang 15 or newer compiles it, since clang 14 cannot read the bitcode of Debian 12's
+# device libraries (rocm-device-libs 5.2).
+if $hip; then
+  needs=(
+    "cmake|cmake >= 3.22|required|cmake_ok"
+    "ninja-build|ninja|required|command -v ninja"
+    "libgtest-dev|GoogleTest (gtest/gtest.h)|required|header gtest/gtest.h"
+    "clang-15|clang++-15 (compiles HIP for gfx90a)|required|command -v clang++-15"
+    "hipcc|hipcc (HIP's compiler driver and its cmake package's helpers)|required|command -v hipcc"
+    "libamdhip64-dev|the HIP runtime (hip/hip_runtime.h, libamdhip64)|required|header hip/hip_runtime.h"
+    "rocm-device-libs|the ROCm device libraries (ocml.bc)|required|rocm_device_libs"
+  )
+fi
 
 cmake_ok() {
   command -v cmake >/dev/null || return 1
@@ -43,6 +71,7 @@ header_or_mpicc() { header mpi.h || header openmpi/mpi.h || command -v mpicc >/d
 python_has() { /usr/bin/python3 -c "import $1" 2>/dev/null || python3 -c "import $1" 2>/dev/null; }
 python_headers() { python3 -c "import os, sysconfig; assert os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h'))" 2>/dev/null; }
 fuzzer_runtime() { compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a" >/dev/null; }
+rocm_device_libs() { compgen -G "/usr/lib/*/amdgcn/bitcode/ocml.bc" >/dev/null || [ -f /opt/rocm/amdgcn/bitcode/ocml.bc ]; }
 installed_package() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 
 missing_required=() missing_optional=() describe=()
@@ -76,6 +105,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-deps: the build goes on without the optional ones (their tests fail or are not built)" >&2
   fi
 fi
+# The HIP build needs nothing from PyPI and nothing of CUDA's.
+$hip && exit 0
 if ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
   echo "install-deps: the CUDA toolkit (nvcc, cuBLAS) is required: install CUDA >= 12.4 first" >&2
   exit 1

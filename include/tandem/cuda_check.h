@@ -1,9 +1,8 @@
 #pragma once
 // Checks for every CUDA runtime return. A failure throws tandem::Error with the call's text, the
 // runtime's own message and the file:line of the call. NCCL's returns: tandem/nccl_check.h.
-#include <cuda_runtime.h>
-
 #include "tandem/error.h"
+#include "tandem/gpu_runtime.h"
 
 namespace tandem::detail {
 [[noreturn]] void throw_cuda(cudaError_t, const char* expr, const char* file, int line);

@@ -1,9 +1,8 @@
 #pragma once
 // What the CUDA runtime says about the device and a kernel, in the occupancy model's terms.
-#include <cuda_runtime.h>
-
 #include <string>
 
+#include "tandem/gpu_runtime.h"
 #include "tandem/occupancy.h"
 
 namespace tandem {
@@ -19,6 +18,7 @@ KernelFootprint kernel_footprint(const void* func, int threads_per_block, size_t
 // usable (no driver, no device), so every command reports "no GPU visible" the same way.
 int visible_gpu_count();
 
+#if !defined(TANDEM_HIP)  // the HIP build has no NCCL (RCCL) yet
 struct SoftwareVersions {
   int driver = 0;                   // cudaDriverGetVersion, e.g. 13000
   int runtime = 0;                  // cudaRuntimeGetVersion
@@ -28,5 +28,6 @@ struct SoftwareVersions {
   std::string nccl_text() const;  // "2.28.5"
 };
 SoftwareVersions software_versions();
+#endif
 
 }  // namespace tandem

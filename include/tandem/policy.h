@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tandem/platform.h"
+
 namespace tandem {
 
 enum class LaunchOrder { Sequential, ComputeFirst, CommFirst };
@@ -36,6 +38,8 @@ struct OverlapPolicy {
   std::optional<int> nccl_cga_cluster_size;
   NcclCtaPolicy nccl_cta_policy = NcclCtaPolicy::Default;
   std::optional<int> green_sms;
+  // cu-mask:N (AMD, HIP builds): compute on a stream masked to N compute units (tandem/cu_mask_plan.h).
+  std::optional<int> cu_mask_cus;
   bool nccl_symmetric = false;
   bool copy_engine = false;
   // shape and sm-target on every compute launch (the paper's form); false: only on compute that may
@@ -54,7 +58,7 @@ struct OverlapPolicy {
 };
 
 // Parses one policy, or "@FILE" (load_policy_file). Throws tandem::Error naming the bad token and
-// listing what is accepted.
+// listing what is accepted, or naming a token this build's platform cannot apply (platform_refusal).
 OverlapPolicy parse_policy(std::string_view text);
 // Parses a comma-separated list ("priority,shape:3+priority,@best.policy").
 std::vector<OverlapPolicy> parse_policy_list(std::string_view text);
@@ -73,6 +77,10 @@ bool run_can_apply(const OverlapPolicy&);
 // Why it cannot, in one line naming the first refused token ("green:8 cannot be applied by `tandem
 // run`: it needs green contexts in the program"); "" when run_can_apply.
 std::string run_refusal(const OverlapPolicy&);
+// Why a build for `platform` cannot apply the policy, in one line naming the first token it cannot
+// ("cu-mask:8 cannot be applied in a CUDA build: ..."); "" when it can apply every token. The
+// parsers refuse such a policy for build_platform(); the grammar itself is the same in every build.
+std::string platform_refusal(const OverlapPolicy&, Platform platform);
 // Why tandem.torch cannot apply `policy` inside PyTorch: the first token it cannot, with the reason
 // ("green:66 cannot be applied inside PyTorch: ..."); "" when it can apply every token.
 std::string pytorch_refusal(const OverlapPolicy&);

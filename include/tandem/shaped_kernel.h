@@ -5,11 +5,10 @@
 //
 // All decisions happen in shape() (init time), through tandem::shape_padding (shaping.h), the
 // decision the interposer makes too; launch() only launches.
-#include <cuda_runtime.h>
-
 #include <optional>
 #include <string>
 
+#include "tandem/gpu_runtime.h"
 #include "tandem/occupancy.h"
 #include "tandem/policy.h"
 

@@ -2,7 +2,7 @@
 // Priority streams. A stream's priority never pre-empts running blocks; it decides which pending
 // block the hardware dispatches when an SM frees resources. Communication gets the greatest
 // priority so its CTAs are placed first; compute gets the least.
-#include <cuda_runtime.h>
+#include "tandem/gpu_runtime.h"
 
 namespace tandem {
 

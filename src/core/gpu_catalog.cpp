@@ -141,6 +141,15 @@ const DeviceLimits& gpu_limits(const std::string& key) {
   TANDEM_THROW("unknown GPU '" + key + "'; known: " + join(gpu_catalog_keys(), ", "));
 }
 
+const DeviceLimits& gpu_limits_for_arch(const std::string& arch) {
+  std::vector<std::string> known;
+  for (const DeviceLimits& limits : gpu_catalog()) {
+    if (limits.arch == arch) return limits;
+    if (std::find(known.begin(), known.end(), limits.arch) == known.end()) known.push_back(limits.arch);
+  }
+  TANDEM_THROW("no occupancy rules for architecture '" + arch + "'; known: " + join(known, ", "));
+}
+
 KernelFootprint typical_nccl_footprint(const DeviceLimits& d) {
   // NCCL 2.28 on sm90 launches channel CTAs of 544 threads (512 workers + 1 warp), ~96 registers per
   // thread, ~82 KiB dynamic shared memory, in clusters of 4. Earlier architectures get the same CTA

@@ -128,6 +128,10 @@ OverlapPolicy parse_tokens(std::string_view text) {
     apply_token(token, text, applied, policy);
   }
   check_combination(applied, text);
+  // A token this build's platform cannot apply is refused where it is read, so that no caller (the
+  // benchmark, `tandem run`, a policy file, tandem.torch) goes on without the control it asked for.
+  const std::string unavailable = platform_refusal(policy, build_platform());
+  if (!unavailable.empty()) fail(unavailable);
   return policy;
 }
 
@@ -260,8 +264,8 @@ bool OverlapPolicy::operator==(const OverlapPolicy& other) const {
   return order == other.order && comm_priority == other.comm_priority && shape == other.shape &&
          sm_target == other.sm_target && nccl_min_ctas == other.nccl_min_ctas && nccl_max_ctas == other.nccl_max_ctas &&
          nccl_cga_cluster_size == other.nccl_cga_cluster_size && nccl_cta_policy == other.nccl_cta_policy &&
-         green_sms == other.green_sms && nccl_symmetric == other.nccl_symmetric && copy_engine == other.copy_engine &&
-         compute_always == other.compute_always;
+         cu_mask_cus == other.cu_mask_cus && green_sms == other.green_sms && nccl_symmetric == other.nccl_symmetric &&
+         copy_engine == other.copy_engine && compute_always == other.compute_always;
 }
 
 OverlapPolicy parse_policy(std::string_view text) {

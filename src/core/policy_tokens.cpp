@@ -354,6 +354,21 @@ std::vector<PolicyToken> make_rows() {
        "shape and sm-target act on every compute launch, also where no collective is outstanding",
        kNeedsNothing,
        kAppliedInPyTorch},
+      {"cu-mask",
+       "N",
+       {{"cu-mask:N",
+         "compute on a stream masked to N compute units, the collective on every CU (AMD: HIP builds only)"}},
+       [](V v, P& p) { p.cu_mask_cus = parse_positive(v, "the compute-unit count"); },
+       [](const P& p) { return numbered(p.cu_mask_cus, "cu-mask"); },
+       [](P& p) { p.cu_mask_cus.reset(); },
+       13,
+       RunTreatment::Refused,
+       "the interposer hooks CUDA launches only (docs/AMD.md)",
+       kNeedsTwoStreams | kNeedsCuMask,
+       "tandem.torch is built for CUDA only (docs/AMD.md)",
+       {},  // no NCCL field
+       kOnHip,
+       "compute-unit masks are AMD's (hipExtStreamCreateWithCUMask); on NVIDIA, green:N confines compute to N SMs"},
   };
   return rows;
 }
@@ -422,11 +437,25 @@ std::string needs_text(unsigned needs) {
       {kNeedsSymmetricWindows, "symmetric windows"},
       {kNeedsGreenContext, "a green context"},
       {kNeedsCublasLt, "a cuBLASLt GEMM"},
+      {kNeedsCuMask, "a compute-unit mask"},
   };
   std::vector<std::string> names;
   for (const auto& [bit, name] : kNames)
     if (needs & bit) names.push_back(name);
   return join(names, ", ");
+}
+
+bool PolicyToken::applies_on(Platform platform) const {
+  return platforms & (platform == Platform::Hip ? kOnHip : kOnCuda);
+}
+
+std::string platform_text(const PolicyToken& row) {
+  std::vector<std::string> builds, refused;
+  for (Platform platform : {Platform::Cuda, Platform::Hip})
+    (row.applies_on(platform) ? builds : refused).push_back(to_string(platform));
+  std::string text = join(builds, ", ");
+  if (!refused.empty()) text += " (" + join(refused, ", ") + ": refused, " + std::string(row.platform_detail) + ")";
+  return text;
 }
 
 std::string run_treatment_text(const PolicyToken& row) {
@@ -449,14 +478,14 @@ std::string pytorch_treatment_text(const PolicyToken& row) {
 
 std::string policy_tokens_markdown() {
   std::string table =
-      "| token | what it does | needs | `tandem run` | tandem.torch |\n"
-      "|---|---|---|---|---|\n";
+      "| token | what it does | needs | builds | `tandem run` | tandem.torch |\n"
+      "|---|---|---|---|---|---|\n";
   for (const PolicyToken& row : policy_tokens()) {
     const std::string needs = needs_text(row.needs);
     for (const TokenForm& form : row.forms)
       table += "| `" + escape_cell(form.syntax) + "` | " + escape_cell(form.help) + " | " +
-               (needs.empty() ? std::string("nothing") : needs) + " | " + escape_cell(run_treatment_text(row)) + " | " +
-               escape_cell(pytorch_treatment_text(row)) + " |\n";
+               (needs.empty() ? std::string("nothing") : needs) + " | " + escape_cell(platform_text(row)) + " | " +
+               escape_cell(run_treatment_text(row)) + " | " + escape_cell(pytorch_treatment_text(row)) + " |\n";
   }
   return table;
 }
@@ -517,6 +546,16 @@ std::string run_refusal(const OverlapPolicy& policy) {
 }
 
 bool run_can_apply(const OverlapPolicy& policy) { return run_refusal(policy).empty(); }
+
+std::string platform_refusal(const OverlapPolicy& policy, Platform platform) {
+  for (const PolicyToken& row : policy_tokens()) {
+    if (row.applies_on(platform)) continue;
+    const std::string token = row.print(policy);
+    if (!token.empty())
+      return token + " cannot be applied in a " + to_string(platform) + " build: " + std::string(row.platform_detail);
+  }
+  return "";
+}
 
 std::string pytorch_refusal(const OverlapPolicy& policy) {
   for (const PolicyToken& row : policy_tokens()) {

@@ -1,26 +1,17 @@
 #include <algorithm>
 
 #include "tandem/cuda_check.h"
+#include "tandem/gpu_device_functions.h"
 #include "tandem/residency_probe.h"
 
 namespace tandem {
 namespace {
 
-__device__ __forceinline__ unsigned sm_id() {
-  unsigned id;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
-  return id;
-}
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
+using gpu::global_ns;
 
 __global__ void probe_kernel(ProbeKernelArgs a) {
   // Thread 0 of each block accounts for the whole block; the other threads only occupy the SM.
-  const unsigned sm = sm_id();
+  const unsigned sm = gpu::sm_slot();
   if (threadIdx.x == 0) {
     atomicMax(&a.peak_per_sm[sm], atomicAdd(&a.live_per_sm[sm], 1) + 1);
   }
@@ -40,8 +31,10 @@ const void* residency_probe_kernel() { return reinterpret_cast<const void*>(&pro
 ResidencyProbe::ResidencyProbe(int device, long long spin_ns) : device_(device), spin_ns_(spin_ns) {
   TANDEM_CUDA_CHECK(cudaSetDevice(device_));
   TANDEM_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
-  TANDEM_CUDA_CHECK(cudaMalloc(&live_, sizeof(int) * sm_count_));
-  TANDEM_CUDA_CHECK(cudaMalloc(&peak_, sizeof(int) * sm_count_));
+  // One counter per SM id the device can report (on AMD more ids than CUs: gpu_device_functions.h).
+  slot_count_ = gpu::sm_slot_count(sm_count_);
+  TANDEM_CUDA_CHECK(cudaMalloc(&live_, sizeof(int) * slot_count_));
+  TANDEM_CUDA_CHECK(cudaMalloc(&peak_, sizeof(int) * slot_count_));
 }
 
 ResidencyProbe::~ResidencyProbe() {
@@ -50,8 +43,8 @@ ResidencyProbe::~ResidencyProbe() {
 }
 
 void ResidencyProbe::reset(cudaStream_t stream) {
-  TANDEM_CUDA_CHECK(cudaMemsetAsync(live_, 0, sizeof(int) * sm_count_, stream));
-  TANDEM_CUDA_CHECK(cudaMemsetAsync(peak_, 0, sizeof(int) * sm_count_, stream));
+  TANDEM_CUDA_CHECK(cudaMemsetAsync(live_, 0, sizeof(int) * slot_count_, stream));
+  TANDEM_CUDA_CHECK(cudaMemsetAsync(peak_, 0, sizeof(int) * slot_count_, stream));
 }
 
 void ResidencyProbe::launch(int threads_per_block, size_t dynamic_smem, cudaStream_t stream) {
@@ -66,8 +59,8 @@ void ResidencyProbe::launch(int threads_per_block, size_t dynamic_smem, cudaStre
 
 std::vector<int> ResidencyProbe::peaks(cudaStream_t stream) const {
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
-  std::vector<int> host(sm_count_);
-  TANDEM_CUDA_CHECK(cudaMemcpy(host.data(), peak_, sizeof(int) * sm_count_, cudaMemcpyDeviceToHost));
+  std::vector<int> host(slot_count_);
+  TANDEM_CUDA_CHECK(cudaMemcpy(host.data(), peak_, sizeof(int) * slot_count_, cudaMemcpyDeviceToHost));
   return host;
 }
 

@@ -105,6 +105,19 @@ TEST(GpuCatalog, PublishedValues) {
   EXPECT_EQ(mi.max_cluster_size, 0);
 }
 
+// HIP's device properties name the architecture ("gfx90a"), not the limits the model needs: the
+// HIP build starts from the catalogue entry of that architecture.
+TEST(GpuCatalog, LookupByArchitecture) {
+  EXPECT_EQ(&gpu_limits_for_arch("gfx90a"), &gpu_limits("mi250x"));
+  EXPECT_EQ(&gpu_limits_for_arch("sm_90"), &gpu_limits("h100"));  // the first entry of the architecture
+  try {
+    gpu_limits_for_arch("gfx942");
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "no occupancy rules for architecture 'gfx942'; known: sm_86, sm_80, sm_90, gfx90a");
+  }
+}
+
 TEST(GpuCatalog, LookupIsCaseInsensitiveByKeyOrName) {
   EXPECT_EQ(gpu_limits("H200").name, "NVIDIA H200");
   EXPECT_EQ(gpu_limits("nvidia h200").name, "NVIDIA H200");

@@ -18,7 +18,7 @@ namespace {
 const std::string kAccepted =
     "; accepted: sequential, concurrent, comm-first, priority, shape:N|<bytes>|auto, sm-target:N, "
     "nccl-ctas:MIN..MAX, nccl-cga:1|2|4, nccl-cta-policy:efficiency|zero, green:N, nccl-symmetric, copy-engine, "
-    "compute-always";
+    "compute-always, cu-mask:N";
 
 // The message of the tandem::Error that `action` throws, without the " [file:line]" suffix that
 // tandem::Error appends; fails the test if nothing (or something else) is thrown.
@@ -668,9 +668,10 @@ TEST_F(PolicyFile, NoFileReferencesInFiles) {
 
 TEST(PolicyHelp, ListsEveryToken) {
   const std::string help = policy_grammar_help();
-  for (const char* token : {"sequential", "concurrent", "comm-first", "priority", "shape:N", "shape:<bytes>",
-                            "shape:auto", "sm-target:N", "nccl-ctas:MIN..MAX", "nccl-cga:1|2|4",
-                            "nccl-cta-policy:efficiency|zero", "green:N", "nccl-symmetric", "copy-engine", "@FILE"})
+  for (const char* token :
+       {"sequential", "concurrent", "comm-first", "priority", "shape:N", "shape:<bytes>", "shape:auto", "sm-target:N",
+        "nccl-ctas:MIN..MAX", "nccl-cga:1|2|4", "nccl-cta-policy:efficiency|zero", "green:N", "nccl-symmetric",
+        "copy-engine", "cu-mask:N", "@FILE"})
     EXPECT_NE(help.find(std::string("\n  ") + token + " "), std::string::npos) << token;
   EXPECT_EQ(help.back(), '\n');
 }

@@ -1,6 +1,5 @@
 #pragma once
 // GPU tests skip themselves (reported skipped, never passed) when the machine has too few GPUs.
-#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -8,6 +7,8 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+
+#include "tandem/gpu_runtime.h"
 
 namespace tandem_test {
 

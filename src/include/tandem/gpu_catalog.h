@@ -14,6 +14,10 @@ const std::vector<DeviceLimits>& gpu_catalog();
 // listing the known keys when absent.
 const DeviceLimits& gpu_limits(const std::string& key);
 std::vector<std::string> gpu_catalog_keys();
+// The first catalogue entry of an architecture ("gfx90a", "sm_90"): what a runtime that reports
+// fewer limits than CUDA's (HIP's) starts from. Throws tandem::Error naming the architecture and the
+// known ones when none is listed.
+const DeviceLimits& gpu_limits_for_arch(const std::string& arch);
 
 // Fills the allocation rules the CUDA runtime and driver do not expose (register and shared-memory
 // allocation units, register sub-partitions, per-thread register limit, cluster size) and the HBM

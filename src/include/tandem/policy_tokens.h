@@ -4,8 +4,9 @@
 // `tandem run` does with a token (run_can_apply, run_refusal, the interposer's notes), what
 // tandem.torch refuses (pytorch_refusal), the NCCL facts of the nccl-* tokens (NcclField: the
 // ncclConfig_t field, the variable that overrides it, the first NCCL that reads it, PyTorch's name
-// for it) and the two tables in docs/POLICIES.md (tests/cpu/test_policy_doc.cpp checks them) all
-// read it. To add a token or change how one is treated, edit its row in src/core/policy_tokens.cpp.
+// for it), which builds apply it (platform_refusal) and the two tables in docs/POLICIES.md
+// (tests/cpu/test_policy_doc.cpp checks them) all read it. To add a token or change how one is
+// treated, edit its row in src/core/policy_tokens.cpp.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +31,14 @@ enum TokenNeeds : unsigned {
   kNeedsSymmetricWindows = 1u << 2,  // buffers from ncclMemAlloc registered as symmetric windows
   kNeedsGreenContext = 1u << 3,      // a CUDA green context for the compute stream
   kNeedsCublasLt = 1u << 4,          // a GEMM run through cuBLASLt
+  kNeedsCuMask = 1u << 5,            // an AMD compute-unit mask for the compute stream
+};
+
+// The builds that can apply a token (a bit mask of these; tandem/platform.h).
+enum TokenPlatforms : unsigned {
+  kOnCuda = 1u << 0,
+  kOnHip = 1u << 1,
+  kOnEveryPlatform = kOnCuda | kOnHip,
 };
 
 // One accepted spelling of a token and what it does, for help: {"shape:N", "pad compute ..."}.
@@ -106,11 +115,16 @@ struct PolicyToken {
   // The ncclConfig_t fields the token writes (nccl-ctas, nccl-cga, nccl-cta-policy; copy-engine's
   // own CTA policy); empty for every other token.
   std::vector<NcclField> nccl = {};
+  // The builds that apply the token (TokenPlatforms); the others refuse it when parsing, saying why
+  // (completes "cannot be applied in a CUDA build: ..."). Defaulted: most tokens are for every build.
+  unsigned platforms = kOnEveryPlatform;
+  std::string_view platform_detail = "";
 
   bool takes_value() const { return !value_syntax.empty(); }
   // "shape:N|<bytes>|auto", "priority": how the accepted list spells the token.
   std::string syntax() const;
   bool is_set(const OverlapPolicy& policy) const { return !print(policy).empty(); }
+  bool applies_on(Platform platform) const;
 };
 
 // Every token, in the order of help and of the accepted list.
@@ -123,6 +137,8 @@ std::string accepted_policy_tokens();
 std::string run_treatment_text(const PolicyToken&);
 // Whether tandem.torch applies the token, as docs/POLICIES.md says it: "yes", "no (...)".
 std::string pytorch_treatment_text(const PolicyToken&);
+// Which builds apply the token, as docs/POLICIES.md says it: "CUDA, HIP", "HIP (CUDA: refused, ...)".
+std::string platform_text(const PolicyToken&);
 // "two streams, own communicator"; "" for kNeedsNothing.
 std::string needs_text(unsigned needs);
 // The token table of docs/POLICIES.md (markdown, one row per form), without the marker comments.
