@@ -8,10 +8,10 @@
 #include <cstring>
 #include <filesystem>
 
-#include "harness/metrics.h"
-#include "harness/tuner.h"
 #include "report/report.h"
 #include "tandem/error.h"
+#include "tandem/nccl_candidates.h"
+#include "tandem/overlap.h"
 #include "tandem/printable.h"
 #include "tandem/text.h"
 
@@ -202,7 +202,7 @@ class ProgramTuner {
       run.failure = failure + " (see " + run.log + ")";
       return;
     }
-    run.value = o_.metric.is_wall_time() ? p.wall_s : summarize(run.metric_values).median;
+    run.value = o_.metric.is_wall_time() ? p.wall_s : median_of(run.metric_values);
   }
 
   // A run's stats files ("<log without .log>.stats-<pid>.json"): the timeline objectives read them.
@@ -246,10 +246,10 @@ std::vector<PolicyStats> program_stats(const ProgramTuneOptions& options, const 
   }
   for (PolicyStats& s : stats) {
     if (s.values.empty()) continue;
-    const Summary summary = summarize(s.values);
-    s.median = summary.median;
-    s.min = summary.min;
-    s.max = summary.max;
+    s.median = median_of(s.values);
+    const auto [min, max] = std::minmax_element(s.values.begin(), s.values.end());
+    s.min = *min;
+    s.max = *max;
   }
   return stats;
 }

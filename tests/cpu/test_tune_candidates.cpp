@@ -46,7 +46,7 @@ TEST(TuneCandidates, SmTargetsOnlyForGemmsAndNeverBelowHalf) {
 }
 
 TEST(TuneCandidates, NcclResourcesAndCopyEngine) {
-  EXPECT_EQ(texts(tb::nccl_candidates(parse_policy("priority"))),
+  EXPECT_EQ(texts(tandem::nccl_candidates(parse_policy("priority"))),
             (std::vector<std::string>{"priority+nccl-ctas:..4", "priority+nccl-ctas:..8", "priority+nccl-ctas:..16",
                                       "priority+nccl-cga:1", "priority+nccl-cta-policy:efficiency"}));
   // The base with copy engines (its NCCL knobs dropped), then bare copy engines under every order.
