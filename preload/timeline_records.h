@@ -69,7 +69,7 @@ struct DeviceTimeline {
 struct ProcessTimeline {
   long pid = 0;
   // The parent when the process started (getppid at its start): a process whose parent recorded as the
-  // same rank is a helper of that rank, not a rank (bench/harness/program_timeline.h). 0: unknown.
+  // same rank is a helper of that rank, not a rank (program_tools/job_timeline.h). 0: unknown.
   long parent_pid = 0;
   std::optional<int> rank;
   std::string host;
@@ -102,7 +102,7 @@ nlohmann::json timeline_json(const ProcessTimeline& t);
 
 // This process's events for the Chrome trace, one JSON object per line, times in absolute
 // nanoseconds ("ts_ns", "dur_ns") that `tandem run` puts on the job's clock when it assembles the
-// trace (bench/harness/program_timeline.h). One trace process per process (its pid), one track per
+// trace (program_tools/job_timeline.h). One trace process per process (its pid), one track per
 // device and stream, one track of steps; computation and communication in categories and colours of
 // their own.
 void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t);

@@ -1,6 +1,6 @@
 // The timeline's pure parts on synthetic records: classification (preload/timeline_records.h), the
 // steps among NVTX ranges, per-device figures, the text and JSON the interposer writes, and what
-// `tandem run` and `tandem tune` read back from that JSON (bench/harness/program_timeline.h): the
+// `tandem run` and `tandem tune` read back from that JSON (program_tools/job_timeline.h): the
 // job over processes, the assembled trace.
 #include <gtest/gtest.h>
 
@@ -9,9 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "harness/program_timeline.h"
 #include "preload/timeline_records.h"
 #include "preload/wide_text.h"
+#include "program_tools/job_timeline.h"
 #include "scratch_folder.h"
 #include "tandem/kernel_names.h"
 #include "tandem/safe_file.h"
@@ -227,7 +227,7 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   const json doc = timeline_json(t);
   EXPECT_EQ(doc["state"], "recorded");
   EXPECT_EQ(doc["lost"]["total"], 5);
-  const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
+  const program_tools::ProcessTimelineFile back = program_tools::parse_process_timeline(json::parse(doc.dump()));
   EXPECT_EQ(back.pid, 4711);
   EXPECT_EQ(back.parent_pid, 4700);
   EXPECT_EQ(back.rank, 3);
@@ -241,12 +241,12 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   EXPECT_EQ(s.start_ns, 0);
   EXPECT_EQ(s.end_ns, 80);
   // Two devices of one process are two ranks of the job; its losses count once.
-  const bench::JobTimeline job = bench::job_timeline({back});
+  const program_tools::JobTimeline job = program_tools::job_timeline({back});
   EXPECT_EQ(job.units.size(), 2u);
   EXPECT_EQ(job.units[1], "rank 3 (pid 4711) GPU 1");
   EXPECT_EQ(job.figures.records_lost, 5u);
   ASSERT_EQ(job.figures.steps.size(), 2u);
-  const auto summary = bench::summarize_job(job);
+  const auto summary = program_tools::summarize_job(job);
   ASSERT_TRUE(summary);
   EXPECT_EQ(summary->steps, 2u);
 }
@@ -262,8 +262,8 @@ StepFigures step_of(int64_t step, int64_t communication, int64_t overlapped) {
   return s;
 }
 
-bench::ProcessTimelineFile process_with(int rank, std::vector<StepFigures> steps) {
-  bench::ProcessTimelineFile p;
+program_tools::ProcessTimelineFile process_with(int rank, std::vector<StepFigures> steps) {
+  program_tools::ProcessTimelineFile p;
   p.pid = 100 + rank;
   p.rank = rank;
   p.state = "recorded";
@@ -278,16 +278,16 @@ TEST(timeline_job, TheJobsHiddenShareIsOverTheSlowestRanksSteps) {
   // communication is 40, 60 and 20, of which 0, 30 and 5 overlapped: 35 / 120 = 29.2 % hidden. Every other
   // reading differs: over both ranks' steps 105 / 190 = 55.3 %, the steps' shares' mean 25.0 % and median
   // 25.0 %, the medians' quotient 5 / 40 = 12.5 %, rank 0's own 60 / 100 = 60.0 %, the last step's 25.0 %.
-  const bench::JobTimeline job =
-      bench::job_timeline({process_with(0, {step_of(100, 40, 0), step_of(100, 10, 10), step_of(50, 50, 50)}),
-                           process_with(1, {step_of(90, 10, 10), step_of(120, 60, 30), step_of(80, 20, 5)})});
-  const auto summary = bench::summarize_job(job);
+  const program_tools::JobTimeline job =
+      program_tools::job_timeline({process_with(0, {step_of(100, 40, 0), step_of(100, 10, 10), step_of(50, 50, 50)}),
+                                   process_with(1, {step_of(90, 10, 10), step_of(120, 60, 30), step_of(80, 20, 5)})});
+  const auto summary = program_tools::summarize_job(job);
   ASSERT_TRUE(summary);
   ASSERT_TRUE(summary->hidden_share);
   EXPECT_DOUBLE_EQ(*summary->hidden_share, 35.0 / 120.0);
-  const std::string text = bench::job_timeline_text(job);
+  const std::string text = program_tools::job_timeline_text(job);
   EXPECT_NE(text.find("; 29.2 % of the communication hidden\n"), std::string::npos) << text;
-  const json doc = bench::job_timeline_json(job);
+  const json doc = program_tools::job_timeline_json(job);
   EXPECT_DOUBLE_EQ(doc["summary"]["hidden_share"].get<double>(), 35.0 / 120.0);
   // Each step's own share is its slowest rank's.
   EXPECT_DOUBLE_EQ(doc["steps"][1]["hidden_share"].get<double>(), 0.5);
@@ -297,16 +297,17 @@ TEST(timeline_job, TheJobsHiddenShareIsOverTheSlowestRanksSteps) {
 TEST(timeline_job, TheJobsLineSaysWhatItLeftOutAndWhoRecordedNothing) {
   // Rank 0 has 3 steps, rank 1 only 2: the job compares 2 and leaves 1 out. Rank 1 is slowest in both (120
   // and 100 against 100 and 50); rank 2 stepped aside for another profiler; records lost count once a process.
-  bench::ProcessTimelineFile zero = process_with(0, {step_of(100, 40, 0), step_of(50, 10, 10), step_of(80, 10, 0)});
+  program_tools::ProcessTimelineFile zero =
+      process_with(0, {step_of(100, 40, 0), step_of(50, 10, 10), step_of(80, 10, 0)});
   zero.lost = 7;
-  bench::ProcessTimelineFile aside;
+  program_tools::ProcessTimelineFile aside;
   aside.pid = 9;
   aside.rank = 2;
   aside.state = "stepped-aside";
   aside.reason = "CUDA_INJECTION64_PATH=x";
-  const bench::JobTimeline job =
-      bench::job_timeline({zero, process_with(1, {step_of(120, 20, 10), step_of(100, 30, 0)}), aside});
-  const std::string text = bench::job_timeline_text(job);
+  const program_tools::JobTimeline job =
+      program_tools::job_timeline({zero, process_with(1, {step_of(120, 20, 10), step_of(100, 30, 0)}), aside});
+  const std::string text = program_tools::job_timeline_text(job);
   EXPECT_NE(text.find("tandem run: job timeline: 2 ranks, 2 steps (the whole run); the slowest rank's step, median "
                       "0.000 ms (rank 1 (pid 101) GPU 0 slowest in 2 of 2)"),
             std::string::npos)
@@ -319,7 +320,7 @@ TEST(timeline_job, TheJobsLineSaysWhatItLeftOutAndWhoRecordedNothing) {
       std::string::npos)
       << text;
   EXPECT_NE(text.find("tandem run: job timeline: 7 activity records lost over the ranks"), std::string::npos) << text;
-  const json doc = bench::job_timeline_json(job);
+  const json doc = program_tools::job_timeline_json(job);
   EXPECT_EQ(doc["summary"]["slowest_most_often"], "rank 1 (pid 101) GPU 0");
   EXPECT_EQ(doc["summary"]["steps"], 2);
   EXPECT_EQ(doc["steps_left_out"], 1);
@@ -329,18 +330,18 @@ TEST(timeline_job, TheJobsLineSaysWhatItLeftOutAndWhoRecordedNothing) {
 }
 
 TEST(timeline_job, AJobWithoutCommunicationHidesNothingAndSaysSo) {
-  const bench::JobTimeline job =
-      bench::job_timeline({process_with(0, {step_of(100, 0, 0)}), process_with(1, {step_of(90, 0, 0)})});
-  const auto summary = bench::summarize_job(job);
+  const program_tools::JobTimeline job =
+      program_tools::job_timeline({process_with(0, {step_of(100, 0, 0)}), process_with(1, {step_of(90, 0, 0)})});
+  const auto summary = program_tools::summarize_job(job);
   ASSERT_TRUE(summary);
   EXPECT_FALSE(summary->hidden_share);
-  EXPECT_NE(bench::job_timeline_text(job).find("; no communication\n"), std::string::npos);
-  EXPECT_TRUE(bench::job_timeline_json(job)["summary"]["hidden_share"].is_null());
+  EXPECT_NE(program_tools::job_timeline_text(job).find("; no communication\n"), std::string::npos);
+  EXPECT_TRUE(program_tools::job_timeline_json(job)["summary"]["hidden_share"].is_null());
 }
 
 TEST(timeline_json, AMalformedDocumentIsRefusedByName) {
   try {
-    bench::parse_process_timeline(json{{"pid", 1}});
+    program_tools::parse_process_timeline(json{{"pid", 1}});
     FAIL() << "no error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("has no \"state\""), std::string::npos) << e.what();
@@ -348,26 +349,26 @@ TEST(timeline_json, AMalformedDocumentIsRefusedByName) {
 }
 
 TEST(timeline_job, ProcessesThatRecordedNothingAreNamed) {
-  bench::ProcessTimelineFile aside;
+  program_tools::ProcessTimelineFile aside;
   aside.pid = 9;
   aside.rank = 1;
   aside.state = "stepped-aside";
   aside.reason = "CUDA_INJECTION64_PATH=x";
-  bench::ProcessTimelineFile launcher;  // torchrun's own process: no CUDA
+  program_tools::ProcessTimelineFile launcher;  // torchrun's own process: no CUDA
   launcher.pid = 8;
   launcher.state = "not-started";
-  const bench::JobTimeline job = bench::job_timeline({launcher, aside});
+  const program_tools::JobTimeline job = program_tools::job_timeline({launcher, aside});
   EXPECT_TRUE(job.units.empty());
   ASSERT_EQ(job.missing.size(), 1u);
   EXPECT_EQ(job.missing[0], "rank 1 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x");
-  EXPECT_NE(bench::job_timeline_text(job).find("no process recorded a timeline"), std::string::npos);
+  EXPECT_NE(program_tools::job_timeline_text(job).find("no process recorded a timeline"), std::string::npos);
 }
 
 // A process is a rank only when the launcher says so: a helper a rank forked and executed inherits its
 // variables (its rank), and without a launcher the program's child is no second rank either.
 TEST(timeline_job, AHelperOfARankIsNoRank) {
   const auto recorded = [](long pid, long parent, std::optional<int> rank, int64_t step_ns) {
-    bench::ProcessTimelineFile p;
+    program_tools::ProcessTimelineFile p;
     p.pid = pid;
     p.parent_pid = parent;
     p.rank = rank;
@@ -381,7 +382,7 @@ TEST(timeline_job, AHelperOfARankIsNoRank) {
     return p;
   };
   // Launched: rank 0 and its helper (rank 0 too, its child), rank 1; a process without a rank.
-  const bench::JobTimeline job = bench::job_timeline(
+  const program_tools::JobTimeline job = program_tools::job_timeline(
       {recorded(100, 50, 0, 10), recorded(101, 100, 0, 99), recorded(200, 50, 1, 20), recorded(300, 1, {}, 5)});
   ASSERT_EQ(job.units.size(), 2u);
   EXPECT_EQ(job.units[0], "rank 0 (pid 100) GPU 0");
@@ -389,11 +390,12 @@ TEST(timeline_job, AHelperOfARankIsNoRank) {
   EXPECT_EQ(job.figures.steps.at(0).slowest.step_ns, 20) << "the helper's 99 taken as a rank's";
   EXPECT_EQ(job.other_processes,
             (std::vector<std::string>{"pid 101, a child of rank 0 (pid 100)", "pid 300, no rank of the launcher"}));
-  EXPECT_NE(bench::job_timeline_text(job).find("not a rank of the job: pid 101, a child of rank 0 (pid 100)"),
+  EXPECT_NE(program_tools::job_timeline_text(job).find("not a rank of the job: pid 101, a child of rank 0 (pid 100)"),
             std::string::npos);
-  EXPECT_EQ(bench::job_timeline_json(job)["other_processes"].size(), 2u);
+  EXPECT_EQ(program_tools::job_timeline_json(job)["other_processes"].size(), 2u);
   // No launcher: the program is the one rank; the helper it started is not.
-  const bench::JobTimeline alone = bench::job_timeline({recorded(100, 50, {}, 10), recorded(101, 100, {}, 99)});
+  const program_tools::JobTimeline alone =
+      program_tools::job_timeline({recorded(100, 50, {}, 10), recorded(101, 100, {}, 99)});
   ASSERT_EQ(alone.units.size(), 1u);
   EXPECT_EQ(alone.units[0], "pid 100 GPU 0");
   EXPECT_EQ(alone.other_processes, (std::vector<std::string>{"pid 101, a child of pid 100"}));
@@ -482,7 +484,7 @@ TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {
                         "{\"ph\":\"X\",\"name\":\"n\",\"cat\":\"communication\",\"pid\":2,\"tid\":3,\"ts_ns\":4000,"
                         "\"dur_ns\":500}\n");
   const std::string path = dir.path("trace.json").string();
-  EXPECT_EQ(bench::assemble_trace(dir.str(), path, {{"tool", "test"}}), 3u);
+  EXPECT_EQ(program_tools::assemble_trace(dir.str(), path, {{"tool", "test"}}), 3u);
   const json doc = json::parse(tandem_test::read_text(path));
   ASSERT_EQ(doc["traceEvents"].size(), 3u);
   EXPECT_DOUBLE_EQ(doc["traceEvents"][0]["ts"].get<double>(), 2.0);  // (5000 - 3000) ns
@@ -492,7 +494,7 @@ TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {
   EXPECT_EQ(doc["otherData"]["clock_origin_ns"], 3000);
 
   write_file_atomically(dir.path("trace-3.jsonl").string(), "{\"ph\":\"X\"}\n");
-  EXPECT_THROW(bench::assemble_trace(dir.str(), path, {}), std::exception) << "a part without its header";
+  EXPECT_THROW(program_tools::assemble_trace(dir.str(), path, {}), std::exception) << "a part without its header";
 }
 
 TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
@@ -570,17 +572,17 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
   EXPECT_EQ(doc["devices"][0]["shaping"]["shaped_kernels"], 2);
   EXPECT_EQ(doc["devices"][0]["shaping"]["beside_shaped_share"], 0.625);
   EXPECT_TRUE(doc["devices"][1]["shaping"]["beside_shaped_share"].is_null());
-  const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
+  const program_tools::ProcessTimelineFile back = program_tools::parse_process_timeline(json::parse(doc.dump()));
   ASSERT_EQ(back.shaping.size(), 2u);
   EXPECT_EQ(back.shaping.at(0).beside_shaped_ns, 50);
   EXPECT_EQ(back.shaping.at(0).beside_shapeable_ns, 80);
-  const bench::JobTimeline job = bench::job_timeline({back});
-  const std::string job_text = bench::job_timeline_text(job);
+  const program_tools::JobTimeline job = program_tools::job_timeline({back});
+  const std::string job_text = program_tools::job_timeline_text(job);
   EXPECT_NE(job_text.find("tandem run: job timeline: rank 1 (pid 5) GPU 0: shaped kernels beside communication: "
                           "50.0 % (1 of 2)"),
             std::string::npos)
       << job_text;
-  const json job_doc = bench::job_timeline_json(job);
+  const json job_doc = program_tools::job_timeline_json(job);
   ASSERT_EQ(job_doc["shaping"].size(), 2u);
   EXPECT_EQ(job_doc["shaping"][0]["unit"], "rank 1 (pid 5) GPU 0");
   EXPECT_EQ(job_doc["shaping"][0]["shaped_beside_share"], 0.5);
@@ -599,7 +601,7 @@ TEST(timeline_shaping, AMalformedShapingObjectIsRefusedByName) {
   json doc = timeline_json(t);
   doc["devices"][0]["shaping"] = json{{"shaped_kernels", "many"}};
   try {
-    bench::parse_process_timeline(doc);
+    program_tools::parse_process_timeline(doc);
     FAIL() << "no error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("malformed \"shaping\""), std::string::npos) << e.what();

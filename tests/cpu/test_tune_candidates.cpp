@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "harness/program_tuner.h"
 #include "harness/tuner.h"
+#include "program_tools/program_tuner.h"
 
 namespace tb = tandem::bench;
 using tandem::parse_policy;
@@ -85,7 +85,7 @@ TEST(TuneCandidates, PartitionsGiveNcclExactlyTheFreedSms) {
 }
 
 TEST(TuneCandidates, ProgramTuneTriesTheTargetedComputeControlsBeforeTheAlwaysOnForm) {
-  const std::vector<std::string> candidates = texts(tb::program_candidates());
+  const std::vector<std::string> candidates = texts(tandem::program_tools::program_candidates());
   const auto position = [&](const std::string& text) {
     const auto at = std::find(candidates.begin(), candidates.end(), text);
     EXPECT_NE(at, candidates.end()) << text;

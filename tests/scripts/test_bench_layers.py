@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Checks the benchmark's layers (docs/ARCHITECTURE.md): bench/ranks/ includes nothing of the
-measurement or the reporting and names no benchmark option; bench/report/ includes nothing of the
-ranks or the measurement; app/ includes no layer's internals it should not need. Python stdlib only.
+"""Checks the layers of the benchmark and of the program tools (docs/ARCHITECTURE.md): bench/ranks/
+includes nothing of the measurement or the reporting and names no benchmark option; bench/report/
+includes nothing of the ranks or the measurement; program_tools/ includes nothing of the benchmark
+but its report layer, and the benchmark nothing of the program tools; src/process/ lies below all of
+them. Python stdlib only.
 
   python3 tests/scripts/test_bench_layers.py      (ctest: bench_layers)
 """
@@ -43,7 +45,7 @@ MEASUREMENT = {"harness", "scenarios", "workloads", "collectives"}
 class Layers(unittest.TestCase):
     def test_the_layer_folders_exist(self):
         # A moved or renamed folder must not make the checks below pass on nothing.
-        for folder in ("bench/ranks", "bench/report", "bench/harness"):
+        for folder in ("bench/ranks", "bench/report", "bench/harness", "program_tools"):
             self.assertTrue(any(sources(folder)), folder)
 
     def test_ranks_know_no_measurement_and_no_reporting(self):
@@ -61,9 +63,17 @@ class Layers(unittest.TestCase):
         self.assertEqual(violations("bench/report", MEASUREMENT | {"ranks"}), [])
 
     def test_the_process_module_knows_no_benchmark_and_no_command(self):
-        # src/process serves `tandem run` (app) and `tandem tune -- CMD` (harness): it lies below both.
+        # src/process serves `tandem run` (app) and `tandem tune -- CMD` (program_tools): it lies below both.
         self.assertTrue(any(sources("src/process")))
-        self.assertEqual(violations("src/process", MEASUREMENT | {"ranks", "report", "app"}), [])
+        self.assertEqual(violations("src/process", MEASUREMENT | {"ranks", "report", "app", "program_tools"}), [])
+
+    def test_the_program_tools_know_no_measurement_and_no_ranks(self):
+        # `tandem run` and `tandem tune -- CMD` run a user's program, not the benchmark: below them only
+        # the report layer's text and JSON helpers, src/process and the library.
+        self.assertEqual(violations("program_tools", MEASUREMENT | {"ranks", "app", "preload", "bench"}), [])
+
+    def test_the_benchmark_knows_no_program_tools(self):
+        self.assertEqual(violations("bench", {"program_tools"}), [])
 
     def test_the_checker_sees_a_forbidden_include(self):
         # The regular expression must match includes as the sources write them.

@@ -1,4 +1,4 @@
-#include "harness/program_tuner.h"
+#include "program_tools/program_tuner.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "tandem/printable.h"
 #include "tandem/text.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 namespace {
 
 // A candidate's run without --timeout: this many times the slowest baseline run, plus kSlackSeconds.
@@ -26,7 +26,7 @@ constexpr double kSlackSeconds = 60;
 bool better(double a, double b, bool higher_is_better) { return higher_is_better ? a > b : a < b; }
 
 std::string percent_text(double gain, double reference) {
-  return reference == 0 ? "" : format(" (%.1f %%)", 100.0 * gain / std::fabs(reference));
+  return reference == 0 ? "" : bench::format(" (%.1f %%)", 100.0 * gain / std::fabs(reference));
 }
 
 }  // namespace
@@ -348,7 +348,7 @@ nlohmann::json program_tune_json(const ProgramTuneOptions& options, const Progra
                         {"disqualified", text_or_null(s.disqualified)}});
   }
   return {{"program", options.command},
-          {"program_command", shell_command(options.command)},
+          {"program_command", bench::shell_command(options.command)},
           {"metric",
            {{"regex", options.metric.is_wall_time() ? nlohmann::json() : nlohmann::json(options.metric.pattern())},
             {"value", options.metric.is_wall_time() ? "wall_s" : "median of the matches"},
@@ -370,4 +370,4 @@ nlohmann::json program_tune_json(const ProgramTuneOptions& options, const Progra
             {"reason", decision.reason}}}};
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

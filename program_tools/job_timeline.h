@@ -13,7 +13,7 @@
 #include "tandem/overlap.h"
 #include "tandem/shaping_check.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 // One process's timeline as written by the interposer (preload/timeline_records.h, timeline_json).
 struct ProcessTimelineFile {
@@ -80,4 +80,4 @@ nlohmann::json job_timeline_json(const JobTimeline& job);
 // Returns the number of events written.
 size_t assemble_trace(const std::string& folder, const std::string& path, const nlohmann::json& about);
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -14,13 +14,13 @@
 #include <string>
 #include <vector>
 
-#include "harness/program_metric.h"
-#include "harness/program_objective.h"
-#include "harness/program_process.h"
-#include "report/program_tune_report.h"
+#include "program_tools/program_metric.h"
+#include "program_tools/program_objective.h"
+#include "program_tools/program_process.h"
+#include "program_tools/program_tune_report.h"
 #include "tandem/policy.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 // The policies tried by default: every control `tandem run` applies to an unmodified program
 // (priority, shaping levels with and without priority, shape:auto+priority, NCCL's CTA settings on
@@ -115,7 +115,7 @@ std::string program_run_log_name(int round, const std::string& policy);
 // many it removed; throws tandem::Error naming a file it cannot remove.
 size_t remove_earlier_run_files(const std::string& logs_dir);
 
-// The results table's lines (report/program_tune_report.h): the baseline, then the candidates best
+// The results table's lines (program_tune_report.h): the baseline, then the candidates best
 // first, the disqualified last.
 std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& stats, const ProgramDecision& decision,
                                              const ProgramMetric& metric);
@@ -124,4 +124,4 @@ std::vector<ProgramPolicyLine> program_table(const std::vector<PolicyStats>& sta
 nlohmann::json program_tune_json(const ProgramTuneOptions& options, const ProgramTuneResult& result,
                                  const std::vector<PolicyStats>& stats, const ProgramDecision& decision);
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 enum class ObjectiveKind { Wall, Metric, StepTime, ExposedCommunication };
 
@@ -35,4 +35,4 @@ struct ObjectiveReading {
 };
 ObjectiveReading read_timeline_objective(ObjectiveKind kind, const std::string& stats_prefix);
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

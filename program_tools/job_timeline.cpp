@@ -1,4 +1,4 @@
-#include "harness/program_timeline.h"
+#include "program_tools/job_timeline.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "tandem/safe_file.h"
 #include "tandem/shaping_check_json.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -39,7 +39,7 @@ StepFigures step_of(const nlohmann::json& j, const std::string& what) {
   return s;
 }
 
-std::string ms_text(double ms) { return format("%.3f ms", ms); }
+std::string ms_text(double ms) { return bench::format("%.3f ms", ms); }
 
 std::string ranks_text(size_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
@@ -243,8 +243,9 @@ std::string job_timeline_text(const JobTimeline& job) {
            ms_text(summary->computation_ms) + ", communication " + ms_text(summary->communication_ms) +
            ", overlapped " + ms_text(summary->overlapped_ms) + ", exposed communication " +
            ms_text(summary->exposed_communication_ms) + ", idle " + ms_text(summary->idle_ms) + "; " +
-           (summary->hidden_share ? format("%.1f %%", 100.0 * *summary->hidden_share) + " of the communication hidden"
-                                  : std::string("no communication")) +
+           (summary->hidden_share
+                ? bench::format("%.1f %%", 100.0 * *summary->hidden_share) + " of the communication hidden"
+                : std::string("no communication")) +
            "\n";
   }
   for (size_t i = 0; i < job.shaping.size(); ++i)
@@ -355,4 +356,4 @@ size_t assemble_trace(const std::string& folder, const std::string& path, const 
   return events;
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools
