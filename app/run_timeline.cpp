@@ -13,6 +13,8 @@
 #include <set>
 
 #include "program_tools/job_timeline.h"
+#include "program_tools/timeline_files.h"
+#include "program_tools/trace_assembly.h"
 #include "ranks/file_rendezvous.h"
 #include "ranks/launch_env.h"
 #include "tandem/error.h"
@@ -149,7 +151,7 @@ std::string missing_ranks(const RunTimeline& t, const std::set<int>& done) {
 }
 
 void report(const RunTimeline& t, int exit_status, const std::string& waited_for = "") {
-  const std::vector<program_tools::ProcessTimelineFile> processes = program_tools::read_timeline_folder(t.folder);
+  const std::vector<ProcessTimeline> processes = program_tools::read_timeline_folder(t.folder);
   if (!waited_for.empty())
     std::fprintf(stderr,
                  "tandem run: job timeline: waited for %s, which did not run under tandem run on this node; the "
@@ -166,7 +168,7 @@ void report(const RunTimeline& t, int exit_status, const std::string& waited_for
       list.push_back({{"pid", p.pid},
                       {"rank", p.rank ? nlohmann::json(*p.rank) : nlohmann::json()},
                       {"host", p.host},
-                      {"state", p.state},
+                      {"state", to_string(p.state)},
                       {"rank_of_job", program_tools::is_rank_of_job(p, processes)},
                       {"reason", p.reason.empty() ? nlohmann::json() : nlohmann::json(p.reason)}});
     doc["processes"] = list;

@@ -1,150 +1,32 @@
 #include "program_tools/job_timeline.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <map>
 
 #include "report/report.h"
-#include "tandem/error.h"
-#include "tandem/safe_file.h"
 #include "tandem/shaping_check_json.h"
 
 namespace tandem::program_tools {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A process's timeline file holds one entry per step: a million steps stay far below this.
-constexpr size_t kMaxTimelineFileBytes = size_t(1) << 30;
-
-template <class T>
-T required(const nlohmann::json& j, const char* key, const std::string& what) {
-  TANDEM_REQUIRE(j.is_object() && j.contains(key) && !j.at(key).is_null(), what + " has no \"" + key + "\"");
-  return j.at(key).get<T>();
-}
-
-StepFigures step_of(const nlohmann::json& j, const std::string& what) {
-  StepFigures s;
-  s.name = j.value("name", std::string());
-  s.start_ns = required<int64_t>(j, "start_ns", what);
-  s.end_ns = required<int64_t>(j, "end_ns", what);
-  s.step_ns = required<int64_t>(j, "step_ns", what);
-  s.computation_ns = required<int64_t>(j, "computation_ns", what);
-  s.communication_ns = required<int64_t>(j, "communication_ns", what);
-  s.overlapped_ns = required<int64_t>(j, "overlapped_ns", what);
-  s.exposed_communication_ns = required<int64_t>(j, "exposed_communication_ns", what);
-  s.idle_ns = required<int64_t>(j, "idle_ns", what);
-  s.activities = j.value("activities", uint64_t(0));
-  return s;
-}
 
 std::string ms_text(double ms) { return bench::format("%.3f ms", ms); }
 
 std::string ranks_text(size_t n) { return std::to_string(n) + (n == 1 ? " rank" : " ranks"); }
 
 // "rank 0 (pid 4711)", or "pid 4711" for a process without a rank.
-std::string process_label(const ProcessTimelineFile& p) {
+std::string process_label(const ProcessTimeline& p) {
   return p.rank ? "rank " + std::to_string(*p.rank) + " (pid " + std::to_string(p.pid) + ")"
                 : "pid " + std::to_string(p.pid);
-}
-
-void sort_by_rank(std::vector<ProcessTimelineFile>& processes) {
-  std::stable_sort(processes.begin(), processes.end(), [](const ProcessTimelineFile& a, const ProcessTimelineFile& b) {
-    if (a.rank != b.rank) return a.rank.value_or(-1) < b.rank.value_or(-1);
-    return a.pid < b.pid;
-  });
 }
 
 double to_ms(int64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 }  // namespace
 
-std::vector<std::string> files_named(const std::string& folder, const std::string& prefix, const std::string& suffix) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() > prefix.size() + suffix.size() && name.rfind(prefix, 0) == 0 &&
-        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && entry.is_regular_file(ec))
-      out.push_back(entry.path().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-ProcessTimelineFile parse_process_timeline(const nlohmann::json& doc) {
-  const std::string what = "a timeline document";
-  TANDEM_REQUIRE(doc.is_object(), what + " is not a JSON object");
-  ProcessTimelineFile p;
-  p.pid = required<long>(doc, "pid", what);
-  if (doc.contains("parent_pid") && doc.at("parent_pid").is_number_integer())
-    p.parent_pid = doc.at("parent_pid").get<long>();
-  if (doc.contains("rank") && doc.at("rank").is_number_integer()) p.rank = doc.at("rank").get<int>();
-  p.host = doc.value("host", std::string());
-  p.state = required<std::string>(doc, "state", what);
-  if (doc.contains("reason") && doc.at("reason").is_string()) p.reason = doc.at("reason").get<std::string>();
-  if (doc.contains("step_range") && doc.at("step_range").is_string())
-    p.step_range = doc.at("step_range").get<std::string>();
-  p.steps_from_nvtx = doc.value("steps_from", std::string()) == "nvtx";
-  if (doc.contains("lost") && doc.at("lost").is_object()) p.lost = doc.at("lost").value("total", uint64_t(0));
-  if (doc.contains("devices")) {
-    for (const nlohmann::json& d : doc.at("devices")) {
-      const std::string device_what = what + "'s device";
-      RankFigures figures;
-      for (const nlohmann::json& s : required<nlohmann::json>(d, "steps", device_what))
-        figures.steps.push_back(step_of(s, device_what + " step"));
-      figures.records_lost = p.lost;
-      if (d.contains("records") && d.at("records").is_object())
-        figures.outside_steps = d.at("records").value("outside_steps", uint64_t(0));
-      const auto device = required<uint32_t>(d, "device", device_what);
-      if (d.contains("shaping") && !d.at("shaping").is_null()) {
-        try {
-          p.shaping[device] = shaping_check_from_json(d.at("shaping"));
-        } catch (const nlohmann::json::exception& e) {
-          TANDEM_THROW(device_what + " has a malformed \"shaping\": " + e.what());
-        }
-      }
-      p.devices.emplace_back(device, std::move(figures));
-    }
-  }
-  return p;
-}
-
-std::vector<ProcessTimelineFile> read_timeline_folder(const std::string& folder) {
-  std::vector<ProcessTimelineFile> out;
-  for (const std::string& file : files_named(folder, "timeline-", ".json")) {
-    try {
-      out.push_back(
-          parse_process_timeline(nlohmann::json::parse(read_small_regular_file(file, kMaxTimelineFileBytes))));
-    } catch (const std::exception& e) {
-      TANDEM_THROW("cannot read the timeline file " + file + ": " + e.what());
-    }
-  }
-  sort_by_rank(out);
-  return out;
-}
-
-std::vector<ProcessTimelineFile> read_timelines_from_stats(const std::vector<std::string>& stats_files) {
-  std::vector<ProcessTimelineFile> out;
-  for (const std::string& file : stats_files) {
-    nlohmann::json stats;
-    try {
-      stats = nlohmann::json::parse(read_small_regular_file(file, kMaxTimelineFileBytes));
-      if (!stats.contains("timeline") || stats.at("timeline").is_null()) continue;
-      out.push_back(parse_process_timeline(stats.at("timeline")));
-    } catch (const std::exception& e) {
-      TANDEM_THROW("cannot read the timeline of the stats file " + file + ": " + e.what());
-    }
-  }
-  sort_by_rank(out);
-  return out;
-}
-
-bool is_rank_of_job(const ProcessTimelineFile& p, const std::vector<ProcessTimelineFile>& processes) {
+bool is_rank_of_job(const ProcessTimeline& p, const std::vector<ProcessTimeline>& processes) {
   const bool launched = std::any_of(processes.begin(), processes.end(), [](const auto& q) { return q.rank; });
   if (launched && !p.rank) return false;
-  return std::none_of(processes.begin(), processes.end(), [&](const ProcessTimelineFile& q) {
+  return std::none_of(processes.begin(), processes.end(), [&](const ProcessTimeline& q) {
     return p.parent_pid != 0 && q.pid == p.parent_pid && q.pid != p.pid && q.rank == p.rank;
   });
 }
@@ -152,8 +34,8 @@ bool is_rank_of_job(const ProcessTimelineFile& p, const std::vector<ProcessTimel
 namespace {
 
 // "pid 4712, a child of rank 0 (pid 4711)", or "pid 4712, no rank of the launcher".
-std::string other_process_label(const ProcessTimelineFile& p, const std::vector<ProcessTimelineFile>& processes) {
-  for (const ProcessTimelineFile& q : processes)
+std::string other_process_label(const ProcessTimeline& p, const std::vector<ProcessTimeline>& processes) {
+  for (const ProcessTimeline& q : processes)
     if (p.parent_pid != 0 && q.pid == p.parent_pid)
       return "pid " + std::to_string(p.pid) + ", a child of " + process_label(q);
   return "pid " + std::to_string(p.pid) + ", no rank of the launcher";
@@ -161,37 +43,36 @@ std::string other_process_label(const ProcessTimelineFile& p, const std::vector<
 
 }  // namespace
 
-JobTimeline job_timeline(const std::vector<ProcessTimelineFile>& processes) {
+JobTimeline job_timeline(const std::vector<ProcessTimeline>& processes) {
   JobTimeline job;
   std::vector<RankFigures> ranks;
-  for (const ProcessTimelineFile& p : processes) {
+  for (const ProcessTimeline& p : processes) {
     if (!is_rank_of_job(p, processes)) {
       // Reported when it recorded, or tried to: a process without GPU work is nothing to mention.
-      if (!p.devices.empty() || (p.state != "not-started" && p.state != "off"))
+      if (!p.devices.empty() || (p.state != TimelineState::NotStarted && p.state != TimelineState::Off))
         job.other_processes.push_back(other_process_label(p, processes));
       continue;
     }
     if (p.devices.empty()) {
-      if (p.state != "not-started" && p.state != "off")
-        job.missing.push_back(process_label(p) + ": " + p.state + (p.reason.empty() ? "" : ": " + p.reason));
+      if (p.state != TimelineState::NotStarted && p.state != TimelineState::Off)
+        job.missing.push_back(process_label(p) + ": " + to_string(p.state) + (p.reason.empty() ? "" : ": " + p.reason));
       continue;
     }
     if (job.units.empty()) {
       job.step_range = p.step_range;
-      job.steps_from_nvtx = p.steps_from_nvtx;
+      job.steps_from_nvtx = p.steps_from_ranges;
     }
-    for (const auto& [device, figures] : p.devices) {
-      job.units.push_back(process_label(p) + " GPU " + std::to_string(device));
-      const auto shaping = p.shaping.find(device);
-      job.shaping.push_back(shaping == p.shaping.end() ? std::nullopt : std::optional<ShapingCheck>(shaping->second));
-      ranks.push_back(figures);
+    for (const DeviceTimeline& d : p.devices) {
+      job.units.push_back(process_label(p) + " GPU " + std::to_string(d.device));
+      job.shaping.push_back(d.shaping);
+      ranks.push_back(d.figures);
     }
   }
   job.figures = job_figures(ranks);
   // Each process reports its losses once per device it drove; count them once per process.
   job.figures.records_lost = 0;
-  for (const ProcessTimelineFile& p : processes)
-    if (!p.devices.empty() && is_rank_of_job(p, processes)) job.figures.records_lost += p.lost;
+  for (const ProcessTimeline& p : processes)
+    if (!p.devices.empty() && is_rank_of_job(p, processes)) job.figures.records_lost += p.records_lost();
   return job;
 }
 
@@ -307,53 +188,6 @@ nlohmann::json job_timeline_json(const JobTimeline& job) {
           {"records_lost", job.figures.records_lost},
           {"not_recorded", job.missing},
           {"other_processes", job.other_processes}};
-}
-
-size_t assemble_trace(const std::string& folder, const std::string& path, const nlohmann::json& about) {
-  const std::vector<std::string> parts = files_named(folder, "trace-", ".jsonl");
-  // The job's clock starts at the earliest event of any process (each part's header says its own).
-  int64_t base = 0;
-  bool any = false;
-  for (const std::string& part : parts) {
-    std::ifstream in(part);
-    std::string header;
-    TANDEM_REQUIRE(in && std::getline(in, header), "cannot read the trace events " + part);
-    const nlohmann::json h = nlohmann::json::parse(header, nullptr, false);
-    TANDEM_REQUIRE(h.is_object() && h.contains("first_ns"), part + " does not start with a trace header");
-    const int64_t first = h.at("first_ns").get<int64_t>();
-    base = any ? std::min(base, first) : first;
-    any = true;
-  }
-  size_t events = 0;
-  const std::string why = try_write_file_atomically(path, [&](const ContentSink& sink) {
-    sink("{\"traceEvents\":[\n");
-    for (const std::string& part : parts) {
-      std::ifstream in(part);
-      std::string line;
-      std::getline(in, line);  // the header
-      while (std::getline(in, line)) {
-        if (line.empty()) continue;
-        nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-        TANDEM_REQUIRE(e.is_object(), "a line of " + part + " is not a JSON object");
-        if (e.contains("ts_ns")) {
-          e["ts"] = static_cast<double>(e.at("ts_ns").get<int64_t>() - base) / 1e3;
-          e.erase("ts_ns");
-        }
-        if (e.contains("dur_ns")) {
-          e["dur"] = static_cast<double>(e.at("dur_ns").get<int64_t>()) / 1e3;
-          e.erase("dur_ns");
-        }
-        if (!sink((events ? ",\n" : "") + e.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))) return;
-        ++events;
-      }
-    }
-    nlohmann::json other = about;
-    other["clock_origin_ns"] = base;
-    sink("\n],\"displayTimeUnit\":\"ms\",\"otherData\":" +
-         other.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}\n");
-  });
-  TANDEM_REQUIRE(why.empty(), "cannot write the trace: " + why);
-  return events;
 }
 
 }  // namespace tandem::program_tools

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "program_tools/job_timeline.h"
+#include "program_tools/timeline_files.h"
 
 namespace tandem::program_tools {
 namespace {

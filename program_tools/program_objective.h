@@ -4,7 +4,7 @@
 // slowest rank's step time, or its exposed communication, each the median over the steps. A timeline
 // objective measures every run, the baseline included, through `tandem run --timeline` (the baseline
 // under `concurrent`, which applies no control), and reads the figure back from the runs' --stats
-// files (program_timeline.h).
+// files (job_timeline.h).
 #include <optional>
 #include <string>
 #include <string_view>
