@@ -162,24 +162,12 @@ void report(const RunTimeline& t, int exit_status, const std::string& waited_for
   // One process printed its own figures at exit; the job's lines add something with several.
   if (processes.size() > 1) std::fputs(program_tools::job_timeline_text(job).c_str(), stderr);
   if (!t.json_file.empty()) {
-    nlohmann::json doc = {{"tool", "tandem run"}, {"job", program_tools::job_timeline_json(job)}};
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& p : processes)
-      list.push_back({{"pid", p.pid},
-                      {"rank", p.rank ? nlohmann::json(*p.rank) : nlohmann::json()},
-                      {"host", p.host},
-                      {"state", to_string(p.state)},
-                      {"rank_of_job", program_tools::is_rank_of_job(p, processes)},
-                      {"reason", p.reason.empty() ? nlohmann::json() : nlohmann::json(p.reason)}});
-    doc["processes"] = list;
-    const std::string why = try_write_file_atomically(t.json_file, doc.dump(1) + "\n");
+    const std::string why =
+        try_write_file_atomically(t.json_file, program_tools::job_timeline_document(processes, job).dump(1) + "\n");
     if (!why.empty()) warn("timeline: " + why);
   }
   if (!t.trace) return;
-  const nlohmann::json about = {{"tool", "tandem run"},
-                                {"step_range", t.step_range},
-                                {"processes", processes.size()},
-                                {"job", program_tools::job_timeline_json(job)}};
+  const nlohmann::json about = program_tools::job_trace_about(processes, job, t.step_range);
   const size_t events = program_tools::assemble_trace(t.folder, t.trace_file, about);
   std::fprintf(stderr, "tandem run: trace of %zu events from %zu process%s written to %s\n", events, processes.size(),
                processes.size() == 1 ? "" : "es", printable(t.trace_file, 1000).c_str());

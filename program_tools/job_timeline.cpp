@@ -190,4 +190,24 @@ nlohmann::json job_timeline_json(const JobTimeline& job) {
           {"other_processes", job.other_processes}};
 }
 
+nlohmann::json job_timeline_document(const std::vector<ProcessTimeline>& processes, const JobTimeline& job) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ProcessTimeline& p : processes)
+    list.push_back({{"pid", p.pid},
+                    {"rank", p.rank ? nlohmann::json(*p.rank) : nlohmann::json()},
+                    {"host", p.host},
+                    {"state", to_string(p.state)},
+                    {"rank_of_job", is_rank_of_job(p, processes)},
+                    {"reason", p.reason.empty() ? nlohmann::json() : nlohmann::json(p.reason)}});
+  return {{"tool", "tandem run"}, {"job", job_timeline_json(job)}, {"processes", list}};
+}
+
+nlohmann::json job_trace_about(const std::vector<ProcessTimeline>& processes, const JobTimeline& job,
+                               const std::string& step_range) {
+  return {{"tool", "tandem run"},
+          {"step_range", step_range},
+          {"processes", processes.size()},
+          {"job", job_timeline_json(job)}};
+}
+
 }  // namespace tandem::program_tools

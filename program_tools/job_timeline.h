@@ -47,4 +47,11 @@ std::optional<JobSummary> summarize_job(const JobTimeline& job);
 std::string job_timeline_text(const JobTimeline& job);
 nlohmann::json job_timeline_json(const JobTimeline& job);
 
+// `tandem run --timeline-json`'s document (docs/BENCH_JSON.md): the job, and each process that wrote
+// a timeline with whether it is a rank of the job.
+nlohmann::json job_timeline_document(const std::vector<ProcessTimeline>& processes, const JobTimeline& job);
+// The "otherData" of the job's Chrome trace (trace_assembly.h): the tool, the steps, the job.
+nlohmann::json job_trace_about(const std::vector<ProcessTimeline>& processes, const JobTimeline& job,
+                               const std::string& step_range);
+
 }  // namespace tandem::program_tools

@@ -1,11 +1,11 @@
 #pragma once
-// One policy's statistics as `tandem tune -- CMD` gathers them (program_tools/program_tuner.h), for the
+// One policy's statistics as `tandem tune -- CMD` gathers them (program_tools/program_tune_decision.h), for the
 // tests of its decision and rules: min and max from `values`, the median given.
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "program_tools/program_tuner.h"
+#include "program_tools/program_tune_decision.h"
 
 namespace tandem_test {
 

@@ -154,6 +154,20 @@ TEST(timeline_job, AHelperOfARankIsNoRank) {
   ASSERT_EQ(alone.units.size(), 1u);
   EXPECT_EQ(alone.units[0], "pid 100 GPU 0");
   EXPECT_EQ(alone.other_processes, (std::vector<std::string>{"pid 101, a child of pid 100"}));
+
+  // --timeline-json lists every process with its state and whether it is a rank of the job.
+  const std::vector<ProcessTimeline> processes = {recorded(100, 50, 0, 10), recorded(101, 100, 0, 99)};
+  const json doc = job_timeline_document(processes, job_timeline(processes));
+  EXPECT_EQ(doc["tool"], "tandem run");
+  EXPECT_EQ(doc["job"]["ranks"], 1);
+  ASSERT_EQ(doc["processes"].size(), 2u);
+  EXPECT_EQ(doc["processes"][0]["state"], "recorded");
+  EXPECT_EQ(doc["processes"][0]["rank_of_job"], true);
+  EXPECT_EQ(doc["processes"][1]["rank_of_job"], false);
+  EXPECT_TRUE(doc["processes"][1]["reason"].is_null());
+  const json about = job_trace_about(processes, job_timeline(processes), "step*");
+  EXPECT_EQ(about["processes"], 2);
+  EXPECT_EQ(about["step_range"], "step*");
 }
 
 TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "program_tools/program_tuner.h"
+#include "program_tools/program_metric.h"
+#include "program_tools/program_tune_decision.h"
+#include "program_tools/run_logs.h"
 #include "program_tune_stats.h"
 #include "tandem/error.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "program_tools/program_tune_report.h"
-#include "program_tools/program_tuner.h"
+#include "program_tools/program_tune_results.h"
 #include "program_tune_stats.h"
 
 namespace {

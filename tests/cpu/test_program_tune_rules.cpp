@@ -1,4 +1,4 @@
-// The rules of `tandem tune -- CMD` (program_tools/program_tuner.h), each on its edge: a candidate wins only
+// The rules of `tandem tune -- CMD` (program_tools/program_tune_decision.h), each on its edge: a candidate wins only
 // when its gain over the baseline is larger than the two spreads added (not the larger one, not one
 // of them, not equal), over the same rounds as the baseline; a run's time limit; and the --json
 // document's values. Expected values are worked out by hand.
@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "program_tools/program_tune_decision.h"
+#include "program_tools/program_tune_results.h"
 #include "program_tools/program_tuner.h"
 #include "program_tune_stats.h"
 
