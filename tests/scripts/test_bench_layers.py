@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Checks the layers of the benchmark and of the program tools (docs/ARCHITECTURE.md): bench/ranks/
 includes nothing of the measurement or the reporting and names no benchmark option; bench/report/
-includes nothing of the ranks or the measurement; program_tools/ includes nothing of the benchmark
-but its report layer, and the benchmark nothing of the program tools; src/process/ lies below all of
-them. Python stdlib only.
+includes nothing of the ranks or the measurement; bench/collectives/ nothing of the harness, the
+cases or the other layers; program_tools/ includes nothing of the benchmark but its report layer,
+and the benchmark nothing of the program tools; src/process/ lies below all of them. Python stdlib
+only.
 
   python3 tests/scripts/test_bench_layers.py      (ctest: bench_layers)
 """
@@ -45,7 +46,7 @@ MEASUREMENT = {"harness", "scenarios", "workloads", "collectives"}
 class Layers(unittest.TestCase):
     def test_the_layer_folders_exist(self):
         # A moved or renamed folder must not make the checks below pass on nothing.
-        for folder in ("bench/ranks", "bench/report", "bench/harness", "program_tools"):
+        for folder in ("bench/ranks", "bench/report", "bench/harness", "bench/collectives", "program_tools"):
             self.assertTrue(any(sources(folder)), folder)
 
     def test_ranks_know_no_measurement_and_no_reporting(self):
@@ -58,6 +59,11 @@ class Layers(unittest.TestCase):
                 if re.search(r"\bBenchOptions\b|\bSummary\b", f.read()):
                     found.append(os.path.relpath(path, ROOT))
         self.assertEqual(found, [])
+
+    def test_the_collective_layer_lies_below_the_measurement(self):
+        # The harness issues every collective through collectives/ and registers its windows there: an
+        # include the other way round would make the two one layer.
+        self.assertEqual(violations("bench/collectives", MEASUREMENT - {"collectives"} | {"ranks", "report"}), [])
 
     def test_reporting_knows_no_ranks_and_no_measurement(self):
         self.assertEqual(violations("bench/report", MEASUREMENT | {"ranks"}), [])
