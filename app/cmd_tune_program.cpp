@@ -1,6 +1,8 @@
 // `tandem tune [options] -- CMD ARGS...`: parses the options of tuning a program, checks them before
-// any run, calls the program tuner and reports: progress lines on stderr, the results table on
-// stdout, the policy file (best so far after each round, headed UNFINISHED until the last) and --json.
+// any run, calls the program tuner (program_tools/program_tuner.h) and sends what its results say
+// (program_tools/program_tune_results.h) where the options ask: progress lines on stderr, the
+// results table on stdout, the policy file (best so far after each round, headed UNFINISHED until the
+// last) and --json.
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,9 +12,8 @@
 #include <set>
 
 #include "command_line.h"
-#include "harness/program_tuner.h"
-#include "harness/tune_progress.h"
-#include "report/program_tune_report.h"
+#include "program_tools/program_tune_results.h"
+#include "program_tools/run_logs.h"
 #include "report/report.h"
 #include "run_environment.h"
 #include "tandem/build_info.h"
@@ -45,7 +46,7 @@ const std::set<std::string> kProgramOptions = {
 std::vector<OverlapPolicy> candidates_of(const ProgramTuneCli& cli) {
   std::vector<OverlapPolicy> listed;
   if (cli.candidates.empty()) {
-    for (const auto& p : bench::program_candidates())
+    for (const auto& p : program_tools::program_candidates())
       if (run_can_apply(p)) listed.push_back(p);
   } else {
     listed = checking_input([&] { return parse_policy_list(cli.candidates); });
@@ -68,39 +69,6 @@ std::string logs_folder(const std::string& given) {
   make_private_folder(absolute,
                       {"--logs folder", "plant files among the run logs", "choose another folder with --logs", 022});
   return absolute;
-}
-
-// How a run is measured, for the header and the policy file.
-std::string measure_text(const bench::ProgramTuneOptions& o) {
-  return bench::from_timeline(o.objective) ? bench::describe(o.objective, o.step_range) : o.metric.describe();
-}
-
-// The lines the policy file carries about the result, finished or not.
-std::vector<std::string> about_lines(const bench::ProgramTuneOptions& o, const bench::ProgramTuneResult& result,
-                                     const std::vector<bench::PolicyStats>& stats,
-                                     const bench::ProgramDecision& decision, bool finished) {
-  std::vector<std::string> lines = {"program " + bench::shell_command(o.command),
-                                    "measured by " + measure_text(o) +
-                                        "; baseline (the program without tandem) "
-                                        "median " +
-                                        number(stats[0].median) + " over " + std::to_string(result.rounds_done) +
-                                        " rounds"};
-  if (!finished)
-    lines.push_back("UNFINISHED search: " + std::to_string(result.rounds_done) + " of " + std::to_string(o.rounds) +
-                    " rounds done; the best so far, not yet confirmed by the remaining rounds");
-  if (decision.winner) {
-    const auto& w = stats[*decision.winner];
-    lines.push_back(w.policy + ": median " + number(w.median) + " (spread " + number(w.spread()) + "); " +
-                    decision.reason);
-  } else {
-    lines.push_back(decision.reason);
-    lines.push_back("so this file holds `concurrent`: tandem run applies no control, the program runs as without it");
-  }
-  return lines;
-}
-
-OverlapPolicy chosen_policy(const std::vector<bench::PolicyStats>& stats, const bench::ProgramDecision& decision) {
-  return parse_policy(decision.winner ? stats[*decision.winner].policy : "concurrent");
 }
 
 }  // namespace
@@ -155,7 +123,7 @@ void refuse_benchmark_options(const CLI::App& cmd) {
 
 int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared) {
   // Everything the user gave is checked before the first run: one plain line each.
-  bench::ProgramTuneOptions o;
+  program_tools::ProgramTuneOptions o;
   o.command = cli.command;
   o.rounds = cli.rounds;
   o.timeout_s = shared.timeout_s.value_or(0);
@@ -166,19 +134,19 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     if (shared.timeout_s)
       TANDEM_CHECK_INPUT(*shared.timeout_s > 0 && *shared.timeout_s <= kMaxTimeoutSeconds,
                          "--timeout " + number(*shared.timeout_s) + " is out of bounds: above 0, at most 604800");
-    if (!cli.metric.empty()) o.metric = bench::ProgramMetric(cli.metric, cli.higher_is_better);
+    if (!cli.metric.empty()) o.metric = program_tools::ProgramMetric(cli.metric, cli.higher_is_better);
     TANDEM_CHECK_INPUT(!cli.higher_is_better || !cli.metric.empty(),
                        "--metric-higher-is-better needs --metric (wall time is always lower-is-better)");
-    const auto objective =
-        bench::parse_objective(cli.objective.empty() ? (cli.metric.empty() ? "wall" : "metric") : cli.objective);
+    const auto objective = program_tools::parse_objective(
+        cli.objective.empty() ? (cli.metric.empty() ? "wall" : "metric") : cli.objective);
     TANDEM_CHECK_INPUT(objective.has_value(), "--objective " + quoted_value(cli.objective) +
                                                   " is not one of wall, metric, step-time, exposed-comm");
     o.objective = *objective;
-    TANDEM_CHECK_INPUT(o.objective != bench::ObjectiveKind::Metric || !cli.metric.empty(),
+    TANDEM_CHECK_INPUT(o.objective != program_tools::ObjectiveKind::Metric || !cli.metric.empty(),
                        "--objective metric needs --metric");
-    TANDEM_CHECK_INPUT(cli.metric.empty() || o.objective == bench::ObjectiveKind::Metric,
+    TANDEM_CHECK_INPUT(cli.metric.empty() || o.objective == program_tools::ObjectiveKind::Metric,
                        "--metric is read only with --objective metric, not " + std::string(to_string(o.objective)));
-    TANDEM_CHECK_INPUT(cli.step_range.empty() || bench::from_timeline(o.objective),
+    TANDEM_CHECK_INPUT(cli.step_range.empty() || program_tools::from_timeline(o.objective),
                        "--step-range is read only with --objective step-time or exposed-comm");
     o.step_range = cli.step_range;
     require_writable_outputs({{"--out", shared.policy_file}, {"--json", shared.json_path}});
@@ -199,19 +167,13 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   info.command = command_line();
   info.date = bench::utc_now_iso8601();
 
-  // The '#' header, progress lines and the closing table go through the report layer's reporter.
-  bench::ProgramTuneConsoleReporter reporter(shared.progress);
-  bench::ProgramTuneContext context;
-  context.info = info;
-  context.program = bench::shell_command(o.command);
-  context.metric = measure_text(o);
-  context.rounds = o.rounds;
-  context.candidates = o.candidates.size();
-  context.timeout_s = o.timeout_s;
-  context.logs = o.logs_dir;
-  reporter.report_context(context);
-  // A reused --logs folder: an earlier tune's files would be read as this tune's (program_tuner.h).
-  if (const size_t removed = bench::remove_earlier_run_files(o.logs_dir))
+  // The '#' header, progress lines and the closing table go through the program tune's reporter; what
+  // each says is the program tools' (program_tune_results.h).
+  namespace pt = program_tools;
+  pt::ProgramTuneConsoleReporter reporter(shared.progress);
+  reporter.report_context(pt::tune_context(info, o));
+  // A reused --logs folder: an earlier tune's files would be read as this tune's (run_logs.h).
+  if (const size_t removed = pt::remove_earlier_run_files(o.logs_dir))
     reporter.report_warning("removed " + std::to_string(removed) + " file" + (removed == 1 ? "" : "s") +
                             " of an earlier tune from --logs " + quoted_value(o.logs_dir));
 
@@ -219,70 +181,40 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
     const std::string why = try_write_file_atomically(path, text);
     if (!why.empty()) reporter.report_warning(why);
   };
-  const auto document = [&](const bench::ProgramTuneResult& result, const std::vector<bench::PolicyStats>& stats,
-                            const bench::ProgramDecision& decision, bool complete) {
-    nlohmann::json doc = {{"schema_version", bench::kBenchJsonSchemaVersion},
-                          {"complete", complete},
-                          {"tool", info.tool},
-                          {"tandem_version", info.tandem_version},
-                          {"commit", info.commit},
-                          {"command", info.command},
-                          {"date", info.date},
-                          {"policy_file", shared.policy_file}};
-    doc.update(bench::program_tune_json(o, result, stats, decision));
-    return bench::json_text(doc, 2) + "\n";
+  const auto policy_file_text = [&](const pt::ProgramTuneResult& result, const std::vector<pt::PolicyStats>& stats,
+                                    const pt::ProgramDecision& decision, bool finished) {
+    return tune_policy_file_text(info, pt::policy_file_lines(o, result, stats, decision, finished),
+                                 pt::chosen_policy(stats, decision));
+  };
+  const auto json_text = [&](const pt::ProgramTuneResult& result, const std::vector<pt::PolicyStats>& stats,
+                             const pt::ProgramDecision& decision, bool complete) {
+    return bench::json_text(pt::program_tune_document(info, shared.policy_file, o, result, stats, decision, complete),
+                            2) +
+           "\n";
   };
 
   // After each round but the last: the best so far in the policy file, headed UNFINISHED, and the
   // JSON so far; Ctrl-C later keeps them.
-  bench::ProgramTuneSinks sinks;
-  sinks.on_round = [&](const bench::ProgramTuneResult& result) {
+  pt::ProgramTuneSinks sinks;
+  sinks.on_round = [&](const pt::ProgramTuneResult& result) {
     if (result.rounds_done == o.rounds) return;
-    const auto stats = bench::program_stats(o, result);
-    const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
-    write_quietly(shared.policy_file, tune_policy_file_text(info, about_lines(o, result, stats, decision, false),
-                                                            chosen_policy(stats, decision)));
-    if (!shared.json_path.empty()) write_quietly(shared.json_path, document(result, stats, decision, false));
+    const auto stats = pt::program_stats(o, result);
+    const auto decision = pt::decide_program_policy(stats, o.metric.higher_is_better());
+    write_quietly(shared.policy_file, policy_file_text(result, stats, decision, false));
+    if (!shared.json_path.empty()) write_quietly(shared.json_path, json_text(result, stats, decision, false));
   };
-  const size_t runs_in_all = static_cast<size_t>(o.rounds) * (o.candidates.size() + 1);
   const auto started = std::chrono::steady_clock::now();
-  sinks.on_run = [&](const bench::ProgramRun& run, const bench::ProgramTuneResult& result) {
+  sinks.on_run = [&](const pt::ProgramRun& run, const pt::ProgramTuneResult& result) {
     if (!shared.progress) return;
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const size_t done = result.runs.size();
-    std::string line = "round " + std::to_string(run.round) + "/" + std::to_string(o.rounds) + ", run " +
-                       std::to_string(done) + "/" + std::to_string(runs_in_all) + ": " +
-                       (run.candidate ? run.policy : "baseline") + " ";
-    line += run.value ? number(*run.value) : "disqualified: " + run.failure;
-    if (result.rounds_done > 0) {  // as the benchmark tune's lines: the best so far, over finished rounds
-      const auto stats = bench::program_stats(o, result);
-      const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
-      line += decision.winner
-                  ? ", best so far " + stats[*decision.winner].policy + " " + number(stats[*decision.winner].median)
-                  : ", best so far the baseline";
-      line += " (baseline " + number(stats[0].median) + ")";
-    }
-    line += ", ~" +
-            bench::duration_text(elapsed / static_cast<double>(done) * static_cast<double>(runs_in_all - done)) +
-            " left";
-    reporter.report_progress(line);
+    reporter.report_progress(pt::run_progress_line(o, run, result, elapsed));
   };
 
-  const bench::ProgramTuneResult result = bench::tune_program(o, sinks);
-  const auto stats = bench::program_stats(o, result);
-  const auto decision = bench::decide_program_policy(stats, o.metric.higher_is_better());
+  const pt::ProgramTuneResult result = pt::tune_program(o, sinks);
+  const auto stats = pt::program_stats(o, result);
+  const auto decision = pt::decide_program_policy(stats, o.metric.higher_is_better());
   const bool finished = !result.interrupted;
-
-  bench::ProgramTuneEnd end;
-  end.finished = finished;
-  end.rounds_done = result.rounds_done;
-  end.rounds = o.rounds;
-  end.runs = result.runs.size();
-  end.table = bench::program_table(stats, decision, o.metric);
-  end.baseline_exit_status = result.runs.empty() ? 0 : result.runs.front().process.exit_status;
-  end.decision = decision.reason;
-  end.logs = o.logs_dir;
-  if (decision.winner) end.winner = stats[*decision.winner].policy;
+  pt::ProgramTuneEnd end = pt::tune_end(o, result, stats, decision);
   // The files first, the report after: a file that cannot be written is the last line the user sees,
   // after the results, and no "wrote" line claims it.
   std::exception_ptr write_failure;
@@ -296,12 +228,11 @@ int run_program_tune(const ProgramTuneCli& cli, const SharedTuneOutputs& shared)
   };
   try {
     if (result.rounds_done > 0) {
-      const OverlapPolicy chosen = chosen_policy(stats, decision);
-      write(shared.policy_file, tune_policy_file_text(info, about_lines(o, result, stats, decision, finished), chosen));
+      write(shared.policy_file, policy_file_text(result, stats, decision, finished));
       end.policy_file = shared.policy_file;
-      end.chosen = to_string(chosen);
+      end.chosen = to_string(pt::chosen_policy(stats, decision));
     }
-    if (!shared.json_path.empty()) write(shared.json_path, document(result, stats, decision, finished));
+    if (!shared.json_path.empty()) write(shared.json_path, json_text(result, stats, decision, finished));
   } catch (...) {
     write_failure = std::current_exception();
   }

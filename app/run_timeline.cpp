@@ -12,7 +12,9 @@
 #include <filesystem>
 #include <set>
 
-#include "harness/program_timeline.h"
+#include "program_tools/job_timeline.h"
+#include "program_tools/timeline_files.h"
+#include "program_tools/trace_assembly.h"
 #include "ranks/file_rendezvous.h"
 #include "ranks/launch_env.h"
 #include "tandem/error.h"
@@ -149,36 +151,24 @@ std::string missing_ranks(const RunTimeline& t, const std::set<int>& done) {
 }
 
 void report(const RunTimeline& t, int exit_status, const std::string& waited_for = "") {
-  const std::vector<bench::ProcessTimelineFile> processes = bench::read_timeline_folder(t.folder);
+  const std::vector<ProcessTimeline> processes = program_tools::read_timeline_folder(t.folder);
   if (!waited_for.empty())
     std::fprintf(stderr,
                  "tandem run: job timeline: waited for %s, which did not run under tandem run on this node; the "
                  "timeline has the ranks that did\n",
                  waited_for.c_str());
   if (processes.empty()) return report_nothing_recorded(t, exit_status);
-  const bench::JobTimeline job = bench::job_timeline(processes);
+  const program_tools::JobTimeline job = program_tools::job_timeline(processes);
   // One process printed its own figures at exit; the job's lines add something with several.
-  if (processes.size() > 1) std::fputs(bench::job_timeline_text(job).c_str(), stderr);
+  if (processes.size() > 1) std::fputs(program_tools::job_timeline_text(job).c_str(), stderr);
   if (!t.json_file.empty()) {
-    nlohmann::json doc = {{"tool", "tandem run"}, {"job", bench::job_timeline_json(job)}};
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& p : processes)
-      list.push_back({{"pid", p.pid},
-                      {"rank", p.rank ? nlohmann::json(*p.rank) : nlohmann::json()},
-                      {"host", p.host},
-                      {"state", p.state},
-                      {"rank_of_job", bench::is_rank_of_job(p, processes)},
-                      {"reason", p.reason.empty() ? nlohmann::json() : nlohmann::json(p.reason)}});
-    doc["processes"] = list;
-    const std::string why = try_write_file_atomically(t.json_file, doc.dump(1) + "\n");
+    const std::string why =
+        try_write_file_atomically(t.json_file, program_tools::job_timeline_document(processes, job).dump(1) + "\n");
     if (!why.empty()) warn("timeline: " + why);
   }
   if (!t.trace) return;
-  const nlohmann::json about = {{"tool", "tandem run"},
-                                {"step_range", t.step_range},
-                                {"processes", processes.size()},
-                                {"job", bench::job_timeline_json(job)}};
-  const size_t events = bench::assemble_trace(t.folder, t.trace_file, about);
+  const nlohmann::json about = program_tools::job_trace_about(processes, job, t.step_range);
+  const size_t events = program_tools::assemble_trace(t.folder, t.trace_file, about);
   std::fprintf(stderr, "tandem run: trace of %zu events from %zu process%s written to %s\n", events, processes.size(),
                processes.size() == 1 ? "" : "es", printable(t.trace_file, 1000).c_str());
 }

@@ -1,6 +1,6 @@
 #pragma once
 // `tandem tune [options] -- CMD ARGS...`: the options of tuning a program, their parsing, and the
-// call into the program tuner (bench/harness/program_tuner.h). The benchmark's options do not apply
+// call into the program tuner (program_tools/program_tuner.h). The benchmark's options do not apply
 // and are refused; -o/--out, --json, -q/--quiet and -T/--timeout are shared with the benchmark tune.
 #include <CLI/CLI.hpp>
 #include <memory>
@@ -14,7 +14,7 @@ struct ProgramTuneCli {
   std::vector<std::string> command;  // after --
   std::string metric;                // regex with one capture group; "" for wall time
   bool higher_is_better = false;
-  std::string objective;   // --objective: "" for metric with --metric, else wall (program_objective.h)
+  std::string objective;   // --objective: "" for metric with --metric, else wall (program_tools/program_objective.h)
   std::string step_range;  // --step-range, for the timeline objectives
   int rounds = 3;
   std::string candidates;  // comma-separated policies; "" for the default list

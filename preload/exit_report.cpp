@@ -25,6 +25,7 @@
 #include "runtime.h"
 #include "tandem/nccl_config.h"
 #include "tandem/printable.h"
+#include "tandem/process_timeline_json.h"
 #include "tandem/safe_file.h"
 #include "timeline.h"
 
@@ -118,7 +119,7 @@ void report() {
   std::string timeline_text;
   if (timeline && (timeline->state != TimelineState::NotStarted || config.log_level >= LogLevel::Info))
     timeline_text = render_timeline_text(*timeline);
-  if (timeline) snapshot.timeline = timeline_json(*timeline);
+  if (timeline) snapshot.timeline = process_timeline_json(*timeline);
   if (print) write_stderr(render_text(snapshot) + timeline_text);
   if (write) write_stats_file(config.stats_file, render_json(snapshot));
 }

@@ -130,7 +130,7 @@ struct Snapshot {
   std::vector<std::string> nccl_variables;
   std::string last_collective_footprint;  // "" if none, else "640 threads, 96 regs, ..."
   std::vector<KernelSummary> kernels;     // by launches, descending
-  nlohmann::json timeline;                // the timeline's figures (timeline_records.h), null when off
+  nlohmann::json timeline;                // the timeline (tandem/process_timeline_json.h), null when off
 };
 
 // Fills the counter part of a snapshot (the caller adds identity, kernels and footprint).

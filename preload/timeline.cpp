@@ -21,6 +21,7 @@
 #include "real_symbols.h"
 #include "runtime.h"
 #include "tandem/printable.h"
+#include "tandem/process_timeline_json.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::preload {
@@ -278,13 +279,12 @@ LaunchSizesByName launch_sizes(const Runtime& rt) {
 void write_files(const PreloadConfig& c, const ProcessTimeline& t, const RawTimeline& raw) {
   if (c.timeline_dir.empty()) return;
   const std::string base = c.timeline_dir + "/";
-  const std::string pid = std::to_string(t.pid);
   const std::string why =
-      try_write_file_atomically(base + "timeline-" + pid + ".json", timeline_json(t).dump(1) + "\n");
+      try_write_file_atomically(base + timeline_file_name(t.pid), process_timeline_json(t).dump(1) + "\n");
   if (!why.empty()) log(LogLevel::Warn, "timeline file not written: %s", printable(why, 1000).c_str());
   if (c.timeline != TimelineMode::Trace || raw.activities.empty()) return;
   // Renamed into place once complete: `tandem run` never reads half of it.
-  const std::string part = base + "trace-" + pid + ".jsonl", partial = part + ".partial";
+  const std::string part = base + trace_part_name(t.pid), partial = part + ".partial";
   {
     std::ofstream out(partial, std::ios::binary | std::ios::trunc);
     write_trace_events(out, raw, t);

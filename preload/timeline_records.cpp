@@ -8,7 +8,7 @@
 
 #include "kernel_classification.h"
 #include "tandem/kernel_names.h"
-#include "tandem/shaping_check_json.h"
+#include "tandem/process_timeline_json.h"
 #include "tandem/text.h"
 
 namespace tandem::preload {
@@ -51,50 +51,6 @@ std::string percent(double share) {
 
 std::string line(long pid, const std::string& text) { return pid_prefix(pid) + text + "\n"; }
 
-// The median of one figure over the steps.
-int64_t median_ns(const std::vector<StepFigures>& steps, int64_t StepFigures::*field) {
-  std::vector<double> values;
-  for (const StepFigures& s : steps) values.push_back(static_cast<double>(s.*field));
-  return static_cast<int64_t>(median_of(values));
-}
-
-// Σ overlapped / Σ communication over the steps.
-std::optional<double> hidden_share_of(const std::vector<StepFigures>& steps) {
-  StepFigures sum;
-  for (const StepFigures& s : steps) {
-    sum.communication_ns += s.communication_ns;
-    sum.overlapped_ns += s.overlapped_ns;
-  }
-  return sum.hidden_share();
-}
-
-nlohmann::json share_json(const std::optional<double>& share) {
-  return share ? nlohmann::json(*share) : nlohmann::json();
-}
-
-nlohmann::json figures_json(const StepFigures& s) {
-  return {{"name", s.name},
-          {"start_ns", s.start_ns},
-          {"end_ns", s.end_ns},
-          {"step_ns", s.step_ns},
-          {"computation_ns", s.computation_ns},
-          {"communication_ns", s.communication_ns},
-          {"overlapped_ns", s.overlapped_ns},
-          {"exposed_communication_ns", s.exposed_communication_ns},
-          {"idle_ns", s.idle_ns},
-          {"hidden_share", share_json(s.hidden_share())},
-          {"activities", s.activities}};
-}
-
-nlohmann::json median_json(const std::vector<StepFigures>& steps) {
-  return {{"step_ns", median_ns(steps, &StepFigures::step_ns)},
-          {"computation_ns", median_ns(steps, &StepFigures::computation_ns)},
-          {"communication_ns", median_ns(steps, &StepFigures::communication_ns)},
-          {"overlapped_ns", median_ns(steps, &StepFigures::overlapped_ns)},
-          {"exposed_communication_ns", median_ns(steps, &StepFigures::exposed_communication_ns)},
-          {"idle_ns", median_ns(steps, &StepFigures::idle_ns)}};
-}
-
 const char* kind_name(uint8_t kind) {
   // Indexed by the record's kind (TANDEM_TIMELINE_KERNEL = 0, ... PEER_COPY = 3).
   static constexpr const char* kNames[] = {"kernel", "memcpy", "memset", "peer copy"};
@@ -125,16 +81,6 @@ ActivityClass classify(const tandem_timeline_activity& a, const std::string& nam
   }
 }
 
-const char* to_string(TimelineState state) {
-  // In the enum's order.
-  static constexpr const char* kNames[] = {"off", "not-started", "recorded", "stepped-aside", "failed"};
-  static_assert(static_cast<size_t>(TimelineState::Failed) == std::size(kNames) - 1, "a name for every state");
-  const auto i = static_cast<size_t>(state);
-  return i < std::size(kNames) ? kNames[i] : "failed";
-}
-
-uint64_t ProcessTimeline::records_lost() const { return counts.dropped + counts.incomplete + counts.over_limit; }
-
 std::vector<HostStep> host_steps(const RawTimeline& raw) {
   std::vector<StepRange> ranges;
   for (const RawStep& s : raw.steps) ranges.push_back(StepRange{s.name, s.start_ns, s.end_ns});
@@ -163,7 +109,7 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
   ProcessTimeline t;
   t.state = TimelineState::Recorded;
   t.step_range = step_range;
-  t.counts = raw.counts;
+  t.lost = TimelineLosses{raw.counts.dropped, raw.counts.incomplete, raw.counts.over_limit};
   const std::vector<HostStep> steps = host_steps(raw);
   t.steps_from_ranges = !steps.empty();
   t.open_steps = raw.open_steps;
@@ -245,7 +191,7 @@ std::string render_timeline_text(const ProcessTimeline& t) {
             ms(median_ns(steps, &StepFigures::overlapped_ns)) + ", exposed communication " +
             ms(median_ns(steps, &StepFigures::exposed_communication_ns)) + ", idle " +
             ms(median_ns(steps, &StepFigures::idle_ns));
-    const auto hidden = hidden_share_of(steps);
+    const auto hidden = d.figures.total().hidden_share();  // Σ overlapped / Σ communication
     what += hidden ? "; " + percent(*hidden) + " of the communication hidden" : "; no communication";
     out += line(pid, what);
     out += line(pid, "timeline: GPU " + std::to_string(d.device) + " records: " + std::to_string(d.kernels) +
@@ -256,9 +202,9 @@ std::string render_timeline_text(const ProcessTimeline& t) {
   }
   const uint64_t lost = t.records_lost();
   if (lost)
-    out += line(pid, "timeline: " + std::to_string(lost) + " records lost (" + std::to_string(t.counts.dropped) +
-                         " dropped by CUPTI, " + std::to_string(t.counts.incomplete) + " unfinished at exit, " +
-                         std::to_string(t.counts.over_limit) + " over tandem's limit)");
+    out += line(pid, "timeline: " + std::to_string(lost) + " records lost (" + std::to_string(t.lost.dropped) +
+                         " dropped by CUPTI, " + std::to_string(t.lost.incomplete) + " unfinished at exit, " +
+                         std::to_string(t.lost.over_limit) + " over tandem's limit)");
   if (t.open_steps)
     out += line(pid, "timeline: " + std::to_string(t.open_steps) + " steps still open at exit, not counted");
   if (t.unplaced_steps)
@@ -266,48 +212,6 @@ std::string render_timeline_text(const ProcessTimeline& t) {
                          " steps without issue marks (CUDA not loaded yet, or CUPTI gave no correlation): their "
                          "windows are their host ranges");
   return out;
-}
-
-nlohmann::json timeline_json(const ProcessTimeline& t) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (const DeviceTimeline& d : t.devices) {
-    nlohmann::json steps = nlohmann::json::array();
-    for (const StepFigures& s : d.figures.steps) steps.push_back(figures_json(s));
-    nlohmann::json total = figures_json(d.figures.total());
-    total.erase("name");
-    nlohmann::json median = median_json(d.figures.steps);
-    devices.push_back({{"device", d.device},
-                       {"steps", steps},
-                       {"median", median},
-                       {"total", total},
-                       {"hidden_share", share_json(hidden_share_of(d.figures.steps))},
-                       {"records",
-                        {{"kernels", d.kernels},
-                         {"copies", d.copies},
-                         {"memsets", d.memsets},
-                         {"communication", d.communication},
-                         {"outside_steps", d.figures.outside_steps}}},
-                       {"shaping", d.shaping ? shaping_check_json(*d.shaping) : nlohmann::json()}});
-  }
-  const auto optional_text = [](const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); };
-  return {{"state", to_string(t.state)},
-          {"reason", optional_text(t.reason)},
-          {"recorded_until_ns", t.recorded_until_ns ? nlohmann::json(*t.recorded_until_ns) : nlohmann::json()},
-          {"pid", t.pid},
-          {"parent_pid", t.parent_pid ? nlohmann::json(t.parent_pid) : nlohmann::json()},
-          {"rank", t.rank ? nlohmann::json(*t.rank) : nlohmann::json()},
-          {"host", t.host},
-          {"clock", "CLOCK_REALTIME ns (CUPTI's)"},
-          {"step_range", optional_text(t.step_range)},
-          {"steps_from", t.steps_from_ranges ? "nvtx" : "run"},
-          {"devices", devices},
-          {"lost",
-           {{"total", t.records_lost()},
-            {"dropped", t.counts.dropped},
-            {"incomplete", t.counts.incomplete},
-            {"over_limit", t.counts.over_limit}}},
-          {"open_steps", t.open_steps},
-          {"unplaced_steps", t.unplaced_steps}};
 }
 
 void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t) {
@@ -322,7 +226,7 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
   for (const DeviceTimeline& d : t.devices)
     for (const StepFigures& s : d.figures.steps) note_start(s.start_ns);
   // The header: the earliest time of this process, so that the assembler can find the job's first.
-  emit({{"tandem_trace_part", 1}, {"pid", pid}, {"first_ns", first.value_or(0)}});
+  emit(trace_part_header_json(pid, first.value_or(0)));
 
   std::string label =
       t.rank ? "rank " + std::to_string(*t.rank) + " (pid " + std::to_string(pid) + ")" : "pid " + std::to_string(pid);
@@ -355,7 +259,7 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
     const int tid = steps_tid[d.device];
     for (size_t i = 0; i < d.figures.steps.size(); ++i) {
       const StepFigures& s = d.figures.steps[i];
-      nlohmann::json args = figures_json(s);
+      nlohmann::json args = step_figures_json(s);
       args.erase("start_ns");
       args.erase("end_ns");
       emit({{"ph", "X"},
@@ -364,11 +268,11 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
             {"cname", "generic_work"},
             {"pid", pid},
             {"tid", tid},
-            {"ts_ns", s.start_ns},
-            {"dur_ns", s.step_ns},
+            {kTraceStartKey, s.start_ns},
+            {kTraceDurationKey, s.step_ns},
             {"args", args}});
       // A boundary line across the process's tracks.
-      emit({{"ph", "i"}, {"name", "step start"}, {"s", "p"}, {"pid", pid}, {"tid", tid}, {"ts_ns", s.start_ns}});
+      emit({{"ph", "i"}, {"name", "step start"}, {"s", "p"}, {"pid", pid}, {"tid", tid}, {kTraceStartKey, s.start_ns}});
     }
   }
   // Kernel names demangled once each, not once per launch.
@@ -395,8 +299,8 @@ void write_trace_events(std::ostream& out, const RawTimeline& raw, const Process
           {"cname", colour_of(cls)},
           {"pid", pid},
           {"tid", stream_tid[{a.device, a.stream}]},
-          {"ts_ns", a.start_ns},
-          {"dur_ns", a.end_ns - a.start_ns},
+          {kTraceStartKey, a.start_ns},
+          {kTraceDurationKey, a.end_ns - a.start_ns},
           {"args", args}});
   }
 }

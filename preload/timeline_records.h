@@ -2,18 +2,18 @@
 // What the timeline recorder handed back (timeline/tandem_timeline.h), turned into figures and
 // output: each record classified as computation or communication, the steps (the program's NVTX
 // ranges that matched the pattern) placed on each device's GPU time, the overlap figures per device
-// (tandem/overlap.h), and their renderings: the summary's
-// lines, the JSON of the stats file and of the per-process timeline file that `tandem run` and
-// `tandem tune` read back (docs/BENCH_JSON.md), and the process's events of the Chrome trace. Pure:
-// tested on CPU with synthetic records.
+// (tandem/overlap.h) as a ProcessTimeline (tandem/process_timeline.h), and its renderings: the
+// summary's lines and the process's events of the Chrome trace. Its JSON, the stats file's "timeline"
+// and the per-process timeline file that `tandem run` and `tandem tune` read back, is
+// tandem/process_timeline_json.h's. Pure: tested on CPU with synthetic records.
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "tandem/overlap.h"
+#include "tandem/process_timeline.h"
 #include "tandem/shaping_check.h"
 #include "timeline/tandem_timeline.h"
 
@@ -48,43 +48,6 @@ struct RawTimeline {
 ActivityClass classify(const tandem_timeline_activity& a, const std::string& name,
                        const std::vector<uint32_t>& communication);
 
-// Where the timeline stands in a process.
-enum class TimelineState {
-  Off,           // not asked for
-  NotStarted,    // asked for, but the process saw no CUDA activity
-  Recorded,      // recorded until the process ended
-  SteppedAside,  // another profiler owns CUPTI: nothing recorded, or only until it took over
-  Failed,        // CUPTI or the recorder could not be used
-};
-const char* to_string(TimelineState);
-
-struct DeviceTimeline {
-  uint32_t device = 0;
-  RankFigures figures;
-  uint64_t kernels = 0, copies = 0, memsets = 0;  // records by kind
-  uint64_t communication = 0;                     // records classified as communication
-  std::optional<ShapingCheck> shaping;            // under a shape policy: its kernels against what ran
-};
-
-struct ProcessTimeline {
-  long pid = 0;
-  // The parent when the process started (getppid at its start): a process whose parent recorded as the
-  // same rank is a helper of that rank, not a rank (bench/harness/program_timeline.h). 0: unknown.
-  long parent_pid = 0;
-  std::optional<int> rank;
-  std::string host;
-  TimelineState state = TimelineState::Off;
-  std::string reason;                        // SteppedAside, Failed: why
-  std::optional<int64_t> recorded_until_ns;  // SteppedAside after recording: when the profiler took over
-  std::string step_range;                    // the glob, "" for none
-  bool steps_from_ranges = false;            // false: the whole run is one step (no pattern, or nothing matched)
-  uint64_t open_steps = 0;                   // matched ranges never closed (not counted)
-  uint64_t unplaced_steps = 0;               // steps without issue marks: their windows are their host ranges
-  std::vector<DeviceTimeline> devices;       // by device id
-  tandem_timeline_counts counts{};
-  uint64_t records_lost() const;  // dropped + incomplete + over the limit
-};
-
 // The steps in the order of their starts, outermost only (a step that ran inside another one, on
 // another thread, counts once), as tandem/overlap.h's HostStep.
 std::vector<HostStep> host_steps(const RawTimeline& raw);
@@ -96,15 +59,11 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
 // The summary's lines ("tandem[pid]: timeline: ..."), for the exit report.
 std::string render_timeline_text(const ProcessTimeline& t);
 
-// The "timeline" object of the stats file, also the whole per-process timeline file
-// (docs/BENCH_JSON.md: `tandem run --stats`, "timeline").
-nlohmann::json timeline_json(const ProcessTimeline& t);
-
-// This process's events for the Chrome trace, one JSON object per line, times in absolute
-// nanoseconds ("ts_ns", "dur_ns") that `tandem run` puts on the job's clock when it assembles the
-// trace (bench/harness/program_timeline.h). One trace process per process (its pid), one track per
-// device and stream, one track of steps; computation and communication in categories and colours of
-// their own.
+// This process's events for the Chrome trace, one JSON object per line after the part's header,
+// times in absolute nanoseconds (tandem/process_timeline_json.h) that `tandem run` puts on the job's
+// clock when it assembles the trace (program_tools/trace_assembly.h). One trace process per process (its pid), one
+// track per device and stream, one track of steps; computation and communication in categories and colours of their
+// own.
 void write_trace_events(std::ostream& out, const RawTimeline& raw, const ProcessTimeline& t);
 
 }  // namespace tandem::preload

@@ -7,6 +7,8 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "tandem/collective.h"
 #include "tandem/copy_engine.h"
@@ -30,6 +32,20 @@ struct CollectiveCall {
   // all-gather whose input lies in its output (NCCL's in-place form) writes no chunk of its own.
   double hbm_bytes(int nranks) const;
   const char* name() const { return to_string(kind); }
+};
+
+// A case's collective with the name of the operation that issues it ("grad bucket 3"), so that what
+// refuses it can name it.
+struct NamedCollective {
+  std::string name;
+  CollectiveCall call;
+};
+
+// A case's collectives in program order over `nranks` ranks: what its window memory allocates and
+// registers windows for (window_memory.h). The case's program (harness/program.h) lists them.
+struct CaseCollectives {
+  int nranks = 1;
+  std::vector<NamedCollective> calls;
 };
 
 // How a collective is issued.

@@ -8,35 +8,32 @@
 
 namespace tandem::bench {
 
-std::vector<ByteRange> collective_ranges(const Program& program) {
+std::vector<ByteRange> collective_ranges(const CaseCollectives& collectives) {
   std::vector<ByteRange> ranges;
-  for (const auto& op : program.ops()) {
-    if (op.kind != Op::Kind::Collective) continue;
-    const int64_t elem = static_cast<int64_t>(dtype_size(op.call.dtype));
-    ranges.push_back({op.call.send, op.call.send_elements(program.nranks()) * elem});
-    ranges.push_back({op.call.recv, op.call.recv_elements(program.nranks()) * elem});
+  for (const auto& [name, call] : collectives.calls) {
+    const int64_t elem = static_cast<int64_t>(dtype_size(call.dtype));
+    ranges.push_back({call.send, call.send_elements(collectives.nranks) * elem});
+    ranges.push_back({call.recv, call.recv_elements(collectives.nranks) * elem});
   }
   return ranges;
 }
 
-std::string copy_engine_refusal(const Program& program) {
-  if (program.collective_kinds().empty()) return "the case issues no collective";
-  for (const auto& op : program.ops()) {
-    if (op.kind != Op::Kind::Collective) continue;
+std::string copy_engine_refusal(const CaseCollectives& collectives) {
+  if (collectives.calls.empty()) return "the case issues no collective";
+  for (const auto& [name, call] : collectives.calls) {
     // The benchmark's collectives sum: CollectiveCall has no other reduction.
-    const std::string why = tandem::copy_engine_refusal(op.call.kind, uint64_t(op.call.count), program.nranks(),
-                                                        to_nccl(op.call.dtype), ncclSum);
-    if (!why.empty()) return op.name + ": " + why;
+    const std::string why =
+        tandem::copy_engine_refusal(call.kind, uint64_t(call.count), collectives.nranks, to_nccl(call.dtype), ncclSum);
+    if (!why.empty()) return name + ": " + why;
   }
   return "";
 }
 
-int64_t copy_engine_scratch_bytes(const Program& program) {
+int64_t copy_engine_scratch_bytes(const CaseCollectives& collectives) {
   int64_t bytes = 0;
-  for (const auto& op : program.ops())
-    if (op.kind == Op::Kind::Collective)
-      bytes = std::max(bytes, int64_t(tandem::copy_engine_scratch_bytes(op.call.kind, uint64_t(op.call.count),
-                                                                        op.call.dtype, program.nranks())));
+  for (const auto& [name, call] : collectives.calls)
+    bytes = std::max(bytes, int64_t(tandem::copy_engine_scratch_bytes(call.kind, uint64_t(call.count), call.dtype,
+                                                                      collectives.nranks)));
   return bytes;
 }
 
@@ -56,18 +53,19 @@ void* WindowMemory::allocate(size_t bytes) {
   return p;
 }
 
-std::string WindowMemory::register_windows(const Program& program, ncclComm_t comm, const CopyEngineLanes* lanes,
-                                           const WaitRules& rules, const std::string& what, CollectiveRoute& route) {
+std::string WindowMemory::register_windows(const CaseCollectives& collectives, ncclComm_t comm,
+                                           const CopyEngineLanes* lanes, const WaitRules& rules,
+                                           const std::string& what, CollectiveRoute& route) {
   TANDEM_REQUIRE(!lanes || (!lanes->comms().empty() && lanes->comms().front() == comm),
                  what + ": copy-engine lane 0 must be the policy's communicator");
-  // Decided from the program alone, so every rank returns the same answer and either all register
-  // or none does.
+  // Decided from the case's collectives alone, so every rank returns the same answer and either all
+  // register or none does.
   if (lanes) {
-    const std::string why = copy_engine_refusal(program);
+    const std::string why = copy_engine_refusal(collectives);
     if (!why.empty()) return why;
   }
   // Copy-engine reductions stage every rank's chunks in one scratch buffer, registered with the rest.
-  const int64_t scratch_bytes = lanes ? copy_engine_scratch_bytes(program) : 0;
+  const int64_t scratch_bytes = lanes ? copy_engine_scratch_bytes(collectives) : 0;
   if (scratch_bytes > 0 && !scratch_) {
     TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&scratch_, size_t(scratch_bytes)));
     scratch_bytes_ = scratch_bytes;
@@ -83,7 +81,7 @@ std::string WindowMemory::register_windows(const Program& program, ncclComm_t co
   // collective's pointer may sit at an offset inside its window (a bucket, a slice); the offset is
   // the same on every rank, which is what NCCL_WIN_COLL_SYMMETRIC asks of the caller.
   std::vector<ByteRange> to_register;
-  for (size_t i : containing_allocations(allocations_, collective_ranges(program)))
+  for (size_t i : containing_allocations(allocations_, collective_ranges(collectives)))
     to_register.push_back(allocations_[i]);
   if (scratch_bytes > 0) to_register.push_back({scratch_, scratch_bytes_});
   // Each lane's gathers reach the same buffers through its own communicator's windows. Lanes are

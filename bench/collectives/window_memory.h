@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "collectives/collective_call.h"
-#include "harness/program.h"
 #include "tandem/symmetric_windows.h"
 
 namespace tandem::bench {
@@ -29,14 +28,14 @@ using tandem::containing_allocations;
 
 // Every collective's send range then receive range, in program order (in-place collectives give the
 // same range twice). Pure (tests/cpu/test_scenario_windows.cpp), as the next two.
-std::vector<ByteRange> collective_ranges(const Program& program);
-// Why copy engines cannot take `program`'s collectives, or "" when they can: every collective takes
+std::vector<ByteRange> collective_ranges(const CaseCollectives& collectives);
+// Why copy engines cannot take the case's collectives, or "" when they can: every collective takes
 // the copy-engine route (tandem/copy_engine.h), whose refusal names the first collective that
 // cannot (an all-reduce that does not split into equal chunks).
-std::string copy_engine_refusal(const Program& program);
+std::string copy_engine_refusal(const CaseCollectives& collectives);
 // Bytes of the scratch buffer the copy-engine reductions need: the largest all-reduce or
-// reduce-scatter send buffer; 0 when the program has neither.
-int64_t copy_engine_scratch_bytes(const Program& program);
+// reduce-scatter send buffer; 0 when the case has neither.
+int64_t copy_engine_scratch_bytes(const CaseCollectives& collectives);
 
 class WindowMemory {
  public:
@@ -56,13 +55,13 @@ class WindowMemory {
   const std::vector<ByteRange>& allocations() const { return allocations_; }
 
   // Registers, on `comm` - and with `lanes` (copy-engine: lane 0 is `comm`) on every lane's
-  // communicator - the allocations that hold `program`'s collective ranges, and for copy-engine
-  // reductions a scratch buffer (allocated once) beside them; `route` then says how `program`'s
+  // communicator - the allocations that hold the case's collective ranges, and for copy-engine
+  // reductions a scratch buffer (allocated once) beside them; `route` then says how the case's
   // collectives on `comm` are issued (ncclAlltoAll for all-to-all; with `lanes`, on copy engines).
   // Collective: every rank calls it with the same communicators. Once per communicator (a second
   // call only fills `route`). Returns "" on success, or one line saying why it cannot apply (with
   // `lanes`: no collective, or one the copy engines refuse), in which case nothing is registered.
-  std::string register_windows(const Program& program, ncclComm_t comm, const CopyEngineLanes* lanes,
+  std::string register_windows(const CaseCollectives& collectives, ncclComm_t comm, const CopyEngineLanes* lanes,
                                const WaitRules& rules, const std::string& what, CollectiveRoute& route);
   // The communicators with windows, in the order of their first registration.
   std::vector<ncclComm_t> communicators() const;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <set>
 
-#include "collectives/checked_collective.h"
+#include "harness/checked_collective.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
 #include "tandem/error.h"

@@ -207,8 +207,8 @@ std::string CaseTrials::apply(const OverlapPolicy& policy) {
     // Registered once per communicator and kept until the case's buffers are freed.
     const CopyEngineLanes* lanes = policy.copy_engine ? &ctx_.copy_engine_lanes(policy) : nullptr;
     CollectiveRoute route;
-    const std::string why = case_.window_memory().register_windows(case_.program(), active_.communicator, lanes,
-                                                                   ctx_.wait_rules(), case_.label(), route);
+    const std::string why = case_.window_memory().register_windows(case_.program().collectives(), active_.communicator,
+                                                                   lanes, ctx_.wait_rules(), case_.label(), route);
     if (!why.empty()) return why;
     executor_->set_route(active_.communicator, route);
   }

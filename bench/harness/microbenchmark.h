@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "collectives/checked_collective.h"
 #include "harness/case.h"
+#include "harness/checked_collective.h"
 #include "harness/workload.h"
 
 namespace tandem::bench {

@@ -114,6 +114,14 @@ double Program::chain_ms(const std::vector<double>& op_ms) const {
   return std::max(compute_free, comm_free);
 }
 
+CaseCollectives Program::collectives() const {
+  CaseCollectives out;
+  out.nranks = nranks_;
+  for (const auto& op : ops_)
+    if (op.kind == Op::Kind::Collective) out.calls.push_back({op.name, op.call});
+  return out;
+}
+
 std::string Program::collective_kinds() const {
   std::vector<std::string> kinds;
   for (const auto& op : ops_)

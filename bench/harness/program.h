@@ -86,6 +86,9 @@ class Program {
   double hbm_bytes() const;
   // "all-gather+reduce-scatter": the kinds of collective, in order of first appearance.
   std::string collective_kinds() const;
+  // Its collectives in program order, each named by its operation: what the case's window memory
+  // registers (collectives/window_memory.h).
+  CaseCollectives collectives() const;
   // nccl-tests' bus-bandwidth factor of the collectives (tandem/collective.h), which must share one
   // (all-gather with reduce-scatter, not with all-reduce); 0 without collectives.
   double busbw_factor() const;

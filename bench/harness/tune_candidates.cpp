@@ -4,13 +4,6 @@
 
 namespace tandem::bench {
 
-namespace {
-OverlapPolicy with(OverlapPolicy p, void (*change)(OverlapPolicy&)) {
-  change(p);
-  return p;
-}
-}  // namespace
-
 std::vector<OverlapPolicy> order_candidates() {
   return parse_policy_list("concurrent,priority,comm-first,comm-first+priority");
 }
@@ -54,20 +47,6 @@ std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, cons
     p.sm_target = target;
     out.push_back(p);
   }
-  return out;
-}
-
-std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base) {
-  std::vector<OverlapPolicy> out;
-  // Fewer, smaller NCCL CTAs need less room beside compute; cluster size 1 lets single CTAs be
-  // placed wherever one fits instead of four co-scheduled on one GPC.
-  for (int max_ctas : {4, 8, 16}) {
-    OverlapPolicy p = base;
-    p.nccl_max_ctas = max_ctas;
-    out.push_back(p);
-  }
-  out.push_back(with(base, [](OverlapPolicy& p) { p.nccl_cga_cluster_size = 1; }));
-  out.push_back(with(base, [](OverlapPolicy& p) { p.nccl_cta_policy = NcclCtaPolicy::Efficiency; }));
   return out;
 }
 

@@ -13,12 +13,6 @@ constexpr size_t kFinalUnits = kFinalists * kTuneFinalRounds;
 
 }  // namespace
 
-std::string duration_text(double seconds) {
-  if (seconds < 90) return format("%.0f s", std::max(0.0, seconds));
-  if (seconds < 90 * 60) return format("%.0f min", seconds / 60);
-  return format("%.1f h", seconds / 3600);
-}
-
 void TuneProgress::start_case(size_t index, const std::string& name, size_t first_estimate) {
   if (index_ != 0 && last_measured_ > 0) {
     units_before_ += last_measured_ + kFinalUnits;

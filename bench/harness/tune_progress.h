@@ -33,7 +33,4 @@ class TuneProgress {
   size_t units_before_ = 0;   // measurements (policies and final-round policies) in finished cases
 };
 
-// "25 s", "6 min", "1.4 h".
-std::string duration_text(double seconds);
-
 }  // namespace tandem::bench

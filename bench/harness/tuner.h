@@ -13,6 +13,7 @@
 #include "harness/policy_trials.h"
 #include "harness/runner.h"
 #include "report/report.h"
+#include "tandem/nccl_candidates.h"
 
 namespace tandem::bench {
 
@@ -71,12 +72,12 @@ size_t first_case_policy_estimate(const CaseTraits& traits);
 // The final comparison's rounds.
 constexpr int kTuneFinalRounds = 5;
 
-// The candidate stages, as pure functions of what is known about the case (CPU-tested).
+// The candidate stages, as pure functions of what is known about the case (CPU-tested); the NCCL
+// stage's are tandem/nccl_candidates.h's, which a program's tune shares.
 std::vector<OverlapPolicy> order_candidates();
 std::vector<OverlapPolicy> shaping_candidates(const OverlapPolicy& base, const CaseTraits& traits);
 std::vector<OverlapPolicy> sm_target_candidates(const OverlapPolicy& base, const CaseTraits& traits);
 std::vector<OverlapPolicy> sm_target_refinements(const OverlapPolicy& best, const CaseTraits& traits);
-std::vector<OverlapPolicy> nccl_candidates(const OverlapPolicy& base);
 std::vector<OverlapPolicy> green_candidates(const OverlapPolicy& base, const CaseTraits& traits);
 // `base` on copy engines, then bare copy engines under every launch order.
 std::vector<OverlapPolicy> copy_engine_candidates(const OverlapPolicy& base);

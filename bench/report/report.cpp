@@ -94,6 +94,12 @@ std::string size_text(uint64_t bytes) {
   return std::to_string(bytes) + "B";
 }
 
+std::string duration_text(double seconds) {
+  if (seconds < 90) return format("%.0f s", std::max(0.0, seconds));
+  if (seconds < 90 * 60) return format("%.0f min", seconds / 60);
+  return format("%.1f h", seconds / 3600);
+}
+
 std::string header_text(const RunInfo& i) {
   std::string out = "# tandem " + i.tool + " " + i.tandem_version + " (" + i.commit + ")\n";
   out += "# command   " + i.command + "\n";

@@ -110,6 +110,8 @@ std::string shell_command(const std::vector<std::string>& args);
 
 // 512MiB, 1GiB, 4096B.
 std::string size_text(uint64_t bytes);
+// "25 s", "6 min", "1.4 h": the time left in both tunes' progress lines.
+std::string duration_text(double seconds);
 
 std::string header_text(const RunInfo& info);
 // The overlap table's, or with `one_gpu` the compute-tax table's (Row::one_gpu).

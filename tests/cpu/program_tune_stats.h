@@ -1,17 +1,17 @@
 #pragma once
-// One policy's statistics as `tandem tune -- CMD` gathers them (harness/program_tuner.h), for the
+// One policy's statistics as `tandem tune -- CMD` gathers them (program_tools/program_tune_decision.h), for the
 // tests of its decision and rules: min and max from `values`, the median given.
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "harness/program_tuner.h"
+#include "program_tools/program_tune_decision.h"
 
 namespace tandem_test {
 
-inline tandem::bench::PolicyStats stats(int candidate, const std::string& policy, std::vector<double> values,
-                                        double median, const std::string& disqualified = "") {
-  tandem::bench::PolicyStats s;
+inline tandem::program_tools::PolicyStats stats(int candidate, const std::string& policy, std::vector<double> values,
+                                                double median, const std::string& disqualified = "") {
+  tandem::program_tools::PolicyStats s;
   s.candidate = candidate;
   s.policy = policy;
   s.values = values;

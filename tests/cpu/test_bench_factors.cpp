@@ -10,7 +10,7 @@
 #include <string>
 
 #include "collective_op.h"
-#include "collectives/checked_collective.h"
+#include "harness/checked_collective.h"
 #include "harness/program.h"
 #include "harness/registry.h"
 #include "tandem/copy_engine.h"

@@ -1,4 +1,4 @@
-// tune --metric's matcher (harness/metric_pattern.h): ECMAScript's answers on the subset it takes,
+// tune --metric's matcher (program_tools/metric_pattern.h): ECMAScript's answers on the subset it takes,
 // one-line refusals outside it, and time linear in the text where std::regex backtracks or recurses
 // (a pattern such as '^((?:a+)+)b', a line of megabytes).
 #include <gtest/gtest.h>
@@ -8,14 +8,14 @@
 #include <string>
 #include <vector>
 
-#include "harness/metric_pattern.h"
-#include "harness/program_metric.h"
+#include "program_tools/metric_pattern.h"
+#include "program_tools/program_metric.h"
 #include "tandem/error.h"
 
 namespace {
 
-using tandem::bench::MetricPattern;
-using tandem::bench::ProgramMetric;
+using tandem::program_tools::MetricPattern;
+using tandem::program_tools::ProgramMetric;
 using Captures = std::vector<std::optional<std::string>>;
 using Clock = std::chrono::steady_clock;
 

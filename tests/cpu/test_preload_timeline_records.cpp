@@ -1,7 +1,7 @@
 // The timeline's pure parts on synthetic records: classification (preload/timeline_records.h), the
-// steps among NVTX ranges, per-device figures, the text and JSON the interposer writes, and what
-// `tandem run` and `tandem tune` read back from that JSON (bench/harness/program_timeline.h): the
-// job over processes, the assembled trace.
+// steps among NVTX ranges, per-device figures, the text, trace events and JSON the interposer writes,
+// and that what it writes is what `tandem run` and `tandem tune` read back
+// (tandem/process_timeline_json.h) and put together as a job (program_tools/job_timeline.h).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,11 +9,12 @@
 #include <set>
 #include <sstream>
 
-#include "harness/program_timeline.h"
 #include "preload/timeline_records.h"
 #include "preload/wide_text.h"
+#include "program_tools/job_timeline.h"
 #include "scratch_folder.h"
 #include "tandem/kernel_names.h"
+#include "tandem/process_timeline_json.h"
 #include "tandem/safe_file.h"
 
 namespace tandem::preload {
@@ -107,7 +108,7 @@ TEST(timeline_records, KernelsCopiesAndMemsetsAreCountedApart) {
   EXPECT_EQ(t.devices[0].communication, 1u);
   EXPECT_NE(render_timeline_text(t).find("1 kernels, 2 copies, 3 memsets (1 communication)"), std::string::npos)
       << render_timeline_text(t);
-  const json records = timeline_json(t)["devices"][0]["records"];
+  const json records = process_timeline_json(t)["devices"][0]["records"];
   EXPECT_EQ(records["copies"], 2);
   EXPECT_EQ(records["memsets"], 3);
 }
@@ -126,7 +127,7 @@ TEST(timeline_records, StepsLeftOpenAndRecordsLostAreSaid) {
   EXPECT_NE(text.find("timeline: 12 records lost (3 dropped by CUPTI, 4 unfinished at exit, 5 over tandem's limit)"),
             std::string::npos)
       << text;
-  const json doc = timeline_json(t);
+  const json doc = process_timeline_json(t);
   EXPECT_EQ(doc["open_steps"], 2);
   EXPECT_EQ(doc["lost"]["total"], 12);
   EXPECT_EQ(doc["devices"][0]["steps"].size(), 2u);
@@ -143,7 +144,7 @@ TEST(timeline_steps, AStepWhoseMarksCameBackOutOfOrderIsUnplaced) {
   EXPECT_EQ(t.unplaced_steps, 2u);
   EXPECT_NE(render_timeline_text(t).find("timeline: 2 steps without issue marks"), std::string::npos)
       << render_timeline_text(t);
-  EXPECT_EQ(timeline_json(t)["unplaced_steps"], 2);
+  EXPECT_EQ(process_timeline_json(t)["unplaced_steps"], 2);
 }
 
 // The exit report of a long run: 200,000 NVTX steps, a kernel in each, classified, placed and
@@ -163,7 +164,7 @@ TEST(timeline_steps, TwoHundredThousandStepsAreReportedInSeconds) {
   const auto started = std::chrono::steady_clock::now();
   ProcessTimeline t = build_timeline(raw, "step");
   const std::string text = render_timeline_text(t);
-  const std::string doc = timeline_json(t).dump(1);
+  const std::string doc = process_timeline_json(t).dump(1);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   ASSERT_EQ(t.devices.size(), 1u);
   EXPECT_EQ(t.devices[0].figures.steps.size(), kSteps);
@@ -223,180 +224,41 @@ TEST(timeline_json, WhatTheInterposerWritesIsWhatTandemRunReads) {
   t.parent_pid = 4700;
   t.rank = 3;
   t.host = "node1";
-  t.counts.dropped = 5;
-  const json doc = timeline_json(t);
+  t.lost.dropped = 5;
+  const json doc = process_timeline_json(t);
   EXPECT_EQ(doc["state"], "recorded");
   EXPECT_EQ(doc["lost"]["total"], 5);
-  const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
+  const ProcessTimeline back = process_timeline_from_json(json::parse(doc.dump()));
   EXPECT_EQ(back.pid, 4711);
   EXPECT_EQ(back.parent_pid, 4700);
   EXPECT_EQ(back.rank, 3);
   EXPECT_EQ(back.host, "node1");
-  EXPECT_TRUE(back.steps_from_nvtx);
-  EXPECT_EQ(back.lost, 5u);
+  EXPECT_TRUE(back.steps_from_ranges);
+  EXPECT_EQ(back.records_lost(), 5u);
   ASSERT_EQ(back.devices.size(), 2u);
-  const StepFigures& s = back.devices[0].second.steps.at(0);
+  const StepFigures& s = back.devices[0].figures.steps.at(0);
   EXPECT_EQ(s.overlapped_ns, 10);
   EXPECT_EQ(s.exposed_communication_ns, 20);
   EXPECT_EQ(s.start_ns, 0);
   EXPECT_EQ(s.end_ns, 80);
   // Two devices of one process are two ranks of the job; its losses count once.
-  const bench::JobTimeline job = bench::job_timeline({back});
+  const program_tools::JobTimeline job = program_tools::job_timeline({back});
   EXPECT_EQ(job.units.size(), 2u);
   EXPECT_EQ(job.units[1], "rank 3 (pid 4711) GPU 1");
   EXPECT_EQ(job.figures.records_lost, 5u);
   ASSERT_EQ(job.figures.steps.size(), 2u);
-  const auto summary = bench::summarize_job(job);
+  const auto summary = program_tools::summarize_job(job);
   ASSERT_TRUE(summary);
   EXPECT_EQ(summary->steps, 2u);
 }
 
-// One step of a rank: its length, communication busy and the part of it overlapped.
-StepFigures step_of(int64_t step, int64_t communication, int64_t overlapped) {
-  StepFigures s;
-  s.step_ns = step;
-  s.computation_ns = step / 2;
-  s.communication_ns = communication;
-  s.overlapped_ns = overlapped;
-  s.exposed_communication_ns = communication - overlapped;
-  return s;
-}
-
-bench::ProcessTimelineFile process_with(int rank, std::vector<StepFigures> steps) {
-  bench::ProcessTimelineFile p;
-  p.pid = 100 + rank;
-  p.rank = rank;
-  p.state = "recorded";
-  RankFigures figures;
-  figures.steps = std::move(steps);
-  p.devices.emplace_back(0, figures);
-  return p;
-}
-
-TEST(timeline_job, TheJobsHiddenShareIsOverTheSlowestRanksSteps) {
-  // The slowest rank of each step: rank 0 in step 0 (100 against 90), rank 1 in steps 1 and 2. Their
-  // communication is 40, 60 and 20, of which 0, 30 and 5 overlapped: 35 / 120 = 29.2 % hidden. Every other
-  // reading differs: over both ranks' steps 105 / 190 = 55.3 %, the steps' shares' mean 25.0 % and median
-  // 25.0 %, the medians' quotient 5 / 40 = 12.5 %, rank 0's own 60 / 100 = 60.0 %, the last step's 25.0 %.
-  const bench::JobTimeline job =
-      bench::job_timeline({process_with(0, {step_of(100, 40, 0), step_of(100, 10, 10), step_of(50, 50, 50)}),
-                           process_with(1, {step_of(90, 10, 10), step_of(120, 60, 30), step_of(80, 20, 5)})});
-  const auto summary = bench::summarize_job(job);
-  ASSERT_TRUE(summary);
-  ASSERT_TRUE(summary->hidden_share);
-  EXPECT_DOUBLE_EQ(*summary->hidden_share, 35.0 / 120.0);
-  const std::string text = bench::job_timeline_text(job);
-  EXPECT_NE(text.find("; 29.2 % of the communication hidden\n"), std::string::npos) << text;
-  const json doc = bench::job_timeline_json(job);
-  EXPECT_DOUBLE_EQ(doc["summary"]["hidden_share"].get<double>(), 35.0 / 120.0);
-  // Each step's own share is its slowest rank's.
-  EXPECT_DOUBLE_EQ(doc["steps"][1]["hidden_share"].get<double>(), 0.5);
-  EXPECT_DOUBLE_EQ(doc["steps"][2]["hidden_share"].get<double>(), 0.25);
-}
-
-TEST(timeline_job, TheJobsLineSaysWhatItLeftOutAndWhoRecordedNothing) {
-  // Rank 0 has 3 steps, rank 1 only 2: the job compares 2 and leaves 1 out. Rank 1 is slowest in both (120
-  // and 100 against 100 and 50); rank 2 stepped aside for another profiler; records lost count once a process.
-  bench::ProcessTimelineFile zero = process_with(0, {step_of(100, 40, 0), step_of(50, 10, 10), step_of(80, 10, 0)});
-  zero.lost = 7;
-  bench::ProcessTimelineFile aside;
-  aside.pid = 9;
-  aside.rank = 2;
-  aside.state = "stepped-aside";
-  aside.reason = "CUDA_INJECTION64_PATH=x";
-  const bench::JobTimeline job =
-      bench::job_timeline({zero, process_with(1, {step_of(120, 20, 10), step_of(100, 30, 0)}), aside});
-  const std::string text = bench::job_timeline_text(job);
-  EXPECT_NE(text.find("tandem run: job timeline: 2 ranks, 2 steps (the whole run); the slowest rank's step, median "
-                      "0.000 ms (rank 1 (pid 101) GPU 0 slowest in 2 of 2)"),
-            std::string::npos)
-      << text;
-  EXPECT_NE(text.find("; 20.0 % of the communication hidden\n"), std::string::npos) << text;  // 10 of 20 + 30
-  EXPECT_NE(text.find("tandem run: job timeline: 1 steps left out: not every rank has them"), std::string::npos)
-      << text;
-  EXPECT_NE(
-      text.find("tandem run: job timeline: not recorded in rank 2 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x"),
-      std::string::npos)
-      << text;
-  EXPECT_NE(text.find("tandem run: job timeline: 7 activity records lost over the ranks"), std::string::npos) << text;
-  const json doc = bench::job_timeline_json(job);
-  EXPECT_EQ(doc["summary"]["slowest_most_often"], "rank 1 (pid 101) GPU 0");
-  EXPECT_EQ(doc["summary"]["steps"], 2);
-  EXPECT_EQ(doc["steps_left_out"], 1);
-  EXPECT_EQ(doc["records_lost"], 7);
-  EXPECT_EQ(doc["not_recorded"], json::array({"rank 2 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x"}));
-  EXPECT_EQ(doc["steps"][0]["slowest"], "rank 1 (pid 101) GPU 0");
-}
-
-TEST(timeline_job, AJobWithoutCommunicationHidesNothingAndSaysSo) {
-  const bench::JobTimeline job =
-      bench::job_timeline({process_with(0, {step_of(100, 0, 0)}), process_with(1, {step_of(90, 0, 0)})});
-  const auto summary = bench::summarize_job(job);
-  ASSERT_TRUE(summary);
-  EXPECT_FALSE(summary->hidden_share);
-  EXPECT_NE(bench::job_timeline_text(job).find("; no communication\n"), std::string::npos);
-  EXPECT_TRUE(bench::job_timeline_json(job)["summary"]["hidden_share"].is_null());
-}
-
 TEST(timeline_json, AMalformedDocumentIsRefusedByName) {
   try {
-    bench::parse_process_timeline(json{{"pid", 1}});
+    process_timeline_from_json(json{{"pid", 1}});
     FAIL() << "no error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("has no \"state\""), std::string::npos) << e.what();
   }
-}
-
-TEST(timeline_job, ProcessesThatRecordedNothingAreNamed) {
-  bench::ProcessTimelineFile aside;
-  aside.pid = 9;
-  aside.rank = 1;
-  aside.state = "stepped-aside";
-  aside.reason = "CUDA_INJECTION64_PATH=x";
-  bench::ProcessTimelineFile launcher;  // torchrun's own process: no CUDA
-  launcher.pid = 8;
-  launcher.state = "not-started";
-  const bench::JobTimeline job = bench::job_timeline({launcher, aside});
-  EXPECT_TRUE(job.units.empty());
-  ASSERT_EQ(job.missing.size(), 1u);
-  EXPECT_EQ(job.missing[0], "rank 1 (pid 9): stepped-aside: CUDA_INJECTION64_PATH=x");
-  EXPECT_NE(bench::job_timeline_text(job).find("no process recorded a timeline"), std::string::npos);
-}
-
-// A process is a rank only when the launcher says so: a helper a rank forked and executed inherits its
-// variables (its rank), and without a launcher the program's child is no second rank either.
-TEST(timeline_job, AHelperOfARankIsNoRank) {
-  const auto recorded = [](long pid, long parent, std::optional<int> rank, int64_t step_ns) {
-    bench::ProcessTimelineFile p;
-    p.pid = pid;
-    p.parent_pid = parent;
-    p.rank = rank;
-    p.state = "recorded";
-    RankFigures f;
-    StepFigures s;
-    s.start_ns = 0;
-    s.end_ns = s.step_ns = step_ns;
-    f.steps.push_back(s);
-    p.devices.emplace_back(0, f);
-    return p;
-  };
-  // Launched: rank 0 and its helper (rank 0 too, its child), rank 1; a process without a rank.
-  const bench::JobTimeline job = bench::job_timeline(
-      {recorded(100, 50, 0, 10), recorded(101, 100, 0, 99), recorded(200, 50, 1, 20), recorded(300, 1, {}, 5)});
-  ASSERT_EQ(job.units.size(), 2u);
-  EXPECT_EQ(job.units[0], "rank 0 (pid 100) GPU 0");
-  EXPECT_EQ(job.units[1], "rank 1 (pid 200) GPU 0");
-  EXPECT_EQ(job.figures.steps.at(0).slowest.step_ns, 20) << "the helper's 99 taken as a rank's";
-  EXPECT_EQ(job.other_processes,
-            (std::vector<std::string>{"pid 101, a child of rank 0 (pid 100)", "pid 300, no rank of the launcher"}));
-  EXPECT_NE(bench::job_timeline_text(job).find("not a rank of the job: pid 101, a child of rank 0 (pid 100)"),
-            std::string::npos);
-  EXPECT_EQ(bench::job_timeline_json(job)["other_processes"].size(), 2u);
-  // No launcher: the program is the one rank; the helper it started is not.
-  const bench::JobTimeline alone = bench::job_timeline({recorded(100, 50, {}, 10), recorded(101, 100, {}, 99)});
-  ASSERT_EQ(alone.units.size(), 1u);
-  EXPECT_EQ(alone.units[0], "pid 100 GPU 0");
-  EXPECT_EQ(alone.other_processes, (std::vector<std::string>{"pid 101, a child of pid 100"}));
 }
 
 TEST(timeline_trace, EventsCarryAbsoluteTimesAfterAHeader) {
@@ -470,31 +332,6 @@ TEST(timeline_trace, TracksAndSlicesAreNamedAsDocumented) {
   EXPECT_NE(*colours["computation"].begin(), *colours["communication"].begin());
 }
 
-TEST(timeline_trace, TheAssembledTraceIsOnTheJobsClock) {
-  tandem_test::ScratchFolder dir;
-  write_file_atomically(dir.path("trace-1.jsonl").string(),
-                        "{\"tandem_trace_part\":1,\"first_ns\":5000}\n"
-                        "{\"ph\":\"X\",\"name\":\"k\",\"cat\":\"computation\",\"pid\":1,\"tid\":2,\"ts_ns\":5000,"
-                        "\"dur_ns\":1500}\n");
-  write_file_atomically(dir.path("trace-2.jsonl").string(),
-                        "{\"tandem_trace_part\":1,\"first_ns\":3000}\n"
-                        "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":2,\"args\":{\"name\":\"rank 1\"}}\n"
-                        "{\"ph\":\"X\",\"name\":\"n\",\"cat\":\"communication\",\"pid\":2,\"tid\":3,\"ts_ns\":4000,"
-                        "\"dur_ns\":500}\n");
-  const std::string path = dir.path("trace.json").string();
-  EXPECT_EQ(bench::assemble_trace(dir.str(), path, {{"tool", "test"}}), 3u);
-  const json doc = json::parse(tandem_test::read_text(path));
-  ASSERT_EQ(doc["traceEvents"].size(), 3u);
-  EXPECT_DOUBLE_EQ(doc["traceEvents"][0]["ts"].get<double>(), 2.0);  // (5000 - 3000) ns
-  EXPECT_DOUBLE_EQ(doc["traceEvents"][0]["dur"].get<double>(), 1.5);
-  EXPECT_DOUBLE_EQ(doc["traceEvents"][2]["ts"].get<double>(), 1.0);
-  EXPECT_EQ(doc["otherData"]["tool"], "test");
-  EXPECT_EQ(doc["otherData"]["clock_origin_ns"], 3000);
-
-  write_file_atomically(dir.path("trace-3.jsonl").string(), "{\"ph\":\"X\"}\n");
-  EXPECT_THROW(bench::assemble_trace(dir.str(), path, {}), std::exception) << "a part without its header";
-}
-
 TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
   tandem_test::ScratchFolder dir;
   const std::string path = dir.path("out.json").string();
@@ -566,21 +403,22 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
       << text;
 
   // What the interposer writes is what `tandem run` reads back and reports per rank.
-  const json doc = timeline_json(t);
+  const json doc = process_timeline_json(t);
   EXPECT_EQ(doc["devices"][0]["shaping"]["shaped_kernels"], 2);
   EXPECT_EQ(doc["devices"][0]["shaping"]["beside_shaped_share"], 0.625);
   EXPECT_TRUE(doc["devices"][1]["shaping"]["beside_shaped_share"].is_null());
-  const bench::ProcessTimelineFile back = bench::parse_process_timeline(json::parse(doc.dump()));
-  ASSERT_EQ(back.shaping.size(), 2u);
-  EXPECT_EQ(back.shaping.at(0).beside_shaped_ns, 50);
-  EXPECT_EQ(back.shaping.at(0).beside_shapeable_ns, 80);
-  const bench::JobTimeline job = bench::job_timeline({back});
-  const std::string job_text = bench::job_timeline_text(job);
+  const ProcessTimeline back = process_timeline_from_json(json::parse(doc.dump()));
+  ASSERT_EQ(back.devices.size(), 2u);
+  ASSERT_TRUE(back.devices[0].shaping && back.devices[1].shaping);
+  EXPECT_EQ(back.devices[0].shaping->beside_shaped_ns, 50);
+  EXPECT_EQ(back.devices[0].shaping->beside_shapeable_ns, 80);
+  const program_tools::JobTimeline job = program_tools::job_timeline({back});
+  const std::string job_text = program_tools::job_timeline_text(job);
   EXPECT_NE(job_text.find("tandem run: job timeline: rank 1 (pid 5) GPU 0: shaped kernels beside communication: "
                           "50.0 % (1 of 2)"),
             std::string::npos)
       << job_text;
-  const json job_doc = bench::job_timeline_json(job);
+  const json job_doc = program_tools::job_timeline_json(job);
   ASSERT_EQ(job_doc["shaping"].size(), 2u);
   EXPECT_EQ(job_doc["shaping"][0]["unit"], "rank 1 (pid 5) GPU 0");
   EXPECT_EQ(job_doc["shaping"][0]["shaped_beside_share"], 0.5);
@@ -596,10 +434,10 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
 
 TEST(timeline_shaping, AMalformedShapingObjectIsRefusedByName) {
   ProcessTimeline t = build_timeline(raw_with_steps(), "");
-  json doc = timeline_json(t);
+  json doc = process_timeline_json(t);
   doc["devices"][0]["shaping"] = json{{"shaped_kernels", "many"}};
   try {
-    bench::parse_process_timeline(doc);
+    process_timeline_from_json(doc);
     FAIL() << "no error";
   } catch (const std::exception& e) {
     EXPECT_NE(std::string(e.what()).find("malformed \"shaping\""), std::string::npos) << e.what();

@@ -1,5 +1,5 @@
 // `tandem tune -- CMD --objective step-time|exposed-comm`: candidates ranked by the figure their
-// timeline gives (bench/harness/program_objective.h), on the fake CUPTI's client in its "tuned" mode:
+// timeline gives (program_tools/program_objective.h), on the fake CUPTI's client in its "tuned" mode:
 // one step whose communication is exposed for 300 us without a policy, 150 us under shape:N and not
 // at all under priority (tests/preload_target/fake_cupti/fake_cupti_client.cpp).
 #include <gtest/gtest.h>

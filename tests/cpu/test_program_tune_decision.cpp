@@ -6,15 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "harness/program_tuner.h"
+#include "program_tools/program_metric.h"
+#include "program_tools/program_tune_decision.h"
+#include "program_tools/run_logs.h"
 #include "program_tune_stats.h"
 #include "tandem/error.h"
 
 namespace {
 
-using tandem::bench::decide_program_policy;
-using tandem::bench::PolicyStats;
-using tandem::bench::ProgramMetric;
+using tandem::program_tools::decide_program_policy;
+using tandem::program_tools::PolicyStats;
+using tandem::program_tools::ProgramMetric;
 
 using tandem_test::stats;
 
@@ -67,9 +69,10 @@ TEST(program_decision, HigherIsBetterAndNoWinnerNamesTheClosest) {
 }
 
 TEST(program_decision, RunLogNamesAreFileNames) {
-  EXPECT_EQ(tandem::bench::program_run_log_name(2, "baseline"), "round2-baseline.log");
-  EXPECT_EQ(tandem::bench::program_run_log_name(1, "priority+nccl-ctas:..4"), "round1-priority+nccl-ctas-..4.log");
-  EXPECT_EQ(tandem::bench::program_run_log_name(3, "a/b c"), "round3-a_b_c.log");
+  EXPECT_EQ(tandem::program_tools::program_run_log_name(2, "baseline"), "round2-baseline.log");
+  EXPECT_EQ(tandem::program_tools::program_run_log_name(1, "priority+nccl-ctas:..4"),
+            "round1-priority+nccl-ctas-..4.log");
+  EXPECT_EQ(tandem::program_tools::program_run_log_name(3, "a/b c"), "round3-a_b_c.log");
 }
 
 }  // namespace

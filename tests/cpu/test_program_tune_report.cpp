@@ -1,19 +1,19 @@
-// `tandem tune -- CMD`'s reporter (report/program_tune_report.h): what reaches stdout and stderr.
+// `tandem tune -- CMD`'s reporter (program_tools/program_tune_report.h): what reaches stdout and stderr.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
 #include <vector>
 
-#include "harness/program_tuner.h"
+#include "program_tools/program_tune_report.h"
+#include "program_tools/program_tune_results.h"
 #include "program_tune_stats.h"
-#include "report/program_tune_report.h"
 
 namespace {
 
-using tandem::bench::ProgramTuneConsoleReporter;
-using tandem::bench::ProgramTuneContext;
-using tandem::bench::ProgramTuneEnd;
+using tandem::program_tools::ProgramTuneConsoleReporter;
+using tandem::program_tools::ProgramTuneContext;
+using tandem::program_tools::ProgramTuneEnd;
 using tandem_test::stats;
 
 // What `report` wrote to a temporary FILE.
@@ -65,12 +65,13 @@ TEST(program_tune_report, AFileNotWrittenIsNotClaimed) {
 TEST(program_tune_report, AHigherIsBetterTableRanksTheHighestFirst) {
   // Throughput, higher is better: the baseline, then the qualified best first, then the disqualified
   // (c's 130 would rank first), each with its gain over the baseline.
-  const std::vector<tandem::bench::PolicyStats> all = {
+  const std::vector<tandem::program_tools::PolicyStats> all = {
       stats(0, "baseline", {100, 100}, 100), stats(1, "a", {90, 90}, 90), stats(2, "b", {120, 120}, 120),
       stats(3, "c", {130, 130}, 130, "round 2: timed out"), stats(4, "d", {105, 105}, 105)};
-  tandem::bench::ProgramDecision decision;
+  tandem::program_tools::ProgramDecision decision;
   decision.winner = 2;
-  const auto table = tandem::bench::program_table(all, decision, tandem::bench::ProgramMetric("v=(\\S+)", true));
+  const auto table =
+      tandem::program_tools::program_table(all, decision, tandem::program_tools::ProgramMetric("v=(\\S+)", true));
   std::vector<std::string> order, status;
   for (const auto& line : table) {
     order.push_back(line.policy);

@@ -1,4 +1,4 @@
-// The rules of `tandem tune -- CMD` (harness/program_tuner.h), each on its edge: a candidate wins only
+// The rules of `tandem tune -- CMD` (program_tools/program_tune_decision.h), each on its edge: a candidate wins only
 // when its gain over the baseline is larger than the two spreads added (not the larger one, not one
 // of them, not equal), over the same rounds as the baseline; a run's time limit; and the --json
 // document's values. Expected values are worked out by hand.
@@ -9,18 +9,20 @@
 #include <string>
 #include <vector>
 
-#include "harness/program_tuner.h"
+#include "program_tools/program_tune_decision.h"
+#include "program_tools/program_tune_results.h"
+#include "program_tools/program_tuner.h"
 #include "program_tune_stats.h"
 
 namespace {
 
 using json = nlohmann::json;
-using tandem::bench::decide_program_policy;
-using tandem::bench::PolicyStats;
-using tandem::bench::ProgramRun;
-using tandem::bench::ProgramTuneOptions;
-using tandem::bench::ProgramTuneResult;
-using tandem::bench::run_time_limit;
+using tandem::program_tools::decide_program_policy;
+using tandem::program_tools::PolicyStats;
+using tandem::program_tools::ProgramRun;
+using tandem::program_tools::ProgramTuneOptions;
+using tandem::program_tools::ProgramTuneResult;
+using tandem::program_tools::run_time_limit;
 
 using tandem_test::stats;
 
@@ -122,9 +124,9 @@ TEST(program_tune_rules, TheJsonHasTheRunsAndStatisticsValues) {
   };
   result.runs = {run(1, 1, 0, 10.5, 3), run(1, 2, 1, 8, 3), run(2, 2, 0, 11.5, 3), run(2, 1, 1, 9, 3)};
   result.runs[3].process.timed_out = true;  // only to see the field carried (a real one would have a failure)
-  const auto stats = tandem::bench::program_stats(o, result);
+  const auto stats = tandem::program_tools::program_stats(o, result);
   const auto decision = decide_program_policy(stats, false);
-  const json doc = tandem::bench::program_tune_json(o, result, stats, decision);
+  const json doc = tandem::program_tools::program_tune_json(o, result, stats, decision);
   EXPECT_EQ(doc["program"], json({"./train", "--steps", "5"}));
   EXPECT_EQ(doc["rounds"], 3);
   EXPECT_EQ(doc["rounds_done"], 2);

@@ -44,7 +44,7 @@ TEST(ScenarioWindows, RangesAreSendThenReceiveWithNcclSizes) {
   p.add(collective(Collective::ReduceScatter, alloc(1), alloc(2), 32));  // send 64, recv 32
   p.add(collective(Collective::AllToAll, alloc(2), alloc(3), 16));       // 32 and 32
   p.finalize();
-  const auto r = collective_ranges(p);
+  const auto r = collective_ranges(p.collectives());
   ASSERT_EQ(r.size(), 6u);
   const std::vector<const void*> ptrs = {alloc(0), alloc(1), alloc(1), alloc(2), alloc(2), alloc(3)};
   const std::vector<int64_t> bytes = {128, 256, 128, 64, 64, 64};
@@ -52,6 +52,22 @@ TEST(ScenarioWindows, RangesAreSendThenReceiveWithNcclSizes) {
     EXPECT_EQ(r[i].ptr, ptrs[i]) << i;
     EXPECT_EQ(r[i].bytes, bytes[i]) << i;
   }
+}
+
+TEST(ScenarioWindows, TheWindowsSeeTheProgramsCollectivesInOrderAndByName) {
+  Program p(4);
+  p.add(compute());
+  p.add(tandem_test::collective_op(Collective::AllGather, alloc(0), alloc(1), 64, "gather layer 0"));
+  p.add(compute());
+  p.add(tandem_test::collective_op(Collective::ReduceScatter, alloc(1), alloc(2), 32, "scatter layer 0"));
+  p.finalize();
+  const CaseCollectives c = p.collectives();
+  EXPECT_EQ(c.nranks, 4);
+  ASSERT_EQ(c.calls.size(), 2u);
+  EXPECT_EQ(c.calls[0].name, "gather layer 0");
+  EXPECT_EQ(c.calls[0].call.kind, Collective::AllGather);
+  EXPECT_EQ(c.calls[1].name, "scatter layer 0");
+  EXPECT_EQ(c.calls[1].call.recv, static_cast<void*>(alloc(2)));
 }
 
 TEST(ScenarioWindows, AllocationsInFirstUseOrderEachOnce) {
@@ -67,7 +83,7 @@ TEST(ScenarioWindows, BucketsOfOneFlatBufferShareOneWindow) {
   p.add(collective(Collective::AllReduce, alloc(1), alloc(1), 128));
   p.add(collective(Collective::AllReduce, alloc(1) + 256, alloc(1) + 256, 384));
   p.finalize();
-  EXPECT_EQ(containing_allocations(allocations(), collective_ranges(p)), (std::vector<size_t>{1}));
+  EXPECT_EQ(containing_allocations(allocations(), collective_ranges(p.collectives())), (std::vector<size_t>{1}));
 }
 
 TEST(ScenarioWindows, RangeOutsideOrPastAnAllocationIsAnError) {
@@ -82,33 +98,34 @@ TEST(ScenarioWindows, CopyEnginesTakeEveryCollectiveThatSplitsEvenly) {
   Program reduce_only(2);
   reduce_only.add(collective(Collective::AllReduce, alloc(0), alloc(0), 64));
   reduce_only.finalize();
-  EXPECT_EQ(copy_engine_refusal(reduce_only), "");
-  EXPECT_EQ(copy_engine_scratch_bytes(reduce_only), 64 * 2);  // bf16
+  EXPECT_EQ(copy_engine_refusal(reduce_only.collectives()), "");
+  EXPECT_EQ(copy_engine_scratch_bytes(reduce_only.collectives()), 64 * 2);  // bf16
 
   Program odd(2);  // 63 elements cannot be split in two chunks
   odd.add(collective(Collective::AllReduce, alloc(0), alloc(0), 63));
   odd.finalize();
-  const std::string why = copy_engine_refusal(odd);
+  const std::string why = copy_engine_refusal(odd.collectives());
   EXPECT_NE(why.find("equal chunks"), std::string::npos) << why;
+  EXPECT_EQ(why.rfind("c: ", 0), 0u) << "the refusal names the operation: " << why;
 
   Program none(2);
   none.add(compute());
   none.finalize();
-  EXPECT_NE(copy_engine_refusal(none).find("no collective"), std::string::npos);
+  EXPECT_NE(copy_engine_refusal(none.collectives()).find("no collective"), std::string::npos);
 
   Program sp(2);  // tp-* with --sequence-parallel, fsdp
   sp.add(collective(Collective::AllGather, alloc(0), alloc(1), 64));
   sp.add(collective(Collective::ReduceScatter, alloc(1), alloc(2), 64));
   sp.finalize();
-  EXPECT_EQ(copy_engine_refusal(sp), "");
+  EXPECT_EQ(copy_engine_refusal(sp.collectives()), "");
   // The reduce-scatter's send buffer: 64 elements per rank x 2 ranks, bf16.
-  EXPECT_EQ(copy_engine_scratch_bytes(sp), 64 * 2 * 2);
+  EXPECT_EQ(copy_engine_scratch_bytes(sp.collectives()), 64 * 2 * 2);
 
   Program moe(2);
   moe.add(collective(Collective::AllToAll, alloc(0), alloc(1), 64));
   moe.finalize();
-  EXPECT_EQ(copy_engine_refusal(moe), "");
-  EXPECT_EQ(copy_engine_scratch_bytes(moe), 0);
+  EXPECT_EQ(copy_engine_refusal(moe.collectives()), "");
+  EXPECT_EQ(copy_engine_scratch_bytes(moe.collectives()), 0);
 }
 
 }  // namespace

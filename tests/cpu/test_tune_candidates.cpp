@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "harness/program_tuner.h"
 #include "harness/tuner.h"
+#include "program_tools/program_tuner.h"
 
 namespace tb = tandem::bench;
 using tandem::parse_policy;
@@ -46,7 +46,7 @@ TEST(TuneCandidates, SmTargetsOnlyForGemmsAndNeverBelowHalf) {
 }
 
 TEST(TuneCandidates, NcclResourcesAndCopyEngine) {
-  EXPECT_EQ(texts(tb::nccl_candidates(parse_policy("priority"))),
+  EXPECT_EQ(texts(tandem::nccl_candidates(parse_policy("priority"))),
             (std::vector<std::string>{"priority+nccl-ctas:..4", "priority+nccl-ctas:..8", "priority+nccl-ctas:..16",
                                       "priority+nccl-cga:1", "priority+nccl-cta-policy:efficiency"}));
   // The base with copy engines (its NCCL knobs dropped), then bare copy engines under every order.
@@ -85,7 +85,7 @@ TEST(TuneCandidates, PartitionsGiveNcclExactlyTheFreedSms) {
 }
 
 TEST(TuneCandidates, ProgramTuneTriesTheTargetedComputeControlsBeforeTheAlwaysOnForm) {
-  const std::vector<std::string> candidates = texts(tb::program_candidates());
+  const std::vector<std::string> candidates = texts(tandem::program_tools::program_candidates());
   const auto position = [&](const std::string& text) {
     const auto at = std::find(candidates.begin(), candidates.end(), text);
     EXPECT_NE(at, candidates.end()) << text;

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Checks the benchmark's layers (docs/ARCHITECTURE.md): bench/ranks/ includes nothing of the
-measurement or the reporting and names no benchmark option; bench/report/ includes nothing of the
-ranks or the measurement; app/ includes no layer's internals it should not need. Python stdlib only.
+"""Checks the layers of the benchmark and of the program tools (docs/ARCHITECTURE.md): bench/ranks/
+includes nothing of the measurement or the reporting and names no benchmark option; bench/report/
+includes nothing of the ranks or the measurement; bench/collectives/ nothing of the harness, the
+cases or the other layers; program_tools/ includes nothing of the benchmark but its report layer,
+and the benchmark nothing of the program tools; src/process/ lies below all of them. Python stdlib
+only.
 
   python3 tests/scripts/test_bench_layers.py      (ctest: bench_layers)
 """
@@ -43,7 +46,7 @@ MEASUREMENT = {"harness", "scenarios", "workloads", "collectives"}
 class Layers(unittest.TestCase):
     def test_the_layer_folders_exist(self):
         # A moved or renamed folder must not make the checks below pass on nothing.
-        for folder in ("bench/ranks", "bench/report", "bench/harness"):
+        for folder in ("bench/ranks", "bench/report", "bench/harness", "bench/collectives", "program_tools"):
             self.assertTrue(any(sources(folder)), folder)
 
     def test_ranks_know_no_measurement_and_no_reporting(self):
@@ -57,13 +60,26 @@ class Layers(unittest.TestCase):
                     found.append(os.path.relpath(path, ROOT))
         self.assertEqual(found, [])
 
+    def test_the_collective_layer_lies_below_the_measurement(self):
+        # The harness issues every collective through collectives/ and registers its windows there: an
+        # include the other way round would make the two one layer.
+        self.assertEqual(violations("bench/collectives", MEASUREMENT - {"collectives"} | {"ranks", "report"}), [])
+
     def test_reporting_knows_no_ranks_and_no_measurement(self):
         self.assertEqual(violations("bench/report", MEASUREMENT | {"ranks"}), [])
 
     def test_the_process_module_knows_no_benchmark_and_no_command(self):
-        # src/process serves `tandem run` (app) and `tandem tune -- CMD` (harness): it lies below both.
+        # src/process serves `tandem run` (app) and `tandem tune -- CMD` (program_tools): it lies below both.
         self.assertTrue(any(sources("src/process")))
-        self.assertEqual(violations("src/process", MEASUREMENT | {"ranks", "report", "app"}), [])
+        self.assertEqual(violations("src/process", MEASUREMENT | {"ranks", "report", "app", "program_tools"}), [])
+
+    def test_the_program_tools_know_no_measurement_and_no_ranks(self):
+        # `tandem run` and `tandem tune -- CMD` run a user's program, not the benchmark: below them only
+        # the report layer's text and JSON helpers, src/process and the library.
+        self.assertEqual(violations("program_tools", MEASUREMENT | {"ranks", "app", "preload", "bench"}), [])
+
+    def test_the_benchmark_knows_no_program_tools(self):
+        self.assertEqual(violations("bench", {"program_tools"}), [])
 
     def test_the_checker_sees_a_forbidden_include(self):
         # The regular expression must match includes as the sources write them.

@@ -1,18 +1,18 @@
-#include "report/program_tune_report.h"
+#include "program_tools/program_tune_report.h"
 
 #include "tandem/printable.h"
 #include "tandem/text.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 std::string program_table_text(const std::vector<ProgramPolicyLine>& table) {
-  std::string out =
-      format("# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread", "vs base", "status");
+  std::string out = bench::format("# %-40s %12s %12s %12s %12s %8s  %s\n", "policy", "median", "min", "max", "spread",
+                                  "vs base", "status");
   for (const ProgramPolicyLine& p : table) {
-    const std::string vs = p.vs_baseline_percent ? format("%+.1f%%", *p.vs_baseline_percent) : "-";
-    out += p.measured ? format("  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", p.policy.c_str(), p.median, p.min, p.max,
-                               p.spread, vs.c_str())
-                      : format("  %-40s %12s %12s %12s %12s %8s  ", p.policy.c_str(), "-", "-", "-", "-", "-");
+    const std::string vs = p.vs_baseline_percent ? bench::format("%+.1f%%", *p.vs_baseline_percent) : "-";
+    out += p.measured ? bench::format("  %-40s %12.6g %12.6g %12.6g %12.6g %8s  ", p.policy.c_str(), p.median, p.min,
+                                      p.max, p.spread, vs.c_str())
+                      : bench::format("  %-40s %12s %12s %12s %12s %8s  ", p.policy.c_str(), "-", "-", "-", "-", "-");
     out += printable(p.status, 1000) + "\n";
   }
   return out;
@@ -67,4 +67,4 @@ void ProgramTuneConsoleReporter::report_end(const ProgramTuneEnd& e) {
   std::fflush(out_);
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -1,5 +1,5 @@
 #pragma once
-// What `tandem tune -- CMD` measures a run by: the numbers a --metric pattern (harness/metric_pattern.h)
+// What `tandem tune -- CMD` measures a run by: the numbers a --metric pattern (metric_pattern.h)
 // captures in the run's output, or the run's wall time. A run's output is the program's, not ours:
 // it is read in bounded memory whatever its size and line lengths, in time linear in its size,
 // stopping early when tandem is interrupted.
@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/metric_pattern.h"
+#include "program_tools/metric_pattern.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 class ProgramMetric {
  public:
@@ -47,4 +47,4 @@ class ProgramMetric {
   std::shared_ptr<const MetricPattern> matcher_;
 };
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -10,7 +10,7 @@
 
 #include "process/child_process.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 struct ProcessRun {
   int exit_status = -1;      // as a shell reports it: the status, or 128 + the signal that ended it
@@ -36,4 +36,4 @@ class ProgramSignals : public process::Supervisor {
 ProcessRun run_process(ProgramSignals& signals, const std::vector<std::string>& argv, const std::string& log_path,
                        double timeout_s);
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 class MetricPattern {
  public:
@@ -75,4 +75,4 @@ class MetricPattern {
   int groups_ = 0;
 };
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

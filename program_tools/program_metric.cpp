@@ -1,4 +1,4 @@
-#include "harness/program_metric.h"
+#include "program_tools/program_metric.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,7 +14,7 @@
 #include "tandem/error.h"
 #include "tandem/printable.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 namespace {
 
 constexpr size_t kReadBytes = 64 * 1024;
@@ -183,4 +183,4 @@ std::vector<double> ProgramMetric::values_in_file(const std::string& path, std::
   return scanner.take();
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -4,13 +4,13 @@
 // slowest rank's step time, or its exposed communication, each the median over the steps. A timeline
 // objective measures every run, the baseline included, through `tandem run --timeline` (the baseline
 // under `concurrent`, which applies no control), and reads the figure back from the runs' --stats
-// files (program_timeline.h).
+// files (job_timeline.h).
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 enum class ObjectiveKind { Wall, Metric, StepTime, ExposedCommunication };
 
@@ -35,4 +35,4 @@ struct ObjectiveReading {
 };
 ObjectiveReading read_timeline_objective(ObjectiveKind kind, const std::string& stats_prefix);
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -1,10 +1,11 @@
-#include "harness/program_objective.h"
+#include "program_tools/program_objective.h"
 
 #include <filesystem>
 
-#include "harness/program_timeline.h"
+#include "program_tools/job_timeline.h"
+#include "program_tools/timeline_files.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 namespace {
 
 namespace fs = std::filesystem;
@@ -67,4 +68,4 @@ ObjectiveReading read_timeline_objective(ObjectiveKind kind, const std::string& 
   return r;
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

@@ -1,9 +1,9 @@
 #pragma once
-// What `tandem tune -- CMD` reports, as the benchmark's reporters do for its rows (report/reporter.h):
+// What `tandem tune -- CMD` reports, as the benchmark's reporters do for its rows (bench/report/reporter.h):
 // the '#' header echoing the configuration, one progress line per run, and at the end the results
 // table, the decision, what was written and the OK/INTERRUPTED footer. The program tuner
-// (harness/program_tuner.h) measures; the command fills these and hands them to a reporter. Knows
-// no harness type: the rows come already ranked, with their status.
+// (program_tuner.h) measures; the command fills these and hands them to a reporter. Knows
+// no tuner type: the rows come already ranked, with their status.
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -11,10 +11,10 @@
 
 #include "report/report.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 
 struct ProgramTuneContext {
-  RunInfo info;         // tool, version, commit, date
+  bench::RunInfo info;  // tool, version, commit, date
   std::string program;  // the command, as a shell would take it
   std::string metric;   // "--metric '...', lower is better" or "wall time (s), lower is better"
   int rounds = 0;
@@ -75,4 +75,4 @@ class ProgramTuneConsoleReporter final : public ProgramTuneReporter {
   std::FILE* err_;
 };
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

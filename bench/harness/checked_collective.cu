@@ -1,6 +1,6 @@
 #include <string>
 
-#include "collectives/checked_collective.h"
+#include "harness/checked_collective.h"
 #include "harness/values.cuh"
 #include "tandem/cuda_check.h"
 

@@ -1,4 +1,4 @@
-#include "harness/program_process.h"
+#include "program_tools/program_process.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include "tandem/error.h"
 #include "tandem/safe_file.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 namespace {
 
 process::SignalPlan tune_signal_plan() {
@@ -49,4 +49,4 @@ ProcessRun run_process(ProgramSignals& signals, const std::vector<std::string>& 
   return run;
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools

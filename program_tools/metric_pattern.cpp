@@ -1,11 +1,11 @@
-#include "harness/metric_pattern.h"
+#include "program_tools/metric_pattern.h"
 
 #include <cstring>
 
 #include "tandem/error.h"
 #include "tandem/printable.h"
 
-namespace tandem::bench {
+namespace tandem::program_tools {
 namespace {
 
 // Nesting of groups a pattern may have (the parser recurses once per level).
@@ -27,8 +27,8 @@ std::bitset<256> bytes_where(Test test) {
 struct Node {
   enum Kind { Byte, Class, Any, Concat, Alternation, Repeat, Group, LineStart, LineEnd, WordB, NotWordB } kind;
   unsigned char byte = 0;
-  std::bitset<256> set;
-  std::vector<Node> kids;
+  std::bitset<256> set{};
+  std::vector<Node> kids{};
   int min = 0, max = 0;  // Repeat: max -1 for no bound
   bool greedy = true;
   int group = 0;  // Group: 1-based capture index, 0 for (?: )
@@ -514,4 +514,4 @@ std::vector<std::optional<std::string>> MetricPattern::captures_in(std::string_v
   return out;
 }
 
-}  // namespace tandem::bench
+}  // namespace tandem::program_tools
