@@ -1,6 +1,6 @@
 #pragma once
 // A microbenchmark case: `count` units of a compute workload (harness/workload.h) and one
-// collective (collectives/checked_collective.h) at one size, with no dependency between them, as one
+// collective (harness/checked_collective.h) at one size, with no dependency between them, as one
 // program: count compute operations, then the collective. The runner chooses the count so that the
 // compute takes as long as the collective (--balance), and may resize the collective to match
 // (--balance-size).
