@@ -169,7 +169,9 @@ TEST(timeline_steps, TwoHundredThousandStepsAreReportedInSeconds) {
   ASSERT_EQ(t.devices.size(), 1u);
   EXPECT_EQ(t.devices[0].figures.steps.size(), kSteps);
   EXPECT_NE(text.find("200000 steps 'step'"), std::string::npos) << text;
-  EXPECT_LT(seconds, 5.0);
+  // Linear takes 3-5 s on a loaded 2-core machine; the scan took 90 s. The bound tells them apart
+  // without failing on a busy CI machine.
+  EXPECT_LT(seconds, 20.0);
 }
 
 TEST(timeline_build, EachDeviceGetsItsFiguresInItsWindows) {
