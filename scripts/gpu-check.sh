@@ -144,8 +144,12 @@ section "occupancy fixtures"
   || { echo "fixture recording FAILED" | tee -a "$logs/summary.log"; status=1; }
 
 section "tests"
-# TANDEM_TESTS narrows the test binaries (a glob), e.g. TANDEM_TESTS=test_scenarios_gpu.
-for t in "$root"/build/tests/${TANDEM_TESTS:-test_*}; do
+# TANDEM_TESTS narrows the test binaries (globs, space-separated), e.g.
+# TANDEM_TESTS='test_scenarios_gpu test_preload_nccl_route*'.
+read -r -a test_globs <<< "${TANDEM_TESTS:-test_*}"
+test_binaries=()
+for glob in "${test_globs[@]}"; do test_binaries+=("$root"/build/tests/$glob); done
+for t in "${test_binaries[@]}"; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   name=$(basename "$t")
   # These two take minutes: their own sections run them (interposer-programs, faults).
