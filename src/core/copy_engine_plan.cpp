@@ -166,7 +166,6 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     p.output_elements = r.count * n;
   }
   const PlanAt own = shifted(output, me * r.count);
-  bool own_in_recv = output.buffer == PlanBuffer::Recv;  // whether recv's own segment holds the input
   if (r.in_place && output.buffer == PlanBuffer::Recv) {
     // NCCL's in-place copy-engine all-gather copies nothing locally.
     p.steps.push_back(all_gather(output, r.count));
@@ -181,11 +180,11 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     p.steps.push_back(stage(at(PlanBuffer::Send), own, r.count));
     p.steps.push_back(all_gather(output, r.count));
   }
-  if (output.buffer != PlanBuffer::Recv) {
+  if (output.buffer != PlanBuffer::Recv)
     stage_rows_but_own(p.steps, output, r.count, at(PlanBuffer::Recv), stride, r.count, n, me);
-    // In place, recv's own segment is the send; out of place NCCL copies it too.
-    own_in_recv = r.in_place;
-  }
+  // recv's own segment holds the input where NCCL's steps wrote recv, or in place (it is the send);
+  // else it is the copy NCCL makes too.
+  const bool own_in_recv = output.buffer == PlanBuffer::Recv || r.in_place;
   if (!own_in_recv) p.steps.push_back(own_copy(at(PlanBuffer::Send), at(PlanBuffer::Recv, me * stride), r.count));
   return p;
 }

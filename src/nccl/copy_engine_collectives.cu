@@ -274,7 +274,8 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
                              step.own_chunk_copied, stream);
         break;
       case PlanStep::Op::Sum:
-        sum_chunks(address_of(buffers, step.from, element_bytes), step.stride ? step.stride : step.elements,
+        TANDEM_REQUIRE(step.stride >= step.elements, "copy-engine plan: a sum's chunks lie closer than its elements");
+        sum_chunks(address_of(buffers, step.from, element_bytes), step.stride,
                    address_of(buffers, step.own, element_bytes), step.own_index, to,
                    step.writes_also ? address_of(buffers, step.also, element_bytes) : nullptr, step.elements,
                    summable(type), lanes.nranks(), scale, stream);
