@@ -12,6 +12,7 @@
 
 #include "log.h"
 #include "real_symbols.h"
+#include "route/route_abi_call.h"
 #include "runtime.h"
 
 namespace tandem::preload {
@@ -206,8 +207,6 @@ RouteAttempt failed(const char* what, const char* why) {
   return a;
 }
 
-const char* kind_name(int kind) { return kind >= 0 && kind < kCollectiveCount ? nccl_function(Collective(kind)) : "?"; }
-
 }  // namespace
 
 bool inside_tandem() { return t_inside_tandem > 0; }
@@ -235,32 +234,34 @@ RouteState route_state(ncclComm_t comm) {
   return s;
 }
 
-RouteOutcome check_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call) {
+RouteOutcome check_copy_engine_route(ncclComm_t comm, const CopyEngineCall& call) {
   const InsideTandem inside;
   try {
     Slot& slot = slot_of(comm);
     if (slot.failed) return RouteOutcome::RouteFailed;
     tandem_nccl_route* route = route_for(slot, comm);
     if (!route) return RouteOutcome::RouteUnavailable;
-    const int outcome = library().check(route, &call);
+    const tandem_nccl_route_call abi = to_route_abi(call);
+    const int outcome = library().check(route, &abi);
     return outcome >= 0 && outcome < kRouteOutcomeCount ? RouteOutcome(outcome) : RouteOutcome::RouteUnavailable;
   } catch (...) {
     return RouteOutcome::RouteUnavailable;
   }
 }
 
-RouteAttempt run_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call) {
+RouteAttempt run_copy_engine_route(ncclComm_t comm, const CopyEngineCall& call) {
   const InsideTandem inside;
   try {
     Slot& slot = slot_of(comm);
     char why[512] = "";
-    const int result = library().run(slot.route, &call, why, sizeof why);
+    const tandem_nccl_route_call abi = to_route_abi(call);
+    const int result = library().run(slot.route, &abi, why, sizeof why);
     account(slot);
     if (result == TANDEM_ROUTE_DONE) return RouteAttempt{RouteOutcome::CopyEngine, ncclSuccess};
     slot.failed = true;
-    return failed(kind_name(call.kind), why);
+    return failed(nccl_function(call.kind), why);
   } catch (...) {
-    return failed(kind_name(call.kind), "an internal error of the interposer");
+    return failed(nccl_function(call.kind), "an internal error of the interposer");
   }
 }
 
@@ -293,7 +294,7 @@ HandedBack take_held_for_nccl() {
       if (live_slot(h))
         live.push_back(h);
       else
-        counters().count_collective(Collective(h.call.kind), RouteOutcome::CommunicatorGone, h.bytes);
+        counters().count_collective(h.call.kind, RouteOutcome::CommunicatorGone, h.bytes);
     }
     if (live.size() != t_held.size())
       log(LogLevel::Info,
@@ -326,7 +327,7 @@ ncclResult_t finish_group(ncclResult_t nccl_result) {
   t_nccl_comms.clear();
   if (held.empty()) return ncclSuccess;
   const auto count_all = [&](RouteOutcome outcome) {
-    for (const HeldCall& h : held) counters().count_collective(Collective(h.call.kind), outcome, h.bytes);
+    for (const HeldCall& h : held) counters().count_collective(h.call.kind, outcome, h.bytes);
   };
   if (nccl_result != ncclSuccess && nccl_result != ncclInProgress) {
     log(LogLevel::Warn, "ncclGroupEnd failed (%d): the group's %zu routed collectives were not run", int(nccl_result),
@@ -344,12 +345,12 @@ ncclResult_t finish_group(ncclResult_t nccl_result) {
       // A communicator destroyed since take_held_for_nccl (by another thread): nothing runs on it.
       Slot* slot = live_slot(h);
       if (!slot) {
-        counters().count_collective(Collective(h.call.kind), RouteOutcome::CommunicatorGone, h.bytes);
+        counters().count_collective(h.call.kind, RouteOutcome::CommunicatorGone, h.bytes);
         continue;
       }
       run.push_back(h);
       routes.push_back(slot->route);
-      calls.push_back(h.call);
+      calls.push_back(to_route_abi(h.call));
       if (std::find(used.begin(), used.end(), slot) == used.end()) used.push_back(slot);
     }
     held.swap(run);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "route/tandem_nccl_route.h"
+#include "tandem/copy_engine_call.h"
 #include "tandem/copy_engine_eligibility.h"
 
 namespace tandem::preload {
@@ -53,7 +54,7 @@ RouteState route_state(ncclComm_t comm);
 // The route's own verdict on `call` (tandem::CopyEngineRoute::check), loading the library and making
 // the communicator's route first if needed: CopyEngine, CaptureNotReady, RouteUnavailable... Never
 // throws.
-RouteOutcome check_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call);
+RouteOutcome check_copy_engine_route(ncclComm_t comm, const CopyEngineCall& call);
 
 // The result of running routed work. `outcome` is CopyEngine when it is on the stream, RouteFailed
 // when it failed partway (`error` is what the program gets: the route is aborted, and the failure
@@ -63,12 +64,12 @@ struct RouteAttempt {
   ncclResult_t error = ncclSuccess;
 };
 // A call check_copy_engine_route() accepted.
-RouteAttempt run_copy_engine_route(ncclComm_t comm, const tandem_nccl_route_call& call);
+RouteAttempt run_copy_engine_route(ncclComm_t comm, const CopyEngineCall& call);
 
 // A routed collective the program issued inside its group, held until the group's end.
 struct HeldCall {
   ncclComm_t comm = nullptr;
-  tandem_nccl_route_call call{};
+  CopyEngineCall call;
   uint64_t bytes = 0;        // its size, for the counters
   int device = -1;           // the communicator's CUDA device
   ncclRedOp_t op = ncclSum;  // the program's op, to hand the call to NCCL after all

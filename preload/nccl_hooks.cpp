@@ -53,6 +53,7 @@
 #include "runtime.h"
 #include "tandem/collective.h"
 #include "tandem/dtype.h"
+#include "tandem/enum_table.h"
 #include "tandem/nccl_config.h"
 #include "tandem/policy_tokens.h"
 #include "timeline.h"
@@ -431,7 +432,7 @@ struct Decision {
   RouteOutcome outcome = RouteOutcome::NotRequested;
   uint64_t bytes = 0;
   int device = -1;  // the communicator's
-  tandem_nccl_route_call call{};
+  CopyEngineCall call;
 };
 
 // The library's rule (tandem/copy_engine_eligibility.h) on the call and what the interposer knows of
@@ -440,13 +441,7 @@ struct Decision {
 Decision decide(Collective kind, const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t op,
                 int root, ncclComm_t comm, cudaStream_t stream, Hook via) {
   Decision d;
-  RouteRequest request;
-  request.kind = kind;
-  request.count = count;
-  request.root = root;
-  request.element_bytes = nccl_type_bytes(type);
-  request.has_sum_kernel = from_nccl(type).has_value();
-  d.call.kind = static_cast<int>(kind);
+  d.call.kind = kind;
   d.call.send = send;
   d.call.recv = recv;
   d.call.count = count;
@@ -454,6 +449,7 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
   d.call.scalar = 1;
   d.call.root = root;
   d.call.stream = stream;
+  int nranks = 0;
   try {
     Runtime& rt = runtime();
     auto info = rt.communicators.find(comm);
@@ -465,23 +461,21 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
       info->cuda_device = now.cuda_device;  // this call's, for its group (take_held_for_nccl)
     }
     if (info) {
-      request.nranks = info->nranks;
+      nranks = info->nranks;
       d.device = info->cuda_device;
     }
-    request.in_place = is_in_place(kind, send, recv, count, request.element_bytes, info ? info->rank : 0);
     if (reduces(kind)) {
       const PreMulSumScalar* premul = nullptr;
       if (info) {
         const auto it = info->pre_mul_sums.find(static_cast<int>(op));
         if (it != info->pre_mul_sums.end()) premul = &it->second;
       }
-      request.reduction = reduction_of(static_cast<int>(op), premul != nullptr);
+      d.call.reduction = reduction_of(static_cast<int>(op), premul != nullptr);
       if (premul) {
         d.call.scalar = premul->host_value;
         d.call.device_scalar = premul->device_value;
       }
     }
-    d.call.reduction = static_cast<int>(request.reduction);
     RouteFacts facts;
     facts.requested = rt.config.policy.copy_engine;
     if (facts.requested) {
@@ -489,13 +483,13 @@ Decision decide(Collective kind, const void* send, void* recv, size_t count, ncc
       facts.unavailable = state.unavailable;
       facts.failed = state.failed;
     }
-    d.outcome = decide_route(request, facts);
+    d.outcome = decide_route(route_request(d.call, nranks, info ? info->rank : 0), facts);
     // What only the route knows (a capture that finds it not set up): asked of it last.
     if (d.outcome == RouteOutcome::CopyEngine) d.outcome = check_copy_engine_route(comm, d.call);
   } catch (...) {
     d.outcome = RouteOutcome::NotRequested;
   }
-  d.bytes = collective_bytes(kind, count, request.nranks, request.element_bytes);
+  d.bytes = collective_bytes(kind, count, nranks, nccl_type_bytes(type));
   return d;
 }
 
@@ -539,26 +533,38 @@ ncclResult_t handle_ncclGroupStart() {
 
 namespace {
 
-// A held call handed to NCCL inside the program's still open group, as the program issued it.
-ncclResult_t forward_held(const HeldCall& h) {
-  const tandem_nccl_route_call& c = h.call;
-  switch (static_cast<Collective>(c.kind)) {
-    case Collective::AllReduce:
+// A held call handed to NCCL inside the program's still open group, as the program issued it: each
+// kind's NCCL call, in Collective's order, with the program's arguments (its op for a reduction, its
+// root for a broadcast), straight to NCCL (tandem_call).
+using ForwardHeld = ncclResult_t (*)(const HeldCall&);
+constexpr ForwardHeld kForwardHeld[] = {
+    [](const HeldCall& h) {
+      const CopyEngineCall& c = h.call;
       return tandem_call(real_ncclAllReduce(), "ncclAllReduce", c.send, c.recv, c.count, c.dtype, h.op, h.comm,
                          c.stream);
-    case Collective::ReduceScatter:
+    },
+    [](const HeldCall& h) {
+      const CopyEngineCall& c = h.call;
       return tandem_call(real_ncclReduceScatter(), "ncclReduceScatter", c.send, c.recv, c.count, c.dtype, h.op, h.comm,
                          c.stream);
-    case Collective::AllGather:
+    },
+    [](const HeldCall& h) {
+      const CopyEngineCall& c = h.call;
       return tandem_call(real_ncclAllGather(), "ncclAllGather", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
-    case Collective::Broadcast:
+    },
+    [](const HeldCall& h) {
+      const CopyEngineCall& c = h.call;
+      return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
+    },
+    [](const HeldCall& h) {
+      const CopyEngineCall& c = h.call;
       return tandem_call(real_ncclBroadcast(), "ncclBroadcast", c.send, c.recv, c.count, c.dtype, c.root, h.comm,
                          c.stream);
-    case Collective::AllToAll:
-      break;
-  }
-  return tandem_call(real_ncclAlltoAll(), "ncclAlltoAll", c.send, c.recv, c.count, c.dtype, h.comm, c.stream);
-}
+    },
+};
+static_assert(covers(kForwardHeld, Collective::Broadcast), "one NCCL call per Collective");
+
+ncclResult_t forward_held(const HeldCall& h) { return table_entry(kForwardHeld, h.call.kind)(h); }
 
 }  // namespace
 
@@ -577,7 +583,7 @@ ncclResult_t handle_ncclGroupEnd() {
     for (const HeldCall& h : back.calls) {
       const ncclResult_t r = forward_held(h);
       if (forwarded == ncclSuccess) forwarded = r;
-      counters().count_collective(static_cast<Collective>(h.call.kind), back.why, h.bytes);
+      counters().count_collective(h.call.kind, back.why, h.bytes);
     }
   }
   const ncclResult_t result = as_program(program_errno, [&] { return real(); });

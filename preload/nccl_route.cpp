@@ -4,14 +4,6 @@
 
 namespace tandem::preload {
 
-Reduction reduction_of(int nccl_op, bool known_pre_mul_sum) {
-  constexpr int kSum = 0, kAvg = 4, kNumOps = 5;
-  if (nccl_op == kSum) return Reduction::Sum;
-  if (nccl_op == kAvg) return Reduction::Average;
-  if (nccl_op >= kNumOps && known_pre_mul_sum) return Reduction::PreMulSum;
-  return Reduction::Unsupported;
-}
-
 uint64_t collective_bytes(Collective kind, uint64_t count, int nranks, uint64_t element_bytes) {
   // size_elements is count times 1 or nranks: that factor, then the products, saturating (stats.h) so
   // that a count no buffer has (SIZE_MAX) does not wrap into a small total.

@@ -32,6 +32,9 @@ struct CollectiveCall {
   // all-gather whose input lies in its output (NCCL's in-place form) writes no chunk of its own.
   double hbm_bytes(int nranks) const;
   const char* name() const { return to_string(kind); }
+  // The same call as the library's copy-engine collectives take it (a plain sum: the benchmark's
+  // collectives have no other reduction), on `stream`.
+  CopyEngineCall copy_engine_call(cudaStream_t stream = nullptr) const;
 };
 
 // A case's collective with the name of the operation that issues it ("grad bucket 3"), so that what

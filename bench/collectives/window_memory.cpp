@@ -21,9 +21,8 @@ std::vector<ByteRange> collective_ranges(const CaseCollectives& collectives) {
 std::string copy_engine_refusal(const CaseCollectives& collectives) {
   if (collectives.calls.empty()) return "the case issues no collective";
   for (const auto& [name, call] : collectives.calls) {
-    // The benchmark's collectives sum: CollectiveCall has no other reduction.
-    const std::string why =
-        tandem::copy_engine_refusal(call.kind, uint64_t(call.count), collectives.nranks, to_nccl(call.dtype), ncclSum);
+    // The library's windowed rule, which is its route's rule (tandem/copy_engine.h).
+    const std::string why = tandem::copy_engine_refusal(call.copy_engine_call(), collectives.nranks);
     if (!why.empty()) return name + ": " + why;
   }
   return "";
@@ -32,8 +31,7 @@ std::string copy_engine_refusal(const CaseCollectives& collectives) {
 int64_t copy_engine_scratch_bytes(const CaseCollectives& collectives) {
   int64_t bytes = 0;
   for (const auto& [name, call] : collectives.calls)
-    bytes = std::max(bytes, int64_t(tandem::copy_engine_scratch_bytes(call.kind, uint64_t(call.count), call.dtype,
-                                                                      collectives.nranks)));
+    bytes = std::max(bytes, int64_t(tandem::copy_engine_scratch_bytes(call.copy_engine_call(), collectives.nranks)));
   return bytes;
 }
 

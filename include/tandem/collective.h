@@ -24,6 +24,43 @@ inline constexpr int kCollectiveCount = 5;
 inline constexpr Collective kBenchmarkCollectives[] = {Collective::AllReduce, Collective::ReduceScatter,
                                                        Collective::AllGather, Collective::AllToAll};
 
+// NCCL's in-place rule for a kind: which placement of `send` against `recv` makes the call in place.
+enum class InPlaceRule : uint8_t {
+  SameBuffer,            // send == recv (all-reduce, all-to-all, broadcast)
+  SendIsOwnChunkOfRecv,  // send is this rank's chunk of recv (all-gather)
+  RecvIsOwnChunkOfSend,  // recv is this rank's chunk of send (reduce-scatter)
+};
+
+// nccl-tests' bus-bandwidth factor of a kind, over n ranks.
+enum class BusFactor : uint8_t {
+  TwiceShare,  // 2(n-1)/n: all-reduce
+  Share,       // (n-1)/n: reduce-scatter, all-gather, all-to-all
+  One,         // 1: broadcast
+};
+
+// One collective kind, nccl-tests' testColl in spirit: every pure fact a part of tandem needs about
+// it. The kinds' records are one table in the enum's order (collective.cpp); code that cannot live
+// in the core (an NCCL call, a kernel, a reference) is one table of its layer keyed by the kind.
+struct CollectiveRecord {
+  Collective kind;
+  const char* name;           // tandem's: "all-reduce", ...
+  const char* nccl_function;  // NCCL's: "ncclAllReduce", ...
+  // Whether each side holds one segment of `count` elements per rank (else one run of `count`):
+  // reduce-scatter's send, all-gather's recv, both sides of an all-to-all.
+  bool send_per_rank;
+  bool recv_per_rank;
+  bool reduces;   // combines the ranks' data (reads a reduction op)
+  bool has_root;  // one rank's data goes to every rank (reads a root)
+  InPlaceRule in_place;
+  // Whether the copy-engine route takes the in-place form (an in-place all-to-all is left to NCCL's
+  // own rules).
+  bool in_place_routed;
+  BusFactor bus_factor;
+  bool benchmarked;  // the benchmark measures it (kBenchmarkCollectives)
+};
+// The kind's record; a value past the enum (an int from a C caller) reads as the last one.
+const CollectiveRecord& record_of(Collective);
+
 // "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "broadcast": tandem's names.
 const char* to_string(Collective);
 // NCCL's function: "ncclAllReduce", "ncclReduceScatter", "ncclAllGather", "ncclAlltoAll",

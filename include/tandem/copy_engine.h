@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "tandem/collective.h"
+#include "tandem/copy_engine_call.h"
 #include "tandem/copy_engine_plan.h"
 #include "tandem/dtype.h"
 #include "tandem/nccl_wait.h"
@@ -126,15 +127,19 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
                               ncclDataType_t type, const SumScale& scale, cudaStream_t stream);
 
 // The collectives on buffers that already lie in symmetric windows (the benchmark, a program that
-// registers its own buffers): no staging, no pool. Why a call of `count` elements (NCCL's count) on
-// `nranks` ranks cannot run that way, or "": a dtype other than bf16, fp16, fp32, a reduction other
-// than a sum (`op` is ignored for all-gather and all-to-all), an all-reduce that does not split into
-// `nranks` equal chunks (only the staged route pads), an in-place all-to-all.
-std::string copy_engine_refusal(Collective kind, uint64_t count, int nranks, ncclDataType_t dtype,
-                                ncclRedOp_t op = ncclSum);
-// Bytes of the scratch buffer such a call needs: all-reduce `count` elements, reduce-scatter
-// `nranks x count`, all-gather and all-to-all none.
-size_t copy_engine_scratch_bytes(Collective kind, uint64_t count, DType dtype, int nranks);
+// registers its own buffers): no staging, no pool. Why `call` (its buffers, count, type and
+// reduction; rank `rank` of `nranks`) cannot run that way, or "": first the route's own rule
+// (tandem/copy_engine_eligibility.h, decide_route: one rule for both, so they cannot disagree; a
+// communicator of one rank, which the route leaves to NCCL, runs here all the same), then what the
+// windowed form lacks: a scale (its reductions are plain sums) and staging (an all-reduce or a
+// broadcast that does not split into `nranks` equal chunks: only the staged route pads).
+std::string copy_engine_refusal(const CopyEngineCall& call, int nranks, int rank = 0);
+// Bytes of the scratch buffer such a call needs (its plan's): all-reduce `count` elements,
+// reduce-scatter `nranks x count`, the others none; 0 for a call refused.
+size_t copy_engine_scratch_bytes(const CopyEngineCall& call, int nranks);
+// Enqueues `call` (one that copy_engine_refusal accepts: it throws tandem::Error otherwise) on
+// `call.stream`; `scratch` holds copy_engine_scratch_bytes (registered like the buffers).
+void copy_engine_collective(const CopyEngineLanes& lanes, const CopyEngineCall& call, void* scratch);
 
 // Every rank sends chunk r of its input to rank r, which receives rank j's into chunk j of `recv`:
 // one ncclGather per root r on lane r (lane 0 on `stream`, the others on side streams of the same

@@ -20,7 +20,13 @@ namespace tandem {
 // product and any other op stay with NCCL.
 enum class Reduction : uint8_t { Sum, Average, PreMulSum, PreDivSum, Unsupported };
 const char* to_string(Reduction);
+// The reduction an NCCL op stands for, by nccl.h's values (no NCCL header here): ncclSum 0, ncclProd 1,
+// ncclMax 2, ncclMin 3, ncclAvg 4; ops from ncclNumOps (5) on are the program's own, made per
+// communicator by ncclRedOpCreatePreMulSum (the only kind NCCL lets a program make).
+// `known_pre_mul_sum`: the caller saw that op made on this communicator.
+Reduction reduction_of(int nccl_op, bool known_pre_mul_sum);
 
+// What the rule reads of one call (tandem/copy_engine_call.h's route_request makes it from a call).
 struct RouteRequest {
   Collective kind = Collective::AllReduce;
   uint64_t count = 0;                    // NCCL's count for the kind
@@ -28,6 +34,7 @@ struct RouteRequest {
   bool has_sum_kernel = false;           // bf16, fp16 or fp32: the types the route can add
   Reduction reduction = Reduction::Sum;  // read for all-reduce and reduce-scatter only
   int nranks = 0;                        // 0: the communicator's size is not known
+  int rank = 0;                          // this rank in the communicator
   bool in_place = false;                 // NCCL's in-place rule for the kind (tandem::is_in_place)
   int root = 0;                          // broadcast: the rank whose data every rank receives
 };

@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "tandem/collective.h"
+#include "tandem/copy_engine_eligibility.h"
 
 namespace tandem {
 
@@ -86,21 +87,25 @@ uint64_t staged_elements(const PlanStep&);
 bool is_collective_step(PlanStep::Op);
 const char* to_string(PlanStep::Op);
 
-struct PlanRequest {
-  Collective kind = Collective::AllReduce;
-  uint64_t count = 0;  // NCCL's count for the kind
-  int nranks = 1;
-  int rank = 0;
-  size_t element_bytes = 2;
+// A call's request (the rule's, RouteRequest: kind, count, nranks, rank, element size, in place, root:
+// route_request makes it) with where its buffers lie. A piece of a larger call keeps the whole call's
+// in-place answer.
+struct PlanRequest : RouteRequest {
   // The send buffer lies wholly in the route's window memory (a piece's: its whole span, every segment).
   bool send_in_window = false;
   bool recv_in_window = false;
-  bool in_place = false;  // NCCL's in-place rule for the kind (a piece: the whole call's)
-  int root = 0;           // broadcast: the rank whose data every rank receives
   // Segmented kinds (has_segments): elements between consecutive ranks' segments in the caller's
   // buffers, >= count; 0 means `count` (contiguous, a whole call). Pieces of a larger call set the
   // whole call's count. Other kinds: 0 (their buffers are one run of `count`).
   uint64_t segment_stride = 0;
+
+  // One rank and 2-byte elements unless set (the plan needs both; the rule's defaults say "unknown").
+  PlanRequest() {
+    nranks = 1;
+    element_bytes = 2;
+  }
+  PlanRequest(const RouteRequest& call, bool send_in_window, bool recv_in_window)
+      : RouteRequest(call), send_in_window(send_in_window), recv_in_window(recv_in_window) {}
 };
 // Whether the kind's caller buffers hold one segment per rank (reduce-scatter's send, all-gather's
 // recv, both sides of an all-to-all), which a piece of the call covers in part, strided.

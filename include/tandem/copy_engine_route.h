@@ -63,6 +63,7 @@
 
 #include "tandem/collective.h"
 #include "tandem/copy_engine.h"
+#include "tandem/copy_engine_call.h"
 #include "tandem/copy_engine_eligibility.h"
 #include "tandem/nccl_wait.h"
 #include "tandem/route_counters.h"
@@ -79,22 +80,6 @@ struct CopyEngineRouteStats {
 #define TANDEM_ROUTE_STATS_FIELD(name, unit, meaning) int64_t name = 0;
   TANDEM_ROUTE_COUNTERS(TANDEM_ROUTE_STATS_FIELD)
 #undef TANDEM_ROUTE_STATS_FIELD
-};
-
-// One collective call, with NCCL's meaning of `count` for its kind.
-struct CopyEngineCall {
-  Collective kind = Collective::AllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  size_t count = 0;
-  ncclDataType_t dtype = ncclBfloat16;
-  Reduction reduction = Reduction::Sum;  // all-reduce and reduce-scatter
-  // PreMulSum: the scalar (a value of the element type; the same on every rank); PreDivSum: the divisor.
-  float scalar = 1;
-  // PreMulSum with NCCL's ncclScalarDevice: the scalar in device memory, of the element type.
-  const void* device_scalar = nullptr;
-  int root = 0;  // broadcast: the rank whose data every rank receives (`send` is read there alone)
-  cudaStream_t stream = nullptr;
 };
 
 class CopyEngineRoute;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "route_abi_call.h"
 #include "tandem/copy_engine_route.h"
 
 #define TANDEM_ROUTE_EXPORT __attribute__((visibility("default")))
@@ -19,31 +20,14 @@ struct tandem_nccl_route {
 
 namespace {
 
+using tandem::preload::from_route_abi;
+using tandem::preload::is_valid_route_abi;
+
 void say(char* why, size_t size, const std::string& text) {
   if (why && size) std::snprintf(why, size, "%s", text.c_str());
 }
 
 std::string cuda_text(cudaError_t e) { return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e); }
-
-tandem::CopyEngineCall call_of(const tandem_nccl_route_call& c) {
-  tandem::CopyEngineCall call;
-  call.kind = static_cast<tandem::Collective>(c.kind);
-  call.send = c.send;
-  call.recv = c.recv;
-  call.count = c.count;
-  call.dtype = c.dtype;
-  call.reduction = static_cast<tandem::Reduction>(c.reduction);
-  call.scalar = c.scalar;
-  call.device_scalar = c.device_scalar;
-  call.root = c.root;
-  call.stream = c.stream;
-  return call;
-}
-
-bool valid(const tandem_nccl_route_call* c) {
-  return c && c->kind >= 0 && c->kind < tandem::kCollectiveCount && c->reduction >= 0 &&
-         c->reduction <= static_cast<int>(tandem::Reduction::Unsupported);
-}
 
 }  // namespace
 
@@ -92,18 +76,18 @@ TANDEM_ROUTE_EXPORT tandem_nccl_route* tandem_nccl_route_create(ncclComm_t comm,
 }
 
 TANDEM_ROUTE_EXPORT int tandem_nccl_route_check(const tandem_nccl_route* r, const tandem_nccl_route_call* c) {
-  if (!r || !r->route || !valid(c)) return static_cast<int>(tandem::RouteOutcome::RouteUnavailable);
-  return static_cast<int>(r->route->check(call_of(*c)));
+  if (!r || !r->route || !is_valid_route_abi(c)) return static_cast<int>(tandem::RouteOutcome::RouteUnavailable);
+  return static_cast<int>(r->route->check(from_route_abi(*c)));
 }
 
 TANDEM_ROUTE_EXPORT int tandem_nccl_route_run(tandem_nccl_route* r, const tandem_nccl_route_call* c, char* why,
                                               size_t why_size) {
-  if (!r || !r->route || !valid(c)) {
+  if (!r || !r->route || !is_valid_route_abi(c)) {
     say(why, why_size, "no route");
     return TANDEM_ROUTE_FAILED;
   }
   try {
-    r->route->run(call_of(*c));
+    r->route->run(from_route_abi(*c));
     return TANDEM_ROUTE_DONE;
   } catch (const std::exception& e) {
     say(why, why_size, e.what());
@@ -122,11 +106,11 @@ TANDEM_ROUTE_EXPORT int tandem_nccl_route_run_group(tandem_nccl_route* const* ro
   std::vector<tandem::GroupedCall> grouped;
   try {
     for (size_t i = 0; i < n; ++i) {
-      if (!routes || !routes[i] || !routes[i]->route || !valid(calls + i)) {
+      if (!routes || !routes[i] || !routes[i]->route || !is_valid_route_abi(calls + i)) {
         say(why, why_size, "no route");
         return TANDEM_ROUTE_FAILED;
       }
-      grouped.push_back({routes[i]->route.get(), call_of(calls[i])});
+      grouped.push_back({routes[i]->route.get(), from_route_abi(calls[i])});
     }
     tandem::CopyEngineRoute::run_group(grouped);
     return TANDEM_ROUTE_DONE;

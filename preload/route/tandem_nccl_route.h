@@ -31,7 +31,7 @@ enum tandem_nccl_route_result {
   TANDEM_ROUTE_FAILED = 2,  // failed partway: the route is aborted; the caller reports an NCCL error
 };
 
-// One collective (tandem::CopyEngineCall).
+// One collective (tandem::CopyEngineCall; route_abi_call.h converts it both ways).
 typedef struct tandem_nccl_route_call {
   int kind;  // tandem::Collective: 0 all-reduce, 1 reduce-scatter, 2 all-gather, 3 all-to-all, 4 broadcast
   const void* send;

@@ -13,6 +13,14 @@ const char* to_string(Reduction r) {
   return table_entry(kNames, r);
 }
 
+Reduction reduction_of(int nccl_op, bool known_pre_mul_sum) {
+  constexpr int kSum = 0, kAvg = 4, kNumOps = 5;
+  if (nccl_op == kSum) return Reduction::Sum;
+  if (nccl_op == kAvg) return Reduction::Average;
+  if (nccl_op >= kNumOps && known_pre_mul_sum) return Reduction::PreMulSum;
+  return Reduction::Unsupported;
+}
+
 namespace {
 
 // Each outcome's token and its explanation, in the enum's order.
@@ -69,8 +77,9 @@ RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   if (r.element_bytes == 0) return RouteOutcome::UnknownType;
   if (r.count == 0) return RouteOutcome::Empty;
   if (r.nranks == 1) return RouteOutcome::SingleRank;
-  if (r.kind == Collective::AllToAll && r.in_place) return RouteOutcome::InPlaceAllToAll;
-  if (r.kind == Collective::Broadcast && (r.root < 0 || r.root >= r.nranks)) return RouteOutcome::RootOutOfRange;
+  const CollectiveRecord& kind = record_of(r.kind);
+  if (r.in_place && !kind.in_place_routed) return RouteOutcome::InPlaceAllToAll;
+  if (kind.has_root && (r.root < 0 || r.root >= r.nranks)) return RouteOutcome::RootOutOfRange;
   if (facts.failed) return RouteOutcome::RouteFailed;
   if (facts.unavailable) return RouteOutcome::RouteUnavailable;
   if (facts.capture_not_ready) return RouteOutcome::CaptureNotReady;

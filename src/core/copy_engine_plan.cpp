@@ -259,6 +259,12 @@ CopyEnginePlan plan_broadcast(const PlanRequest& r) {
 
 namespace {
 
+// Each kind's plan, in Collective's order.
+using Planner = CopyEnginePlan (*)(const PlanRequest&);
+constexpr Planner kPlanners[] = {plan_all_reduce, plan_reduce_scatter, plan_all_gather, plan_all_to_all,
+                                 plan_broadcast};
+static_assert(covers(kPlanners, Collective::Broadcast), "one plan per Collective");
+
 // Each step's name and whether every rank makes it alike, in PlanStep::Op's order.
 struct OpFacts {
   const char* name;
@@ -280,7 +286,8 @@ uint64_t staged_elements(const PlanStep& step) {
 }
 
 bool has_segments(Collective kind) {
-  return kind == Collective::ReduceScatter || kind == Collective::AllGather || kind == Collective::AllToAll;
+  const CollectiveRecord& r = record_of(kind);
+  return r.send_per_rank || r.recv_per_rank;
 }
 
 const char* to_string(PlanStep::Op op) { return table_entry(kOps, op).name; }
@@ -291,27 +298,16 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
   TANDEM_REQUIRE(r.nranks >= 1 && r.rank >= 0 && r.rank < r.nranks,
                  "copy-engine plan: rank " + std::to_string(r.rank) + " of " + std::to_string(r.nranks));
   TANDEM_REQUIRE(r.count > 0 && r.element_bytes > 0, "copy-engine plan: an empty collective");
-  TANDEM_REQUIRE(!(r.kind == Collective::AllToAll && r.in_place), "copy-engine plan: an in-place all-to-all");
+  TANDEM_REQUIRE(!r.in_place || record_of(r.kind).in_place_routed,
+                 std::string("copy-engine plan: an in-place ") + to_string(r.kind));
   TANDEM_REQUIRE(
       r.segment_stride == 0 || (has_segments(r.kind) ? r.segment_stride >= r.count : r.segment_stride == r.count),
       std::string("copy-engine plan: a segment stride of ") + std::to_string(r.segment_stride) + " for a " +
           to_string(r.kind) + " of " + std::to_string(r.count));
   TANDEM_REQUIRE(
-      r.kind != Collective::Broadcast || (r.root >= 0 && r.root < r.nranks),
+      !record_of(r.kind).has_root || (r.root >= 0 && r.root < r.nranks),
       "copy-engine plan: a broadcast from rank " + std::to_string(r.root) + " of " + std::to_string(r.nranks));
-  switch (r.kind) {
-    case Collective::AllReduce:
-      return plan_all_reduce(r);
-    case Collective::ReduceScatter:
-      return plan_reduce_scatter(r);
-    case Collective::AllGather:
-      return plan_all_gather(r);
-    case Collective::Broadcast:
-      return plan_broadcast(r);
-    case Collective::AllToAll:
-      break;
-  }
-  return plan_all_to_all(r);
+  return table_entry(kPlanners, r.kind)(r);
 }
 
 PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {

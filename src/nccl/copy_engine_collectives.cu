@@ -165,60 +165,62 @@ char* address_of(const PlanBuffers& b, PlanAt a, size_t element_bytes) {
   return byte_at(base, a.offset, element_bytes);
 }
 
-// The plan of a call on buffers already in symmetric windows: nothing staged, no pool.
-CopyEnginePlan windowed_plan(const CopyEngineLanes& lanes, Collective kind, const void* send, const void* recv,
-                             size_t count, DType dtype) {
-  const std::string why = copy_engine_refusal(kind, count, lanes.nranks(), to_nccl(dtype));
-  TANDEM_REQUIRE(why.empty(), why);
-  PlanRequest r;
-  r.kind = kind;
-  r.count = count;
-  r.nranks = lanes.nranks();
-  r.rank = lanes.rank();
-  r.element_bytes = dtype_size(dtype);
-  r.send_in_window = r.recv_in_window = true;
-  r.in_place = is_in_place(kind, send, recv, count, r.element_bytes, lanes.rank());
-  const CopyEnginePlan plan = plan_copy_engine_collective(r);
-  TANDEM_REQUIRE(plan.input_elements == 0 && plan.output_elements == 0,
-                 std::string("copy-engine ") + to_string(kind) + ": this call would need a staging buffer");
-  return plan;
-}
+// A call on buffers already in symmetric windows: its plan (nothing staged, no pool), or why it has
+// none. The route's rule first (decide_route, the one rule: the windowed form never takes a call the
+// route refuses for a reason of the call's own, nor refuses one it takes), then what the windowed
+// form lacks: a scale (its sums are plain) and staging (its plan must need no pool part).
+struct WindowedPlan {
+  std::string refusal;
+  CopyEnginePlan plan;
+};
 
-void run_windowed(const CopyEngineLanes& lanes, Collective kind, const void* send, void* recv, void* scratch,
-                  size_t count, DType dtype, cudaStream_t stream) {
-  const CopyEnginePlan plan = windowed_plan(lanes, kind, send, recv, count, dtype);
-  PlanBuffers buffers;
-  buffers.send = send;
-  buffers.recv = recv;
-  buffers.pool_scratch = scratch;
-  execute_copy_engine_plan(lanes, plan, buffers, to_nccl(dtype), SumScale{}, stream);
+WindowedPlan plan_in_windows(const CopyEngineCall& c, int nranks, int rank) {
+  WindowedPlan w;
+  const std::string what = std::string("a copy-engine ") + to_string(c.kind);
+  if (nranks < 1) {
+    w.refusal = what + " needs at least one rank, not " + std::to_string(nranks);
+    return w;
+  }
+  const RouteRequest request = route_request(c, nranks, rank);
+  const RouteOutcome outcome = decide_route(request);
+  // The route leaves a communicator of one rank to NCCL (nothing to exchange, no window memory
+  // wanted); the windowed form runs there all the same: the benchmark measures a policy's cost on
+  // one GPU.
+  if (outcome != RouteOutcome::CopyEngine && outcome != RouteOutcome::SingleRank) {
+    w.refusal = what + ": " + explain(outcome) + " (" + to_string(outcome) + ")";
+    return w;
+  }
+  if (reduces(c.kind) && c.reduction != Reduction::Sum) {
+    w.refusal = what + " on window memory only sums, not a " + to_string(c.reduction);
+    return w;
+  }
+  w.plan = plan_copy_engine_collective(PlanRequest(request, true, true));
+  // Only the staged route pads a count that does not split into equal chunks.
+  if (w.plan.input_elements != 0 || w.plan.output_elements != 0)
+    w.refusal =
+        what + " splits its " + std::to_string(c.count) + " elements into " + std::to_string(nranks) + " equal chunks";
+  return w;
 }
 
 }  // namespace
 
-std::string copy_engine_refusal(Collective kind, uint64_t count, int nranks, ncclDataType_t dtype, ncclRedOp_t op) {
-  const std::string what = std::string("a copy-engine ") + to_string(kind);
-  if (nranks < 1) return what + " needs at least one rank, not " + std::to_string(nranks);
-  if (!from_nccl(dtype))
-    return what + " moves bf16, fp16 or fp32 elements, not NCCL data type " + std::to_string(int(dtype));
-  if (reduces(kind) && op != ncclSum) return what + " only sums (NCCL reduction op " + std::to_string(int(op)) + ")";
-  if (kind == Collective::AllReduce && count % uint64_t(nranks) != 0)
-    return what + " splits its " + std::to_string(count) + " elements into " + std::to_string(nranks) + " equal chunks";
-  return "";
+std::string copy_engine_refusal(const CopyEngineCall& call, int nranks, int rank) {
+  return plan_in_windows(call, nranks, rank).refusal;
 }
 
-size_t copy_engine_scratch_bytes(Collective kind, uint64_t count, DType dtype, int nranks) {
-  switch (kind) {
-    case Collective::AllReduce:
-      return size_t(count) * dtype_size(dtype);
-    case Collective::ReduceScatter:
-      return size_t(count) * size_t(nranks) * dtype_size(dtype);
-    case Collective::AllGather:
-    case Collective::AllToAll:
-    case Collective::Broadcast:
-      break;
-  }
-  return 0;
+size_t copy_engine_scratch_bytes(const CopyEngineCall& call, int nranks) {
+  const WindowedPlan w = plan_in_windows(call, nranks, 0);
+  return w.refusal.empty() ? size_t(w.plan.scratch_elements) * nccl_type_bytes(call.dtype) : 0;
+}
+
+void copy_engine_collective(const CopyEngineLanes& lanes, const CopyEngineCall& call, void* scratch) {
+  const WindowedPlan w = plan_in_windows(call, lanes.nranks(), lanes.rank());
+  TANDEM_REQUIRE(w.refusal.empty(), w.refusal);
+  PlanBuffers buffers;
+  buffers.send = call.send;
+  buffers.recv = call.recv;
+  buffers.pool_scratch = scratch;
+  execute_copy_engine_plan(lanes, w.plan, buffers, call.dtype, SumScale{}, call.stream);
 }
 
 void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t send_stride, void* recv, size_t count,
@@ -302,6 +304,22 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
     }
   }
 }
+
+namespace {
+
+void run_windowed(const CopyEngineLanes& lanes, Collective kind, const void* send, void* recv, void* scratch,
+                  size_t count, DType dtype, cudaStream_t stream) {
+  CopyEngineCall call;
+  call.kind = kind;
+  call.send = send;
+  call.recv = recv;
+  call.count = count;
+  call.dtype = to_nccl(dtype);
+  call.stream = stream;
+  copy_engine_collective(lanes, call, scratch);
+}
+
+}  // namespace
 
 void copy_engine_reduce_scatter(const CopyEngineLanes& lanes, const void* send, void* recv, void* scratch,
                                 size_t recv_count, DType dtype, cudaStream_t stream) {

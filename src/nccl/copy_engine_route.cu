@@ -223,31 +223,11 @@ struct CopyEngineRoute::State {
     return pool_layout(plan_for(c, pieces.front()), nccl_type_bytes(c.dtype)).bytes;
   }
 
+  // The call's request (copy_engine_call.h's one conversion) with where its buffers lie.
   PlanRequest plan_request(const CopyEngineCall& c) const {
-    PlanRequest r;
-    r.kind = c.kind;
-    r.count = c.count;
-    r.nranks = nranks;
-    r.rank = rank;
-    r.element_bytes = nccl_type_bytes(c.dtype);
-    r.send_in_window = in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * r.element_bytes);
-    r.recv_in_window = in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * r.element_bytes);
-    r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
-    r.root = c.root;
-    return r;
-  }
-
-  RouteRequest request_for(const CopyEngineCall& c) const {
-    RouteRequest r;
-    r.kind = c.kind;
-    r.count = c.count;
-    r.element_bytes = nccl_type_bytes(c.dtype);
-    r.has_sum_kernel = from_nccl(c.dtype).has_value();
-    r.reduction = c.reduction;
-    r.nranks = nranks;
-    r.in_place = is_in_place(c.kind, c.send, c.recv, c.count, r.element_bytes, rank);
-    r.root = c.root;
-    return r;
+    const RouteRequest call = route_request(c, nranks, rank);
+    return PlanRequest(call, in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * call.element_bytes),
+                       in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * call.element_bytes));
   }
 
   // Orders `stream` after the route's last use (see the header's Ordering and CUDA graphs).
@@ -359,7 +339,7 @@ RouteOutcome CopyEngineRoute::check(const CopyEngineCall& call) const {
   const State& s = *state_;
   RouteFacts facts;
   facts.failed = s.failed;
-  const RouteOutcome outcome = decide_route(s.request_for(call), facts);
+  const RouteOutcome outcome = decide_route(route_request(call, s.nranks, s.rank), facts);
   if (outcome != RouteOutcome::CopyEngine) return outcome;
   const Capture capture = capture_of(call.stream);
   if (!capture.known) return RouteOutcome::CaptureNotReady;

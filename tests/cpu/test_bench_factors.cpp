@@ -134,7 +134,14 @@ TEST(BoundBytes, StreamTriadReadsTwoArraysAndWritesOne) {
 // on 16 (62.5), 1001 on none but 7, 11 and 13.
 TEST(CopyEngineChunking, AllReduceNeedsEqualChunks) {
   const auto copy_engine_all_reduce_refusal = [](uint64_t count, int ranks) {
-    return copy_engine_refusal(tandem::Collective::AllReduce, count, ranks, ncclBfloat16);
+    alignas(16) static char send[16], recv[16];
+    tandem::CopyEngineCall call;
+    call.kind = tandem::Collective::AllReduce;
+    call.send = send;
+    call.recv = recv;
+    call.count = count;
+    call.dtype = ncclBfloat16;
+    return copy_engine_refusal(call, ranks);
   };
   for (int ranks : {1, 2, 4, 8}) EXPECT_EQ(copy_engine_all_reduce_refusal(1024, ranks), "") << ranks;
   EXPECT_EQ(copy_engine_all_reduce_refusal(1000, 8), "");

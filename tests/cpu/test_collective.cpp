@@ -54,6 +54,25 @@ TEST(Collective, BusBandwidthFactorsAreNcclTests) {
   EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::AllReduce, 1), 0.0);
 }
 
+TEST(Collective, OneRecordPerKindInTheEnumsOrder) {
+  for (Collective c : kCollectives) {
+    const CollectiveRecord& r = record_of(c);
+    EXPECT_EQ(r.kind, c);
+    EXPECT_STREQ(r.name, to_string(c));
+    EXPECT_STREQ(r.nccl_function, nccl_function(c));
+  }
+  // Only the broadcast has a root; only the all-to-all's in-place form stays with NCCL; the
+  // benchmark measures all but the broadcast.
+  for (Collective c : kCollectives) {
+    EXPECT_EQ(record_of(c).has_root, c == Collective::Broadcast) << to_string(c);
+    EXPECT_EQ(record_of(c).in_place_routed, c != Collective::AllToAll) << to_string(c);
+    EXPECT_EQ(record_of(c).benchmarked, c != Collective::Broadcast) << to_string(c);
+  }
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Collective::Broadcast, 4), 1.0);
+  EXPECT_EQ(send_elements(Collective::Broadcast, 5, 3), 5u);
+  EXPECT_EQ(recv_elements(Collective::Broadcast, 5, 3), 5u);
+}
+
 TEST(Collective, InPlaceRulesAreNcclsPerKind) {
   alignas(16) static char buffer[4096];
   char* base = buffer;

@@ -25,6 +25,18 @@ RouteRequest request(Collective kind, uint64_t count, int nranks, Reduction redu
   return r;
 }
 
+TEST(CopyEngineEligibility, NcclsOpsAreTheLibrarysReductions) {
+  EXPECT_EQ(reduction_of(0, false), Reduction::Sum);                                          // ncclSum
+  EXPECT_EQ(reduction_of(4, false), Reduction::Average);                                      // ncclAvg
+  for (int op : {1, 2, 3}) EXPECT_EQ(reduction_of(op, false), Reduction::Unsupported) << op;  // prod, max, min
+  // ncclNumOps (5) and on: the program's own ops, pre-multiplied sums when the caller saw them made.
+  EXPECT_EQ(reduction_of(5, true), Reduction::PreMulSum);
+  EXPECT_EQ(reduction_of(5, false), Reduction::Unsupported);
+  EXPECT_EQ(reduction_of(77, true), Reduction::PreMulSum);
+  EXPECT_EQ(reduction_of(0, true), Reduction::Sum);  // a built-in op is what it is
+  EXPECT_EQ(reduction_of(-1, true), Reduction::Unsupported);
+}
+
 TEST(CopyEngineEligibility, WithoutCopyEngineInThePolicyEverythingStaysWithNccl) {
   RouteFacts not_wanted;
   not_wanted.requested = false;

@@ -1,4 +1,4 @@
-// The pure parts of the interposer's NCCL hooks: the reduction an NCCL op is, the communicator
+// The pure parts of the interposer's NCCL hooks: the communicator
 // settings written over a program's ncclConfig_t, the communicator registry (with its pre-multiplied
 // sums) and the summary's NCCL lines (calls and bytes by route, the copy-engine reach). Expectations are worked out by
 // hand from NCCL's rules, not from the code.
@@ -13,6 +13,7 @@
 #include "preload/nccl_registry.h"
 #include "preload/nccl_route.h"
 #include "preload/nccl_settings.h"
+#include "preload/route/route_abi_call.h"
 #include "preload/stats.h"
 #include "tandem/policy.h"
 
@@ -26,16 +27,43 @@ using tandem::Collective;
 using tandem::Reduction;
 using tandem::RouteOutcome;
 
-TEST(preload_nccl_route, NcclsOpsAreTheLibrarysReductions) {
-  EXPECT_EQ(reduction_of(0, false), Reduction::Sum);                                          // ncclSum
-  EXPECT_EQ(reduction_of(4, false), Reduction::Average);                                      // ncclAvg
-  for (int op : {1, 2, 3}) EXPECT_EQ(reduction_of(op, false), Reduction::Unsupported) << op;  // prod, max, min
-  // ncclNumOps (5) and on: the program's own ops, pre-multiplied sums when the interposer saw them made.
-  EXPECT_EQ(reduction_of(5, true), Reduction::PreMulSum);
-  EXPECT_EQ(reduction_of(5, false), Reduction::Unsupported);
-  EXPECT_EQ(reduction_of(77, true), Reduction::PreMulSum);
-  EXPECT_EQ(reduction_of(0, true), Reduction::Sum);  // a built-in op is what it is
-  EXPECT_EQ(reduction_of(-1, true), Reduction::Unsupported);
+// The call crosses the route library's C ABI unchanged, every field, both ways (route_abi_call.h).
+TEST(preload_nccl_route, ACallCrossesTheCAbiUnchanged) {
+  int send = 0, recv = 0, scalar = 0;
+  tandem::CopyEngineCall call;
+  call.kind = Collective::Broadcast;
+  call.send = &send;
+  call.recv = &recv;
+  call.count = 12345;
+  call.dtype = ncclFloat16;
+  call.reduction = Reduction::PreMulSum;
+  call.scalar = 0.25f;
+  call.device_scalar = &scalar;
+  call.root = 3;
+  call.stream = reinterpret_cast<cudaStream_t>(uintptr_t(0x40));
+  const tandem_nccl_route_call abi = to_route_abi(call);
+  EXPECT_EQ(abi.kind, 4);
+  EXPECT_EQ(abi.reduction, 2);
+  ASSERT_TRUE(is_valid_route_abi(&abi));
+  const tandem::CopyEngineCall back = from_route_abi(abi);
+  EXPECT_EQ(back.kind, call.kind);
+  EXPECT_EQ(back.send, call.send);
+  EXPECT_EQ(back.recv, call.recv);
+  EXPECT_EQ(back.count, call.count);
+  EXPECT_EQ(back.dtype, call.dtype);
+  EXPECT_EQ(back.reduction, call.reduction);
+  EXPECT_EQ(back.scalar, call.scalar);
+  EXPECT_EQ(back.device_scalar, call.device_scalar);
+  EXPECT_EQ(back.root, call.root);
+  EXPECT_EQ(back.stream, call.stream);
+  // A C caller's kind or reduction past the enums is refused before it is converted.
+  tandem_nccl_route_call bad = abi;
+  bad.kind = tandem::kCollectiveCount;
+  EXPECT_FALSE(is_valid_route_abi(&bad));
+  bad = abi;
+  bad.reduction = -1;
+  EXPECT_FALSE(is_valid_route_abi(&bad));
+  EXPECT_FALSE(is_valid_route_abi(nullptr));
 }
 
 TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
