@@ -12,7 +12,6 @@ enum class Hook : int { TANDEM_DRIVER_HOOKS(TANDEM_HOOK_ENUMERATOR) TANDEM_LIBRA
 #define TANDEM_HOOK_COUNT_ONE(name, ret, params, args) +1
 inline constexpr int kDriverHookCount = 0 TANDEM_DRIVER_HOOKS(TANDEM_HOOK_COUNT_ONE);
 inline constexpr int kHookCount = kDriverHookCount + (0 TANDEM_LIBRARY_HOOKS(TANDEM_HOOK_COUNT_ONE));
-inline constexpr int kNcclHookCount = 0 TANDEM_NCCL_HOOKS(TANDEM_HOOK_COUNT_ONE);
 #undef TANDEM_HOOK_COUNT_ONE
 
 static_assert(sizeof(kHookNames) / sizeof(kHookNames[0]) == kHookCount, "one name per hook");
@@ -25,9 +24,6 @@ constexpr const char* name_of(Hook h) { return kHookNames[index_of(h)]; }
 constexpr HookFamily family_of(Hook h) {
   return index_of(h) < kDriverHookCount ? HookFamily::Driver : HookFamily::Library;
 }
-
-// The NCCL list comes last (TANDEM_LIBRARY_HOOKS ends with it).
-constexpr bool is_nccl_hook(Hook h) { return index_of(h) >= kHookCount - kNcclHookCount; }
 
 // The launch entry points: the ones whose calls are kernel launches.
 constexpr bool is_launch_hook(Hook h) {

@@ -41,10 +41,9 @@ struct RouteRequest {
 
 // What the caller knows beyond the call's arguments.
 struct RouteFacts {
-  bool requested = true;           // the policy names `copy-engine`
-  bool unavailable = false;        // no route library, or no route could be made for this communicator
-  bool failed = false;             // the route failed on this communicator earlier
-  bool capture_not_ready = false;  // the stream is being captured and the route still has set-up to do
+  bool requested = true;     // the policy names `copy-engine`
+  bool unavailable = false;  // no route library, or no route could be made for this communicator
+  bool failed = false;       // the route failed on this communicator earlier
 };
 
 // Keep kCount last. The order is the summary's.

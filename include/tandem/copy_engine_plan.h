@@ -82,9 +82,6 @@ struct PlanStep {
 };
 // The elements a step stages within the GPU (Stage: every row; other steps, Copy among them: 0).
 uint64_t staged_elements(const PlanStep&);
-// Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter), rather
-// than work of this rank's own (Stage, Copy, Sum), of which ranks may make different numbers.
-bool is_collective_step(PlanStep::Op);
 const char* to_string(PlanStep::Op);
 
 // A call's request (the rule's, RouteRequest: kind, count, nranks, rank, element size, in place, root:

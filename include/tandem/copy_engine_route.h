@@ -92,10 +92,9 @@ class CopyEngineRoute {
  public:
   // `parent`: the caller's communicator (not owned; it must outlive the route). `max_pool_bytes`: the
   // most window memory the staging pool may hold (0: no cap); a call that would need more runs in
-  // pieces (tandem/copy_engine_plan.h, pieces_within). `base_config`: the configuration the lanes
-  // start from (its CTA policy is forced to zero, blocking to 0).
-  CopyEngineRoute(ncclComm_t parent, WaitRules rules, size_t max_pool_bytes = kDefaultRoutePoolBytes,
-                  const ncclConfig_t& base_config = NCCL_CONFIG_INITIALIZER);
+  // pieces (tandem/copy_engine_plan.h, pieces_within). The lanes are NCCL's default configuration
+  // with CTA policy zero, non-blocking.
+  CopyEngineRoute(ncclComm_t parent, WaitRules rules, size_t max_pool_bytes = kDefaultRoutePoolBytes);
   // Releases the windows, frees the pools and closes the lanes; after a failure (abort()) it only
   // aborts.
   ~CopyEngineRoute();

@@ -82,7 +82,6 @@ RouteOutcome decide_route(const RouteRequest& r, const RouteFacts& facts) {
   if (kind.has_root && (r.root < 0 || r.root >= r.nranks)) return RouteOutcome::RootOutOfRange;
   if (facts.failed) return RouteOutcome::RouteFailed;
   if (facts.unavailable) return RouteOutcome::RouteUnavailable;
-  if (facts.capture_not_ready) return RouteOutcome::CaptureNotReady;
   return RouteOutcome::CopyEngine;
 }
 

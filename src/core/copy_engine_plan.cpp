@@ -265,21 +265,13 @@ constexpr Planner kPlanners[] = {plan_all_reduce, plan_reduce_scatter, plan_all_
                                  plan_broadcast};
 static_assert(covers(kPlanners, Collective::Broadcast), "one plan per Collective");
 
-// Each step's name and whether every rank makes it alike, in PlanStep::Op's order.
-struct OpFacts {
-  const char* name;
-  bool collective;
-};
-constexpr OpFacts kOps[] = {
-    {"stage", false}, {"exchange", true}, {"sum", false}, {"all-gather", true}, {"scatter", true}, {"copy", false},
-};
+// Each step's name, in PlanStep::Op's order.
+constexpr const char* kOps[] = {"stage", "exchange", "sum", "all-gather", "scatter", "copy"};
 static_assert(covers(kOps, PlanStep::Op::Copy), "one entry per PlanStep::Op");
 constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
 static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanBuffer");
 
 }  // namespace
-
-bool is_collective_step(PlanStep::Op op) { return table_entry(kOps, op).collective; }
 
 uint64_t staged_elements(const PlanStep& step) {
   return step.op == PlanStep::Op::Stage ? step.elements * step.rows : 0;
@@ -290,7 +282,7 @@ bool has_segments(Collective kind) {
   return r.send_per_rank || r.recv_per_rank;
 }
 
-const char* to_string(PlanStep::Op op) { return table_entry(kOps, op).name; }
+const char* to_string(PlanStep::Op op) { return table_entry(kOps, op); }
 
 const char* to_string(PlanBuffer b) { return table_entry(kBufferNames, b); }
 

@@ -110,7 +110,7 @@ struct CopyEngineRoute::State {
   ncclComm_t parent = nullptr;
   WaitRules rules;
   size_t max_pool_bytes = kDefaultRoutePoolBytes;  // 0: no cap
-  ncclConfig_t config{};                           // the lanes': the caller's base, CTA policy zero, non-blocking
+  ncclConfig_t config{};                           // the lanes': NCCL's defaults, CTA policy zero, non-blocking
   int rank = 0;
   int nranks = 0;
   int device = 0;
@@ -282,15 +282,14 @@ struct CopyEngineRoute::State {
   }
 };
 
-CopyEngineRoute::CopyEngineRoute(ncclComm_t parent, WaitRules rules, size_t max_pool_bytes,
-                                 const ncclConfig_t& base_config)
+CopyEngineRoute::CopyEngineRoute(ncclComm_t parent, WaitRules rules, size_t max_pool_bytes)
     : state_(std::make_unique<State>()) {
   TANDEM_REQUIRE(parent != nullptr, "the copy-engine route needs a communicator");
   State& s = *state_;
   s.parent = parent;
   s.rules = std::move(rules);
   s.max_pool_bytes = max_pool_bytes;
-  s.config = base_config;
+  s.config = NCCL_CONFIG_INITIALIZER;
   s.config.blocking = 0;
   s.config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
   TANDEM_NCCL_CHECK(parent, ncclCommUserRank(parent, &s.rank));

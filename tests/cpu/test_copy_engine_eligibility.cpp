@@ -119,19 +119,17 @@ TEST(CopyEngineEligibility, EmptyCallsAndUnknownCommunicatorsStayWithNccl) {
 }
 
 TEST(CopyEngineEligibility, TheRoutesStateComesAfterTheCallsOwnReasons) {
-  RouteFacts failed, unavailable, capture;
+  RouteFacts failed, unavailable;
   failed.failed = true;
   failed.unavailable = true;
   unavailable.unavailable = true;
-  capture.capture_not_ready = true;
   const RouteRequest ok = request(Collective::AllReduce, 8, 2);
   EXPECT_EQ(decide_route(ok, failed), RouteOutcome::RouteFailed);
   EXPECT_EQ(decide_route(ok, unavailable), RouteOutcome::RouteUnavailable);
-  EXPECT_EQ(decide_route(ok, capture), RouteOutcome::CaptureNotReady);
   // A call the route could never take says so, whatever the route's state.
   EXPECT_EQ(decide_route(request(Collective::AllReduce, 8, 2, Reduction::Unsupported), failed),
             RouteOutcome::OpNotSupported);
-  EXPECT_EQ(decide_route(request(Collective::AllReduce, 0, 2), capture), RouteOutcome::Empty);
+  EXPECT_EQ(decide_route(request(Collective::AllReduce, 0, 2), unavailable), RouteOutcome::Empty);
 }
 
 TEST(CopyEngineEligibility, EveryOutcomeHasItsOwnTokenAndAnExplanation) {

@@ -208,6 +208,12 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
   }
 }
 
+// Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter), rather
+// than work of the rank's own (Stage, Copy, Sum), of which ranks may make different numbers.
+bool is_collective_step(PlanStep::Op op) {
+  return op == PlanStep::Op::Exchange || op == PlanStep::Op::AllGather || op == PlanStep::Op::Scatter;
+}
+
 // Runs every rank's plan: each rank's own steps (stage, sum) as far as its next collective step,
 // then that collective step on every rank at once, which must be the same call on every rank.
 void execute(const Case& c, std::vector<CopyEnginePlan>& plans, std::vector<RankMemory>& ranks) {

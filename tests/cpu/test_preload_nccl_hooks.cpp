@@ -783,11 +783,10 @@ TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing)
   EXPECT_EQ(with.raw.err.find("nccl communicators"), std::string::npos) << with.raw.err;
   EXPECT_EQ(with.raw.err.find("ncclAllReduce"), std::string::npos) << with.raw.err;
   ASSERT_TRUE(with.stats.is_object()) << with.raw.err;
-  for (int i = 0; i < tandem::preload::kHookCount; ++i) {
-    const auto hook = static_cast<tandem::preload::Hook>(i);
-    if (tandem::preload::is_nccl_hook(hook))
-      EXPECT_EQ(with.stats["calls_by_hook"][tandem::preload::name_of(hook)], 0) << tandem::preload::name_of(hook);
-  }
+  // Every NCCL hook of the hook list, uncalled.
+#define TANDEM_EXPECT_UNCALLED(name, ret, params, args) EXPECT_EQ(with.stats["calls_by_hook"][#name], 0) << #name;
+  TANDEM_NCCL_HOOKS(TANDEM_EXPECT_UNCALLED)
+#undef TANDEM_EXPECT_UNCALLED
   EXPECT_TRUE(with.stats["nccl_collectives"].empty());
   EXPECT_EQ(with.stats["nccl_communicators"]["created"], 0);
 }
