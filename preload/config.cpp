@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tandem/enum_table.h"
 #include "tandem/error.h"
 #include "tandem/policy_tokens.h"
 #include "tandem/printable.h"
@@ -63,15 +64,6 @@ std::optional<int> launcher_rank(const EnvironmentLookup& lookup) {
   return std::nullopt;
 }
 
-// The enum value whose name `text` is (trimmed), from run_contract.h's names in the enum's order.
-template <class Enum, size_t N>
-std::optional<Enum> parse_named(std::string_view text, const std::array<const char*, N>& names) {
-  const std::string_view t = trim(text);
-  for (size_t i = 0; i < N; ++i)
-    if (t == names[i]) return static_cast<Enum>(i);
-  return std::nullopt;
-}
-
 // A variable naming one of `names`: its value when it does; otherwise a warning and `value` kept,
 // which `otherwise` describes. Unset or blank: `value` kept, silently.
 template <class Enum, size_t N>
@@ -79,7 +71,7 @@ void read_choice(const EnvironmentLookup& lookup, const char* variable, const st
                  const char* otherwise, Enum& value, PreloadConfig& config) {
   const auto text = lookup(variable);
   if (!text || trim(*text).empty()) return;
-  if (const auto parsed = parse_named<Enum>(*text, names)) {
+  if (const auto parsed = parse_entry<Enum>(names, trim(*text))) {
     value = *parsed;
     return;
   }
@@ -117,10 +109,10 @@ void find_overriding_nccl_variables(const EnvironmentLookup& lookup, PreloadConf
 }  // namespace
 
 std::optional<LogLevel> parse_log_level(std::string_view text) {
-  return parse_named<LogLevel>(text, env::kLogLevelNames);
+  return parse_entry<LogLevel>(env::kLogLevelNames, trim(text));
 }
-const char* to_string(LogLevel level) { return env::kLogLevelNames[static_cast<size_t>(level)]; }
-const char* to_string(TimelineMode mode) { return env::kTimelineModeNames[static_cast<size_t>(mode)]; }
+const char* to_string(LogLevel level) { return table_entry(env::kLogLevelNames, level); }
+const char* to_string(TimelineMode mode) { return table_entry(env::kTimelineModeNames, mode); }
 
 std::vector<std::string> split_patterns(std::string_view text) {
   std::vector<std::string> patterns;

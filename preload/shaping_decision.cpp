@@ -3,6 +3,8 @@
 #include <exception>
 #include <iterator>
 
+#include "tandem/enum_table.h"
+
 namespace tandem::preload {
 namespace {
 
@@ -87,7 +89,7 @@ const char* to_string(ShapingOutcome outcome) {
                                            "model-error",       "no-metadata",      "no-device",
                                            "cap-raise-failed"};  // in the enum's order
   static_assert(std::size(kNames) == kShapingOutcomeCount, "a name for every outcome");
-  return name_in(kNames, outcome, "unknown");
+  return entry_or(kNames, outcome, "unknown");
 }
 
 bool decided_before_model(const ShapeTarget& target, const ShapingRequest& request) {

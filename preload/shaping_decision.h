@@ -41,13 +41,6 @@ enum class ShapingOutcome : uint8_t {
 const char* to_string(ShapingOutcome);
 inline constexpr int kShapingOutcomeCount = static_cast<int>(ShapingOutcome::kCount);
 
-// The name of an enum's `value` from `names`, which list the enum's values in order; `otherwise` past them.
-template <class Enum, size_t N>
-const char* name_in(const char* const (&names)[N], Enum value, const char* otherwise) {
-  const auto i = static_cast<size_t>(value);
-  return i < N ? names[i] : otherwise;
-}
-
 struct ShapingRequest {
   KernelFootprint kernel;  // threads, registers, static smem, the launch's dynamic smem, cluster size
   bool cooperative = false;

@@ -4,6 +4,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "tandem/enum_table.h"
 #include "tandem/text.h"
 
 namespace tandem::preload {
@@ -73,7 +74,7 @@ const char* to_string(ElevationOutcome outcome) {
   static constexpr const char* kNames[] = {"not-requested", "elevated",  "excluded",
                                            "failed-retry",  "no-device", "too-many-attributes"};  // in the enum's order
   static_assert(std::size(kNames) == kElevationOutcomeCount, "a name for every outcome");
-  return name_in(kNames, outcome, "unknown");
+  return entry_or(kNames, outcome, "unknown");
 }
 
 void Counters::reset() {

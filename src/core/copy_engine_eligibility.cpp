@@ -54,10 +54,8 @@ constexpr OutcomeText kOutcomeTexts[] = {
 };
 static_assert(std::size(kOutcomeTexts) == kRouteOutcomeCount, "one text per RouteOutcome");
 
-const OutcomeText& text_of(RouteOutcome outcome) {
-  static constexpr OutcomeText kUnknown = {"unknown", "unknown"};
-  const auto index = static_cast<size_t>(outcome);
-  return index < std::size(kOutcomeTexts) ? kOutcomeTexts[index] : kUnknown;
+OutcomeText text_of(RouteOutcome outcome) {
+  return entry_or(kOutcomeTexts, outcome, OutcomeText{"unknown", "unknown"});
 }
 
 }  // namespace
