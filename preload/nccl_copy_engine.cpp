@@ -32,16 +32,14 @@ constexpr double kRouteTimeoutS = 600;
 
 constexpr const char* kRouteLibrary = "libtandem_nccl_route.so";
 
-// The route library's C ABI, resolved once.
+// The route library's C ABI (TANDEM_NCCL_ROUTE_FUNCTIONS), resolved once: one field per function,
+// named after it (`create` is tandem_nccl_route_create).
 struct RouteLibrary {
   bool loaded = false;
   std::string why;  // when not loaded
-  decltype(&tandem_nccl_route_create) create = nullptr;
-  decltype(&tandem_nccl_route_check) check = nullptr;
-  decltype(&tandem_nccl_route_run) run = nullptr;
-  decltype(&tandem_nccl_route_run_group) run_group = nullptr;
-  decltype(&tandem_nccl_route_get_stats) get_stats = nullptr;
-  decltype(&tandem_nccl_route_destroy) destroy = nullptr;
+#define TANDEM_ROUTE_FUNCTION_FIELD(name) decltype(&tandem_nccl_route_##name) name = nullptr;
+  TANDEM_NCCL_ROUTE_FUNCTIONS(TANDEM_ROUTE_FUNCTION_FIELD)
+#undef TANDEM_ROUTE_FUNCTION_FIELD
 };
 
 // The file that defines the program's NCCL (the real function behind a hook).
@@ -52,9 +50,15 @@ std::string program_nccl_file() {
   return "";
 }
 
-template <class Fn>
-Fn symbol(void* handle, const char* name) {
-  return reinterpret_cast<Fn>(real_dlsym()(handle, name));
+// Every function of the list from `handle`; false when one is missing.
+bool bind_functions(void* handle, RouteLibrary& lib) {
+  bool all = true;
+#define TANDEM_BIND_ROUTE_FUNCTION(name)                                                             \
+  lib.name = reinterpret_cast<decltype(lib.name)>(real_dlsym()(handle, "tandem_nccl_route_" #name)); \
+  all = all && lib.name != nullptr;
+  TANDEM_NCCL_ROUTE_FUNCTIONS(TANDEM_BIND_ROUTE_FUNCTION)
+#undef TANDEM_BIND_ROUTE_FUNCTION
+  return all;
 }
 
 // The file of the loaded object the loader would give the route library for its libnccl.so.2
@@ -89,21 +93,12 @@ RouteLibrary load() {
     lib.why = "cannot load " + path + ": " + take_dl_error();
     return lib;
   }
-  const auto abi = symbol<int (*)()>(handle, "tandem_nccl_route_abi_version");
-  const auto nccl_file = symbol<const char* (*)()>(handle, "tandem_nccl_route_nccl_file");
-  lib.create = symbol<decltype(lib.create)>(handle, "tandem_nccl_route_create");
-  lib.check = symbol<decltype(lib.check)>(handle, "tandem_nccl_route_check");
-  lib.run = symbol<decltype(lib.run)>(handle, "tandem_nccl_route_run");
-  lib.run_group = symbol<decltype(lib.run_group)>(handle, "tandem_nccl_route_run_group");
-  lib.get_stats = symbol<decltype(lib.get_stats)>(handle, "tandem_nccl_route_get_stats");
-  lib.destroy = symbol<decltype(lib.destroy)>(handle, "tandem_nccl_route_destroy");
-  if (!abi || abi() != TANDEM_NCCL_ROUTE_ABI_VERSION || !nccl_file || !lib.create || !lib.check || !lib.run ||
-      !lib.run_group || !lib.get_stats || !lib.destroy) {
+  if (!bind_functions(handle, lib) || lib.abi_version() != TANDEM_NCCL_ROUTE_ABI_VERSION) {
     lib.why = path + " is not the route library of this interposer (another version)";
     return lib;
   }
   // Never a second NCCL: the route must drive the program's copy, the one that owns its communicators.
-  const std::string ours = nccl_file();
+  const std::string ours = lib.nccl_file();
   if (ours.empty() || ours != program) {
     lib.why = "the route library's NCCL (" + ours + ") is not the program's (" + program + ")";
     return lib;

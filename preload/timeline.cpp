@@ -44,21 +44,12 @@ constexpr size_t kBufferBytes = size_t(8) << 20;
 // 48 bytes each: 768 MiB at most. Beyond it records are counted as lost, never kept.
 constexpr uint64_t kMaxRecords = uint64_t(16) << 20;
 
-// The recorder's C ABI, resolved once.
+// The recorder's C ABI (TANDEM_TIMELINE_FUNCTIONS), resolved once: one field per function, named after
+// it (`start` is tandem_timeline_start).
 struct Recorder {
-  decltype(&tandem_timeline_abi_version) abi = nullptr;
-  decltype(&tandem_timeline_cupti_soname) cupti_soname = nullptr;
-  decltype(&tandem_timeline_start) start = nullptr;
-  decltype(&tandem_timeline_push_communication) push = nullptr;
-  decltype(&tandem_timeline_pop_communication) pop = nullptr;
-  decltype(&tandem_timeline_stop) stop = nullptr;
-  decltype(&tandem_timeline_activities) activities = nullptr;
-  decltype(&tandem_timeline_marks) marks = nullptr;
-  decltype(&tandem_timeline_mark) mark = nullptr;
-  decltype(&tandem_timeline_name_count) name_count = nullptr;
-  decltype(&tandem_timeline_name) name = nullptr;
-  decltype(&tandem_timeline_communication_correlations) correlations = nullptr;
-  decltype(&tandem_timeline_get_counts) counts = nullptr;
+#define TANDEM_RECORDER_FUNCTION_FIELD(name) decltype(&tandem_timeline_##name) name = nullptr;
+  TANDEM_TIMELINE_FUNCTIONS(TANDEM_RECORDER_FUNCTION_FIELD)
+#undef TANDEM_RECORDER_FUNCTION_FIELD
 };
 
 // Set once before g_state becomes kRecording; never cleared (a region that read them keeps working
@@ -85,10 +76,15 @@ std::string host_name() {
   return buf;
 }
 
-template <class Fn>
-bool bind(void* handle, Fn& fn, const char* name) {
-  fn = reinterpret_cast<Fn>(real_dlsym()(handle, name));
-  return fn != nullptr;
+// Every function of the list from `handle`; false when one is missing.
+bool bind_functions(void* handle, Recorder& r) {
+  bool all = true;
+#define TANDEM_BIND_RECORDER_FUNCTION(name)                                                    \
+  r.name = reinterpret_cast<decltype(r.name)>(real_dlsym()(handle, "tandem_timeline_" #name)); \
+  all = all && r.name != nullptr;
+  TANDEM_TIMELINE_FUNCTIONS(TANDEM_BIND_RECORDER_FUNCTION)
+#undef TANDEM_BIND_RECORDER_FUNCTION
+  return all;
 }
 
 // "" when loaded, else why not.
@@ -97,17 +93,7 @@ std::string load_recorder() {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return "cannot load " + path + ": " + take_dl_error();
   Recorder& r = g_recorder;
-  const bool complete =
-      bind(handle, r.abi, "tandem_timeline_abi_version") &&
-      bind(handle, r.cupti_soname, "tandem_timeline_cupti_soname") && bind(handle, r.start, "tandem_timeline_start") &&
-      bind(handle, r.push, "tandem_timeline_push_communication") &&
-      bind(handle, r.pop, "tandem_timeline_pop_communication") && bind(handle, r.stop, "tandem_timeline_stop") &&
-      bind(handle, r.activities, "tandem_timeline_activities") && bind(handle, r.marks, "tandem_timeline_marks") &&
-      bind(handle, r.mark, "tandem_timeline_mark") && bind(handle, r.name_count, "tandem_timeline_name_count") &&
-      bind(handle, r.name, "tandem_timeline_name") &&
-      bind(handle, r.correlations, "tandem_timeline_communication_correlations") &&
-      bind(handle, r.counts, "tandem_timeline_get_counts");
-  if (!complete || r.abi() != TANDEM_TIMELINE_ABI_VERSION)
+  if (!bind_functions(handle, r) || r.abi_version() != TANDEM_TIMELINE_ABI_VERSION)
     return path + " is not the timeline recorder of this interposer (another version)";
   return "";
 }
@@ -251,8 +237,8 @@ RawTimeline copy_records() {
   const size_t names = g_recorder.name_count();
   raw.names.reserve(names);
   for (size_t i = 0; i < names; ++i) raw.names.emplace_back(g_recorder.name(static_cast<uint32_t>(i)));
-  if (const uint32_t* c = g_recorder.correlations(&n)) raw.communication_correlations.assign(c, c + n);
-  g_recorder.counts(&raw.counts);
+  if (const uint32_t* c = g_recorder.communication_correlations(&n)) raw.communication_correlations.assign(c, c + n);
+  g_recorder.get_counts(&raw.counts);
   return raw;
 }
 
@@ -389,12 +375,12 @@ void timeline_yield_cupti() {
 
 CommunicationRegion::CommunicationRegion() {
   if (!g_regions.load(std::memory_order_acquire)) return;
-  g_recorder.push();
+  g_recorder.push_communication();
   pushed_ = true;
 }
 
 CommunicationRegion::~CommunicationRegion() {
-  if (pushed_) g_recorder.pop();
+  if (pushed_) g_recorder.pop_communication();
 }
 
 int timeline_nvtx_injection(void* get_export_table) {

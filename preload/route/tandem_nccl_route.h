@@ -82,4 +82,17 @@ void tandem_nccl_route_get_stats(const tandem_nccl_route* route, tandem_nccl_rou
 // (collective: windows released, lanes closed); 0: aborts the lanes, waits for no peer.
 void tandem_nccl_route_destroy(tandem_nccl_route* route, int healthy);
 
+// Every function above, by its name after "tandem_nccl_route_": the interposer binds the library
+// through this list (one dlsym each, preload/nccl_copy_engine.cpp), so a function added to the ABI is
+// added here and bound, and a library that lacks one is refused.
+#define TANDEM_NCCL_ROUTE_FUNCTIONS(X) \
+  X(abi_version)                       \
+  X(nccl_file)                         \
+  X(create)                            \
+  X(check)                             \
+  X(run)                               \
+  X(run_group)                         \
+  X(get_stats)                         \
+  X(destroy)
+
 }  // extern "C"

@@ -107,6 +107,24 @@ const char* tandem_timeline_name(uint32_t index);  // "" for an index out of ran
 const uint32_t* tandem_timeline_communication_correlations(size_t* count);
 void tandem_timeline_get_counts(tandem_timeline_counts* out);
 
+// Every function above, by its name after "tandem_timeline_": the interposer binds the recorder
+// through this list (one dlsym each), so a function added to the ABI is added here and bound, and a
+// library that lacks one is refused.
+#define TANDEM_TIMELINE_FUNCTIONS(X) \
+  X(abi_version)                     \
+  X(cupti_soname)                    \
+  X(start)                           \
+  X(push_communication)              \
+  X(pop_communication)               \
+  X(mark)                            \
+  X(stop)                            \
+  X(activities)                      \
+  X(marks)                           \
+  X(name_count)                      \
+  X(name)                            \
+  X(communication_correlations)      \
+  X(get_counts)
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif
