@@ -3,10 +3,10 @@
 // writes it. One schema for the three places tandem counts the collectives it reaches: the
 // interposer's --stats document (preload/stats.cpp), the copy-engine route's counters
 // (tandem/route_counters.h: the C++ struct, the C ABI, tandem._cuda's route.stats()) and
-// tandem.torch's stats() (python/tandem/torch/stats.py). A document is an object whose fields are the
+// tandem.torch's stats() (python/tandem/torch/counts.py). A document is an object whose fields are the
 // record "document"; a field's value is one value, a map {name: value} or a list, each value of a
 // unit or a record of its own. Rendered as python/tandem/stats_schema.json (what tandem.torch and
-// scripts/reach-check.py read; tests/cpu/test_stats_schema.cpp checks the file against this) and as
+// scripts/reach-check.py read; tests/cpu/test_preload_stats_schema.cpp checks the file against this) and as
 // docs/BENCH_JSON.md's table of `tandem run --stats`.
 #include <string>
 #include <string_view>

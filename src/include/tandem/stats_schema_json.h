@@ -1,6 +1,6 @@
 #pragma once
 // The stats schema (tandem/stats_schema.h) as JSON: python/tandem/stats_schema.json, which
-// tandem.torch and scripts/reach-check.py read (tests/cpu/test_stats_schema.cpp checks the file is
+// tandem.torch and scripts/reach-check.py read (tests/cpu/test_preload_stats_schema.cpp checks the file is
 // this). Header-only: tandem::core carries no JSON library.
 #include <nlohmann/json.hpp>
 
