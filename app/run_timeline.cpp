@@ -234,7 +234,7 @@ std::vector<EnvChange> timeline_environment(const RunTimeline& t, const std::str
   changes.emplace_back(env::kTimelineDir, when(t.enabled, t.folder));
   changes.emplace_back(env::kStepRange, when(t.enabled && !t.step_range.empty(), t.step_range));
   // NVTX reads this at the program's first NVTX call: the interposer then hands NVTX to CUPTI, whose
-  // range records give the steps (preload/timeline.h). A tool's own injection is left in place.
+  // range records give the steps (preload/timeline_session.h). A tool's own injection is left in place.
   if (t.enabled && (!existing_nvtx_injection || !*existing_nvtx_injection))
     changes.emplace_back(env::kNvtxInjection, library);
   return changes;

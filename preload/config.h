@@ -37,7 +37,7 @@ struct PreloadConfig {
   // cap); larger calls run in pieces (tandem/copy_engine_route.h).
   uint64_t route_pool_max_bytes = uint64_t{256} << 20;
   std::optional<long> root_pid;  // the process `tandem run` started
-  // The timeline (preload/timeline.h).
+  // The timeline (preload/timeline_session.h).
   TimelineMode timeline = TimelineMode::Off;
   std::string timeline_dir;    // "" for none: the figures go to the summary and the stats file only
   std::string step_range;      // glob over NVTX range names; "" for the whole run as one step

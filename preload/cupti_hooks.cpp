@@ -1,14 +1,14 @@
 // cuptiActivityRegisterCallbacks: a program's profiler (torch.profiler's Kineto, or any CUPTI
 // client) takes CUPTI's activity buffers. CUPTI keeps one pair of buffer callbacks per process, so the
-// timeline hands CUPTI over before the program's registration goes through (timeline.h): its own
+// timeline hands CUPTI over before the program's registration goes through (timeline_session.h): its own
 // kinds disabled, its buffers flushed back to it. The program then gets exactly what CUPTI answers,
 // and a profile holding only its own records.
 //
 // The timeline's recorder registers its callbacks through a pointer looked up in CUPTI itself
-// (timeline.cpp: resolve_cupti), never through this hook, so every call seen here is the program's.
+// (timeline_session.cpp: resolve_cupti), never through this hook, so every call seen here is the program's.
 #include "hook_handlers.h"
 #include "runtime.h"
-#include "timeline.h"
+#include "timeline_session.h"
 
 namespace tandem::preload {
 

@@ -6,7 +6,7 @@
 //
 // Not in a vfork child: it shares its parent's memory, and reporting there would mark the parent's
 // timeline finished and write the parent's numbers under the child's pid. A fork's child reports
-// its own (its counters start at zero; the parent's recording stays the parent's, timeline.cpp).
+// its own (its counters start at zero; the parent's recording stays the parent's, timeline_session.cpp).
 #include <sys/syscall.h>
 #include <unistd.h>
 

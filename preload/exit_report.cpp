@@ -27,7 +27,7 @@
 #include "tandem/printable.h"
 #include "tandem/process_timeline_json.h"
 #include "tandem/safe_file.h"
-#include "timeline.h"
+#include "timeline_session.h"
 
 namespace tandem::preload {
 namespace {
@@ -114,7 +114,7 @@ void report() {
   if (!rt && print)
     for (const auto& problem : config.problems) log(problem.level, "%s", problem.message.c_str());
   Snapshot snapshot = take_snapshot(config, rt);
-  // The timeline finished at exit (timeline.h): its lines follow the summary, its figures go to the stats.
+  // The timeline finished at exit (timeline_session.h): its lines follow the summary, its figures go to the stats.
   const ProcessTimeline* timeline = timeline_result();
   std::string timeline_text;
   if (timeline && (timeline->state != TimelineState::NotStarted || config.log_level >= LogLevel::Info))

@@ -11,7 +11,7 @@
 #include "log.h"
 #include "shaping_decision.h"
 #include "tandem/shaping_check.h"
-#include "timeline.h"
+#include "timeline_session.h"
 
 namespace tandem::preload {
 namespace {

@@ -10,7 +10,7 @@
 #include "hook_handlers.h"
 #include "launch_controls.h"
 #include "log.h"
-#include "timeline.h"
+#include "timeline_session.h"
 
 namespace tandem::preload {
 namespace {
@@ -30,7 +30,7 @@ CUresult run_launch(Launch&& l) {
   Counters::bump(count.launches);
   Counters::bump(count.calls_by_hook[index_of(l.entry)]);
   Runtime& rt = runtime();
-  timeline_note_activity();  // the first launch starts the timeline when asked for (timeline.h)
+  timeline_note_activity();  // the first launch starts the timeline when asked for (timeline_session.h)
   const DriverApi* api = driver_api();
   // A cuLaunchKernelEx without a configuration is the driver's to reject, unchanged.
   if (!api || !api->complete ||

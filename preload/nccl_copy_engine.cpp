@@ -18,9 +18,6 @@
 namespace tandem::preload {
 namespace {
 
-thread_local int t_inside_tandem = 0;
-thread_local int t_group_depth = 0;
-
 // The program's group on this thread: the routed calls it holds and the communicators of the calls
 // it left to NCCL.
 thread_local std::vector<HeldCall> t_held;
@@ -53,9 +50,7 @@ std::string program_nccl_file() {
 // Every function of the list from `handle`; false when one is missing.
 bool bind_functions(void* handle, RouteLibrary& lib) {
   bool all = true;
-#define TANDEM_BIND_ROUTE_FUNCTION(name)                                                             \
-  lib.name = reinterpret_cast<decltype(lib.name)>(real_dlsym()(handle, "tandem_nccl_route_" #name)); \
-  all = all && lib.name != nullptr;
+#define TANDEM_BIND_ROUTE_FUNCTION(name) all = bind_function(handle, lib.name, "tandem_nccl_route_" #name) && all;
   TANDEM_NCCL_ROUTE_FUNCTIONS(TANDEM_BIND_ROUTE_FUNCTION)
 #undef TANDEM_BIND_ROUTE_FUNCTION
   return all;
@@ -203,17 +198,6 @@ RouteAttempt failed(const char* what, const char* why) {
 }
 
 }  // namespace
-
-bool inside_tandem() { return t_inside_tandem > 0; }
-InsideTandem::InsideTandem() { ++t_inside_tandem; }
-InsideTandem::~InsideTandem() { --t_inside_tandem; }
-
-void group_started() { ++t_group_depth; }
-bool group_ended() {
-  if (t_group_depth == 0) return false;
-  return --t_group_depth == 0;
-}
-bool inside_group() { return t_group_depth > 0; }
 
 RouteState route_state(ncclComm_t comm) {
   RouteState s;

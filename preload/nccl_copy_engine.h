@@ -4,8 +4,8 @@
 // per program communicator, created at its first such collective and destroyed with it.
 //
 // The route library's own NCCL calls resolve to this library's exported hooks (it is first in the
-// global scope): while this thread is inside tandem's own NCCL work (InsideTandem), every NCCL hook
-// forwards straight to NCCL, uncounted.
+// global scope): while this thread is inside tandem's own NCCL work (InsideTandem,
+// nccl_thread_context.h), every NCCL hook forwards straight to NCCL, uncounted.
 //
 // Groups: NCCL queues every call between the program's ncclGroupStart and ncclGroupEnd and issues
 // them all at the outermost ncclGroupEnd, so nothing of a group is known to be done (or even on its
@@ -20,28 +20,12 @@
 #include <cstdint>
 #include <vector>
 
+#include "nccl_thread_context.h"
 #include "route/tandem_nccl_route.h"
 #include "tandem/copy_engine_call.h"
 #include "tandem/copy_engine_eligibility.h"
 
 namespace tandem::preload {
-
-// True while this thread runs tandem's own NCCL work.
-bool inside_tandem();
-class InsideTandem {
- public:
-  InsideTandem();
-  ~InsideTandem();
-  InsideTandem(const InsideTandem&) = delete;
-  InsideTandem& operator=(const InsideTandem&) = delete;
-};
-
-// The program's ncclGroupStart / ncclGroupEnd on this thread (called once NCCL accepted the start;
-// every end closes a level, as NCCL's does whatever it returns). group_ended() is true when the
-// outermost group ended.
-void group_started();
-bool group_ended();
-bool inside_group();
 
 // What the route knows of `comm` before a call: whether its route (or the library) is missing, or
 // failed earlier. Never throws.

@@ -1,11 +1,10 @@
 // The NCCL hooks (hook_list.h, TANDEM_NCCL_HOOKS): communicator creation applies the policy's
 // nccl-ctas / nccl-cga / nccl-cta-policy settings through ncclConfig_t; destruction forgets the
 // communicator (and drops its copy-engine route); pre-multiplied sums are remembered with their
-// scalar; ncclGroupStart/End are tracked per thread; each collective is counted, calls and bytes, by
-// the route it takes: under the `copy-engine` policy an eligible one runs on tandem's copy-engine
-// route (nccl_copy_engine.h; inside a group, at the group's end), every other one is forwarded to
-// NCCL with its arguments untouched; reduces, sends and receives are counted likewise and always
-// forwarded.
+// scalar; ncclGroupStart/End are tracked per thread (nccl_thread_context.h); each collective is counted, calls and
+// bytes, by the route it takes: under the `copy-engine` policy an eligible one runs on tandem's copy-engine route
+// (nccl_copy_engine.h; inside a group, at the group's end), every other one is forwarded to NCCL with its arguments
+// untouched; reduces, sends and receives are counted likewise and always forwarded.
 //
 // The route library's own NCCL calls come back through these hooks (our exported definitions are
 // first in the global scope): while this thread is inside tandem (InsideTandem), every hook forwards
@@ -48,15 +47,16 @@
 #include "log.h"
 #include "nccl_copy_engine.h"
 #include "nccl_group_result.h"
-#include "nccl_route.h"
 #include "nccl_settings.h"
+#include "nccl_thread_context.h"
 #include "runtime.h"
+#include "stats.h"
 #include "tandem/collective.h"
 #include "tandem/dtype.h"
 #include "tandem/enum_table.h"
 #include "tandem/nccl_config.h"
 #include "tandem/policy_tokens.h"
-#include "timeline.h"
+#include "timeline_session.h"
 
 namespace tandem::preload {
 namespace {
@@ -501,7 +501,7 @@ template <class Forward>
 ncclResult_t collective(int program_errno, Collective kind, Hook via, const void* send, void* recv, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
                         const Forward& forward) {
-  const CommunicationRegion region;  // the collective's copies count as communication (timeline.h)
+  const CommunicationRegion region;  // the collective's copies count as communication (timeline_session.h)
   const Decision d = decide(kind, send, recv, count, type, op, root, comm, stream, via);
   if (d.outcome == RouteOutcome::CopyEngine) {
     ncclResult_t result = ncclSuccess;
@@ -575,7 +575,7 @@ ncclResult_t forward_held(const HeldCall& h) { return table_entry(kForwardHeld, 
 ncclResult_t handle_ncclGroupEnd() {
   TANDEM_NCCL_HOOK_BEGIN(ncclGroupEnd);
   const bool outermost = group_ended();
-  // The group's collectives, NCCL's and the route's, are issued here (timeline.h).
+  // The group's collectives, NCCL's and the route's, are issued here (timeline_session.h).
   const CommunicationRegion region;
   ncclResult_t forwarded = ncclSuccess;
   if (outermost) {
@@ -656,7 +656,7 @@ namespace {
 template <class Forward>
 ncclResult_t not_routed(int program_errno, Hook via, size_t count, ncclDataType_t type, ncclComm_t comm,
                         const Forward& forward) {
-  const CommunicationRegion region;  // their copies count as communication (timeline.h)
+  const CommunicationRegion region;  // their copies count as communication (timeline_session.h)
   if (inside_group()) note_grouped_for_nccl(comm);
   counters().count_not_routed(via, saturating_product(count, nccl_type_bytes(type)));
   return as_program(program_errno, forward);

@@ -1,7 +1,7 @@
 #pragma once
 // The program's steps, from its NVTX ranges (`tandem run --timeline --step-range PATTERN`). Under
 // --timeline, `tandem run` points NVTX_INJECTION64_PATH at the interposer: NVTX then calls
-// InitializeInjectionNvtx2 (timeline.cpp) at the program's first NVTX call in each library that uses
+// InitializeInjectionNvtx2 (timeline_session.cpp) at the program's first NVTX call in each library that uses
 // NVTX, and these callbacks take the range calls of that library (push/pop and start/end, in any
 // domain, with ASCII, wide or registered names). A range whose name matches the pattern (fnmatch), and
 // that is not inside another such range on the same thread and domain, is a step: its host times are

@@ -19,6 +19,13 @@ using DlsymFn = void* (*)(void* handle, const char* name);
 // glibc's own dlsym, found with dlvsym so that this library's exported dlsym is not returned. Never
 // null (a stand-in returning nullptr if glibc had none, which cannot happen with glibc).
 DlsymFn real_dlsym();
+// `fn` = the function `name` of the object `handle`, through the real dlsym; whether it was found.
+// The C ABIs of the libraries the interposer dlopen()s are bound so, from their lists of functions.
+template <class Fn>
+bool bind_function(void* handle, Fn& fn, const char* name) {
+  fn = reinterpret_cast<Fn>(real_dlsym()(handle, name));
+  return fn != nullptr;
+}
 // glibc's own dlerror. Resolved when this library is loaded: resolving it later (dlvsym) would clear
 // the very error state the caller of dlerror() wants to read.
 DlerrorFn real_dlerror();

@@ -77,6 +77,12 @@ const char* to_string(ElevationOutcome outcome) {
   return entry_or(kNames, outcome, "unknown");
 }
 
+uint64_t collective_bytes(Collective kind, uint64_t count, int nranks, uint64_t element_bytes) {
+  // size_elements is count times 1 or nranks: that factor, then the products, saturating so that a
+  // count no buffer has (SIZE_MAX) does not wrap into a small total.
+  return saturating_product(saturating_product(count, size_elements(kind, 1, nranks)), element_bytes);
+}
+
 void Counters::reset() {
 #define TANDEM_RESET_COUNTER(field, object, key, unit, meaning) field.store(0, std::memory_order_relaxed);
   TANDEM_STATS_COUNTERS(TANDEM_RESET_COUNTER)

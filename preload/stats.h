@@ -39,6 +39,10 @@ inline uint64_t saturating_product(uint64_t a, uint64_t b) { return a != 0 && b 
 // a + b, or kSaturated when the sum does not fit.
 inline uint64_t saturating_sum(uint64_t a, uint64_t b) { return a > kSaturated - b ? kSaturated : a + b; }
 
+// The bytes one NCCL collective call counts: nccl-tests' size (tandem::size_elements) times the
+// element size, saturating at kSaturated rather than wrapping.
+uint64_t collective_bytes(Collective kind, uint64_t count, int nranks, uint64_t element_bytes);
+
 // The NCCL functions the copy-engine route never takes (a reduce's result stays on one rank; a send or a
 // receive pairs two): counted, calls and bytes, and handed to NCCL as the program made them.
 inline constexpr std::array<Hook, 3> kNotRoutedHooks = {Hook::ncclReduce, Hook::ncclSend, Hook::ncclRecv};

@@ -8,19 +8,16 @@
 
 namespace tandem::preload {
 
-inline tandem_nccl_route_call to_route_abi(const CopyEngineCall& c) {
-  tandem_nccl_route_call call{};
-  call.kind = static_cast<int>(c.kind);
-  call.send = c.send;
-  call.recv = c.recv;
-  call.count = c.count;
-  call.dtype = c.dtype;
-  call.reduction = static_cast<int>(c.reduction);
-  call.scalar = c.scalar;
-  call.device_scalar = c.device_scalar;
-  call.root = c.root;
-  call.stream = c.stream;
-  return call;
+// The fields that cross as they are; `kind` and `reduction` cross as ints.
+#define TANDEM_ROUTE_CALL_PLAIN_FIELDS(X) X(send) X(recv) X(count) X(dtype) X(scalar) X(device_scalar) X(root) X(stream)
+#define TANDEM_ROUTE_CALL_COPY_FIELD(name) to.name = from.name;
+
+inline tandem_nccl_route_call to_route_abi(const CopyEngineCall& from) {
+  tandem_nccl_route_call to{};
+  to.kind = static_cast<int>(from.kind);
+  to.reduction = static_cast<int>(from.reduction);
+  TANDEM_ROUTE_CALL_PLAIN_FIELDS(TANDEM_ROUTE_CALL_COPY_FIELD)
+  return to;
 }
 
 // Whether a C caller's call names a kind and a reduction this library knows.
@@ -30,19 +27,15 @@ inline bool is_valid_route_abi(const tandem_nccl_route_call* c) {
 }
 
 // A call is_valid_route_abi accepted.
-inline CopyEngineCall from_route_abi(const tandem_nccl_route_call& c) {
-  CopyEngineCall call;
-  call.kind = static_cast<Collective>(c.kind);
-  call.send = c.send;
-  call.recv = c.recv;
-  call.count = c.count;
-  call.dtype = c.dtype;
-  call.reduction = static_cast<Reduction>(c.reduction);
-  call.scalar = c.scalar;
-  call.device_scalar = c.device_scalar;
-  call.root = c.root;
-  call.stream = c.stream;
-  return call;
+inline CopyEngineCall from_route_abi(const tandem_nccl_route_call& from) {
+  CopyEngineCall to;
+  to.kind = static_cast<Collective>(from.kind);
+  to.reduction = static_cast<Reduction>(from.reduction);
+  TANDEM_ROUTE_CALL_PLAIN_FIELDS(TANDEM_ROUTE_CALL_COPY_FIELD)
+  return to;
 }
+
+#undef TANDEM_ROUTE_CALL_COPY_FIELD
+#undef TANDEM_ROUTE_CALL_PLAIN_FIELDS
 
 }  // namespace tandem::preload

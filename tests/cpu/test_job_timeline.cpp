@@ -1,7 +1,7 @@
 // A program's job put together from its processes' timelines (program_tools/job_timeline.h): which
 // processes are ranks, each step's slowest rank, the job's line and JSON; and the job's Chrome trace
 // assembled from the processes' parts (program_tools/trace_assembly.h). The processes are written by
-// hand; what the interposer writes and these read back is test_preload_timeline_records.cpp's.
+// hand; what the interposer writes and these read back is test_preload_timeline_figures.cpp's.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

@@ -99,7 +99,7 @@ TEST(preload_environments, TheInterposerNeedsTheCLibraryAlone) {
 }
 
 TEST(preload_environments, TheInterposerExportsItsHooksAlone) {
-  // dlsym, dlerror, NVTX's injection entry for the timeline (preload/timeline.h), and the hooks.
+  // dlsym, dlerror, NVTX's injection entry for the timeline (preload/timeline_session.h), and the hooks.
   std::set<std::string> expected = {"dlsym", "dlerror", "InitializeInjectionNvtx2"};
   for (const char* name : tandem::preload::kHookNames) expected.insert(name);
   const auto exported = lines_with("nm -D --defined-only " + sh_quoted(kPreload) + " | awk '{print \"S:\" $3}'", "S:");

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "preload/config.h"
-#include "preload/nccl_route.h"
 #include "preload/nccl_settings.h"
 #include "preload/stats.h"
 #include "tandem/printable.h"

@@ -11,7 +11,6 @@
 
 #include "preload/nccl_group_result.h"
 #include "preload/nccl_registry.h"
-#include "preload/nccl_route.h"
 #include "preload/nccl_settings.h"
 #include "preload/route/route_abi_call.h"
 #include "preload/stats.h"

@@ -383,7 +383,7 @@ TEST(preload_interposer, ExportsOnlyTheHooks) {
   std::set<std::string> expected(std::begin(tandem::preload::kHookNames), std::end(tandem::preload::kHookNames));
   expected.insert("dlsym");
   expected.insert("dlerror");
-  expected.insert("InitializeInjectionNvtx2");  // NVTX's injection entry, for the timeline (timeline.h)
+  expected.insert("InitializeInjectionNvtx2");  // NVTX's injection entry, for the timeline (timeline_session.h)
   EXPECT_EQ(exported, expected);
 }
 

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <string>
 
-#include "preload/timeline/tandem_timeline.h"
+#include "preload/timeline_recorder/tandem_timeline.h"
 #include "test_preload_paths.h"
 
 namespace {

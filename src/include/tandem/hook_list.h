@@ -73,7 +73,7 @@
   X(cublasSetStream_v2, cublasStatus_t, (cublasHandle_t handle, cudaStream_t stream), (handle, stream))
 
 // CUPTI (cupti_hooks.cpp): a program's profiler (torch.profiler's Kineto) taking CUPTI's activity
-// buffers, so that the timeline hands CUPTI over first (timeline.h). The parameters are CUPTI's
+// buffers, so that the timeline hands CUPTI over first (timeline_session.h). The parameters are CUPTI's
 // CUpti_BuffersCallbackRequestFunc and CUpti_BuffersCallbackCompleteFunc and the result its
 // CUptiResult, spelled as void* and int (the same ABI), so that the interposer needs no CUPTI header.
 #define TANDEM_CUPTI_HOOKS(X) \

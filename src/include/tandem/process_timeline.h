@@ -1,7 +1,7 @@
 #pragma once
 // One process's timeline: who the process was, where its recording stands, and per device the
 // overlap figures of its steps (tandem/overlap.h) with, under a shape policy, the check of the
-// targeted rule (tandem/shaping_check.h). The interposer builds it at exit (preload/timeline_records.h)
+// targeted rule (tandem/shaping_check.h). The interposer builds it at exit (preload/timeline_figures.h)
 // and the program tools read it back to put a job's processes together (program_tools/job_timeline.h);
 // both see this one type, whose JSON form is tandem/process_timeline_json.h. Header-only data.
 #include <cstddef>

@@ -1,6 +1,6 @@
 #pragma once
 // The timeline's files, one schema for the interposer, which writes them at a process's exit
-// (preload/timeline.cpp), and the program tools, which read them back once the program has ended
+// (preload/timeline_session.cpp), and the program tools, which read them back once the program has ended
 // (program_tools/job_timeline.h, trace_assembly.h):
 //   timeline-<pid>.json   the ProcessTimeline's JSON (docs/BENCH_JSON.md; the same object is the
 //                         "timeline" member of `tandem run --stats`)

@@ -29,7 +29,7 @@ inline constexpr const char* kExclude = "TANDEM_EXCLUDE";
 inline constexpr const char* kStatsFile = "TANDEM_STATS_FILE";
 // The copy-engine route's staging pool cap per communicator (a byte count: 256MiB, 1G; 0: no cap).
 inline constexpr const char* kRoutePoolMax = "TANDEM_ROUTE_POOL_MAX";
-// The timeline (`tandem run --timeline`, `--trace`, `--step-range`; preload/timeline.h): off, on
+// The timeline (`tandem run --timeline`, `--trace`, `--step-range`; preload/timeline_session.h): off, on
 // (figures), trace (figures and the trace's events); the folder each recording process writes its
 // figures (and trace events) to; the glob NVTX range names of steps match.
 inline constexpr const char* kTimeline = "TANDEM_TIMELINE";

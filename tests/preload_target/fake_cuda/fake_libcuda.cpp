@@ -228,7 +228,7 @@ CUresult cuCtxGetDevice(CUdevice* device) {
   *device = 0;
   return CUDA_SUCCESS;
 }
-// The timeline's marks call this (preload/timeline.cpp): a driver call the fake CUPTI, when the
+// The timeline's marks call this (preload/timeline_session.cpp): a driver call the fake CUPTI, when the
 // process has one, traces as CUPTI traces the real one (fake_cupti.h).
 CUresult cuDriverGetVersion(int* version) {
   *version = 13000;

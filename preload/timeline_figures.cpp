@@ -1,4 +1,4 @@
-#include "timeline_records.h"
+#include "timeline_figures.h"
 
 #include <algorithm>
 #include <cstdio>

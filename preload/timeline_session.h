@@ -1,10 +1,10 @@
 #pragma once
 // The timeline in the program's process (`tandem run --timeline`, docs/RUN.md "The timeline"): when
 // the configuration asks for it, the first CUDA activity the interposer sees (a kernel launch, or
-// NVTX's initialisation) loads the recorder (timeline/tandem_timeline.h) bound to the one CUPTI of
+// NVTX's initialisation) loads the recorder (timeline_recorder/tandem_timeline.h) bound to the one CUPTI of
 // the process, and starts it; the program's NVTX ranges give the steps (nvtx_steps.h); at exit the
 // records are flushed, turned into figures
-// (timeline_records.h), written to TANDEM_TIMELINE_DIR and handed to the exit report.
+// (timeline_figures.h), written to TANDEM_TIMELINE_DIR and handed to the exit report.
 //
 // Coexistence: CUPTI has one set of activity-buffer callbacks per process. A tool injected into
 // CUDA or NVTX (Nsight Systems, Nsight Compute: CUDA_INJECTION64_PATH, a foreign
@@ -18,7 +18,7 @@
 // no CommunicationRegion does anything); with it, one relaxed atomic load per launch once started.
 #include <atomic>
 
-#include "timeline_records.h"
+#include "timeline_figures.h"
 
 namespace tandem::preload {
 

@@ -1,4 +1,4 @@
-// The timeline's pure parts on synthetic records: classification (preload/timeline_records.h), the
+// The timeline's pure parts on synthetic records: classification (preload/timeline_figures.h), the
 // steps among NVTX ranges, per-device figures, the text, trace events and JSON the interposer writes,
 // and that what it writes is what `tandem run` and `tandem tune` read back
 // (tandem/process_timeline_json.h) and put together as a job (program_tools/job_timeline.h).
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "preload/timeline_records.h"
+#include "preload/timeline_figures.h"
 #include "preload/wide_text.h"
 #include "program_tools/job_timeline.h"
 #include "scratch_folder.h"
@@ -92,7 +92,7 @@ TEST(timeline_steps, AStepInsideAnotherCountsOnce) {
   EXPECT_EQ(steps[1].start_ns, 100);
 }
 
-TEST(timeline_records, KernelsCopiesAndMemsetsAreCountedApart) {
+TEST(timeline_figures, KernelsCopiesAndMemsetsAreCountedApart) {
   // One kernel, two copies (one between GPUs: communication), three memsets; in the text and the JSON.
   RawTimeline raw;
   raw.names = {"_Z4gemmv"};
@@ -113,7 +113,7 @@ TEST(timeline_records, KernelsCopiesAndMemsetsAreCountedApart) {
   EXPECT_EQ(records["memsets"], 3);
 }
 
-TEST(timeline_records, StepsLeftOpenAndRecordsLostAreSaid) {
+TEST(timeline_figures, StepsLeftOpenAndRecordsLostAreSaid) {
   // Two steps still open at exit (the program never ended them): not counted, said; records lost by cause.
   RawTimeline raw = raw_with_steps();
   raw.open_steps = 2;

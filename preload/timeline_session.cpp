@@ -1,4 +1,4 @@
-#include "timeline.h"
+#include "timeline_session.h"
 
 #include <dlfcn.h>
 #include <limits.h>
@@ -79,9 +79,7 @@ std::string host_name() {
 // Every function of the list from `handle`; false when one is missing.
 bool bind_functions(void* handle, Recorder& r) {
   bool all = true;
-#define TANDEM_BIND_RECORDER_FUNCTION(name)                                                    \
-  r.name = reinterpret_cast<decltype(r.name)>(real_dlsym()(handle, "tandem_timeline_" #name)); \
-  all = all && r.name != nullptr;
+#define TANDEM_BIND_RECORDER_FUNCTION(name) all = bind_function(handle, r.name, "tandem_timeline_" #name) && all;
   TANDEM_TIMELINE_FUNCTIONS(TANDEM_BIND_RECORDER_FUNCTION)
 #undef TANDEM_BIND_RECORDER_FUNCTION
   return all;

@@ -1,5 +1,5 @@
 #pragma once
-// What the timeline recorder handed back (timeline/tandem_timeline.h), turned into figures and
+// What the timeline recorder handed back (timeline_recorder/tandem_timeline.h), turned into figures and
 // output: each record classified as computation or communication, the steps (the program's NVTX
 // ranges that matched the pattern) placed on each device's GPU time, the overlap figures per device
 // (tandem/overlap.h) as a ProcessTimeline (tandem/process_timeline.h), and its renderings: the
@@ -15,7 +15,7 @@
 #include "tandem/overlap.h"
 #include "tandem/process_timeline.h"
 #include "tandem/shaping_check.h"
-#include "timeline/tandem_timeline.h"
+#include "timeline_recorder/tandem_timeline.h"
 
 namespace tandem::preload {
 
