@@ -1,5 +1,5 @@
 // The options `tandem bench` and `tandem tune` share (bench_cli.h). Only their definitions: what
-// resolves them needs the GPU libraries and is bench_resolve.cpp, in the GPU commands module.
+// resolves them needs the GPU libraries and is gpu_bench_resolve.cpp, in the GPU commands module.
 #include "bench_cli.h"
 
 #include "command_line.h"

@@ -1,5 +1,5 @@
 // `tandem bench`: the paper's experiment on the visible GPUs. Its options; what it runs is
-// bench_command.cpp, in the GPU commands module (gpu_commands.h).
+// gpu_bench.cpp, in the GPU commands module (gpu_commands.h).
 #include <memory>
 
 #include "bench_cli.h"

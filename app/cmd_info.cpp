@@ -1,5 +1,5 @@
 // `tandem info`: what tandem sees on this machine, and what it accepts. What it prints is
-// info_command.cpp, in the GPU commands module (gpu_commands.h).
+// gpu_info.cpp, in the GPU commands module (gpu_commands.h).
 #include "commands.h"
 #include "gpu_commands.h"
 

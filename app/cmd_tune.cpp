@@ -1,5 +1,5 @@
 // `tandem tune`: its options, for the benchmark's cases and for a program (tandem tune -- CMD). The
-// benchmark's tune runs in the GPU commands module (tune_command.cpp); a program's here
+// benchmark's tune runs in the GPU commands module (gpu_tune.cpp); a program's here
 // (cmd_tune_program.cpp), without the GPU libraries.
 #include <memory>
 #include <string>

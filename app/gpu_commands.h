@@ -25,7 +25,7 @@ struct GpuCommands {
 // address-space limit too small), naming the file and the loader's reason.
 const GpuCommands& gpu_commands();
 
-// In the module: the subcommands themselves (bench_command.cpp, tune_command.cpp, info_command.cpp).
+// In the module: the subcommands themselves (gpu_bench.cpp, gpu_tune.cpp, gpu_info.cpp).
 int run_bench(const BenchCli& cli);
 int run_benchmark_tune(const TuneCli& cli);
 int run_info();

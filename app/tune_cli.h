@@ -1,5 +1,5 @@
 #pragma once
-// The options of `tandem tune` for the benchmark's cases (cmd_tune.cpp parses them, tune_command.cpp
+// The options of `tandem tune` for the benchmark's cases (cmd_tune.cpp parses them, gpu_tune.cpp
 // runs the tune in the GPU commands module).
 #include <memory>
 #include <string>

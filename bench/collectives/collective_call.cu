@@ -29,25 +29,25 @@ namespace {
 
 // Each kind's NCCL call, in Collective's order (the broadcast's from rank 0; the benchmark measures
 // the others, kBenchmarkCollectives). An all-to-all is one ncclAlltoAll or grouped point-to-point, as
-// CollectiveRoute::all_to_all_api says.
-using NcclIssue = void (*)(const CollectiveCall&, int nranks, ncclComm_t, cudaStream_t, const CollectiveRoute&);
+// CollectiveIssue::all_to_all_api says.
+using NcclIssue = void (*)(const CollectiveCall&, int nranks, ncclComm_t, cudaStream_t, const CollectiveIssue&);
 
-void issue_all_reduce(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveRoute&) {
+void issue_all_reduce(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveIssue&) {
   TANDEM_NCCL_CHECK(comm, ncclAllReduce(c.send, c.recv, size_t(c.count), to_nccl(c.dtype), ncclSum, comm, stream));
 }
 
-void issue_reduce_scatter(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveRoute&) {
+void issue_reduce_scatter(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveIssue&) {
   TANDEM_NCCL_CHECK(comm, ncclReduceScatter(c.send, c.recv, size_t(c.count), to_nccl(c.dtype), ncclSum, comm, stream));
 }
 
-void issue_all_gather(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveRoute&) {
+void issue_all_gather(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveIssue&) {
   TANDEM_NCCL_CHECK(comm, ncclAllGather(c.send, c.recv, size_t(c.count), to_nccl(c.dtype), comm, stream));
 }
 
 void issue_all_to_all(const CollectiveCall& c, int nranks, ncclComm_t comm, cudaStream_t stream,
-                      const CollectiveRoute& route) {
+                      const CollectiveIssue& issue) {
   const ncclDataType_t type = to_nccl(c.dtype);
-  if (route.all_to_all_api) {
+  if (issue.all_to_all_api) {
     // The same exchange (peer j's chunk at send + j count, from peer i at recv + i count) as one
     // collective, which NCCL's symmetric kernels can run; grouped point-to-point cannot.
     TANDEM_NCCL_CHECK(comm, ncclAlltoAll(c.send, c.recv, size_t(c.count), type, comm, stream));
@@ -65,7 +65,7 @@ void issue_all_to_all(const CollectiveCall& c, int nranks, ncclComm_t comm, cuda
   TANDEM_NCCL_CHECK(comm, ncclGroupEnd());
 }
 
-void issue_broadcast(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveRoute&) {
+void issue_broadcast(const CollectiveCall& c, int, ncclComm_t comm, cudaStream_t stream, const CollectiveIssue&) {
   TANDEM_NCCL_CHECK(comm, ncclBroadcast(c.send, c.recv, size_t(c.count), to_nccl(c.dtype), 0, comm, stream));
 }
 
@@ -76,14 +76,14 @@ static_assert(covers(kNcclIssue, Collective::Broadcast), "one NCCL call per Coll
 }  // namespace
 
 void issue_collective(const CollectiveCall& c, int nranks, ncclComm_t comm, cudaStream_t stream,
-                      const CollectiveRoute& route) {
-  if (route.lanes) {
+                      const CollectiveIssue& issue) {
+  if (issue.lanes) {
     // On copy engines: the library's windowed collective (its plan says which steps each kind takes;
     // it awaits its own NCCL calls).
-    copy_engine_collective(*route.lanes, c.copy_engine_call(stream), route.copy_engine_scratch);
+    copy_engine_collective(*issue.lanes, c.copy_engine_call(stream), issue.copy_engine_scratch);
     return;
   }
-  table_entry(kNcclIssue, c.kind)(c, nranks, comm, stream, route);
+  table_entry(kNcclIssue, c.kind)(c, nranks, comm, stream, issue);
 }
 
 }  // namespace tandem::bench

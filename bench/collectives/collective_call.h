@@ -52,7 +52,7 @@ struct CaseCollectives {
 };
 
 // How a collective is issued.
-struct CollectiveRoute {
+struct CollectiveIssue {
   // All-to-all as one ncclAlltoAll, the form NCCL's symmetric kernels take (and the collective
   // nccl-tests time), instead of grouped ncclSend/ncclRecv (how frameworks issue all_to_all_single).
   bool all_to_all_api = false;
@@ -63,9 +63,9 @@ struct CollectiveRoute {
   void* copy_engine_scratch = nullptr;
 };
 
-// Enqueues `call` on `stream` as `route` says. Waiting for a non-blocking communicator to accept
+// Enqueues `call` on `stream` as `issue` says. Waiting for a non-blocking communicator to accept
 // it is the caller's (RankContext::await_communicator); the copy-engine functions await their own.
 void issue_collective(const CollectiveCall& call, int nranks, ncclComm_t comm, cudaStream_t stream,
-                      const CollectiveRoute& route = {});
+                      const CollectiveIssue& issue = {});
 
 }  // namespace tandem::bench

@@ -53,7 +53,7 @@ void* WindowMemory::allocate(size_t bytes) {
 
 std::string WindowMemory::register_windows(const CaseCollectives& collectives, ncclComm_t comm,
                                            const CopyEngineLanes* lanes, const WaitRules& rules,
-                                           const std::string& what, CollectiveRoute& route) {
+                                           const std::string& what, CollectiveIssue& issue) {
   TANDEM_REQUIRE(!lanes || (!lanes->comms().empty() && lanes->comms().front() == comm),
                  what + ": copy-engine lane 0 must be the policy's communicator");
   // Decided from the case's collectives alone, so every rank returns the same answer and either all
@@ -68,10 +68,10 @@ std::string WindowMemory::register_windows(const CaseCollectives& collectives, n
     TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&scratch_, size_t(scratch_bytes)));
     scratch_bytes_ = scratch_bytes;
   }
-  route = CollectiveRoute{};
-  route.all_to_all_api = true;
-  route.lanes = lanes;
-  route.copy_engine_scratch = scratch_bytes > 0 ? scratch_ : nullptr;
+  issue = CollectiveIssue{};
+  issue.all_to_all_api = true;
+  issue.lanes = lanes;
+  issue.copy_engine_scratch = scratch_bytes > 0 ? scratch_ : nullptr;
   if (!windows_) windows_ = std::make_unique<SymmetricWindows>(rules);
   if (windows_->registered_on(comm)) return "";
 

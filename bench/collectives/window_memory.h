@@ -56,13 +56,13 @@ class WindowMemory {
 
   // Registers, on `comm` - and with `lanes` (copy-engine: lane 0 is `comm`) on every lane's
   // communicator - the allocations that hold the case's collective ranges, and for copy-engine
-  // reductions a scratch buffer (allocated once) beside them; `route` then says how the case's
+  // reductions a scratch buffer (allocated once) beside them; `issue` then says how the case's
   // collectives on `comm` are issued (ncclAlltoAll for all-to-all; with `lanes`, on copy engines).
   // Collective: every rank calls it with the same communicators. Once per communicator (a second
-  // call only fills `route`). Returns "" on success, or one line saying why it cannot apply (with
+  // call only fills `issue`). Returns "" on success, or one line saying why it cannot apply (with
   // `lanes`: no collective, or one the copy engines refuse), in which case nothing is registered.
   std::string register_windows(const CaseCollectives& collectives, ncclComm_t comm, const CopyEngineLanes* lanes,
-                               const WaitRules& rules, const std::string& what, CollectiveRoute& route);
+                               const WaitRules& rules, const std::string& what, CollectiveIssue& issue);
   // The communicators with windows, in the order of their first registration.
   std::vector<ncclComm_t> communicators() const;
   // Deregisters every window in registration order, each awaited. Collective: every rank calls it

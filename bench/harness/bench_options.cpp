@@ -6,9 +6,9 @@
 #include <cmath>
 #include <set>
 
+#include "harness/case_loop.h"
 #include "harness/checked_collective.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 #include "tandem/error.h"
 #include "tandem/printable.h"
 #include "tandem/safe_file.h"

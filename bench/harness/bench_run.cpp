@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "harness/runner.h"
+#include "harness/case_loop.h"
 #include "ranks/local_ranks.h"
 
 namespace tandem::bench {

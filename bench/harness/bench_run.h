@@ -1,8 +1,8 @@
 #pragma once
-// One `tandem bench` run, measured and reported: the loop over its cases (harness/runner.h)
+// One `tandem bench` run, measured and reported: the loop over its cases (harness/case_loop.h)
 // drives the reporter (report/reporter.h) as it measures.
 #include "harness/bench_options.h"
-#include "harness/runner.h"
+#include "harness/case_loop.h"
 #include "report/reporter.h"
 
 namespace tandem::bench {

@@ -45,7 +45,7 @@ class Case {
     return false;
   }
   // How the program's collectives are issued on a communicator without windows.
-  virtual CollectiveRoute default_route() const { return {}; }
+  virtual CollectiveIssue default_issue() const { return {}; }
   // The memory the collectives' buffers live in, where a policy's windows are registered.
   virtual WindowMemory& window_memory() = 0;
 

@@ -33,7 +33,7 @@ CaseTrials::~CaseTrials() {
   cudaEventDestroy(end_);
 }
 
-void CaseTrials::rebuild() { executor_ = std::make_unique<Executor>(case_.program(), case_.default_route()); }
+void CaseTrials::rebuild() { executor_ = std::make_unique<Executor>(case_.program(), case_.default_issue()); }
 
 void CaseTrials::capture_footprints() {
   ctx_.group.barrier();
@@ -104,7 +104,7 @@ bool CaseTrials::resize_collective(uint64_t bytes, const ProgressSink& progress)
 
 void CaseTrials::release_windows() {
   WindowMemory& memory = case_.window_memory();
-  for (ncclComm_t c : memory.communicators()) executor_->clear_route(c);
+  for (ncclComm_t c : memory.communicators()) executor_->clear_issue(c);
   memory.release(case_.label());
 }
 
@@ -206,11 +206,11 @@ std::string CaseTrials::apply(const OverlapPolicy& policy) {
   if (policy.registers_windows()) {
     // Registered once per communicator and kept until the case's buffers are freed.
     const CopyEngineLanes* lanes = policy.copy_engine ? &ctx_.copy_engine_lanes(policy) : nullptr;
-    CollectiveRoute route;
+    CollectiveIssue issue;
     const std::string why = case_.window_memory().register_windows(case_.program().collectives(), active_.communicator,
-                                                                   lanes, ctx_.wait_rules(), case_.label(), route);
+                                                                   lanes, ctx_.wait_rules(), case_.label(), issue);
     if (!why.empty()) return why;
-    executor_->set_route(active_.communicator, route);
+    executor_->set_issue(active_.communicator, issue);
   }
   active_.comm_first = policy.order == LaunchOrder::CommFirst;
   if (policy.green_sms) {

@@ -28,7 +28,7 @@ class Microbenchmark final : public Case {
   // New buffers, a new program.
   bool set_collective_bytes(RankContext& ctx, uint64_t bytes) override;
   // NCCL's own all-to-all rather than grouped point-to-point: the collective nccl-tests time.
-  CollectiveRoute default_route() const override { return {/*all_to_all_api=*/true}; }
+  CollectiveIssue default_issue() const override { return {/*all_to_all_api=*/true}; }
   WindowMemory& window_memory() override { return collective_->window_memory(); }
   std::vector<ShapedKernel*> shaped_kernels() override;
   std::string not_shapeable_reason() const override { return workload_.not_shapeable_reason(); }

@@ -130,8 +130,8 @@ std::string Program::collective_kinds() const {
   return join(kinds, "+");
 }
 
-Executor::Executor(const Program& program, const CollectiveRoute& default_route)
-    : program_(program), default_route_(default_route) {
+Executor::Executor(const Program& program, const CollectiveIssue& default_issue)
+    : program_(program), default_issue_(default_issue) {
   done_.assign(program.ops().size(), nullptr);
   for (size_t i = 0; i < done_.size(); ++i)
     if (program.needs_event(i)) done_[i] = new_event(cudaEventDisableTiming);
@@ -150,17 +150,17 @@ cudaEvent_t Executor::new_event(unsigned flags) {
   return event;
 }
 
-void Executor::set_route(ncclComm_t comm, const CollectiveRoute& route) { routes_[comm] = route; }
+void Executor::set_issue(ncclComm_t comm, const CollectiveIssue& issue) { issues_[comm] = issue; }
 
-void Executor::clear_route(ncclComm_t comm) { routes_.erase(comm); }
+void Executor::clear_issue(ncclComm_t comm) { issues_.erase(comm); }
 
 void Executor::issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const {
   if (op.kind == Op::Kind::Compute) return op.enqueue(stream);
-  const auto found = routes_.find(comm);
-  const CollectiveRoute& route = found == routes_.end() ? default_route_ : found->second;
-  bench::issue_collective(op.call, ctx.nranks, comm, stream, route);
+  const auto found = issues_.find(comm);
+  const CollectiveIssue& issue = found == issues_.end() ? default_issue_ : found->second;
+  bench::issue_collective(op.call, ctx.nranks, comm, stream, issue);
   // The non-blocking communicator must accept it; the copy-engine functions await their own calls.
-  if (!route.lanes) ctx.await_communicator(comm, op.name);
+  if (!issue.lanes) ctx.await_communicator(comm, op.name);
 }
 
 void Executor::open_segment(StreamState& s) {

@@ -130,9 +130,9 @@ double elapsed_ms(cudaEvent_t from, cudaEvent_t to);
 // each stream's busy stretches.
 class Executor {
  public:
-  // Creates events on the current device. `default_route`: how collectives are issued on a
-  // communicator without a route of its own (set_route).
-  explicit Executor(const Program& program, const CollectiveRoute& default_route = {});
+  // Creates events on the current device. `default_issue`: how collectives are issued on a
+  // communicator without an issue of its own (set_issue).
+  explicit Executor(const Program& program, const CollectiveIssue& default_issue = {});
   ~Executor();
   Executor(const Executor&) = delete;
   Executor& operator=(const Executor&) = delete;
@@ -140,8 +140,8 @@ class Executor {
   void enqueue(RankContext& ctx, const StepStreams& streams, Schedule schedule);
   // How collectives on `comm` are issued: set for a communicator on which the buffers are registered
   // as symmetric windows, cleared when they are released. Other communicators take the defaults.
-  void set_route(ncclComm_t comm, const CollectiveRoute& route);
-  void clear_route(ncclComm_t comm);
+  void set_issue(ncclComm_t comm, const CollectiveIssue& issue);
+  void clear_issue(ncclComm_t comm);
   // Busy time per stream of the last Overlap step (after it completed).
   StreamBusy busy() const;
   // One step of the compute operations alone (ComputeOnly) or of the collectives alone (CommOnly),
@@ -171,7 +171,7 @@ class Executor {
     bool open = false;
   };
   void issue(RankContext& ctx, ncclComm_t comm, const IssueStep& step, StreamState& on);
-  // A compute operation's enqueue, or a collective on `comm` by its route.
+  // A compute operation's enqueue, or a collective on `comm` as its CollectiveIssue says.
   void issue_op(RankContext& ctx, ncclComm_t comm, const Op& op, cudaStream_t stream) const;
   void open_segment(StreamState& s);
   void close_segment(StreamState& s);
@@ -183,8 +183,8 @@ class Executor {
   std::vector<cudaEvent_t> events_;                                // every event below, for the destructor
   std::vector<IssueStep> order_comm_first_, order_compute_first_;  // computed on first use
   std::vector<cudaEvent_t> done_;                                  // per op, where needed
-  CollectiveRoute default_route_;
-  std::map<ncclComm_t, CollectiveRoute> routes_;  // set_route
+  CollectiveIssue default_issue_;
+  std::map<ncclComm_t, CollectiveIssue> issues_;  // set_issue
   cudaEvent_t iteration_start_ = nullptr, comm_done_ = nullptr;
   std::vector<Segment> compute_segments_, comm_segments_;
   size_t compute_used_ = 0, comm_used_ = 0;

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
+#include "harness/case_loop.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 #include "ranks/process_rank.h"
 #include "tandem/build_info.h"
 #include "tandem/cuda_check.h"

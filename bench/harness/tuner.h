@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "harness/bench_options.h"
+#include "harness/case_loop.h"
 #include "harness/policy_trials.h"
-#include "harness/runner.h"
 #include "report/report.h"
 #include "tandem/nccl_candidates.h"
 

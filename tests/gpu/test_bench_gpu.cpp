@@ -9,10 +9,10 @@
 
 #include "gpu_test_util.h"
 #include "harness/bench_ranks.h"
+#include "harness/case_loop.h"
 #include "harness/microbenchmark.h"
 #include "harness/rank_context.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 #include "ranks/rank_group.h"
 #include "ranks/thread_communicators.h"
 #include "tandem/cuda_check.h"

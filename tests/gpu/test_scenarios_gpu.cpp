@@ -10,8 +10,8 @@
 
 #include "gpu_test_util.h"
 #include "harness/bench_ranks.h"
+#include "harness/case_loop.h"
 #include "harness/program.h"
-#include "harness/runner.h"
 #include "harness/scenario.h"
 #include "scenarios/model_shapes.h"
 #include "tandem/cuda_check.h"

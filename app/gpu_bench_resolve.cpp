@@ -3,8 +3,8 @@
 // (gpu_commands.h): resolving asks for the visible GPUs.
 #include "bench_cli.h"
 #include "command_line.h"
+#include "harness/case_loop.h"
 #include "harness/run_description.h"
-#include "harness/runner.h"
 #include "ranks/local_ranks.h"
 #include "ranks/process_rank.h"
 #include "report/json_reporter.h"

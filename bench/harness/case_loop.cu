@@ -2,10 +2,10 @@
 #include <memory>
 
 #include "harness/bench_ranks.h"
+#include "harness/case_loop.h"
 #include "harness/case_trials.h"
 #include "harness/microbenchmark.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 #include "tandem/error.h"
 #include "tandem/nvtx.h"
 
