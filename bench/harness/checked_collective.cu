@@ -15,27 +15,21 @@ __device__ float sum_over_ranks(uint64_t seed, int nranks, size_t index) {
 }
 
 // The value output element i must hold, from every rank's input (rank r's element j is
-// small_integer(seed, r, j)); `count` is NCCL's count of the collective.
+// small_integer(seed, r, j)); `count` is NCCL's count of the collective. From the kind's record
+// (tandem/collective.h): a reduction's element is the sum over ranks of the input at its place in
+// this rank's segment (or in the buffer); a move's chunk c comes from rank c's input, this rank's
+// segment of it (or all of it); a broadcast's elements are the root's (rank 0's, as the benchmark
+// issues it).
 struct Expected {
-  Collective kind;
+  bool reduces, send_per_rank, has_root;
   uint64_t seed;
   int rank, nranks;
   size_t count;
   __device__ float operator()(size_t i) const {
-    switch (kind) {
-      case Collective::AllReduce:
-        return sum_over_ranks(seed, nranks, i);
-      case Collective::ReduceScatter:
-        // This rank keeps chunk `rank` of the sum.
-        return sum_over_ranks(seed, nranks, size_t(rank) * count + i);
-      case Collective::AllGather:
-        // Element i is element (i mod count) of rank (i / count)'s input.
-        return small_integer(seed, i / count, i % count);
-      case Collective::AllToAll:
-        break;
-    }
-    // Chunk r of this rank's output is chunk `rank` of rank r's input.
-    return small_integer(seed, i / count, size_t(rank) * count + i % count);
+    const size_t own_segment = send_per_rank ? size_t(rank) * count : 0;
+    if (reduces) return sum_over_ranks(seed, nranks, own_segment + i);
+    if (has_root) return small_integer(seed, 0, i);
+    return small_integer(seed, i / count, own_segment + i % count);
   }
 };
 
@@ -120,7 +114,8 @@ void CheckedCollective::poison_output(cudaStream_t stream) {
 
 int64_t CheckedCollective::count_wrong(RankContext& ctx) {
   const size_t n = size_t(call_.recv_elements(nranks_));
-  const Expected expected{call_.kind, seed_, rank_, nranks_, size_t(call_.count)};
+  const CollectiveRecord& kind = record_of(call_.kind);
+  const Expected expected{kind.reduces, kind.send_per_rank, kind.has_root, seed_, rank_, nranks_, size_t(call_.count)};
   TANDEM_CUDA_CHECK(cudaMemsetAsync(wrong_, 0, sizeof(unsigned long long), ctx.compute));
   dispatch_dtype(call_.dtype, [&](auto t) {
     using T = decltype(t);

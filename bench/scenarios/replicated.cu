@@ -5,6 +5,7 @@
 #include "report/report.h"
 #include "scenarios/replicated.h"
 #include "tandem/cuda_check.h"
+#include "tandem/enum_table.h"
 
 namespace tandem::bench::scenarios {
 
@@ -18,12 +19,67 @@ uint64_t fnv1a(const std::string& s) {
 
 std::string gib(double bytes) { return format("%.1f GiB", bytes / double(1ull << 30)); }
 
+// One collective of every replica (`calls[r]` is replica r's, all with the same kind, count and
+// type), on `stream`, with an fp32 scratch `acc` of the count.
+struct Replicas {
+  const std::vector<const CollectiveCall*>& calls;
+  float* acc;
+  cudaStream_t stream;
+
+  int n() const { return int(calls.size()); }
+  DType dtype() const { return calls.front()->dtype; }
+  int64_t count() const { return calls.front()->count; }
+  size_t chunk_bytes() const { return size_t(count()) * dtype_size(dtype()); }
+  const char* at(const void* base, int64_t chunk) const {
+    return static_cast<const char*>(base) + size_t(chunk) * chunk_bytes();
+  }
+  char* at(void* base, int64_t chunk) const { return static_cast<char*>(base) + size_t(chunk) * chunk_bytes(); }
+  void copy(void* to, const void* from) const {
+    if (to != from) TANDEM_CUDA_CHECK(cudaMemcpyAsync(to, from, chunk_bytes(), cudaMemcpyDeviceToDevice, stream));
+  }
+};
+
+void reference_all_reduce(const Replicas& x) {
+  // Every input is read before any output is written: all-reduce may run in place.
+  for (int s = 0; s < x.n(); ++s) accumulate(x.acc, x.calls[s]->send, x.dtype(), x.count(), s == 0, x.stream);
+  for (int r = 0; r < x.n(); ++r) narrow(x.calls[r]->recv, x.dtype(), x.acc, x.count(), x.stream);
+}
+
+void reference_reduce_scatter(const Replicas& x) {
+  // In place, rank r's output is chunk r of its own input, which no other sum reads.
+  for (int r = 0; r < x.n(); ++r) {
+    for (int s = 0; s < x.n(); ++s)
+      accumulate(x.acc, x.at(x.calls[s]->send, r), x.dtype(), x.count(), s == 0, x.stream);
+    narrow(x.calls[r]->recv, x.dtype(), x.acc, x.count(), x.stream);
+  }
+}
+
+void reference_all_gather(const Replicas& x) {
+  for (int r = 0; r < x.n(); ++r)
+    for (int s = 0; s < x.n(); ++s) x.copy(x.at(x.calls[r]->recv, s), x.calls[s]->send);
+}
+
+void reference_all_to_all(const Replicas& x) {
+  for (int r = 0; r < x.n(); ++r)
+    for (int s = 0; s < x.n(); ++s) x.copy(x.at(x.calls[r]->recv, s), x.at(x.calls[s]->send, r));
+}
+
+// From rank 0, as the benchmark issues a broadcast (collective_call.cu).
+void reference_broadcast(const Replicas& x) {
+  for (int r = 0; r < x.n(); ++r) x.copy(x.calls[r]->recv, x.calls.front()->send);
+}
+
+// Each kind's reference, in Collective's order.
+using Reference = void (*)(const Replicas&);
+constexpr Reference kReferences[] = {reference_all_reduce, reference_reduce_scatter, reference_all_gather,
+                                     reference_all_to_all, reference_broadcast};
+static_assert(covers(kReferences, Collective::Broadcast), "one reference per Collective");
+
 // Runs the programs of every rank's replica (all on this device) in lockstep on `stream`: each
 // compute operation for every replica, then each collective computed from all replicas' buffers
 // (copies, and fp32 sums rounded once).
 void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas, cudaStream_t stream) {
   TANDEM_REQUIRE(!replicas.empty(), "no replicas");
-  const int n = static_cast<int>(replicas.size());
   const size_t count = replicas.front()->ops().size();
   for (const auto* p : replicas) TANDEM_REQUIRE(p->ops().size() == count, "replicas built different programs");
   int64_t scratch_elements = 0;
@@ -46,38 +102,7 @@ void run_lockstep(RankContext& ctx, const std::vector<const Program*>& replicas,
             "replicas disagree on collective '" + first.name + "'");
         calls.push_back(&op.call);
       }
-      const DType dt = first.call.dtype;
-      const int64_t c = first.call.count;
-      const size_t chunk_bytes = size_t(c) * dtype_size(dt);
-      auto at = [&](const void* base, int64_t chunk) { return static_cast<const char*>(base) + chunk * chunk_bytes; };
-      auto at_mut = [&](void* base, int64_t chunk) { return static_cast<char*>(base) + chunk * chunk_bytes; };
-      switch (first.call.kind) {
-        case Collective::AllReduce:
-          // Every input is read before any output is written: all-reduce may run in place.
-          for (int s = 0; s < n; ++s) accumulate(acc, calls[s]->send, dt, c, s == 0, stream);
-          for (int r = 0; r < n; ++r) narrow(calls[r]->recv, dt, acc, c, stream);
-          break;
-        case Collective::ReduceScatter:
-          // In place, rank r's output is chunk r of its own input, which no other sum reads.
-          for (int r = 0; r < n; ++r) {
-            for (int s = 0; s < n; ++s) accumulate(acc, at(calls[s]->send, r), dt, c, s == 0, stream);
-            narrow(calls[r]->recv, dt, acc, c, stream);
-          }
-          break;
-        case Collective::AllGather:
-          for (int r = 0; r < n; ++r)
-            for (int s = 0; s < n; ++s)
-              if (at(calls[r]->recv, s) != calls[s]->send)
-                TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), calls[s]->send, chunk_bytes,
-                                                  cudaMemcpyDeviceToDevice, stream));
-          break;
-        case Collective::AllToAll:
-          for (int r = 0; r < n; ++r)
-            for (int s = 0; s < n; ++s)
-              TANDEM_CUDA_CHECK(cudaMemcpyAsync(at_mut(calls[r]->recv, s), at(calls[s]->send, r), chunk_bytes,
-                                                cudaMemcpyDeviceToDevice, stream));
-          break;
-      }
+      table_entry(kReferences, first.call.kind)(Replicas{calls, acc, stream});
     }
     ctx.wait(stream, "scenario reference");
   } catch (...) {
