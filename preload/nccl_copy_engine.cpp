@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "log.h"
+#include "nccl_thread_context.h"
 #include "real_symbols.h"
 #include "route/route_abi_call.h"
 #include "runtime.h"

@@ -20,8 +20,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "nccl_thread_context.h"
-#include "route/tandem_nccl_route.h"
 #include "tandem/copy_engine_call.h"
 #include "tandem/copy_engine_eligibility.h"
 
