@@ -42,7 +42,7 @@ MODEL = ["--transformer-impl", "local", "--num-layers", "4", "--hidden-size", "2
          "--seq-length", "256", "--max-position-embeddings", "256", "--position-embedding-type", "learned_absolute",
          "--micro-batch-size", "2", "--train-iters", "8", "--lr", "1e-4", "--min-lr", "1e-5",
          "--lr-decay-style", "constant", "--bf16", "--mock-data", "--tokenizer-type", "NullTokenizer",
-         "--vocab-size", "8192", "--log-interval", "1", "--eval-iters", "0", "--seed", "1234",
+         "--vocab-size", "8192", "--log-interval", "1", "--eval-iters", "0", "--eval-interval", "1000", "--seed", "1234",
          "--no-gradient-accumulation-fusion", "--no-masked-softmax-fusion", "--no-bias-gelu-fusion",
          "--no-bias-dropout-fusion", "--no-persist-layer-norm", "--no-rope-fusion", "--ddp-bucket-size", "1000000"]
 CONFIGS = {
