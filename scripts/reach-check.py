@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -880,11 +881,18 @@ def config_of(args):
             "route_pool_max_bytes": route_pool_max(os.environ)}
 
 
+def fresh_folder(path):
+    """`path` as an empty folder: what a run before left there (a `--work-dir` used again) would otherwise be
+    read as this run's, its stats files summed into this row's counts."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def run_row(row, cfg, work, timeout):
-    """Runs one row in its own folder (logs, stats files); returns its record."""
-    folder = os.path.join(work, row["id"].replace("/", "_"))
-    stats_dir = os.path.join(folder, "stats")
-    os.makedirs(stats_dir, exist_ok=True)
+    """Runs one row in its own, emptied folder (logs, stats files); returns its record."""
+    folder = fresh_folder(os.path.join(work, row["id"].replace("/", "_")))
+    stats_dir = fresh_folder(os.path.join(folder, "stats"))
     launches = row_launches(row, cfg, stats_dir, free_port())
     start = time.monotonic()
     out = run_processes(launches, timeout, folder)

@@ -167,8 +167,7 @@ def timeline_pairs(args):
 def timeline_run(pair, args, cfg, work):
     """`tandem run --policy concurrent --timeline` of one configuration: the job's summary and every step."""
     program, label, script, extra, env = pair
-    folder = os.path.join(work, "timeline", slug(program + "-" + label))
-    os.makedirs(folder, exist_ok=True)
+    folder = rc.fresh_folder(os.path.join(work, "timeline", slug(program + "-" + label)))
     tl_json = os.path.join(folder, "timeline.json")
     argv = ([cfg["tandem_bin"], "run", "--policy", "concurrent", "--step-range", "step", "--timeline-json", tl_json,
              "--"] + list(cfg["torchrun"]) + ["--standalone", "--nproc-per-node", str(args.timeline_ranks),

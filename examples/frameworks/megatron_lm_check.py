@@ -71,9 +71,8 @@ def launch(config, ranks, policy, megatron_lm, args, stats_dir):
 
 
 def run_row(config, ranks, policy, megatron_lm, args, work):
-    folder = os.path.join(work, f"{config}_{ranks}_{re.sub(r'[^A-Za-z0-9]+', '-', policy or 'stock')}")
-    stats_dir = os.path.join(folder, "stats")
-    os.makedirs(stats_dir, exist_ok=True)
+    folder = rc.fresh_folder(os.path.join(work, f"{config}_{ranks}_{re.sub(r'[^A-Za-z0-9]+', '-', policy or 'stock')}"))
+    stats_dir = rc.fresh_folder(os.path.join(folder, "stats"))
     one = launch(config, ranks, policy, megatron_lm, args, stats_dir)
     [(code, output)] = rc.run_processes([one], args.timeout, folder)
     row = {"config": config, "ranks": ranks, "policy": policy, "command": shlex.join(one["argv"]), "exit_code": code,
