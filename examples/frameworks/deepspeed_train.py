@@ -12,7 +12,7 @@ tandem's reach, results and timeline on a framework that manages its communicati
     torchrun --nproc-per-node 2 tests/tools/shared_gpu_rank.py examples/frameworks/deepspeed_train.py ...
                                                    # 2 ranks sharing one GPU (results only; times mean nothing)
     DS_ACCELERATOR=cpu torchrun --standalone --nproc-per-node 2 examples/frameworks/deepspeed_train.py \\
-        --backend gloo --zero-stage 2              # CPU ranks (tests/scripts/test_frameworks.py)
+        --backend gloo --zero-stage 2              # CPU ranks (tests/scripts/test_frameworks_cpu.py)
 
 deepspeed.initialize with a configuration dict: ZeRO stage 1, 2 or 3 (--zero-stage), overlap_comm
 (--overlap-comm/--no-overlap-comm: DeepSpeed's side stream for the gradient reduction and, in stage 3, the
