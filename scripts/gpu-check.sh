@@ -8,7 +8,7 @@
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
 #               scenario-clocks one-gpu pytorch frameworks reach timeline ab cost targeted windows
-#               launch-overhead
+#               launch-overhead megatron-lm
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -27,6 +27,7 @@
 #       the GPU (tests/tools/window_probe.cu), and which memory PyTorch's allocator gives, plain and with
 #       expandable segments
 #     launch-overhead (not in full) = the interposer's per-launch cost, interleaved rounds, every form
+#     megatron-lm (not in full) = Megatron-LM's pretrain_gpt.py stock and under tandem run (.whl/megatron-lm)
 #     build (not in full: a call of its own) = the README's install-deps, configure and build steps on
 #       a clean copy of this tree in a temporary folder, with this machine's own NCCL (PyTorch's
 #       nvidia-nccl wheel) and python3, then `ctest -L gpu` there
@@ -822,6 +823,34 @@ else
   tee -a "$logs/summary.log" < "$logs/frameworks.md"
   echo "frameworks: $((SECONDS - started)) s" | tee -a "$logs/summary.log"
   cp "$logs"/frameworks-reach-*.json "$logs/frameworks-timeline.json" "$logs/frameworks.md" "$out/" 2> /dev/null
+fi
+fi
+
+if want megatron-lm; then
+section "megatron-lm: Megatron-LM's pretrain_gpt.py stock and under tandem run, ranks sharing GPU 0"
+# examples/frameworks/megatron_lm_check.py (docs/FRAMEWORKS.md): Megatron-LM's own training script on its mock
+# data (DP with --overlap-grad-reduce; the distributed optimizer with --overlap-param-gather), stock and under
+# `tandem run --policy P` for P in copy-engine and priority+nccl-ctas:2..4: the printed losses against stock,
+# the route's share of the bytes between ranks, communicators configured, NCCL launches elevated. The tree
+# travels in .whl/megatron-lm (scripts/megatron-lm-source.sh; carry .whl). TANDEM_MEGATRON_LM_RANKS (default 2),
+# _ONLY, _POLICIES, _SECONDS.
+if [ ! -f "$root/.whl/megatron-lm/pretrain_gpt.py" ]; then
+  echo "megatron-lm: skipped, no .whl/megatron-lm (scripts/megatron-lm-source.sh; carry .whl)" | tee -a "$logs/summary.log"
+else
+  started=$SECONDS
+  # The first run's `make` of the dataset helper, as Megatron-LM's rank 0 does it (here once, before the
+  # rows run side by side); where it cannot compile, the wheel's helper that megatron-lm-source.sh put there.
+  make -C "$root/.whl/megatron-lm/megatron/core/datasets" > "$logs/megatron-lm-make.log" 2>&1 ||
+    echo "megatron-lm: the dataset helper did not build (megatron-lm-make.log)" | tee -a "$logs/summary.log"
+  timeout "${TANDEM_MEGATRON_LM_SECONDS:-400}" python3 "$root/examples/frameworks/megatron_lm_check.py" \
+    --ranks "${TANDEM_MEGATRON_LM_RANKS:-2}" --only "${TANDEM_MEGATRON_LM_ONLY:-}" \
+    --policies "${TANDEM_MEGATRON_LM_POLICIES:-copy-engine,priority+nccl-ctas:2..4}" --tandem-bin "$tandem" \
+    --work-dir "$logs/megatron-lm" --out-dir "$logs" > "$logs/megatron-lm.md" 2> "$logs/megatron-lm.err" || status=1
+  grep -E '^\[|^# ' "$logs/megatron-lm.err" | tee -a "$logs/summary.log"
+  grep -E -A12 'FAILED|Traceback' "$logs/megatron-lm.err" | head -n 40
+  tee -a "$logs/summary.log" < "$logs/megatron-lm.md"
+  echo "megatron-lm: $((SECONDS - started)) s" | tee -a "$logs/summary.log"
+  cp "$logs/megatron-lm-check.json" "$logs/megatron-lm.md" "$out/" 2> /dev/null
 fi
 fi
 

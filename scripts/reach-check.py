@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -152,7 +153,10 @@ def select_rows(rows, only):
 def row_launches(row, cfg, stats_dir, port):
     """The processes one row starts: [{"argv": [...], "env": {...}}] (env: the variables set beyond the
     caller's). torchrun rows are one launch (torchrun starts the ranks; under tandem-run it starts each
-    rank as `tandem run ... -- python`), jax and overlap rows one process per rank."""
+    rank as `tandem run ... -- python`); deepspeed rows are one launch of DeepSpeed's own launcher (the
+    `deepspeed` command: its runner starts deepspeed.launcher.launch, which starts the ranks) with
+    `tandem run` around the whole launcher, as its users would write it, so that every process inherits the
+    interposer; jax and overlap rows one process per rank."""
     spec = PROGRAMS[row["program"]]
     n, front_end = row["ranks"], row["front_end"]
     prefix = ([cfg["tandem_bin"], "run", "--policy", cfg["policy"], "--stats", os.path.join(stats_dir, "stats-%p.json"),
@@ -167,6 +171,13 @@ def row_launches(row, cfg, stats_dir, port):
             env["PYTHONPATH"] = os.pathsep.join(cfg["pythonpath"] + inherited)
         head = list(cfg["torchrun"]) + ["--standalone", "--nproc-per-node", str(n)]
         argv = head + (["--no-python"] + prefix + [cfg["python"]] if prefix else []) + program
+        return [{"argv": argv, "env": env}]
+    if spec["launch"] == "deepspeed":
+        # --num_gpus N on one GPU: the launcher sets CUDA_VISIBLE_DEVICES=0,...,N-1, of which CUDA shows the
+        # devices before the first that does not exist, and shared_gpu_rank.py puts every rank on GPU 0.
+        program = [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, spec["script"])] + spec["args"]
+        argv = prefix + [cfg["python"], "-m", "deepspeed.launcher.runner", "--num_gpus", str(n), "--master_port",
+                         str(port)] + program
         return [{"argv": argv, "env": env}]
     out = []
     for i in range(n):
@@ -870,11 +881,18 @@ def config_of(args):
             "route_pool_max_bytes": route_pool_max(os.environ)}
 
 
+def fresh_folder(path):
+    """`path` as an empty folder: what a run before left there (a `--work-dir` used again) would otherwise be
+    read as this run's, its stats files summed into this row's counts."""
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+    return path
+
+
 def run_row(row, cfg, work, timeout):
-    """Runs one row in its own folder (logs, stats files); returns its record."""
-    folder = os.path.join(work, row["id"].replace("/", "_"))
-    stats_dir = os.path.join(folder, "stats")
-    os.makedirs(stats_dir, exist_ok=True)
+    """Runs one row in its own, emptied folder (logs, stats files); returns its record."""
+    folder = fresh_folder(os.path.join(work, row["id"].replace("/", "_")))
+    stats_dir = fresh_folder(os.path.join(folder, "stats"))
     launches = row_launches(row, cfg, stats_dir, free_port())
     start = time.monotonic()
     out = run_processes(launches, timeout, folder)

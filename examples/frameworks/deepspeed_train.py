@@ -6,10 +6,13 @@ tandem's reach, results and timeline on a framework that manages its communicati
     torchrun --standalone --nproc-per-node 2 examples/frameworks/deepspeed_train.py --zero-stage 3 --no-overlap-comm
     torchrun --nproc-per-node 2 --no-python tandem run --policy copy-engine --stats stats-%p.json -- \\
         python examples/frameworks/deepspeed_train.py --zero-stage 1
+    deepspeed --num_gpus 2 examples/frameworks/deepspeed_train.py --zero-stage 2   # DeepSpeed's own launcher
+    tandem run --policy copy-engine --stats stats-%p.json -- deepspeed --num_gpus 2 \
+        examples/frameworks/deepspeed_train.py --zero-stage 2
     torchrun --nproc-per-node 2 tests/tools/shared_gpu_rank.py examples/frameworks/deepspeed_train.py ...
                                                    # 2 ranks sharing one GPU (results only; times mean nothing)
     DS_ACCELERATOR=cpu torchrun --standalone --nproc-per-node 2 examples/frameworks/deepspeed_train.py \\
-        --backend gloo --zero-stage 2              # CPU ranks (tests/scripts/test_frameworks.py)
+        --backend gloo --zero-stage 2              # CPU ranks (tests/scripts/test_frameworks_cpu.py)
 
 deepspeed.initialize with a configuration dict: ZeRO stage 1, 2 or 3 (--zero-stage), overlap_comm
 (--overlap-comm/--no-overlap-comm: DeepSpeed's side stream for the gradient reduction and, in stage 3, the
@@ -67,6 +70,9 @@ def parse_args(argv=None):
     parser.add_argument("--backend", choices=("nccl", "gloo"), default="nccl",
                         help="nccl on GPUs (default); gloo on the CPU (with DS_ACCELERATOR=cpu), for tests")
     parser.add_argument("--timeout", type=float, default=600, help="seconds before the program gives up (default 600)")
+    # DeepSpeed's launcher (the `deepspeed` command) passes it; the device comes from LOCAL_RANK, which the
+    # launcher sets too, as torchrun does.
+    parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     common.require_at_least(parser, args, ("hidden", "intermediate", "layers", "heads", "vocab", "seq", "batch", "steps",
                                            "bucket_size"))

@@ -39,8 +39,9 @@ pc = rc.pc
 MEGATRON = "examples/frameworks/megatron_train.py"
 DEEPSPEED = "examples/frameworks/deepspeed_train.py"
 # The configurations issue 40 asks for (Megatron-core's DP with overlap_grad_reduce, the distributed
-# optimizer with overlap_param_gather, TP=2 (sequence parallelism needs Transformer Engine or Apex), PP=2; DeepSpeed ZeRO-1, 2 and 3 with
-# overlap_comm). tandem.torch has no hook into either framework's own collectives: stock and tandem-run.
+# optimizer with overlap_param_gather, TP=2 without and with sequence parallelism, PP=2; DeepSpeed ZeRO-1, 2
+# and 3 with overlap_comm, and ZeRO-2 started by DeepSpeed's own launcher with `tandem run` around it).
+# tandem.torch has no hook into either framework's own collectives: stock and tandem-run.
 FRONT_ENDS = ("stock", "tandem-run")
 # Megatron's default bucket (40 M parameters or more) would hold the whole small model: one bucket, reduced
 # once backward has ended, whatever overlap_grad_reduce says. 1 M parameters a bucket gives several.
@@ -49,13 +50,18 @@ PROGRAMS = {
     "megatron-dp": {"launch": "torchrun", "script": MEGATRON, "args": ["--overlap-grad-reduce"] + MEGATRON_BUCKET},
     "megatron-distopt": {"launch": "torchrun", "script": MEGATRON,
                          "args": ["--distributed-optimizer", "--overlap-param-gather"] + MEGATRON_BUCKET},
-    # TP=2 without sequence parallelism: Megatron-core's SP needs Transformer Engine's or Apex's
-    # LayerNorm (its torch LayerNorm refuses it), neither of which installs on the GPU machine.
     "megatron-tp2": {"launch": "torchrun", "script": MEGATRON, "args": ["--tp", "2"] + MEGATRON_BUCKET},
+    # Sequence parallelism: the tensor-parallel all-reduces become all-gathers and reduce-scatters along the
+    # sequence, and the norms' gradients are all-reduced over the TP group (megatron_train.py's
+    # SequenceParallelTorchNorm, as neither Apex nor Transformer Engine installs on the GPU machine).
+    "megatron-tp2-sp": {"launch": "torchrun", "script": MEGATRON,
+                        "args": ["--tp", "2", "--sequence-parallel"] + MEGATRON_BUCKET},
     "megatron-pp2": {"launch": "torchrun", "script": MEGATRON, "args": ["--pp", "2"] + MEGATRON_BUCKET},
     "deepspeed-zero1": {"launch": "torchrun", "script": DEEPSPEED, "args": ["--zero-stage", "1", "--overlap-comm"]},
     "deepspeed-zero2": {"launch": "torchrun", "script": DEEPSPEED, "args": ["--zero-stage", "2", "--overlap-comm"]},
     "deepspeed-zero3": {"launch": "torchrun", "script": DEEPSPEED, "args": ["--zero-stage", "3", "--overlap-comm"]},
+    "deepspeed-zero2-launcher": {"launch": "deepspeed", "script": DEEPSPEED,
+                                 "args": ["--zero-stage", "2", "--overlap-comm"]},
 }
 for _spec_of in PROGRAMS.values():
     _spec_of["front_ends"] = FRONT_ENDS
@@ -161,8 +167,7 @@ def timeline_pairs(args):
 def timeline_run(pair, args, cfg, work):
     """`tandem run --policy concurrent --timeline` of one configuration: the job's summary and every step."""
     program, label, script, extra, env = pair
-    folder = os.path.join(work, "timeline", slug(program + "-" + label))
-    os.makedirs(folder, exist_ok=True)
+    folder = rc.fresh_folder(os.path.join(work, "timeline", slug(program + "-" + label)))
     tl_json = os.path.join(folder, "timeline.json")
     argv = ([cfg["tandem_bin"], "run", "--policy", "concurrent", "--step-range", "step", "--timeline-json", tl_json,
              "--"] + list(cfg["torchrun"]) + ["--standalone", "--nproc-per-node", str(args.timeline_ranks),

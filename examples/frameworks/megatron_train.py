@@ -19,7 +19,8 @@ and torch's AdamW, which Megatron-core falls back to):
   as dp, tp, pp, dp_cp, tp_dp_cp) and --high-priority-stream-groups; with --tandem POLICY, tandem.torch
   makes the default group and writes the policy's settings into every group's options;
 - GPTModel with get_gpt_layer_local_spec() from a TransformerConfig (random init, seeded, no download),
-  bf16 through Float16Module, sequence parallelism with --sequence-parallel;
+  bf16 through Float16Module, sequence parallelism with --sequence-parallel (its norms then torch's with
+  their parameters marked for SP, as Apex's FusedLayerNorm marks them: SequenceParallelTorchNorm);
 - megatron.core.distributed.DistributedDataParallel with DistributedDataParallelConfig
   (overlap_grad_reduce, use_distributed_optimizer, overlap_param_gather, bucket_size,
   grad_reduce_in_fp32) and finalize_model_grads;
@@ -39,7 +40,6 @@ and, with --tandem, tandem.torch's stats(). Megatron-core needs CUDA: there is n
 """
 import argparse
 import functools
-import importlib.util
 import os
 import sys
 import warnings
@@ -103,11 +103,6 @@ def parse_args(argv=None):
         parser.error(f"--layers {args.layers} is not a multiple of --pp {args.pp}")
     if args.sequence_parallel and args.tp < 2:
         parser.error("--sequence-parallel needs --tp 2 or more")
-    if args.sequence_parallel and not (importlib.util.find_spec("transformer_engine") or importlib.util.find_spec("apex")):
-        # Megatron-core's local layer spec then norms with torch's LayerNorm, which refuses sequence
-        # parallelism (megatron/core/transformer/torch_norm.py): say so before any rank starts.
-        parser.error("--sequence-parallel needs Transformer Engine or Apex (Megatron-core's torch LayerNorm "
-                     "refuses sequence parallelism); neither is installed")
     if args.sequence_parallel and args.seq % args.tp:
         parser.error(f"--seq {args.seq} is not a multiple of --tp {args.tp} (sequence parallelism splits it)")
     if args.overlap_param_gather and not args.distributed_optimizer:
@@ -213,16 +208,46 @@ def transformer_config(args):
         masked_softmax_fusion=False, persist_layer_norm=False, apply_rope_fusion=False)
 
 
+class SequenceParallelTorchNorm:
+    """torch's LayerNorm (or RMSNorm) for the local layer spec under sequence parallelism. Without Apex the
+    local spec norms with Megatron-core's WrappedTorchNorm, which refuses sequence parallelism only because
+    nothing marks its parameters: under SP each tensor-parallel rank norms its own slice of the sequence, so
+    the norm's weight and bias gradients are partial sums that finalize_model_grads must all-reduce over the
+    tensor-parallel group, and it picks them by the `sequence_parallel` attribute. Apex's FusedLayerNorm
+    sets that attribute (megatron/core/fusions/fused_layer_norm.py); this builder does the same on torch's
+    norm, which is what a Megatron-core user without Apex or Transformer Engine writes into the spec."""
+
+    def __new__(cls, config, hidden_size, eps=1e-5, **_unused):
+        norm = (torch.nn.RMSNorm if config.normalization == "RMSNorm" else torch.nn.LayerNorm)(hidden_size, eps=eps)
+        for parameter in norm.parameters():
+            parameter.sequence_parallel = config.sequence_parallel
+        return norm
+
+
+def layer_spec(config):
+    """The local layer spec; under sequence parallelism without Apex, a block spec whose three norms per
+    stage (each layer's two and the final one) are SequenceParallelTorchNorm."""
+    from megatron.core.models.gpt.gpt_layer_specs import HAVE_APEX, get_gpt_layer_local_spec
+    from megatron.core.transformer.transformer_block import TransformerBlockSubmodules, get_num_layers_to_build
+
+    spec = get_gpt_layer_local_spec()
+    if not config.sequence_parallel or HAVE_APEX:
+        return spec
+    spec.submodules.input_layernorm = SequenceParallelTorchNorm
+    spec.submodules.pre_mlp_layernorm = SequenceParallelTorchNorm
+    return TransformerBlockSubmodules(layer_specs=[spec] * get_num_layers_to_build(config),
+                                      layer_norm=SequenceParallelTorchNorm)
+
+
 def gpt_model(args, config):
     """GPTModel with the local layer spec (Megatron-core's own layers, no Transformer Engine), seeded, on
     this pipeline stage, in bf16 through Float16Module (as Megatron-LM's get_model wraps it); on the CPU."""
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
-    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
     from megatron.core.transformer.module import Float16Module
 
     torch.manual_seed(args.seed)
-    model = GPTModel(config=config, transformer_layer_spec=get_gpt_layer_local_spec(), vocab_size=args.vocab,
+    model = GPTModel(config=config, transformer_layer_spec=layer_spec(config), vocab_size=args.vocab,
                      max_sequence_length=args.seq, pre_process=parallel_state.is_pipeline_first_stage(),
                      post_process=parallel_state.is_pipeline_last_stage(),
                      share_embeddings_and_output_weights=False, position_embedding_type="learned_absolute")

@@ -9,6 +9,7 @@ verdict on an overlap option. Stdlib only.
 import importlib.util
 import json
 import os
+import sys
 import tempfile
 import unittest
 
@@ -25,19 +26,23 @@ rc = fc.rc
 class Rows(unittest.TestCase):
     def test_the_configurations_issue_40_asks_for(self):
         rows = rc.all_rows([2])
-        # 7 programs x (stock, tandem-run); tandem.torch has no hook into the frameworks' collectives.
-        self.assertEqual(len(rows), 14)
+        # 9 programs x (stock, tandem-run); tandem.torch has no hook into the frameworks' collectives.
+        self.assertEqual(len(rows), 18)
         args = {p: s["args"] for p, s in rc.PROGRAMS.items()}
         # Megatron's rows with buckets of 1 M parameters: several buckets in the small model.
         bucket = ["--bucket-size", "1000000"]
         self.assertEqual(args["megatron-dp"], ["--overlap-grad-reduce"] + bucket)
         self.assertEqual(args["megatron-distopt"], ["--distributed-optimizer", "--overlap-param-gather"] + bucket)
         self.assertEqual(args["megatron-tp2"], ["--tp", "2"] + bucket)
+        self.assertEqual(args["megatron-tp2-sp"], ["--tp", "2", "--sequence-parallel"] + bucket)
         self.assertEqual(args["megatron-pp2"], ["--pp", "2"] + bucket)
+        self.assertEqual(args["deepspeed-zero2-launcher"], ["--zero-stage", "2", "--overlap-comm"])
+        self.assertEqual(rc.PROGRAMS["deepspeed-zero2-launcher"]["launch"], "deepspeed")
         for stage in (1, 2, 3):
             self.assertEqual(args[f"deepspeed-zero{stage}"], ["--zero-stage", str(stage), "--overlap-comm"])
         self.assertEqual([r["id"] for r in rc.select_rows(rows, "deepspeed-*/2/tandem-run")],
-                         ["deepspeed-zero1/2/tandem-run", "deepspeed-zero2/2/tandem-run", "deepspeed-zero3/2/tandem-run"])
+                         ["deepspeed-zero1/2/tandem-run", "deepspeed-zero2/2/tandem-run", "deepspeed-zero3/2/tandem-run",
+                          "deepspeed-zero2-launcher/2/tandem-run"])
 
     def test_launches_share_one_gpu_and_carry_the_policy(self):
         cfg = {"tandem_bin": "/t/tandem", "overlap_bin": None, "pythonpath": [], "torchrun": ["torchrun"],
@@ -50,6 +55,43 @@ class Rows(unittest.TestCase):
                                             os.path.join(ROOT, fc.MEGATRON), "--tp", "2",
                                             "--bucket-size", "1000000"])
         self.assertEqual(run["env"]["NCCL_NVLS_ENABLE"], "0")
+
+    def test_deepspeeds_launcher_runs_inside_tandem_run(self):
+        # `tandem run -- deepspeed ...`, as a DeepSpeed user writes it: the launcher and every rank it starts
+        # inherit the interposer; each rank on GPU 0 through shared_gpu_rank.py; the launcher's port is the
+        # row's own, so that rows running side by side do not meet.
+        cfg = {"tandem_bin": "/t/tandem", "overlap_bin": None, "pythonpath": [], "torchrun": ["torchrun"],
+               "python": "/py", "llama_args": [], "jax_args": [], "policy": "copy-engine"}
+        [run] = rc.row_launches({"program": "deepspeed-zero2-launcher", "ranks": 2, "front_end": "tandem-run"}, cfg,
+                                "/s", 23456)
+        self.assertEqual(run["argv"], ["/t/tandem", "run", "--policy", "copy-engine", "--stats", "/s/stats-%p.json", "--",
+                                       "/py", "-m", "deepspeed.launcher.runner", "--num_gpus", "2", "--master_port",
+                                       "23456", os.path.join(ROOT, "tests", "tools", "shared_gpu_rank.py"),
+                                       os.path.join(ROOT, fc.DEEPSPEED), "--zero-stage", "2", "--overlap-comm"])
+        [stock] = rc.row_launches({"program": "deepspeed-zero2-launcher", "ranks": 4, "front_end": "stock"}, cfg, "/s",
+                                  23457)
+        self.assertEqual(stock["argv"][:8], ["/py", "-m", "deepspeed.launcher.runner", "--num_gpus", "4",
+                                             "--master_port", "23457", os.path.join(ROOT, "tests", "tools",
+                                                                                    "shared_gpu_rank.py")])
+
+    def test_shared_gpu_rank_hands_deepspeeds_local_rank_to_the_program(self):
+        # DeepSpeed's launcher starts `python shared_gpu_rank.py --local_rank=N PROGRAM ARGS`: the program gets
+        # its arguments and --local_rank=0 (GPU 0, as LOCAL_RANK), each rank its own NCCL host id.
+        import subprocess
+        with tempfile.TemporaryDirectory() as d:
+            program = os.path.join(d, "show.py")
+            with open(program, "w") as f:
+                f.write("import json, os, sys\nprint(json.dumps([sys.argv, os.environ['LOCAL_RANK'], "
+                        "os.environ['NCCL_HOSTID']]))\n")
+            tool = os.path.join(ROOT, rc.SHARED_GPU_RANK)
+            env = {k: v for k, v in os.environ.items() if k != "NCCL_HOSTID"}
+            out = subprocess.run([sys.executable, tool, "--local_rank=1", program, "--zero-stage", "2"], text=True,
+                                 capture_output=True, env={**env, "RANK": "1", "LOCAL_RANK": "1"}, check=True).stdout
+            self.assertEqual(json.loads(out), [[program, "--local_rank=0", "--zero-stage", "2"], "0",
+                                               "tandem-shared-gpu-rank-1"])
+            out = subprocess.run([sys.executable, tool, program, "--x"], text=True, capture_output=True,
+                                 env={**env, "RANK": "0"}, check=True).stdout
+            self.assertEqual(json.loads(out), [[program, "--x"], "0", "tandem-shared-gpu-rank-0"])
 
     def test_losses_are_what_is_compared(self):
         result = {"losses": [6.5, 6.25], "loss": 6.125}
@@ -64,6 +106,60 @@ class Rows(unittest.TestCase):
         self.assertEqual(judged[1]["vs_stock"], "bitwise")
         # At 2 ranks a sum is one rounded addition in either order: anything else differs.
         self.assertEqual(rc.verdicts([stock, other])[1]["vs_stock"], "differs")
+
+
+_lm_spec = importlib.util.spec_from_file_location(
+    "megatron_lm_check", os.path.join(ROOT, "examples", "frameworks", "megatron_lm_check.py"))
+lm = importlib.util.module_from_spec(_lm_spec)
+_lm_spec.loader.exec_module(lm)
+
+
+class MegatronLM(unittest.TestCase):
+    LOG = ("[2026-12-02 17:00:01] iteration        1/       8 | consumed samples:            4 | elapsed time per "
+           "iteration (ms): 812.3 | learning rate: 1.000000E-04 | global batch size:     4 | lm loss: 9.142537E+00 | "
+           "loss scale: 1.0 | grad norm: 2.113 |\n"
+           "[2026-12-02 17:00:01] iteration        2/       8 | lm loss: 9.101203E+00 | loss scale: 1.0 |\n"
+           " validation loss at iteration 2 | lm loss value: 9.2E+00 |\n")
+
+    def test_the_printed_losses_per_iteration(self):
+        # The training log's lines, not the validation line that also names the lm loss.
+        self.assertEqual(lm.losses_of(self.LOG), {1: "9.142537E+00", 2: "9.101203E+00"})
+
+    def test_the_users_command_under_tandem_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "pretrain_gpt.py"), "w").close()
+            args = lm.parse_args(["--megatron-lm", d, "--torchrun", "torchrun", "--python", "/py",
+                                  "--tandem-bin", "/t/tandem"])
+            run = lm.launch("megatron-lm-distopt", 4, "copy-engine", d, args, "/s")
+            self.assertEqual(run["argv"][:17], ["torchrun", "--standalone", "--nproc-per-node", "4", "--no-python",
+                                                "/t/tandem", "run", "--policy", "copy-engine", "--stats",
+                                                "/s/stats-%p.json", "--", "/py",
+                                                os.path.join(ROOT, "tests", "tools", "shared_gpu_rank.py"),
+                                                os.path.join(d, "pretrain_gpt.py"), "--transformer-impl", "local"])
+            tail = run["argv"][17:]
+            # Two sequences per rank per step; the configuration's overlap options last.
+            self.assertEqual(tail[tail.index("--global-batch-size") + 1], "8")
+            self.assertEqual(tail[-3:], ["--use-distributed-optimizer", "--overlap-grad-reduce",
+                                         "--overlap-param-gather"])
+            self.assertEqual(run["env"]["PYTHONPATH"].split(os.pathsep)[0], d)
+            self.assertEqual(run["env"]["NCCL_NVLS_ENABLE"], "0")
+            stock = lm.launch("megatron-lm-dp", 2, None, d, args, "/s")
+            self.assertNotIn("/t/tandem", stock["argv"])
+            for bad in (["--ranks", "1"], ["--only", "megatron-lm-tp9"]):
+                with self.assertRaises(SystemExit):
+                    lm.parse_args(["--megatron-lm", d] + bad)
+        with self.assertRaises(SystemExit):
+            lm.parse_args(["--megatron-lm", "/nonexistent"])
+
+    def test_losses_against_stock_string_for_string(self):
+        losses = {i: "9.0E+00" for i in range(1, 9)}
+        rows = [{"config": "megatron-lm-dp", "ranks": 2, "policy": None, "ok": True, "losses": dict(losses)},
+                {"config": "megatron-lm-dp", "ranks": 2, "policy": "copy-engine", "ok": True, "losses": dict(losses)},
+                {"config": "megatron-lm-dp", "ranks": 2, "policy": "priority", "ok": True,
+                 "losses": {**losses, 8: "9.000001E+00"}},
+                {"config": "megatron-lm-dp", "ranks": 2, "policy": "shape:2", "ok": False, "losses": {}}]
+        self.assertEqual([r["vs_stock"] for r in lm.verdicts(rows)],
+                         ["stock", "identical", "differs", "not compared (a run failed)"])
 
 
 class Tables(unittest.TestCase):
@@ -133,10 +229,10 @@ class Tables(unittest.TestCase):
         with contextlib.redirect_stdout(out):
             self.assertEqual(fc.main(["--dry-run", "--torchrun", "torchrun", "--python", "/py"]), 0)
         lines = out.getvalue().splitlines()
-        # 7 stock rows, then 7 tandem-run rows per default policy.
-        self.assertEqual(len(lines), 7 + 7 * len(fc.POLICIES))
+        # 9 stock rows, then 9 tandem-run rows per default policy.
+        self.assertEqual(len(lines), 9 + 9 * len(fc.POLICIES))
         self.assertTrue(all("shared_gpu_rank.py" in line for line in lines))
-        self.assertEqual(sum("--policy copy-engine " in line for line in lines), 7)
+        self.assertEqual(sum("--policy copy-engine " in line for line in lines), 9)
 
 
 if __name__ == "__main__":

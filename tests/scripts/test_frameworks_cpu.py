@@ -60,11 +60,20 @@ def result_of(stdout):
     return json.loads(lines[-1][len("TANDEM_RESULT "):]) if lines else None
 
 
-def deepspeed_run(args, attempts=3):
-    """deepspeed_train.py on two gloo ranks; a launch that aborted at exit after its result (PyTorch 2.11's
-    gloo teardown, tests/scripts/torch_launch.py) is tried again."""
-    command = [PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-               os.path.join(ROOT, "examples", "frameworks", "deepspeed_train.py"), "--backend", "gloo"] + args
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def deepspeed_run(args, attempts=3, launcher="torchrun"):
+    """deepspeed_train.py on two gloo ranks, started by torchrun or by DeepSpeed's own launcher (the
+    `deepspeed` command, which passes --local_rank=N to the program); a launch that aborted at exit after its
+    result (PyTorch 2.11's gloo teardown, tests/scripts/torch_launch.py) is tried again."""
+    head = ([PYTHON, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"] if launcher == "torchrun"
+            else [PYTHON, "-m", "deepspeed.launcher.runner", "--num_gpus", "2", "--master_port", str(free_port())])
+    command = head + [os.path.join(ROOT, "examples", "frameworks", "deepspeed_train.py"), "--backend", "gloo"] + args
     for _ in range(attempts):
         p = subprocess.run(command, capture_output=True, text=True, env={**ENV, "DS_ACCELERATOR": "cpu"}, timeout=600)
         if p.returncode == 0 or "terminate called without an active exception" not in p.stderr:
@@ -77,10 +86,12 @@ class DeepSpeed(unittest.TestCase):
 
     def test_every_zero_stage_trains_to_the_same_losses(self):
         results = {}
-        for name, args in (("zero1", ["--zero-stage", "1"]), ("zero2", ["--zero-stage", "2"]),
-                           ("zero3", ["--zero-stage", "3"]), ("zero2-no-overlap", ["--zero-stage", "2",
-                                                                                    "--no-overlap-comm"])):
-            p = deepspeed_run(args + TINY_LLAMA)
+        for name, args, launcher in (("zero1", ["--zero-stage", "1"], "torchrun"),
+                                     ("zero2", ["--zero-stage", "2"], "torchrun"),
+                                     ("zero3", ["--zero-stage", "3"], "torchrun"),
+                                     ("zero2-no-overlap", ["--zero-stage", "2", "--no-overlap-comm"], "torchrun"),
+                                     ("zero2-deepspeed-launcher", ["--zero-stage", "2"], "deepspeed")):
+            p = deepspeed_run(args + TINY_LLAMA, launcher=launcher)
             self.assertEqual(p.returncode, 0, f"{name}: {p.stderr[-3000:]}")
             r = result_of(p.stdout)
             self.assertIsNotNone(r, f"{name}: no TANDEM_RESULT line\n{p.stdout[-2000:]}")
@@ -161,6 +172,17 @@ opts = parallel_state.get_nccl_options("dp", cfgs)
 out["nccl"] = [opts.is_high_priority_stream, opts.config.min_ctas, opts.config.max_ctas, opts.config.cga_cluster_size,
                opts.config.net_name, cfgs["tp"]]
 out["copy_engine_only"] = mt.megatron_nccl_configs("copy-engine")
+sp_config = mt.transformer_config(mt.parse_args(["--tp", "2", "--sequence-parallel", "--layers", "2", "--hidden", "64",
+                                                 "--heads", "4", "--vocab", "128", "--seq", "32"]))
+sp_spec = mt.layer_spec(sp_config)
+sp_norm = sp_spec.layer_norm(config=sp_config, hidden_size=64, eps=1e-5)
+plain_norm = sp_spec.layer_norm(config=config, hidden_size=64, eps=1e-5)
+out["sp"] = {"spec": type(sp_spec).__name__, "layers": len(sp_spec.layer_specs),
+             "norms": [sp_spec.layer_specs[0].submodules.input_layernorm.__name__,
+                       sp_spec.layer_specs[0].submodules.pre_mlp_layernorm.__name__, sp_spec.layer_norm.__name__],
+             "norm": type(sp_norm).__name__, "marked": [getattr(p, "sequence_parallel", None) for p in sp_norm.parameters()],
+             "marked_without_sp": [getattr(p, "sequence_parallel", None) for p in plain_norm.parameters()],
+             "without_sp": type(mt.layer_spec(config)).__name__}
 import megatron.core.parallel_state as ps_module
 out["source_groups"] = sorted(set(__import__("re").findall(r"get_nccl_options\(\s*[\"']([a-z_]+)[\"']", open(ps_module.__file__).read())))
 out["example_groups"] = sorted(mt.MEGATRON_GROUPS)
@@ -202,13 +224,21 @@ class Megatron(unittest.TestCase):
         self.assertEqual(out["nccl"][5], {"is_high_priority_stream": True, "min_ctas": 2, "max_ctas": 4,
                                           "cga_cluster_size": 1})
         self.assertEqual(out["copy_engine_only"], {})
+        # Sequence parallelism without Apex: every norm of the block (each layer's two, the final one) is torch's,
+        # its weight and bias marked for finalize_model_grads' all-reduce over the tensor-parallel group, and only
+        # under SP; without SP the spec stays Megatron-core's own local spec.
+        self.assertEqual(out["sp"], {"spec": "TransformerBlockSubmodules", "layers": 2,
+                                     "norms": ["SequenceParallelTorchNorm"] * 3, "norm": "LayerNorm",
+                                     "marked": [True, True], "marked_without_sp": [False, False],
+                                     "without_sp": "ModuleSpec"})
         # Every group the installed Megatron-core configures gets the policy's settings.
         self.assertEqual([g for g in out["source_groups"] if g not in out["example_groups"]], [])
 
     def test_bad_combinations_are_refused(self):
         for argv, message in ((["--overlap-param-gather"], "--overlap-param-gather needs --distributed-optimizer"),
                               (["--sequence-parallel"], "--sequence-parallel needs --tp 2 or more"),
-                              (["--tp", "2", "--sequence-parallel"], "--sequence-parallel needs Transformer Engine or Apex"),
+                              (["--tp", "2", "--sequence-parallel", "--seq", "255"],
+                               "--seq 255 is not a multiple of --tp 2"),
                               (["--pp", "3"], "--layers 4 is not a multiple of --pp 3")):
             p = subprocess.run([PYTHON, os.path.join(ROOT, "examples", "frameworks", "megatron_train.py")] + argv,
                                capture_output=True, text=True, env=ENV, timeout=120)

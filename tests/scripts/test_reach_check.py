@@ -469,9 +469,10 @@ if os.environ.get("FAKE_NOTHING"):  # a program that issues no collective and ch
     sys.exit(0)
 if routed:
     stats = args[args.index("--stats") + 1]
+    base = int(os.environ.get("FAKE_PID_BASE", "7000"))
     for r in range(n):
-        with open(stats.replace("%p", str(7000 + r)), "w") as f:
-            json.dump({{"schema_version": 2, "front_end": "tandem run", "pid": 7000 + r, "nccl_collectives": {{"ncclAllReduce": {{
+        with open(stats.replace("%p", str(base + r)), "w") as f:
+            json.dump({{"schema_version": 2, "front_end": "tandem run", "pid": base + r, "nccl_collectives": {{"ncclAllReduce": {{
                 "calls": 3, "bytes": 96, "copy_engine": {{"calls": 3, "bytes": 96}}, "nccl": {{}}}}}},
                 "copy_engine_reach": {{"requested": True, "calls": 3, "bytes": 96, "total_bytes": 96}}}}, f)
 digest = "other" if routed and n == 3 else "same"
@@ -485,6 +486,24 @@ print("TANDEM_RESULT " + json.dumps(result))
 
 
 class WholeRun(unittest.TestCase):
+    def test_a_work_dir_used_again_counts_only_this_runs_files(self):
+        # Two runs into one --work-dir, the ranks' stats files named by other pids the second time (as real
+        # processes' are): the second run's counts are its own, not the sum of both runs'.
+        with tempfile.TemporaryDirectory() as d:
+            fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
+            routes = []
+            for base in ("7000", "8000"):
+                out = os.path.join(d, f"reach-{base}.json")
+                p = subprocess.run([sys.executable, SCRIPT, "--only", "torch-collectives/2/tandem-run,torch-collectives/2/stock",
+                                    "--ranks", "2", "--torchrun", fake, "--python", sys.executable, "--work-dir",
+                                    os.path.join(d, "work"), "--out", out], capture_output=True, text=True, timeout=120,
+                                   env={**os.environ, "FAKE_PID_BASE": base})
+                self.assertEqual(p.returncode, 0, p.stderr + p.stdout)
+                with open(out) as f:
+                    [row] = [r for r in json.load(f)["rows"] if r["front_end"] == "tandem-run"]
+                routes.append((row["route"]["total_calls"], row["route"]["processes"]))
+        self.assertEqual(routes, [(6, 2), (6, 2)])
+
     def test_rows_through_a_fake_torchrun(self):
         with tempfile.TemporaryDirectory() as d:
             fake = torch_launch.fake_program(d, FAKE_TORCHRUN)
