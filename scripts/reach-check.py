@@ -150,6 +150,16 @@ def select_rows(rows, only):
     return chosen
 
 
+def tandem_run_prefix(tandem_bin, policy, stats_dir):
+    """`tandem run --policy P --stats DIR/stats-%p.json --`: one stats file per process of the row."""
+    return [tandem_bin, "run", "--policy", policy, "--stats", os.path.join(stats_dir, "stats-%p.json"), "--"]
+
+
+def shared_gpu_program(script, args):
+    """A torchrun or DeepSpeed program started through shared_gpu_rank.py: every rank on GPU 0."""
+    return [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, script)] + list(args)
+
+
 def row_launches(row, cfg, stats_dir, port):
     """The processes one row starts: [{"argv": [...], "env": {...}}] (env: the variables set beyond the
     caller's). torchrun rows are one launch (torchrun starts the ranks; under tandem-run it starts each
@@ -159,11 +169,10 @@ def row_launches(row, cfg, stats_dir, port):
     interposer; jax and overlap rows one process per rank."""
     spec = PROGRAMS[row["program"]]
     n, front_end = row["ranks"], row["front_end"]
-    prefix = ([cfg["tandem_bin"], "run", "--policy", cfg["policy"], "--stats", os.path.join(stats_dir, "stats-%p.json"),
-               "--"] if front_end == "tandem-run" else [])
+    prefix = tandem_run_prefix(cfg["tandem_bin"], cfg["policy"], stats_dir) if front_end == "tandem-run" else []
     env = dict(ALWAYS_ENV)
     if spec["launch"] == "torchrun":
-        program = [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, spec["script"])] + spec["args"]
+        program = shared_gpu_program(spec["script"], spec["args"])
         program += cfg["llama_args"] if row["program"].startswith("llama") else []
         if front_end == "tandem-torch":
             program += ["--tandem", cfg["policy"]]
@@ -175,7 +184,7 @@ def row_launches(row, cfg, stats_dir, port):
     if spec["launch"] == "deepspeed":
         # --num_gpus N on one GPU: the launcher sets CUDA_VISIBLE_DEVICES=0,...,N-1, of which CUDA shows the
         # devices before the first that does not exist, and shared_gpu_rank.py puts every rank on GPU 0.
-        program = [os.path.join(ROOT, SHARED_GPU_RANK), os.path.join(ROOT, spec["script"])] + spec["args"]
+        program = shared_gpu_program(spec["script"], spec["args"])
         argv = prefix + [cfg["python"], "-m", "deepspeed.launcher.runner", "--num_gpus", str(n), "--master_port",
                          str(port)] + program
         return [{"argv": argv, "env": env}]

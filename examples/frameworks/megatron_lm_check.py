@@ -59,11 +59,11 @@ def losses_of(output):
 
 
 def launch(config, ranks, policy, megatron_lm, args, stats_dir):
-    program = [args.python, os.path.join(ROOT, rc.SHARED_GPU_RANK), os.path.join(megatron_lm, "pretrain_gpt.py")]
-    program += MODEL + ["--global-batch-size", str(2 * ranks)] + CONFIGS[config]
+    program = [args.python] + rc.shared_gpu_program(os.path.join(megatron_lm, "pretrain_gpt.py"),
+                                                    MODEL + ["--global-batch-size", str(2 * ranks)] + CONFIGS[config])
     head = list(args.torchrun) + ["--standalone", "--nproc-per-node", str(ranks), "--no-python"]
     if policy:
-        head += [args.tandem_bin, "run", "--policy", policy, "--stats", os.path.join(stats_dir, "stats-%p.json"), "--"]
+        head += rc.tandem_run_prefix(args.tandem_bin, policy, stats_dir)
     env = dict(rc.ALWAYS_ENV)
     env["PYTHONPATH"] = os.pathsep.join([megatron_lm] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
                                                           else []))
@@ -88,6 +88,11 @@ def run_row(config, ranks, policy, megatron_lm, args, work):
                         "staged_bytes": route["staged_bytes"], "pool_bytes_per_route": route["pool_bytes_per_route"],
                         "fell_back": {name: c["nccl"] for name, c in route["collectives"].items() if c["nccl"]},
                         "not_routed": route["not_routed"], "controls": route["controls"], "unreadable": bad}
+        if not docs or bad:
+            # No counts, or counts of only some processes: the row's figures would look valid and be wrong.
+            row["ok"] = False
+            row["failure"] = (row.get("failure", "") + "\nstats files: " + ("; ".join(bad) if bad else
+                              f"none in {stats_dir}")).strip()
     return row
 
 
@@ -104,10 +109,6 @@ def verdicts(rows):
     return rows
 
 
-def mib(n):
-    return f"{n / 2**20:.1f} MiB"
-
-
 def table(rows):
     lines = ["| configuration | ranks | policy | losses vs stock (8 iterations) | collectives (calls / bytes) "
              "| through the route | share of the bytes between ranks | staged per routed byte "
@@ -121,9 +122,10 @@ def table(rows):
         share = route["share_between_ranks"]
         comms = route["controls"]["communicators"]
         copy = "copy-engine" in r["policy"]
-        lines.append("| %s | %d | `%s` | %s | %d / %s | %s | %s | %s | %d / %d | %d / %d |" % (
-            r["config"], r["ranks"], r["policy"], r["vs_stock"], route["total_calls"], mib(route["total_bytes"]),
-            f"{route['calls']} / {mib(route['bytes'])}" if copy else "—",
+        lines.append("| %s | %d | `%s` | %s | %s | %s | %s | %s | %d / %d | %d / %d |" % (
+            r["config"], r["ranks"], r["policy"], r["vs_stock"],
+            rc.calls_bytes({"calls": route["total_calls"], "bytes": route["total_bytes"]}),
+            rc.calls_bytes(route) if copy else "—",
             f"{100 * share:.2f} %" if copy and share is not None else "—",
             f"{route['staged_bytes'] / route['bytes']:.2f}" if copy and route["bytes"] else "—",
             comms["configured"], comms["created"], route["controls"]["elevated"], route["controls"]["nccl_launches"]))

@@ -151,6 +151,18 @@ class MegatronLM(unittest.TestCase):
         with self.assertRaises(SystemExit):
             lm.parse_args(["--megatron-lm", "/nonexistent"])
 
+    def test_a_row_without_stats_files_fails(self):
+        # A tandem-run row whose processes wrote no stats file gives no route figures, not a row of zeros.
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "pretrain_gpt.py"), "w").close()
+            args = lm.parse_args(["--megatron-lm", d, "--torchrun", sys.executable, "--python", sys.executable,
+                                  "--tandem-bin", "/bin/true", "--timeout", "30"])
+            args.torchrun = [sys.executable, "-c", "print(' iteration 1/ 8 | lm loss: 9.0E+00 |')"]
+            row = lm.run_row("megatron-lm-dp", 2, "copy-engine", d, args, os.path.join(d, "work"))
+        self.assertEqual(row["exit_code"], 0)
+        self.assertFalse(row["ok"])
+        self.assertIn("stats files: none in", row["failure"])
+
     def test_losses_against_stock_string_for_string(self):
         losses = {i: "9.0E+00" for i in range(1, 9)}
         rows = [{"config": "megatron-lm-dp", "ranks": 2, "policy": None, "ok": True, "losses": dict(losses)},

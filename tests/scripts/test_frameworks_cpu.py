@@ -194,11 +194,7 @@ class Megatron(unittest.TestCase):
     maxDiff = None
 
     def test_the_example_builds_against_megatron_core(self):
-        import socket
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        p = subprocess.run([PYTHON, "-c", MEGATRON_CHECK, ROOT, str(port)], capture_output=True, text=True, env=ENV,
+        p = subprocess.run([PYTHON, "-c", MEGATRON_CHECK, ROOT, str(free_port())], capture_output=True, text=True, env=ENV,
                            timeout=300)
         lines = [line for line in p.stdout.splitlines() if line.startswith("MEGATRON ")]
         self.assertTrue(lines, p.stderr[-3000:])
