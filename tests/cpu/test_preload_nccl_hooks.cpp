@@ -765,10 +765,15 @@ TEST(preload_nccl_hooks_versions, EachSettingAtItsVersionsEdges) {
   const ClientRun at_227 = run_client(kFakeClient, kSettings, "FAKE_NCCL_VERSION=22700");
   ASSERT_EQ(at_227.raw.status, 0) << at_227.raw.err;
   EXPECT_EQ(at_227.raw.err.find(" needs NCCL "), std::string::npos) << at_227.raw.err;
-  // Without a GPU the route is unavailable here for want of a device, not of NCCL's version.
-  const ClientRun at_228 = run_client(kFakeClient, "copy-engine", "FAKE_NCCL_VERSION=22800");
+  // With every device hidden the route is unavailable for want of a device, not of NCCL's version: the
+  // version is checked first. Hidden on a GPU machine too, where the fake's communicators would otherwise
+  // give the route a real device and peers that never answer.
+  const ClientRun at_228 =
+      run_client(kFakeClient, "copy-engine", "CUDA_VISIBLE_DEVICES= FAKE_NCCL_VERSION=22800");
   ASSERT_EQ(at_228.raw.status, 0) << at_228.raw.err;
   EXPECT_EQ(at_228.raw.err.find("needs NCCL 2.28 or later"), std::string::npos) << at_228.raw.err;
+  EXPECT_NE(at_228.raw.err.find("no usable CUDA device for the copy-engine route"), std::string::npos)
+      << at_228.raw.err;
 }
 
 TEST(preload_nccl_hooks_real_nccl, AProgramCallingOnlyVersionQueriesSeesNothing) {
