@@ -768,8 +768,7 @@ TEST(preload_nccl_hooks_versions, EachSettingAtItsVersionsEdges) {
   // With every device hidden the route is unavailable for want of a device, not of NCCL's version: the
   // version is checked first. Hidden on a GPU machine too, where the fake's communicators would otherwise
   // give the route a real device and peers that never answer.
-  const ClientRun at_228 =
-      run_client(kFakeClient, "copy-engine", "CUDA_VISIBLE_DEVICES= FAKE_NCCL_VERSION=22800");
+  const ClientRun at_228 = run_client(kFakeClient, "copy-engine", "CUDA_VISIBLE_DEVICES= FAKE_NCCL_VERSION=22800");
   ASSERT_EQ(at_228.raw.status, 0) << at_228.raw.err;
   EXPECT_EQ(at_228.raw.err.find("needs NCCL 2.28 or later"), std::string::npos) << at_228.raw.err;
   EXPECT_NE(at_228.raw.err.find("no usable CUDA device for the copy-engine route"), std::string::npos)
