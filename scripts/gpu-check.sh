@@ -976,7 +976,8 @@ section "ab: the old binaries (main at the merge base) and the new ones, interle
 # working tree are built here alike, side by side, then run in turn on GPU 0, which goes first
 # alternating: the single-GPU suite one workload at a time, then 2 and 4 ranks sharing the GPU with
 # the shared-gpu section's runs. scripts/ab-compare.py prints the comparison (ab.txt in $OUT): the
-# same rows, 0 wrong elements, the same best policy where the old run's spread separates it.
+# same rows, 0 wrong elements, no best policy reversed (the old run's spread separates it, the new
+# run's another ahead of it).
 ab=$(mktemp -d)
 ab_start=$SECONDS
 old_src=${TANDEM_AB_OLD:-$root/.device-carry/ab-old.tgz}
