@@ -34,7 +34,10 @@ bool shows_default(const std::string& line, const std::string& value) {
   const std::string equals = "=" + value;
   const bool at_end =
       line.size() >= equals.size() && line.compare(line.size() - equals.size(), equals.size(), equals) == 0;
-  return line.find("[" + value + "]") != std::string::npos || line.find(equals + " ") != std::string::npos || at_end;
+  // The default may go on in words: "FLOAT=120 for the benchmark", "FLOAT [120 for the benchmark]".
+  const bool bracketed =
+      line.find("[" + value + "]") != std::string::npos || line.find("[" + value + " ") != std::string::npos;
+  return bracketed || line.find(equals + " ") != std::string::npos || at_end;
 }
 
 TEST(BenchHelp, OptionsAreGroupedWithTheirDefaults) {
