@@ -19,7 +19,7 @@ STEPS = 8
 WIDTH = 1024
 
 
-def train(model_seed, ddp_setup):
+def train(model_seed, ddp_setup, after_step=lambda step: None):
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.manual_seed(model_seed)
     model = torch.nn.Sequential(*[torch.nn.Linear(WIDTH, WIDTH) for _ in range(4)]).to(device)
@@ -29,13 +29,14 @@ def train(model_seed, ddp_setup):
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
     generator = torch.Generator(device=device).manual_seed(1000 + dist.get_rank())
     losses = []
-    for _ in range(STEPS):
+    for step in range(STEPS):
         x = torch.randn(64, WIDTH, device=device, generator=generator)
         loss = ddp(x).square().mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+        after_step(step)
     torch.cuda.synchronize()
     return losses
 
@@ -80,8 +81,18 @@ def under_tandem(device):
 
 def copy_engine(policy, device):
     parsed = tt.init_process_group(policy, device_id=device)
-    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed))
+    first_step = {}
+
+    def after_step(step):
+        if step == 0:
+            torch.cuda.synchronize()
+            (route,) = tt.stats()["routes"].values()
+            first_step.update({f"{name}_after_first_step": route[name]
+                               for name in ("staged_bytes", "calls", "registrations")})
+
+    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed), after_step)
     result = {
+        **first_step,
         "losses": losses,
         "stats": tt.stats(),
         # The hook's comm streams (one here): (device, at the greatest priority) -> PyTorch's priority.

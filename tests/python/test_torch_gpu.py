@@ -1,10 +1,12 @@
-"""tandem.torch on two GPUs: a DDP training under tandem's hook gives stock DDP's losses bitwise,
+"""tandem.torch on two ranks: a DDP training under tandem's hook gives stock DDP's losses bitwise,
 the process group carries the policy's settings, and tandem's modules share PyTorch's NCCL; with
 copy-engine, DDP's buckets and FSDP2's all-gathers and reduce-scatters take tandem's copy-engine route and
-give stock's losses (DDP in fp32: bitwise; FSDP2 in bf16: within 1e-2 relative).
+give stock's losses (DDP in fp32: bitwise; FSDP2 in bf16: within 1e-2 relative), and DDP's rebuilt buckets
+lie in the route's window memory, so only the first step is staged.
 
-Skipped without PyTorch or without two GPUs. Each rank runs ddp_loss_worker.py or fsdp_loss_worker.py
-under torchrun.
+Skipped without PyTorch or without a GPU. Each rank runs ddp_loss_worker.py or fsdp_loss_worker.py
+under torchrun, on a GPU of its own, or with one GPU both on it (tests/tools/shared_gpu_rank.py: NCCL
+then connects them through its network transport; results hold, times would not).
 """
 import json
 import os
@@ -16,17 +18,19 @@ import pytest
 from stats_view import calls
 
 torch = pytest.importorskip("torch")
-if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-    pytest.skip("needs two GPUs", allow_module_level=True)
+if not torch.cuda.is_available():
+    pytest.skip("needs a GPU", allow_module_level=True)
 
 WORKER = Path(__file__).with_name("ddp_loss_worker.py")
 FSDP_WORKER = Path(__file__).with_name("fsdp_loss_worker.py")
+SHARED_GPU = Path(__file__).parents[1] / "tools" / "shared_gpu_rank.py"
 
 
 def run(mode, out, worker=WORKER, prefix=""):
     env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+    program = [str(worker)] if torch.cuda.device_count() >= 2 else [str(SHARED_GPU), str(worker)]
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                    str(worker), mode, str(out)], check=True, env=env, timeout=300)
+                    *program, mode, str(out)], check=True, env=env, timeout=300)
     return [json.loads((out / f"{prefix}{mode}{r}.json").read_text()) for r in range(2)]
 
 
@@ -90,6 +94,19 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
         (route,) = rank["stats"]["routes"].values()
         assert route["calls"] == counts["copy-engine"] and route["staged_bytes"] > 0
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
+
+
+def test_ddps_rebuilt_buckets_lie_in_window_memory(copy_engine_ranks):
+    # The first step's buckets are PyTorch's, staged; DDP rebuilds them at the second step's start in the
+    # route's window memory, and from then on nothing is staged.
+    _, ranks = copy_engine_ranks
+    for rank in ranks:
+        (route,) = rank["stats"]["routes"].values()
+        first = rank["staged_after_first_step"]
+        assert 0 < first == route["staged_bytes"], (first, route)
+        assert route["calls"] > rank["calls_after_first_step"] > 0
+        # The rebuilt buckets (2 or more of 4 MiB) took window segments beside the staging pool.
+        assert route["registrations"] > rank["registrations_after_first_step"]
 
 
 def test_copy_engine_hook_comm_stream_priority(copy_engine_ranks):
