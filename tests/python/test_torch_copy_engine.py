@@ -334,6 +334,18 @@ def test_no_rebuild_hook_where_ddp_never_rebuilds(world):
     assert not ddp._forward_pre_hooks
 
 
+def test_fsdp_reduce_scatter_lends_window_memory_to_inputs_only():
+    """FSDP2 asks for a reduce-scatter's input, then for its output (a world size fewer elements), which it
+    keeps as the sharded gradient: only inputs are lent window memory."""
+    reduce_scatter = tt.CopyEngineReduceScatter()
+    asked = [((8192,), 2), ((4096,), 2), ((600,), 2), ((300,), 2), ((300,), 2), ((300,), 2), ((64,), 1),
+             ((128,), 4), ((32,), 4), ((32,), 4)]
+    lent = [reduce_scatter.lends_window_memory(size, world) for size, world in asked]
+    # input, its output; input, its output; a request after an output is an input, and one of the same size
+    # after it too (not a world size fewer); one rank lends nothing; input, its output, then an input.
+    assert lent == [True, False, True, False, True, True, False, True, False, True]
+
+
 def test_hook_divides_before_the_sum_and_returns_the_bucket(world):
     seed_route(world, "refused (test)")
     bucket = torch.tensor([2.0, 4.0, 6.0])

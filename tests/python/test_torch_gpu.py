@@ -142,5 +142,8 @@ def test_fsdp_copy_engine_routes_both_collectives(fsdp_copy_engine):
         stats = rank["stats"]
         assert calls(stats, "fsdp_all_gather").get("copy-engine", 0) > 0, stats
         assert calls(stats, "fsdp_reduce_scatter").get("copy-engine", 0) > 0, stats
-        # The all-gather outputs live in window buffers, reused across layers and steps.
+        # The all-gather outputs and the reduce-scatter inputs live in window buffers, reused across layers
+        # and steps, so the route stages nothing.
         assert 0 < stats["window_pool"]["buffers"] < stats["window_pool"]["lent"]
+        (route,) = stats["routes"].values()
+        assert route["calls"] > 0 and route["staged_bytes"] == 0, route
