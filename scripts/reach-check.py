@@ -88,7 +88,7 @@ STATS_READS = {
     "counts": ["calls", "bytes"],
     "not_routed": ["calls", "bytes"],
     "reach": ["requested", "calls", "bytes", "total_bytes"],
-    "copy_engine_route": ["captured", "pool_bytes", "routes", "staged_bytes"],
+    "copy_engine_route": ["buffer_bytes", "captured", "pool_bytes", "routes", "staged_bytes"],
     "nccl_communicators": ["created", "configured", "unconfigured", "overridden_by_variables"],
     "launches": ["nccl"],
 }
@@ -400,11 +400,21 @@ def sum_documents(documents, source, processes=None):
     for doc in documents:
         for name, c in doc.get("nccl_not_routed", {}).items():
             add_counts(route["not_routed"].setdefault(name, {}), c)
-    # The route's cost: the window pool each route (one per communicator that routed) held at its
+    # The route's cost: the staging pool each route (one per communicator that routed) held at its
     # largest, the largest over the processes, and every byte it staged into and out of window memory.
+    # Window buffers lent to the program (tandem.torch's: FSDP2's all-gather outputs, DDP's buckets) hold
+    # its own data where it would otherwise lie: counted apart, never against the pool's cap.
+    # A tandem.torch document from before the route counted them apart holds both in pool_bytes: the pool is
+    # then not known alone (`tandem run` never lends, so its documents lent nothing).
+    counted = [(d.get("front_end"), d["copy_engine_route"]) for d in documents
+               if d.get("copy_engine_route", {}).get("routes") and "pool_bytes" in d["copy_engine_route"]]
+    lent_known = all("buffer_bytes" in r or front_end != "tandem.torch" for front_end, r in counted)
+    route["pool_includes_lent"] = not lent_known
+    route["pool_bytes_per_route"] = round(max((r["pool_bytes"] - r.get("buffer_bytes", 0)) / r["routes"]
+                                              for _, r in counted)) if counted else None
+    route["lent_bytes_per_route"] = round(max(r.get("buffer_bytes", 0) / r["routes"] for _, r in counted)) \
+        if counted and lent_known else None
     routes = [d.get("copy_engine_route", {}) for d in documents]
-    per_route = [r["pool_bytes"] / r["routes"] for r in routes if r.get("routes") and "pool_bytes" in r]
-    route["pool_bytes_per_route"] = round(max(per_route)) if per_route else None
     route["staged_bytes"] = sum(r.get("staged_bytes", 0) for r in routes)
     return route
 
@@ -705,12 +715,28 @@ TABLE_HEADER = ["program", "ranks", "front end", "collectives (calls / bytes)", 
                 "window pool per route", "staged per routed byte", "results vs stock", "s"]
 
 
-def route_cost_cells(route):
-    """The route's window memory (the largest pool of one route) and its staged bytes per byte routed;
-    '—' where the stats did not say (records from before they did) or nothing was routed."""
+def pool_includes_lent(route, front_end):
+    """Whether a row's pool is not known apart from the window buffers the route lent the program: a tandem.torch
+    row whose documents did not count them apart (records from before they did say neither)."""
+    if "pool_includes_lent" in route:
+        return route["pool_includes_lent"]
+    return front_end == "tandem-torch" and "lent_bytes_per_route" not in route
+
+
+def route_cost_cells(route, front_end=None):
+    """The route's window memory (the largest staging pool of one route, and the buffers it lent the program
+    where there are any) and its staged bytes per byte routed; '—' where the stats did not say (records from
+    before they did) or nothing was routed."""
     pool = route.get("pool_bytes_per_route") if route else None
+    lent = (route or {}).get("lent_bytes_per_route")
     staged, routed = (route or {}).get("staged_bytes"), (route or {}).get("bytes")
-    return [human_bytes(pool) if pool is not None else "—",
+    if pool is None:
+        memory = "—"
+    elif pool_includes_lent(route, front_end):
+        memory = human_bytes(pool) + " (pool and lent buffers)"
+    else:
+        memory = human_bytes(pool) + (" (+ %s lent)" % human_bytes(lent) if lent else "")
+    return [memory,
             "%.2f" % (staged / routed) if staged is not None and routed else "—"]
 
 
@@ -743,7 +769,7 @@ def table_row(r):
     else:
         cells = [calls_bytes(total) if total else "—", "—", "—", "— (not asked)"]
     unseen = "—" if r["front_end"] == "tandem-torch" else unseen_text(r)
-    return [r["program"], str(r["ranks"]), r["front_end"]] + cells + [unseen] + route_cost_cells(route) + [
+    return [r["program"], str(r["ranks"]), r["front_end"]] + cells + [unseen] + route_cost_cells(route, r["front_end"]) + [
         r.get("vs_stock", "—"), "%.0f" % r.get("seconds", 0)]
 
 
@@ -771,10 +797,13 @@ def markdown_table(record, judged=False):
     lines += ["", "Rows below 99 % of the bytes between ranks through the route: " + (", ".join(short) or "none") + "."]
     cap = record.get("config", {}).get("route_pool_max_bytes")
     if cap:  # 0 or absent: no cap, or a record from before it was recorded
-        over = [r["id"] for r in rows if (r.get("route") or {}).get("pool_bytes_per_route") is not None
-                and r["route"]["pool_bytes_per_route"] > cap]
+        judged = [r for r in rows if (r.get("route") or {}).get("pool_bytes_per_route") is not None]
+        unknown = [r["id"] for r in judged if pool_includes_lent(r["route"], r["front_end"])]
+        over = [r["id"] for r in judged if r["id"] not in unknown and r["route"]["pool_bytes_per_route"] > cap]
         lines += ["Rows whose route held more window memory than its cap (%s per communicator): %s." % (
             human_bytes(cap), ", ".join(over) or "none")]
+        lines += ["Rows whose pool is not known apart from the window buffers lent to the program (recorded before "
+                  "the route counted them apart), not judged: " + ", ".join(unknown) + "."] if unknown else []
     empty = [r["id"] for r in rows if r.get("vs_stock", "").startswith(NOTHING_MEASURED)]
     lines += ["Rows that measured nothing (failed): " + ", ".join(empty) + "."] if empty else []
     lines += controls_table(rows, record.get("config", {}).get("policy", POLICY))
@@ -986,7 +1015,8 @@ def main(argv=None):
                          "programs": {k: {"script": v["script"], "args": v["args"]} for k, v in PROGRAMS.items()},
                          "llama_args": cfg["llama_args"], "jax_args": cfg["jax_args"],
                          "loss_tolerance_relative": pc.LOSS_TOLERANCE, "tolerance_rule": TOLERANCE_RULE,
-                         "pythonpath_for_tandem_torch": args.pythonpath},
+                         "pythonpath_for_tandem_torch": args.pythonpath,
+                         "route_pool_max_bytes": cfg["route_pool_max_bytes"]},
               "rows": [], "complete": False}
     record["versions"].update(versions_of(args.python))
     lock = threading.Lock()

@@ -14,6 +14,7 @@
   X(captured, "calls", "of those, calls captured into a CUDA graph", A)                               \
   X(staged_bytes, "B", "bytes copied into and out of window memory", A)                               \
   X(pool_bytes, "B", "window memory held now (the staging pools and the window buffers)", A)          \
+  X(buffer_bytes, "B", "of that, the window buffers lent to the caller (its data lies there, unstaged)", A) \
   X(registrations, "count", "window registrations: a pool each time it was registered, a buffer once", A)
 
 #define TANDEM_ROUTE_COUNTER_APPLY(name, unit, meaning, X) X(name, unit, meaning)

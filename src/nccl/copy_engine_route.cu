@@ -452,6 +452,7 @@ void* CopyEngineRoute::window_buffer(size_t bytes) {
     TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&p, bytes));
     s.buffers.push_back({reinterpret_cast<uintptr_t>(p), bytes});
     s.stats.pool_bytes += int64_t(bytes);
+    s.stats.buffer_bytes += int64_t(bytes);
     for (ncclComm_t c : s.lanes->comms()) s.buffer_windows->add(c, {{p, int64_t(bytes)}}, "copy-engine window buffer");
     ++s.stats.registrations;
   });

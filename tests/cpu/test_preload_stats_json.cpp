@@ -46,6 +46,7 @@ Snapshot distinct_snapshot() {
   s.copy_engine_requested = true;
   s.copy_engine_staged_bytes = 123;
   s.copy_engine_pool_bytes = 124;
+  s.copy_engine_buffer_bytes = 135;
   s.copy_engine_registrations = 125;
   s.copy_engine_captured = 126;
   s.copy_engine_routes = 133;
@@ -103,6 +104,7 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
                                           {"captured", 126},
                                           {"staged_bytes", 123},
                                           {"pool_bytes", 124},
+                                          {"buffer_bytes", 135},
                                           {"registrations", 125},
                                           {"routes", 133}}));
   EXPECT_EQ(j["last_nccl_footprint"], "640 threads, 96 regs/thread");

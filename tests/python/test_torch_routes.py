@@ -44,7 +44,7 @@ class Route:
 
     def stats(self):
         return {"calls": len(self.asked), "captured": 0, "staged_bytes": 8 * len(self.asked), "pool_bytes": 64,
-                "registrations": 1}
+                "buffer_bytes": 0, "registrations": 1}
 
     def close(self):
         self.closed = True

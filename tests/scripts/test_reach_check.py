@@ -173,6 +173,24 @@ class Aggregation(unittest.TestCase):
         self.assertAlmostEqual(route["share_of_bytes"], 800 / 1024)
         # The route's cost, read as the interposer's: 4 KiB a route, 800 B staged a rank.
         self.assertEqual((route["pool_bytes_per_route"], route["staged_bytes"], route["processes"]), (4096, 1600, 2))
+        # A tandem.torch document without buffer_bytes (from before the route counted them apart): what it lent
+        # is not known, so neither is its pool alone.
+        self.assertEqual((route["lent_bytes_per_route"], route["pool_includes_lent"]), (None, True))
+        self.assertEqual(rc.route_cost_cells(route, "tandem-torch"), ["4.0 KiB (pool and lent buffers)", "2.00"])
+
+    def test_window_buffers_lent_to_the_program_are_not_the_pool(self):
+        # A route that lent 3 MiB of window buffers (FSDP2's all-gather outputs, DDP's buckets) beside a 1 MiB
+        # staging pool: the pool is 1 MiB, held against the cap; the lent memory is shown beside it.
+        rank = {"tandem_torch": tandem_torch_document(
+                    {"ddp_all_reduce": {"calls": 2, "bytes": 200, "bytes_saturated": False,
+                                        "copy_engine": {"calls": 2, "bytes": 200}, "nccl": {}}},
+                    route={"routes": 1, "calls": 2, "captured": 0, "staged_bytes": 0, "pool_bytes": 4 << 20,
+                           "buffer_bytes": 3 << 20, "registrations": 3}),
+                "process_group": {}}
+        route = rc.aggregate_tandem_torch([rank])
+        self.assertEqual((route["pool_bytes_per_route"], route["lent_bytes_per_route"]), (1 << 20, 3 << 20))
+        self.assertFalse(route["pool_includes_lent"])
+        self.assertEqual(rc.route_cost_cells(route, "tandem-torch"), ["1.0 MiB (+ 3.0 MiB lent)", "0.00"])
 
     def test_both_front_ends_documents_are_read_by_one_reader(self):
         # The same counts in a `tandem run` file and a tandem.torch document give the same route record (but for
@@ -537,6 +555,9 @@ class WholeRun(unittest.TestCase):
                       "reference |", table.stdout)
         self.assertIn("policy", record["config"])
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
+        # The cap the routes ran under (TANDEM_ROUTE_POOL_MAX unset: the default), and each row against it.
+        self.assertEqual(record["config"]["route_pool_max_bytes"], 256 << 20)
+        self.assertIn("than its cap (256.0 MiB per communicator): none.", table.stdout)
 
     def test_a_row_with_nothing_to_measure_does_not_pass(self):
         with tempfile.TemporaryDirectory() as d:
