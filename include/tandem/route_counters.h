@@ -9,11 +9,11 @@
  * TANDEM_NCCL_ROUTE_ABI_VERSION is raised with it. Units are the stats schema's (StatsUnit). */
 
 /* The list, with an extra argument `A` handed to every X (a list that expands into another X-list). */
-#define TANDEM_ROUTE_COUNTERS_WITH(X, A)                                                              \
-  X(calls, "calls", "collective calls that took the route (a captured call once, at its capture)", A) \
-  X(captured, "calls", "of those, calls captured into a CUDA graph", A)                               \
-  X(staged_bytes, "B", "bytes copied into and out of window memory", A)                               \
-  X(pool_bytes, "B", "window memory held now (the staging pools and the window buffers)", A)          \
+#define TANDEM_ROUTE_COUNTERS_WITH(X, A)                                                                    \
+  X(calls, "calls", "collective calls that took the route (a captured call once, at its capture)", A)       \
+  X(captured, "calls", "of those, calls captured into a CUDA graph", A)                                     \
+  X(staged_bytes, "B", "bytes copied into and out of window memory", A)                                     \
+  X(pool_bytes, "B", "window memory held now (the staging pools and the window buffers)", A)                \
   X(buffer_bytes, "B", "of that, the window buffers lent to the caller (its data lies there, unstaged)", A) \
   X(registrations, "count", "window registrations: a pool each time it was registered, a buffer once", A)
 
