@@ -20,10 +20,18 @@ struct Segment {
 
 // Every segment handed out, by address, and those PyTorch gave back, by route and size (last in, first
 // out: the same on every rank, whose requests and returns are the same). PyTorch may give a segment back
-// on any thread (torch.cuda.empty_cache), hence the lock.
-std::mutex segments_lock;
-std::map<const void*, Segment> handed_out;
-std::map<std::pair<const tandem::CopyEngineRoute*, size_t>, std::vector<void*>> given_back;
+// on any thread (torch.cuda.empty_cache), hence the lock, and while the process exits (a MemPool freed
+// late), hence a table that is never destroyed.
+struct Segments {
+  std::mutex lock;
+  std::map<const void*, Segment> handed_out;
+  std::map<std::pair<const tandem::CopyEngineRoute*, size_t>, std::vector<void*>> given_back;
+};
+
+Segments& segments() {
+  static Segments* const table = new Segments;
+  return *table;
+}
 
 thread_local tandem::CopyEngineRoute* requesting_route = nullptr;
 thread_local std::string last_error;
@@ -32,21 +40,22 @@ void* take_segment(size_t bytes) {
   if (requesting_route == nullptr)
     throw std::runtime_error(
         "a window memory pool was asked for memory outside tandem.torch's bucket rebuild (no route named)");
+  Segments& t = segments();
   {
-    std::lock_guard<std::mutex> lock(segments_lock);
-    auto& free = given_back[{requesting_route, bytes}];
+    std::lock_guard<std::mutex> lock(t.lock);
+    auto& free = t.given_back[{requesting_route, bytes}];
     if (!free.empty()) {
       void* p = free.back();
       free.pop_back();
-      handed_out[p] = {requesting_route, bytes};
+      t.handed_out[p] = {requesting_route, bytes};
       return p;
     }
   }
   // Collective (every rank asks for the same sizes in the same order), and it waits on NCCL: not under
   // the lock.
   void* p = requesting_route->window_buffer(bytes);
-  std::lock_guard<std::mutex> lock(segments_lock);
-  handed_out[p] = {requesting_route, bytes};
+  std::lock_guard<std::mutex> lock(t.lock);
+  t.handed_out[p] = {requesting_route, bytes};
   return p;
 }
 
@@ -62,11 +71,12 @@ void end_window_segments() { requesting_route = nullptr; }
 std::string window_segment_error() { return last_error; }
 
 void forget_window_segments(const tandem::CopyEngineRoute& route) {
-  std::lock_guard<std::mutex> lock(segments_lock);
-  for (auto it = handed_out.begin(); it != handed_out.end();)
-    it = it->second.route == &route ? handed_out.erase(it) : std::next(it);
-  for (auto it = given_back.begin(); it != given_back.end();)
-    it = it->first.first == &route ? given_back.erase(it) : std::next(it);
+  Segments& t = segments();
+  std::lock_guard<std::mutex> lock(t.lock);
+  for (auto it = t.handed_out.begin(); it != t.handed_out.end();)
+    it = it->second.route == &route ? t.handed_out.erase(it) : std::next(it);
+  for (auto it = t.given_back.begin(); it != t.given_back.end();)
+    it = it->first.first == &route ? t.given_back.erase(it) : std::next(it);
 }
 
 }  // namespace tandem_python
@@ -93,9 +103,10 @@ extern "C" __attribute__((visibility("default"))) void tandem_window_segment_fre
                                                                                   int /*device*/,
                                                                                   cudaStream_t /*stream*/) {
   using namespace tandem_python;
-  std::lock_guard<std::mutex> lock(segments_lock);
-  const auto it = handed_out.find(p);
-  if (it == handed_out.end()) return;
-  given_back[{it->second.route, it->second.bytes}].push_back(p);
-  handed_out.erase(it);
+  Segments& t = segments();
+  std::lock_guard<std::mutex> lock(t.lock);
+  const auto it = t.handed_out.find(p);
+  if (it == t.handed_out.end()) return;
+  t.given_back[{it->second.route, it->second.bytes}].push_back(p);
+  t.handed_out.erase(it);
 }
