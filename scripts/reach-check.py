@@ -409,7 +409,6 @@ def sum_documents(documents, source, processes=None):
     counted = [(d.get("front_end"), d["copy_engine_route"]) for d in documents
                if d.get("copy_engine_route", {}).get("routes") and "pool_bytes" in d["copy_engine_route"]]
     lent_known = all("buffer_bytes" in r or front_end != "tandem.torch" for front_end, r in counted)
-    route["pool_includes_lent"] = not lent_known
     route["pool_bytes_per_route"] = round(max((r["pool_bytes"] - r.get("buffer_bytes", 0)) / r["routes"]
                                               for _, r in counted)) if counted else None
     route["lent_bytes_per_route"] = round(max(r.get("buffer_bytes", 0) / r["routes"] for _, r in counted)) \
@@ -717,10 +716,8 @@ TABLE_HEADER = ["program", "ranks", "front end", "collectives (calls / bytes)", 
 
 def pool_includes_lent(route, front_end):
     """Whether a row's pool is not known apart from the window buffers the route lent the program: a tandem.torch
-    row whose documents did not count them apart (records from before they did say neither)."""
-    if "pool_includes_lent" in route:
-        return route["pool_includes_lent"]
-    return front_end == "tandem-torch" and "lent_bytes_per_route" not in route
+    row whose documents did not count them apart (lent_bytes_per_route None, or absent in records from before)."""
+    return front_end == "tandem-torch" and route.get("lent_bytes_per_route") is None
 
 
 def route_cost_cells(route, front_end=None):

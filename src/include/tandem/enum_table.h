@@ -4,21 +4,17 @@
 // a table has one entry per value. Every enum table of tandem (the library, the interposer, the
 // run contract's names) is read through these.
 #include <algorithm>
-#include <array>
 #include <cstddef>
+#include <iterator>
 #include <optional>
 #include <string_view>
 
 namespace tandem {
 
 // table[e]; a value past the end (an int cast by a C caller) reads as the last entry.
-template <class Entry, size_t N, class Enum>
-const Entry& table_entry(const Entry (&table)[N], Enum e) {
-  return table[std::min<size_t>(static_cast<size_t>(e), N - 1)];
-}
-template <class Entry, size_t N, class Enum>
-const Entry& table_entry(const std::array<Entry, N>& table, Enum e) {
-  return table[std::min<size_t>(static_cast<size_t>(e), N - 1)];
+template <class Table, class Enum>
+const auto& table_entry(const Table& table, Enum e) {
+  return table[std::min<size_t>(static_cast<size_t>(e), std::size(table) - 1)];
 }
 
 // table[e], or `otherwise` for a value past the end.
@@ -41,13 +37,9 @@ std::optional<Enum> parse_entry(const Table& names, std::string_view name) {
 }
 
 // Whether the table has one entry per value of the enum whose last value is `last` (for a static_assert).
-template <class Entry, size_t N, class Enum>
-constexpr bool covers(const Entry (&)[N], Enum last) {
-  return N == static_cast<size_t>(last) + 1;
-}
-template <class Entry, size_t N, class Enum>
-constexpr bool covers(const std::array<Entry, N>&, Enum last) {
-  return N == static_cast<size_t>(last) + 1;
+template <class Table, class Enum>
+constexpr bool covers(const Table& table, Enum last) {
+  return std::size(table) == static_cast<size_t>(last) + 1;
 }
 
 }  // namespace tandem
