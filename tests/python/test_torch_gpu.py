@@ -102,7 +102,7 @@ def test_ddps_rebuilt_buckets_lie_in_window_memory(copy_engine_ranks):
     _, ranks = copy_engine_ranks
     for rank in ranks:
         (route,) = rank["stats"]["routes"].values()
-        first = rank["staged_after_first_step"]
+        first = rank["staged_bytes_after_first_step"]
         assert 0 < first == route["staged_bytes"], (first, route)
         assert route["calls"] > rank["calls_after_first_step"] > 0
         # The rebuilt buckets (4 layers of 1024 x 1024 fp32 weights and their biases: over 16 MiB) took window
