@@ -79,6 +79,26 @@ def under_tandem(device):
     }
 
 
+def uneven_window_all_reduce(device):
+    """A sum all-reduce in the route's window memory whose count is no multiple of the rank count (DDP's buckets
+    at 3 ranks): whether the route took it, its result against the exact sum (integers, exact in fp32), and the
+    bytes it staged - only its remainder, under one 16-byte vector per rank."""
+    count = 3 * 4096 * 5 + 7  # odd, and 1 more than a multiple of 3
+    route = tt.routes.copy_engine_route()
+    tensor = tt.pool.WindowPool(route).tensor((count,), torch.float32, device)
+    index = torch.arange(count, device=device, dtype=torch.float32) % 1000
+    world, rank = dist.get_world_size(), dist.get_rank()
+    tensor.copy_(index + 1000 * rank)
+    torch.cuda.synchronize()
+    staged_before = route.stats()["staged_bytes"]
+    reason = tt.routes.run_on_route("uneven_window_all_reduce", "all_reduce", None, tensor, tensor, count,
+                                    torch.float32)
+    torch.cuda.synchronize()
+    expected = world * index + 1000 * world * (world - 1) // 2
+    return {"reason": reason, "exact": bool(torch.equal(tensor, expected)),
+            "staged_bytes": route.stats()["staged_bytes"] - staged_before}
+
+
 def copy_engine(policy, device):
     parsed = tt.init_process_group(policy, device_id=device)
     first_step = {}
@@ -98,7 +118,9 @@ def copy_engine(policy, device):
         # The hook's comm streams (one here): (device, at the greatest priority) -> PyTorch's priority.
         "comm_stream_priorities": [stream.priority for stream in ddp_module._COMM_STREAMS.values()],
         "greatest_priority": torch.cuda.Stream(device=device, priority=-(1 << 10)).priority,
+        "world_size": dist.get_world_size(),
     }
+    result["uneven_window_all_reduce"] = uneven_window_all_reduce(device)
     tt.close_routes()
     return result
 
