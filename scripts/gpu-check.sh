@@ -29,7 +29,7 @@
 #     launch-overhead (not in full) = the interposer's per-launch cost, interleaved rounds, every form
 #     megatron-lm (not in full) = Megatron-LM's pretrain_gpt.py stock and under tandem run (.whl/megatron-lm)
 #     torch-tests (not in full) = tandem.torch's GPU tests (tests/python/test_torch_gpu.py: DDP and FSDP2 at 2
-#       ranks, sharing GPU 0 on a one-GPU machine) with the package built here
+#       ranks, DDP's copy-engine hook at 3, sharing GPU 0 on a one-GPU machine) with the package built here
 #     build (not in full: a call of its own) = the README's install-deps, configure and build steps on
 #       a clean copy of this tree in a temporary folder, with this machine's own NCCL (PyTorch's
 #       nvidia-nccl wheel) and python3, then `ctest -L gpu` there
@@ -786,10 +786,10 @@ tandem_torch_package() {
 }
 
 if want torch-tests; then
-section "tandem.torch's GPU tests: DDP and FSDP2 at 2 ranks (sharing GPU 0 when there is one), stock against tandem.torch"
+section "tandem.torch's GPU tests: DDP and FSDP2 at 2 ranks, DDP at 3 (sharing GPU 0 when there is one), stock against tandem.torch"
 # tests/python/test_torch_gpu.py with the package built here (tandem_torch_package): losses against stock,
 # the process group's settings, one NCCL in the process, the copy-engine route's counts, DDP's rebuilt
-# buckets in window memory (nothing staged after the first step).
+# buckets in window memory (nothing staged after the first step but, at 3 ranks, each bucket's remainder).
 if ! python3 -c "import torch, pytest" 2> /dev/null; then
   echo "torch-tests: skipped, python3 cannot import torch and pytest" | tee -a "$logs/summary.log"
 elif ! pkg=$(tandem_torch_package python3); then
