@@ -8,7 +8,7 @@
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
 #               scenario-clocks one-gpu pytorch frameworks reach timeline ab cost targeted windows
-#               launch-overhead megatron-lm
+#               launch-overhead megatron-lm torch-tests
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -28,6 +28,8 @@
 #       expandable segments
 #     launch-overhead (not in full) = the interposer's per-launch cost, interleaved rounds, every form
 #     megatron-lm (not in full) = Megatron-LM's pretrain_gpt.py stock and under tandem run (.whl/megatron-lm)
+#     torch-tests (not in full) = tandem.torch's GPU tests (tests/python/test_torch_gpu.py: DDP and FSDP2 at 2
+#       ranks, DDP's copy-engine hook at 3, sharing GPU 0 on a one-GPU machine) with the package built here
 #     build (not in full: a call of its own) = the README's install-deps, configure and build steps on
 #       a clean copy of this tree in a temporary folder, with this machine's own NCCL (PyTorch's
 #       nvidia-nccl wheel) and python3, then `ctest -L gpu` there
@@ -782,6 +784,25 @@ tandem_torch_package() {
   fi
   echo "$target"
 }
+
+if want torch-tests; then
+section "tandem.torch's GPU tests: DDP and FSDP2 at 2 ranks, DDP at 3 (sharing GPU 0 when there is one), stock against tandem.torch"
+# tests/python/test_torch_gpu.py with the package built here (tandem_torch_package): losses against stock,
+# the process group's settings, one NCCL in the process, the copy-engine route's counts, DDP's rebuilt
+# buckets in window memory (nothing staged after the first step but, at 3 ranks, each bucket's remainder).
+if ! python3 -c "import torch, pytest" 2> /dev/null; then
+  echo "torch-tests: skipped, python3 cannot import torch and pytest" | tee -a "$logs/summary.log"
+elif ! pkg=$(tandem_torch_package python3); then
+  echo "torch-tests: FAILED, tandem.torch could not be built ($(tail -n 3 "$logs/tandem-py-install.log"))" \
+    | tee -a "$logs/summary.log"
+  status=1
+else
+  (cd "$root/tests/python" && PYTHONPATH="$pkg" timeout 540 python3 -m pytest -q -p no:cacheprovider \
+     --junitxml="$logs/torch-tests.xml" test_torch_gpu.py) > "$logs/torch-tests.log" 2>&1 || status=1
+  echo "torch-tests: $(tail -n 1 "$logs/torch-tests.log")" | tee -a "$logs/summary.log"
+  grep -E '^(FAILED|ERROR) ' "$logs/torch-tests.log" | tee -a "$logs/summary.log"
+fi
+fi
 
 if want frameworks; then
 section "frameworks: Megatron-core and DeepSpeed stock and under tandem run, 2 ranks sharing GPU 0; overlap on/off timeline"

@@ -152,8 +152,15 @@ struct CallPiece {
 // pieces of equal count (the last one shorter), each a multiple of `granularity` elements (so each
 // piece's parts keep the whole buffers' alignment), the largest that fit. A call that does not fit
 // even at one granule is cut into granules (the cap is then exceeded by what one granule needs).
-// Each piece's pool, piece_request's, is at most the first's.
+// An all-reduce whose send lies in window memory and whose count is no multiple of nranks (of at
+// least one granule) runs as its head, the most whole 16-byte vectors per rank, in window memory and
+// unstaged (cut as above, in multiples of the granule and of nranks vectors), and then its remainder
+// (under nranks vectors) staged, a piece of its own (two 4 KiB pool parts, which a cap below 8 KiB
+// does not hold): the whole call's plan would stage all of it.
+// Placement decides the pieces, so it must be the same on every rank (as the route requires).
 std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity = 4096);
+// The pool that `whole`'s pieces (pieces_within's) need, in bytes: the largest piece's.
+size_t pieces_pool_bytes(const PlanRequest& whole, const std::vector<CallPiece>& pieces);
 // The request of one piece of `whole`: its count, the whole call's segment stride for a segmented
 // kind, the rest (placement, in place, root) the whole call's; its buffers start `piece.offset`
 // elements into the whole call's (rank 0's segment, for segmented buffers).

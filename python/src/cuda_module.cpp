@@ -21,6 +21,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
 #include "tandem/nccl_wait.h"
+#include "window_segments.h"
 
 namespace nb = nanobind;
 
@@ -71,7 +72,10 @@ class Route {
     TANDEM_REQUIRE(route_ != nullptr, "the copy-engine route is closed");
     return *route_;
   }
-  void close() { route_.reset(); }
+  void close() {
+    if (route_) tandem_python::forget_window_segments(*route_);
+    route_.reset();
+  }
   bool closed() const { return route_ == nullptr; }
 
  private:
@@ -117,6 +121,13 @@ NB_MODULE(_cuda, m) {
       },
       nb::arg("address"), nb::arg("nbytes"), nb::arg("device"), nb::arg("owner"),
       "a uint8 CUDA tensor of `nbytes` at `address` on `device`, keeping `owner` alive as long as its storage");
+
+  // The window segments of a torch.cuda.MemPool (window_segments.h): a route's begin_window_segments()
+  // names where this thread's requests go, until end_window_segments().
+  m.def("end_window_segments", &tandem_python::end_window_segments,
+        "this thread's requests for window segments fail again (none is asked for outside tandem.torch's rebuild)");
+  m.def("window_segment_error", &tandem_python::window_segment_error,
+        "why this thread's last request for a window segment failed, or '' (PyTorch reports it as out of memory)");
 
   // Every call but stats() may enqueue GPU work or waits on NCCL's host-side progress (a split,
   // a window registration): the GIL is released so that PyTorch's other threads (its NCCL watchdog,
@@ -175,6 +186,10 @@ NB_MODULE(_cuda, m) {
           },
           "the route's counters, {name: value}: the stats schema's 'route' record (tandem/route_counters.h: "
           "calls, captured, staged_bytes, pool_bytes, registrations)")
+      .def(
+          "begin_window_segments", [](Route& r) { tandem_python::begin_window_segments(r.get()); },
+          "from now on this thread's requests for window segments (tandem_window_segment_alloc, a "
+          "torch.cuda.MemPool's allocator) take this route's window memory (window_segments.h)")
       .def("close", &Route::close, release_gil(),
            "releases the windows and closes the lanes (collective); later calls raise RuntimeError")
       .def_prop_ro("closed", &Route::closed);

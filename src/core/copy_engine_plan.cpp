@@ -1,6 +1,7 @@
 #include "tandem/copy_engine_plan.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "tandem/enum_table.h"
 #include "tandem/error.h"
@@ -15,6 +16,11 @@ uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
 
 PlanAt at(PlanBuffer b, uint64_t offset = 0) { return {b, offset}; }
+
+// Elements the sum kernel moves in one 16-byte load (1 for element sizes that do not divide 16).
+uint64_t elements_per_vector(size_t element_bytes) {
+  return element_bytes && kVectorBytes % element_bytes == 0 ? kVectorBytes / element_bytes : 1;
+}
 
 // PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root,
 // rows, from_pitch, to_pitch, also, writes_also.
@@ -89,8 +95,7 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   // Staged when the data must be padded or moved into window memory anyway.
   const bool staged = !r.send_in_window || !even;
   if (staged) {
-    const uint64_t per_vector =
-        r.element_bytes && kVectorBytes % r.element_bytes == 0 ? kVectorBytes / r.element_bytes : 1;
+    const uint64_t per_vector = elements_per_vector(r.element_bytes);
     p.chunk = ceil_div(ceil_div(r.count, n), per_vector) * per_vector;
   } else {
     p.chunk = r.count / n;
@@ -315,9 +320,26 @@ size_t plan_pool_bytes(const PlanRequest& request) {
   return pool_layout(plan_copy_engine_collective(request), request.element_bytes).bytes;
 }
 
-std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity) {
-  if (max_pool_bytes == 0 || whole.count == 0 || plan_pool_bytes(whole) <= max_pool_bytes) return {{0, whole.count}};
-  granularity = std::max<uint64_t>(granularity, 1);
+namespace {
+
+// The elements of an all-reduce in window memory that run unstaged, from its start: an all-reduce reads
+// and writes window memory where it lies only when its chunks fill the buffer exactly (its plan), so a
+// count that is no multiple of the rank count would stage the whole call - DDP's buckets at 3 ranks.
+// The head, the most whole vectors per rank (chunks the sum kernel reads 16 bytes at a time), runs
+// where it lies; the remainder, under nranks vectors, runs staged as a piece of its own. A call under
+// one granule is staged whole: its staging costs less than the collective the remainder needs.
+uint64_t unstaged_head(const PlanRequest& r, uint64_t granularity) {
+  if (r.kind != Collective::AllReduce || !r.send_in_window || r.count % uint64_t(r.nranks) == 0) return r.count;
+  const uint64_t vectors = uint64_t(r.nranks) * elements_per_vector(r.element_bytes);
+  const uint64_t head = r.count / vectors * vectors;
+  return head >= granularity ? head : r.count;
+}
+
+// The pieces of the first `count` elements of `whole` under the cap (pieces_within's rule).
+std::vector<CallPiece> pieces_of_run(const PlanRequest& whole, uint64_t count, size_t max_pool_bytes,
+                                     uint64_t granularity) {
+  const PlanRequest run = piece_request(whole, {0, count});
+  if (max_pool_bytes == 0 || plan_pool_bytes(run) <= max_pool_bytes) return {{0, count}};
   // A piece's pool: a segmented kind's pieces are strided, and may be staged where the whole call
   // was not (NCCL writes no strided recv); the pool never shrinks as the count grows.
   const auto needs = [&](uint64_t granules) {
@@ -325,7 +347,7 @@ std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_b
   };
   // The most granules whose pool fits (one when none does), by bisection over [1, granules in the
   // call): the whole call does not fit, so the answer is below the top.
-  uint64_t fits = 1, above = ceil_div(whole.count, granularity);
+  uint64_t fits = 1, above = ceil_div(count, granularity);
   while (above - fits > 1) {
     const uint64_t mid = fits + (above - fits) / 2;
     if (needs(mid) <= max_pool_bytes)
@@ -335,9 +357,29 @@ std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_b
   }
   const uint64_t piece = fits * granularity;
   std::vector<CallPiece> out;
-  for (uint64_t offset = 0; offset < whole.count; offset += piece)
-    out.push_back({offset, std::min(piece, whole.count - offset)});
+  for (uint64_t offset = 0; offset < count; offset += piece) out.push_back({offset, std::min(piece, count - offset)});
   return out;
+}
+
+}  // namespace
+
+std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity) {
+  if (whole.count == 0) return {{0, 0}};
+  granularity = std::max<uint64_t>(granularity, 1);
+  const uint64_t head = unstaged_head(whole, granularity);
+  if (head == whole.count) return pieces_of_run(whole, whole.count, max_pool_bytes, granularity);
+  // The head's pieces stay whole vectors per rank (a multiple of both the granule and nranks vectors).
+  const uint64_t vectors = uint64_t(whole.nranks) * elements_per_vector(whole.element_bytes);
+  std::vector<CallPiece> out = pieces_of_run(whole, head, max_pool_bytes, std::lcm(granularity, vectors));
+  out.push_back({head, whole.count - head});
+  return out;
+}
+
+size_t pieces_pool_bytes(const PlanRequest& whole, const std::vector<CallPiece>& pieces) {
+  // The pieces of a run are equal but the last, shorter: the first needs the most of them; a staged
+  // remainder (unstaged_head) may need more than an unstaged first piece.
+  return std::max(plan_pool_bytes(piece_request(whole, pieces.front())),
+                  plan_pool_bytes(piece_request(whole, pieces.back())));
 }
 
 PlanRequest piece_request(const PlanRequest& whole, const CallPiece& piece) {

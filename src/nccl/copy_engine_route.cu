@@ -218,9 +218,9 @@ struct CopyEngineRoute::State {
     return plan_copy_engine_collective(piece_request(plan_request(c), piece));
   }
 
-  // The pool that `c`'s pieces need: the first's, the largest (pieces_within).
+  // The pool that `c`'s pieces need: the largest piece's (pieces_pool_bytes).
   size_t pool_for(const CopyEngineCall& c, const std::vector<CallPiece>& pieces) const {
-    return pool_layout(plan_for(c, pieces.front()), nccl_type_bytes(c.dtype)).bytes;
+    return pieces_pool_bytes(plan_request(c), pieces);
   }
 
   // The call's request (copy_engine_call.h's one conversion) with where its buffers lie.
@@ -343,7 +343,7 @@ RouteOutcome CopyEngineRoute::check(const CopyEngineCall& call) const {
   const Capture capture = capture_of(call.stream);
   if (!capture.known) return RouteOutcome::CaptureNotReady;
   if (capture.id == 0) return outcome;
-  // Captured: the lanes and a pool of this call's size (its first piece's, the largest) must exist already.
+  // Captured: the lanes and a pool of this call's size (its largest piece's) must exist already.
   try {
     if (!s.lanes) return RouteOutcome::CaptureNotReady;
     if (s.pool_for(call, s.pieces_of(call)) > s.pool_bytes) return RouteOutcome::CaptureNotReady;
@@ -363,12 +363,13 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
     const Capture capture = capture_of(c.stream);
     const size_t element_bytes = nccl_type_bytes(c.dtype);
     if (capture.id == 0) s.ensure_lanes();
-    // A call larger than the pool's cap runs as consecutive pieces in one pool, sized for the first
-    // (the largest). They follow each other on the caller's stream: a piece's staging waits for the
-    // previous piece's last step there (the exchange's side streams join back into it), and each
-    // piece's NCCL calls end with NCCL's completion handshake, so no peer still reads or writes this
-    // rank's pool when the next piece stages into it: they share the pool as consecutive calls do.
-    // Under capture every piece is captured, in order, between the one begin and end below.
+    // A call larger than the pool's cap (or an all-reduce in window memory with a staged remainder)
+    // runs as consecutive pieces in one pool, sized for the largest. They follow each other on the
+    // caller's stream: a piece's staging waits for the previous piece's last step there (the
+    // exchange's side streams join back into it), and each piece's NCCL calls end with NCCL's
+    // completion handshake, so no peer still reads or writes this rank's pool when the next piece
+    // stages into it: they share the pool as consecutive calls do. Under capture every piece is
+    // captured, in order, between the one begin and end below.
     const std::vector<CallPiece> pieces = s.pieces_of(c);
     if (capture.id == 0) s.ensure_pool(s.pool_for(c, pieces));
     // The previous call may have been on another stream, or in a graph, and still use the pool.
@@ -379,7 +380,7 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
       const CopyEnginePlan plan = s.plan_for(c, piece);
       const PoolLayout layout = pool_layout(plan, element_bytes);
       TANDEM_REQUIRE(layout.bytes <= s.pool_bytes, std::string("copy-engine ") + to_string(c.kind) +
-                                                       ": a piece needs more pool than the first piece");
+                                                       ": a piece needs more pool than its call was given");
       PlanBuffers buffers;
       buffers.send = part.send;
       buffers.recv = part.recv;

@@ -358,6 +358,58 @@ TEST(CopyEnginePlan, AStagedAllReducePadsItsChunksToSixteenBytes) {
   EXPECT_EQ(w.steps[2].op, PlanStep::Op::AllGather);
 }
 
+// Elements staged by every piece of `whole` (its pieces_within under `cap`).
+uint64_t staged_in_pieces(const PlanRequest& whole, size_t cap) {
+  uint64_t staged = 0;
+  for (const CallPiece& piece : pieces_within(whole, cap))
+    for (const PlanStep& step : plan_copy_engine_collective(piece_request(whole, piece)).steps)
+      staged += staged_elements(step);
+  return staged;
+}
+
+TEST(CopyEnginePlan, AnUnevenAllReduceInWindowMemoryStagesOnlyItsRemainder) {
+  // DDP's buckets at 3 ranks: 1049600 fp32 (a 1024 x 1024 layer and its bias), no multiple of 3. The head,
+  // 87466 vectors of 4 fp32 per rank (1049592 elements), runs where it lies; the 8 left over are staged,
+  // a piece of their own, and the results are the whole call's (check_in_pieces above).
+  PlanRequest bucket = request(Collective::AllReduce, 1049600, 3, 4);
+  bucket.in_place = bucket.send_in_window = bucket.recv_in_window = true;
+  for (int rank = 0; rank < 3; ++rank) {
+    bucket.rank = rank;
+    const std::vector<CallPiece> pieces = pieces_within(bucket, size_t{256} << 20);
+    ASSERT_EQ(pieces.size(), 2u);
+    EXPECT_EQ(pieces[0].offset, 0u);
+    EXPECT_EQ(pieces[0].count, 1049592u);
+    EXPECT_EQ(pieces[1].offset, 1049592u);
+    EXPECT_EQ(pieces[1].count, 8u);
+    EXPECT_EQ(plan_copy_engine_collective(piece_request(bucket, pieces[0])).chunk, 349864u);  // 4-fp32 vectors
+    // The remainder's pool (two 4 KiB parts) is far below the head's (its scratch).
+    EXPECT_EQ(pieces_pool_bytes(bucket, pieces), plan_pool_bytes(piece_request(bucket, pieces[0])));
+    // A rank's own part of the remainder is read where it lies: at most 2 x 8 staged, in and out.
+    EXPECT_GT(staged_in_pieces(bucket, size_t{256} << 20), 0u);
+    EXPECT_LE(staged_in_pieces(bucket, size_t{256} << 20), 16u);
+  }
+  // Outside window memory nothing changes: one call, (n - 1) / n staged each way.
+  PlanRequest plain = request(Collective::AllReduce, 1049600, 3, 4);
+  EXPECT_EQ(pieces_within(plain, size_t{256} << 20).size(), 1u);
+  EXPECT_GE(staged_in_pieces(plain, size_t{256} << 20), 2 * 1049600u * 2 / 3 - 16);
+  // An even count, and a call under one granule, run whole (the latter staged).
+  bucket.count = 3 * 4096;
+  EXPECT_EQ(pieces_within(bucket, size_t{256} << 20).size(), 1u);
+  EXPECT_EQ(staged_in_pieces(bucket, size_t{256} << 20), 0u);
+  bucket.count = 4096 + 1;
+  EXPECT_EQ(pieces_within(bucket, size_t{256} << 20).size(), 1u);
+  EXPECT_GT(staged_in_pieces(bucket, size_t{256} << 20), 0u);
+  // bf16 under a cap: the head's pieces are multiples of the granule and of 3 vectors of 8 (12288).
+  PlanRequest capped = request(Collective::AllReduce, 1000001, 3);
+  capped.send_in_window = capped.recv_in_window = true;
+  const std::vector<CallPiece> cut = pieces_within(capped, size_t{1} << 20);
+  ASSERT_GT(cut.size(), 2u);
+  for (size_t k = 0; k + 2 < cut.size(); ++k) EXPECT_EQ(cut[k].count % 12288, 0u) << "piece " << k;
+  EXPECT_EQ(cut[cut.size() - 2].count % 24, 0u);  // the head's last piece: shorter, whole vectors per rank
+  EXPECT_EQ(cut.back().offset + cut.back().count, 1000001u);
+  EXPECT_LT(cut.back().count, 24u);
+}
+
 TEST(CopyEnginePlan, ReductionsInWindowMemoryAreNotStaged) {
   for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter}) {
     PlanRequest r = request(kind, 64, 4);
@@ -441,7 +493,9 @@ void check_in_pieces(const Case& c, size_t cap, uint64_t granularity, size_t* pi
   for (const CallPiece& piece : pieces) {
     EXPECT_EQ(piece.offset, next);
     EXPECT_GT(piece.count, 0u);
-    if (pieces.size() > 1) EXPECT_EQ(piece.offset % granularity, 0u);
+    // Every piece starts on a granule but an unstaged all-reduce's staged remainder (under nranks vectors).
+    if (pieces.size() > 1 && piece.count >= uint64_t(c.nranks) * (16 / c.element_bytes))
+      EXPECT_EQ(piece.offset % granularity, 0u);
     next += piece.count;
   }
   EXPECT_EQ(next, c.count) << "the pieces cover the call exactly";
@@ -463,9 +517,12 @@ void check_in_pieces(const Case& c, size_t cap, uint64_t granularity, size_t* pi
       EXPECT_EQ(req.count, piece.count);
       plans.push_back(plan_copy_engine_collective(req));
       const size_t pool = pool_layout(plans.back(), c.element_bytes).bytes;
-      if (cap != 0 && (granule_fits || pieces.size() == 1)) EXPECT_LE(pool, cap) << "piece at " << piece.offset;
-      EXPECT_LE(pool, plan_pool_bytes(piece_request(whole_request(c, r), pieces.front())))
-          << "piece at " << piece.offset << " needs more than the first";
+      // An unstaged all-reduce's staged remainder needs two 4 KiB parts, whatever the cap.
+      const bool remainder = piece.count < uint64_t(c.nranks) * (16 / c.element_bytes);
+      if (cap != 0 && (granule_fits || pieces.size() == 1))
+        EXPECT_LE(pool, remainder ? std::max<size_t>(cap, 8192) : cap) << "piece at " << piece.offset;
+      EXPECT_LE(pool, pieces_pool_bytes(whole_request(c, r), pieces))
+          << "piece at " << piece.offset << " needs more than the call's pool";
       RankMemory& m = ranks[size_t(r)];
       const double nan = std::nan("");
       m.arrays["pool-input"].assign(plans.back().input_elements, nan);
@@ -503,6 +560,15 @@ TEST(CopyEnginePlan, AllReducesAndBroadcastsLargerThanThePoolCapRunInPiecesWithT
           if (HasFatalFailure()) return;
           EXPECT_GT(taken, 1u);
         }
+  // In window memory: whole vectors per rank unstaged, cut under the cap, and the remainder staged.
+  for (int nranks : {2, 3, 4})
+    for (uint64_t count : {4096u, 5001u, 9000u})
+      for (bool in_place : {false, true}) {
+        size_t taken = 0;
+        check_in_pieces({Collective::AllReduce, count, nranks, in_place, true, true, false}, 4096, 64, &taken);
+        if (HasFatalFailure()) return;
+        EXPECT_GT(taken, 1u);
+      }
   for (int nranks : {2, 3})
     for (int root = 0; root < nranks; ++root)
       for (bool in_place : {false, true}) {

@@ -19,7 +19,7 @@ STEPS = 8
 WIDTH = 1024
 
 
-def train(model_seed, ddp_setup):
+def train(model_seed, ddp_setup, after_step=lambda step: None):
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.manual_seed(model_seed)
     model = torch.nn.Sequential(*[torch.nn.Linear(WIDTH, WIDTH) for _ in range(4)]).to(device)
@@ -29,13 +29,14 @@ def train(model_seed, ddp_setup):
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01)
     generator = torch.Generator(device=device).manual_seed(1000 + dist.get_rank())
     losses = []
-    for _ in range(STEPS):
+    for step in range(STEPS):
         x = torch.randn(64, WIDTH, device=device, generator=generator)
         loss = ddp(x).square().mean()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
         losses.append(loss.item())
+        after_step(step)
     torch.cuda.synchronize()
     return losses
 
@@ -78,16 +79,48 @@ def under_tandem(device):
     }
 
 
+def uneven_window_all_reduce(device):
+    """A sum all-reduce in the route's window memory whose count is no multiple of the rank count (DDP's buckets
+    at 3 ranks): whether the route took it, its result against the exact sum (integers, exact in fp32), and the
+    bytes it staged - only its remainder, under one 16-byte vector per rank."""
+    count = 3 * 4096 * 5 + 7  # odd, and 1 more than a multiple of 3
+    route = tt.routes.copy_engine_route()
+    tensor = tt.pool.WindowPool(route).tensor((count,), torch.float32, device)
+    index = torch.arange(count, device=device, dtype=torch.float32) % 1000
+    world, rank = dist.get_world_size(), dist.get_rank()
+    tensor.copy_(index + 1000 * rank)
+    torch.cuda.synchronize()
+    staged_before = route.stats()["staged_bytes"]
+    reason = tt.routes.run_on_route("uneven_window_all_reduce", "all_reduce", None, tensor, tensor, count,
+                                    torch.float32)
+    torch.cuda.synchronize()
+    expected = world * index + 1000 * world * (world - 1) // 2
+    return {"reason": reason, "exact": bool(torch.equal(tensor, expected)),
+            "staged_bytes": route.stats()["staged_bytes"] - staged_before}
+
+
 def copy_engine(policy, device):
     parsed = tt.init_process_group(policy, device_id=device)
-    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed))
+    first_step = {}
+
+    def after_step(step):
+        if step == 0:
+            torch.cuda.synchronize()
+            (route,) = tt.stats()["routes"].values()
+            first_step.update({f"{name}_after_first_step": route[name]
+                               for name in ("staged_bytes", "calls", "registrations")})
+
+    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed), after_step)
     result = {
+        **first_step,
         "losses": losses,
         "stats": tt.stats(),
         # The hook's comm streams (one here): (device, at the greatest priority) -> PyTorch's priority.
         "comm_stream_priorities": [stream.priority for stream in ddp_module._COMM_STREAMS.values()],
         "greatest_priority": torch.cuda.Stream(device=device, priority=-(1 << 10)).priority,
+        "world_size": dist.get_world_size(),
     }
+    result["uneven_window_all_reduce"] = uneven_window_all_reduce(device)
     tt.close_routes()
     return result
 

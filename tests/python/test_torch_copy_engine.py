@@ -6,6 +6,8 @@ The route is a stand-in with tandem._cuda.CopyEngineRoute's interface (a fixed a
 itself needs a GPU (tests/python/test_torch_gpu.py), and CPU tensors never reach a route. Needs PyTorch with
 torch.distributed; skipped otherwise.
 """
+import contextlib
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -278,6 +280,70 @@ def test_calls_that_raised_are_not_counted(world, monkeypatch):
         ({"a cpu tensor": 1}, {"a cpu tensor": 1})
     assert calls(document, "ddp_broadcast") == {"a cpu tensor": 2}  # the weight and the bias
     assert calls(document, "fsdp_reduce_scatter") == {"a cpu tensor": 1, f"reduction {dist.ReduceOp.MAX}": 1}
+
+
+class RecordingReducer:
+    """DDP's reducer, every call passed on; records each bucket rebuild's answer and whether it ran inside the
+    allocation context."""
+
+    def __init__(self, reducer, inside):
+        self._reducer, self._inside = reducer, inside
+        self.rebuilds = []
+
+    def _rebuild_buckets(self):
+        rebuilt = self._reducer._rebuild_buckets()
+        self.rebuilds.append((rebuilt, bool(self._inside)))
+        return rebuilt
+
+    def __getattr__(self, name):
+        return getattr(self._reducer, name)
+
+
+def test_ddps_bucket_rebuild_runs_inside_the_allocation_once(world):
+    """rebuild_buckets_in: DDP's one rebuild (the second step's forward) runs inside the allocation context,
+    before DDP's own call, which then finds nothing to do; the hook is gone after it."""
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Linear(8, 4))
+    ddp = DDP(model, bucket_cap_mb=0.0001)  # a bucket per parameter: the rebuild has buckets to make
+    inside = []
+
+    @contextlib.contextmanager
+    def allocating():
+        inside.append(True)
+        try:
+            yield
+        finally:
+            inside.pop()
+
+    reducer = ddp.reducer = RecordingReducer(ddp.reducer, inside)
+    handle = ddp_module.rebuild_buckets_in(ddp, allocating)
+    assert handle is not None
+    x = torch.randn(5, 16, generator=torch.Generator().manual_seed(4))
+    for _ in range(3):
+        ddp(x).square().sum().backward()
+    # Step 1: nothing to rebuild yet (ours and DDP's); step 2: rebuilt inside ours, DDP's finds it done; step 3:
+    # DDP's call only.
+    assert reducer.rebuilds == [(False, True), (False, False), (True, True), (False, False), (False, False)]
+    assert ddp._has_rebuilt_buckets
+    assert not ddp._forward_pre_hooks
+
+
+def test_no_rebuild_hook_where_ddp_never_rebuilds(world):
+    ddp = DDP(torch.nn.Linear(2, 2), find_unused_parameters=True)
+    assert ddp_module.rebuild_buckets_in(ddp, contextlib.nullcontext) is None
+    assert not ddp._forward_pre_hooks
+
+
+def test_fsdp_reduce_scatter_lends_window_memory_to_inputs_only():
+    """FSDP2 asks for a reduce-scatter's input, then for its output (a world size fewer elements), which it
+    keeps as the sharded gradient: only inputs are lent window memory."""
+    reduce_scatter = tt.CopyEngineReduceScatter()
+    asked = [((8192,), 2), ((4096,), 2), ((600,), 2), ((300,), 2), ((300,), 2), ((300,), 2), ((64,), 1),
+             ((128,), 4), ((32,), 4), ((32,), 4)]
+    lent = [reduce_scatter.lends_window_memory(size, world) for size, world in asked]
+    # input, its output; input, its output; a request after an output is an input, and one of the same size
+    # after it too (not a world size fewer); one rank lends nothing; input, its output, then an input.
+    assert lent == [True, False, True, False, True, True, False, True, False, True]
 
 
 def test_hook_divides_before_the_sum_and_returns_the_bucket(world):

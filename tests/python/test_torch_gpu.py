@@ -1,10 +1,13 @@
-"""tandem.torch on two GPUs: a DDP training under tandem's hook gives stock DDP's losses bitwise,
+"""tandem.torch on two ranks: a DDP training under tandem's hook gives stock DDP's losses bitwise,
 the process group carries the policy's settings, and tandem's modules share PyTorch's NCCL; with
 copy-engine, DDP's buckets and FSDP2's all-gathers and reduce-scatters take tandem's copy-engine route and
-give stock's losses (DDP in fp32: bitwise; FSDP2 in bf16: within 1e-2 relative).
+give stock's losses (DDP in fp32: bitwise; FSDP2 in bf16: within 1e-2 relative), and DDP's rebuilt buckets
+lie in the route's window memory, so only the first step is staged. At three ranks (buckets no multiple of
+the rank count) the hook gives stock's losses within rounding and stages only each bucket's remainder.
 
-Skipped without PyTorch or without two GPUs. Each rank runs ddp_loss_worker.py or fsdp_loss_worker.py
-under torchrun.
+Skipped without PyTorch or without a GPU. Each rank runs ddp_loss_worker.py or fsdp_loss_worker.py
+under torchrun, on a GPU of its own, or with one GPU both on it (tests/tools/shared_gpu_rank.py: NCCL
+then connects them through its network transport; results hold, times would not).
 """
 import json
 import os
@@ -16,18 +19,20 @@ import pytest
 from stats_view import calls
 
 torch = pytest.importorskip("torch")
-if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
-    pytest.skip("needs two GPUs", allow_module_level=True)
+if not torch.cuda.is_available():
+    pytest.skip("needs a GPU", allow_module_level=True)
 
 WORKER = Path(__file__).with_name("ddp_loss_worker.py")
 FSDP_WORKER = Path(__file__).with_name("fsdp_loss_worker.py")
+SHARED_GPU = Path(__file__).parents[1] / "tools" / "shared_gpu_rank.py"
 
 
-def run(mode, out, worker=WORKER, prefix=""):
+def run(mode, out, worker=WORKER, prefix="", nranks=2):
     env = dict(os.environ, NCCL_NVLS_ENABLE="0")
-    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                    str(worker), mode, str(out)], check=True, env=env, timeout=300)
-    return [json.loads((out / f"{prefix}{mode}{r}.json").read_text()) for r in range(2)]
+    program = [str(worker)] if torch.cuda.device_count() >= nranks else [str(SHARED_GPU), str(worker)]
+    subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nranks),
+                    *program, mode, str(out)], check=True, env=env, timeout=300)
+    return [json.loads((out / f"{prefix}{mode}{r}.json").read_text()) for r in range(nranks)]
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +97,65 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
 
 
+@pytest.fixture(scope="module")
+def three_ranks(tmp_path_factory):
+    """Stock DDP and the copy-engine hook at 3 ranks, where DDP's buckets (1024 x 1024 + 1024 fp32 a layer) are
+    no multiple of the rank count."""
+    return (run("stock", tmp_path_factory.mktemp("stock-3"), nranks=3),
+            run("copy-engine", tmp_path_factory.mktemp("copy-engine-3"), nranks=3))
+
+
+def test_copy_engine_hook_at_three_ranks_matches_stock(three_ranks):
+    stock_ranks, ranks = three_ranks
+    assert len(ranks) == 3
+    for ours, theirs in zip(ranks, stock_ranks):
+        # 3 terms: the route sums in rank order, NCCL's ring in another, so the last bits may differ.
+        assert len(ours["losses"]) == 8
+        for a, b in zip(ours["losses"], theirs["losses"]):
+            assert abs(a - b) <= 1e-5 * abs(b), (ours["losses"], theirs["losses"])
+        assert set(calls(ours["stats"], "ddp_all_reduce")) == {"copy-engine"}
+
+
+def check_rebuilt_buckets_in_window_memory(ranks):
+    # The first step's buckets are PyTorch's, staged; DDP rebuilds them at the second step's start in the
+    # route's window memory, and from then on nothing is staged: at 2 ranks nothing at all, at 3 ranks (no
+    # bucket's count is a multiple of 3) only each bucket's remainder, under one 16-byte vector per rank,
+    # in and out.
+    for rank in ranks:
+        (route,) = rank["stats"]["routes"].values()
+        first = rank["staged_bytes_after_first_step"]
+        later_calls = route["calls"] - rank["calls_after_first_step"]
+        remainders = 0 if rank["world_size"] == 2 else later_calls * 2 * rank["world_size"] * 16
+        assert 0 < first <= route["staged_bytes"] <= first + remainders, (first, route)
+        if rank["world_size"] == 3:
+            assert route["staged_bytes"] > first, "every bucket has a remainder at 3 ranks"
+        assert later_calls > 0 and rank["calls_after_first_step"] > 0
+        # The rebuilt buckets (4 layers of 1024 x 1024 fp32 weights and their biases: over 16 MiB) took window
+        # segments beside the staging pool.
+        assert route["registrations"] > rank["registrations_after_first_step"]
+        assert route["buffer_bytes"] >= 16 << 20, route
+
+
+def test_ddps_rebuilt_buckets_lie_in_window_memory(copy_engine_ranks):
+    check_rebuilt_buckets_in_window_memory(copy_engine_ranks[1])
+
+
+def test_ddps_rebuilt_buckets_at_three_ranks_stage_only_remainders(three_ranks):
+    check_rebuilt_buckets_in_window_memory(three_ranks[1])
+
+
+def check_uneven_window_all_reduce(ranks):
+    for rank in ranks:
+        check = rank["uneven_window_all_reduce"]
+        assert check["reason"] == "" and check["exact"], check
+        assert 0 < check["staged_bytes"] <= 2 * rank["world_size"] * 16, check
+
+
+def test_an_uneven_all_reduce_in_window_memory_is_exact_and_stages_only_its_remainder(copy_engine_ranks, three_ranks):
+    check_uneven_window_all_reduce(copy_engine_ranks[1])
+    check_uneven_window_all_reduce(three_ranks[1])
+
+
 def test_copy_engine_hook_comm_stream_priority(copy_engine_ranks):
     policy, ranks = copy_engine_ranks
     for rank in ranks:
@@ -125,5 +189,8 @@ def test_fsdp_copy_engine_routes_both_collectives(fsdp_copy_engine):
         stats = rank["stats"]
         assert calls(stats, "fsdp_all_gather").get("copy-engine", 0) > 0, stats
         assert calls(stats, "fsdp_reduce_scatter").get("copy-engine", 0) > 0, stats
-        # The all-gather outputs live in window buffers, reused across layers and steps.
+        # The all-gather outputs and the reduce-scatter inputs live in window buffers, reused across layers
+        # and steps, so the route stages nothing.
         assert 0 < stats["window_pool"]["buffers"] < stats["window_pool"]["lent"]
+        (route,) = stats["routes"].values()
+        assert route["calls"] > 0 and route["staged_bytes"] == 0 and route["buffer_bytes"] > 0, route

@@ -20,9 +20,10 @@ copy-engine                 tandem's copy-engine route (tandem._cuda.CopyEngineR
                             process group) as the DDP hook's all-reduce (the division by the
                             world size fused into it, on a comm stream of its own), as DDP's
                             start-up broadcast (``sync_module_states``) and as FSDP2's
-                            all-gather (in window memory, unstaged) and reduce-scatter (sum,
-                            average, pre-multiplied sum); what the route refuses takes NCCL
-                            (``stats()``)
+                            all-gather and reduce-scatter (sum, average, pre-multiplied sum);
+                            DDP's rebuilt buckets, FSDP2's all-gather outputs and reduce-scatter
+                            inputs in the route's window memory, unstaged; what the route
+                            refuses takes NCCL (``stats()``)
 shape:*                     refused: only the interposer pads PyTorch's launches (tandem run)
 green:N, sequential,        refused: PyTorch decides where and in which order its kernels run
 comm-first, nccl-symmetric  (the reasons are in the error messages)

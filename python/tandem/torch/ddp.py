@@ -1,10 +1,10 @@
 """DDP through a policy: the communication hook (``register_ddp_hook``: NCCL's all-reduce as PyTorch's
-``allreduce_hook`` runs it, or the copy-engine route's on a comm stream of its own) and DDP's start-up
-broadcast (``sync_module_states``)."""
+``allreduce_hook`` runs it, or the copy-engine route's on a comm stream of its own, with DDP's rebuilt
+buckets in the route's window memory) and DDP's start-up broadcast (``sync_module_states``)."""
 import torch
 import torch.distributed as dist
 
-from . import options, routes
+from . import options, pool, routes
 
 # (device index, at the greatest priority) -> the comm stream of the DDP hook.
 _COMM_STREAMS = {}
@@ -61,6 +61,52 @@ def _copy_engine_hook(state, bucket):
     return all_reduce_average(state, bucket.buffer())
 
 
+def rebuild_buckets_in(ddp_model, allocating):
+    """Runs DDP's one rebuild of its gradient buckets (``reducer._rebuild_buckets``: after the first backward
+    pass, in the order the gradients became ready) inside ``allocating()``, a context manager around its
+    allocations, at the start of the forward pass in which DDP would run it, before DDP's own call there
+    (which then finds it done). DDP rebuilds alike on every rank: it broadcasts rank 0's bucket assignment
+    before it allocates. Returns the forward pre-hook's handle; the hook removes itself once the buckets are
+    rebuilt. Installs nothing (returns None) where DDP never rebuilds: ``find_unused_parameters=True``
+    without ``static_graph``."""
+    if getattr(ddp_model, "find_unused_parameters", False) and not getattr(ddp_model, "static_graph", False):
+        return None
+
+    def before_forward(module, inputs):
+        # DDP's _pre_forward rebuilds under this condition; in these modes it returns before it does.
+        if (not torch.is_grad_enabled() or getattr(module, "_use_python_reducer", False)
+                or getattr(module, "_delay_all_reduce_all_params", False)):
+            return
+        with allocating():
+            rebuilt = module.reducer._rebuild_buckets()
+        if rebuilt:
+            module._has_rebuilt_buckets = True  # as DDP's _pre_forward records it
+            handle.remove()
+
+    handle = ddp_model.register_forward_pre_hook(before_forward)
+    return handle
+
+
+def _buckets_in_window_memory(ddp_model, process_group):
+    """DDP's rebuilt buckets in window memory of the group's route (``pool.WindowSegments``), so the hook's
+    all-reduces are not staged from the second step on. For a model on a CUDA device; the pool, made at
+    the rebuild, stays with the model as long as its buckets."""
+    if not isinstance(ddp_model, torch.nn.Module):  # a stand-in with DDP's register_comm_hook alone
+        return None
+    device = next((p.device for p in ddp_model.parameters() if p.requires_grad), None)
+    if device is None or device.type != "cuda":
+        return None
+    segments = {}
+
+    def allocating():
+        if "pool" not in segments:
+            segments["pool"] = pool.WindowSegments(routes.copy_engine_route(process_group), device)
+        return segments["pool"].allocating()
+
+    ddp_model._tandem_window_segments = segments
+    return rebuild_buckets_in(ddp_model, allocating)
+
+
 def register_ddp_hook(ddp_model, policy, process_group=None):
     """Registers the policy's all-reduce as the DDP communication hook of ``ddp_model``.
 
@@ -76,6 +122,10 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     at the greatest priority when the policy has ``priority`` - that waits for the compute stream, so
     nothing is enqueued on the compute stream and the all-reduce overlaps the backward pass; the returned
     future completes on that stream (a CUDA-aware future: DDP's wait orders its stream after it).
+    DDP's buckets, once it rebuilds them (at the start of the second step), lie in the route's window
+    memory (``rebuild_buckets_in``, ``pool.WindowSegments``): from then on the route sums them where they
+    lie, at any rank count (a bucket whose count is no multiple of the rank count stages only its remainder,
+    under one 16-byte vector per rank); the first step's buckets are PyTorch's and are staged.
     A bucket the route refuses (a dtype without a sum kernel) takes NCCL's all-reduce on the group;
     ``stats()["nccl_collectives"]["ddp_all_reduce"]`` counts both, by reason. On 2 ranks both sums are a+b
     rounded once, so the losses equal stock DDP's bitwise; on more ranks the route's sum (accumulated in fp32, rounded
@@ -87,6 +137,7 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     if parsed.copy_engine:
         ddp_model.register_comm_hook(state=CopyEngineHookState(process_group, parsed.comm_priority),
                                      hook=_copy_engine_hook)
+        _buckets_in_window_memory(ddp_model, process_group)
     else:
         ddp_model.register_comm_hook(state=process_group, hook=default_hooks.allreduce_hook)
     return parsed

@@ -1,5 +1,8 @@
-"""FSDP2 through a policy: its custom all-gather (in window memory of the copy-engine route, unstaged) and
-reduce-scatter (staged through the route), installed on every FSDP2 module (``install_fsdp_collectives``)."""
+"""FSDP2 through a policy: its custom all-gather and reduce-scatter through the copy-engine route, their
+buffers in the route's window memory (nothing staged), installed on every FSDP2 module
+(``install_fsdp_collectives``)."""
+import math
+
 import torch
 import torch.distributed as dist
 
@@ -46,17 +49,38 @@ class CopyEngineAllGather(_AllGather):
 class CopyEngineReduceScatter(_ReduceScatter):
     """FSDP2's custom reduce-scatter (``ReduceScatter``) through the copy-engine route.
 
-    ``allocate()`` hands out PyTorch's ordinary memory: FSDP2 keeps the reduce-scatter's output as the
-    sharded gradient, so a window lent to it would never come back; the route stages input and output.
+    FSDP2 asks ``allocate()`` for the input (this rank's unsharded gradients, flat), then for the output (its
+    shard: a world size fewer elements), which it keeps as the sharded gradient. The input is lent from the
+    route's window memory (``WindowPool``: it comes back when FSDP2 frees it after the reduce-scatter), so the
+    route reads it where it lies; the output, which a gradient holds as long as the program keeps it, is
+    PyTorch's memory, and the route's sum writes into it directly: nothing is staged. A request is the output
+    when it follows an input of the world size times its elements; any other is an input. On one rank, or off
+    the GPU, both are PyTorch's memory.
     ``ReduceOp.SUM``, ``ReduceOp.AVG`` and ``ReduceOp.PREMUL_SUM(factor)`` run on the route with NCCL's
-    numerics (the average and the pre-multiplied sum scale each rank's input in its dtype as the route
-    stages it); any other reduction, and whatever the route refuses, takes ``dist.reduce_scatter_tensor``."""
+    numerics (the average and the pre-multiplied sum scale each rank's terms as the route sums them); any
+    other reduction, and whatever the route refuses, takes ``dist.reduce_scatter_tensor``."""
 
     def __init__(self, process_group=None):
         self.process_group = process_group
+        self._pool = None
+        self._input_elements = None  # the input just lent, until FSDP2 asks for its output
+
+    def lends_window_memory(self, size, world):
+        """Whether a request of ``size`` on ``world`` ranks is an input (lent window memory), noting it: the
+        request after an input of ``world`` times its elements is that input's output."""
+        elements = math.prod(int(s) for s in size)
+        is_output = self._input_elements is not None and elements * world == self._input_elements
+        self._input_elements = None if is_output or world == 1 else elements
+        return self._input_elements is not None
 
     def allocate(self, size, *, dtype, device):
-        return torch.empty(*size, dtype=dtype, device=device)
+        if torch.device(device).type != "cuda" or \
+                not self.lends_window_memory(size, routes.resolve_group(self.process_group).size()):
+            return torch.empty(*size, dtype=dtype, device=device)
+        if self._pool is None:
+            # Collective, like the route's every call: every rank asks for the same sizes in the same order.
+            self._pool = pool.WindowPool(routes.copy_engine_route(self.process_group))
+        return self._pool.tensor(size, dtype, device)
 
     def __call__(self, output_tensor, input_tensor, group, op, async_op=False):
         reduction = routes.route_reduction(op, input_tensor.dtype)
@@ -90,7 +114,8 @@ def install_fsdp_collectives(module, policy, process_group=None):
     reduce-scatter run under the process group's settings (``init_process_group``); this checks the
     policy and returns. With ``copy-engine``: ``set_custom_all_gather(CopyEngineAllGather)`` - its
     ``allocate()`` lends the route's window memory, so the all-gather runs in place on copy engines
-    without staging - and ``set_custom_reduce_scatter(CopyEngineReduceScatter)`` (staged).
+    without staging - and ``set_custom_reduce_scatter(CopyEngineReduceScatter)``, its input lent from the
+    same route's window memory, so nothing is staged.
     ``process_group`` is the group FSDP2 shards over (None: the last dimension of the parameters' device
     mesh): the all-gather's windows come from its route, and a call on another group is staged. Call
     ``close_routes()`` when the training is over, before ``dist.destroy_process_group``.

@@ -1,5 +1,7 @@
 """Window memory of a copy-engine route lent out as PyTorch tensors, without copies: a collective whose
-buffers are in window memory needs no staging (FSDP2's all-gather outputs, ``CopyEngineAllGather``)."""
+buffers are in window memory needs no staging (FSDP2's all-gather outputs, ``CopyEngineAllGather``; DDP's
+rebuilt buckets, ``WindowSegments``)."""
+import contextlib
 import math
 from collections import defaultdict
 
@@ -60,3 +62,37 @@ class WindowPool:
         except Exception:  # noqa: BLE001 - at interpreter exit CUDA may be gone: the buffer is not lent again
             return
         self._free[lease.nbytes].append((lease.address, event))
+
+
+class WindowSegments:
+    """PyTorch's caching allocator over a route's window memory: a ``torch.cuda.MemPool`` whose segments
+    come from tandem._cuda's allocator functions (``tandem_window_segment_alloc``, window_segments.h), so a
+    tensor allocated inside ``allocating()`` lies in window memory and the route takes it unstaged.
+
+    Every segment request is collective (window memory is registered on every rank at once): allocate
+    inside ``allocating()`` only what every rank allocates alike, in the same order - DDP's bucket rebuild
+    (``ddp.rebuild_buckets_in``). Segments stay the route's until it closes; the pool keeps the route."""
+
+    def __init__(self, route, device):
+        self.route, self.device = route, torch.device(device)
+        cuda = routes.gpu_module()
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(cuda.__file__, "tandem_window_segment_alloc",
+                                                             "tandem_window_segment_free")
+        self.pool = torch.cuda.MemPool(allocator.allocator())
+
+    @contextlib.contextmanager
+    def allocating(self):
+        """This thread's allocations on the device go to window memory while inside."""
+        cuda = routes.gpu_module()
+        self.route.begin_window_segments()
+        try:
+            with torch.cuda.use_mem_pool(self.pool, self.device):
+                yield
+        except torch.OutOfMemoryError as e:
+            # A failed segment request reaches PyTorch as a null pointer, which it reports as out of memory.
+            why = cuda.window_segment_error()
+            if why:
+                raise RuntimeError(f"tandem.torch: window memory on {self.device}: {why}") from e
+            raise
+        finally:
+            cuda.end_window_segments()
