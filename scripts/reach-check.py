@@ -88,7 +88,7 @@ STATS_READS = {
     "counts": ["calls", "bytes"],
     "not_routed": ["calls", "bytes"],
     "reach": ["requested", "calls", "bytes", "total_bytes"],
-    "copy_engine_route": ["buffer_bytes", "captured", "pool_bytes", "routes", "staged_bytes"],
+    "copy_engine_route": ["buffer_bytes", "captured", "peer_bytes", "pool_bytes", "routes", "staged_bytes"],
     "nccl_communicators": ["created", "configured", "unconfigured", "overridden_by_variables"],
     "launches": ["nccl"],
 }
@@ -415,6 +415,8 @@ def sum_documents(documents, source, processes=None):
         if counted and lent_known else None
     routes = [d.get("copy_engine_route", {}) for d in documents]
     route["staged_bytes"] = sum(r.get("staged_bytes", 0) for r in routes)
+    # Bytes copied straight between the program's memory and the peers' window memory (peer copies).
+    route["peer_bytes"] = sum(r.get("peer_bytes", 0) for r in routes)
     return route
 
 

@@ -11,6 +11,8 @@ namespace {
 
 constexpr size_t kPartAlignment = 4096;
 constexpr size_t kVectorBytes = 16;
+// What each rank contributes to a barrier's all-gather: one vector.
+constexpr uint64_t kBarrierBytesPerRank = 16;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
@@ -76,6 +78,23 @@ PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
   return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
 }
 
+// Chunks of `chunk` elements, `chunk` apart, covering `span` elements of the caller's buffer.
+PlanStep peer_chunks(PlanStep::Op op, PlanAt from, PlanAt to, uint64_t chunk, uint64_t span) {
+  PlanStep s{op, from, to, {}, chunk, chunk};
+  s.span = span;
+  return s;
+}
+
+// Chunk r of `from` into slot `rank` of peer r's `to`, for every peer r.
+PlanStep push_chunks(PlanAt from, uint64_t chunk, PlanAt to, uint64_t span) {
+  return peer_chunks(PlanStep::Op::Push, from, to, chunk, span);
+}
+
+// Chunk j of `to` from peer j's `from`, for every peer j.
+PlanStep pull_chunks(PlanAt from, PlanAt to, uint64_t chunk, uint64_t span) {
+  return peer_chunks(PlanStep::Op::Pull, from, to, chunk, span);
+}
+
 // Elements between consecutive ranks' segments of the caller's segmented buffers (count: contiguous).
 uint64_t segment_stride(const PlanRequest& r) { return r.segment_stride ? r.segment_stride : r.count; }
 
@@ -92,9 +111,9 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks);
   const bool even = r.count % n == 0;
-  // Staged when the data must be padded or moved into window memory anyway.
-  const bool staged = !r.send_in_window || !even;
-  if (staged) {
+  // Padded when the data must be moved anyway: staged into window memory, or pushed to the peers.
+  const bool padded = !r.send_in_window || !even;
+  if (padded) {
     const uint64_t per_vector = elements_per_vector(r.element_bytes);
     p.chunk = ceil_div(ceil_div(r.count, n), per_vector) * per_vector;
   } else {
@@ -104,30 +123,50 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   const uint64_t own = uint64_t(r.rank) * p.chunk;
   // This rank's elements of the result: its chunk, short or empty at the end of a padded call.
   const uint64_t own_elements = std::min(p.chunk, r.count - std::min(own, r.count));
-  // The buffer the all-gather completes: the caller's output when it is window memory the chunks
-  // fill exactly (no padding), else a pool part: the staging buffer (the peers' chunks there were
-  // read by the exchange before the all-gather overwrites them), or one of its own.
+  // The result goes where the peers read it: the caller's output when it is window memory the chunks
+  // fill exactly (no padding; NCCL's all-gather completes it there); else, with peer copies, a pool
+  // part of one chunk the peers pull from; else a pool part the all-gather completes (the staging
+  // buffer: the peers' chunks there were read by the exchange before the all-gather overwrites
+  // them, or one of its own), copied out after.
   const bool into_recv = r.recv_in_window && p.chunk * n == r.count;
-  PlanAt input = at(PlanBuffer::Send);
-  if (staged) {
-    p.input_elements = p.chunk * n;
-    input = at(PlanBuffer::PoolInput);
-    stage_run_but_own(p.steps, at(PlanBuffer::Send), input, r.count, p.chunk, uint64_t(r.rank));
+  const bool push = r.peer_copies && padded;
+  const bool pull = r.peer_copies && !into_recv;
+  if (push) {
+    // The peers' chunks of send go from where they lie straight into their scratch slots; the own
+    // chunk stays (the sum reads it from send).
+    p.steps.push_back(push_chunks(at(PlanBuffer::Send), p.chunk, at(PlanBuffer::PoolScratch), r.count));
+  } else {
+    PlanAt input = at(PlanBuffer::Send);
+    if (padded) {
+      p.input_elements = p.chunk * n;
+      input = at(PlanBuffer::PoolInput);
+      stage_run_but_own(p.steps, at(PlanBuffer::Send), input, r.count, p.chunk, uint64_t(r.rank));
+    } else if (!into_recv && !pull) {
+      p.input_elements = r.count;  // the all-gather's buffer
+    }
+    // The exchange leaves the own chunk alone (own_chunk_copied false): the sum reads it from send.
+    p.steps.push_back(exchange(input, p.chunk, at(PlanBuffer::PoolScratch), p.chunk, false));
   }
   const PlanAt gathered = into_recv ? at(PlanBuffer::Recv) : at(PlanBuffer::PoolInput);
-  if (!staged && !into_recv) p.input_elements = r.count;
-  // The exchange leaves the own chunk alone (own_chunk_copied false): the sum reads it from send.
-  p.steps.push_back(exchange(input, p.chunk, at(PlanBuffer::PoolScratch), p.chunk, false));
   // In place (send is recv), the sum reads each of its own elements where it writes it.
   PlanStep total = sum(at(PlanBuffer::PoolScratch), p.chunk, shifted(at(PlanBuffer::Send), own), r.rank,
                        shifted(at(PlanBuffer::Recv), own), own_elements);
-  if (!into_recv) {
+  if (pull) {
+    p.output_elements = p.chunk;
+    total.also = at(PlanBuffer::PoolOutput);  // what the peers pull
+    total.writes_also = true;
+  } else if (!into_recv) {
     total.also = shifted(gathered, own);  // what the all-gather sends the peers
     total.writes_also = true;
   }
   if (own_elements > 0) p.steps.push_back(total);
-  p.steps.push_back(all_gather(gathered, p.chunk));
-  if (!into_recv) stage_run_but_own(p.steps, gathered, at(PlanBuffer::Recv), r.count, p.chunk, uint64_t(r.rank));
+  if (pull) {
+    p.steps.push_back(pull_chunks(at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), p.chunk, r.count));
+  } else {
+    p.steps.push_back(all_gather(gathered, p.chunk));
+    if (!into_recv) stage_run_but_own(p.steps, gathered, at(PlanBuffer::Recv), r.count, p.chunk, uint64_t(r.rank));
+  }
+  if (push || pull) p.barrier_bytes = kBarrierBytesPerRank * n;
   return p;
 }
 
@@ -271,8 +310,8 @@ constexpr Planner kPlanners[] = {plan_all_reduce, plan_reduce_scatter, plan_all_
 static_assert(covers(kPlanners, Collective::Broadcast), "one plan per Collective");
 
 // Each step's name, in PlanStep::Op's order.
-constexpr const char* kOps[] = {"stage", "exchange", "sum", "all-gather", "scatter", "copy"};
-static_assert(covers(kOps, PlanStep::Op::Copy), "one entry per PlanStep::Op");
+constexpr const char* kOps[] = {"stage", "exchange", "sum", "all-gather", "scatter", "copy", "push", "pull"};
+static_assert(covers(kOps, PlanStep::Op::Pull), "one entry per PlanStep::Op");
 constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
 static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanBuffer");
 
@@ -280,6 +319,30 @@ static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanB
 
 uint64_t staged_elements(const PlanStep& step) {
   return step.op == PlanStep::Op::Stage ? step.elements * step.rows : 0;
+}
+
+uint64_t chunk_elements(const PlanStep& step, int j) {
+  const uint64_t begin = std::min(uint64_t(j) * step.stride, step.span);
+  return std::min(step.elements, step.span - begin);
+}
+
+std::vector<PeerCopy> peer_copies(const PlanStep& step, int rank, int nranks) {
+  TANDEM_REQUIRE(step.op == PlanStep::Op::Push || step.op == PlanStep::Op::Pull,
+                 std::string("copy-engine plan: peer copies of a ") + to_string(step.op) + " step");
+  const bool push = step.op == PlanStep::Op::Push;
+  std::vector<PeerCopy> out;
+  for (int k = 1; k < nranks; ++k) {
+    const int peer = (rank + k) % nranks;
+    // Push: chunk `peer` of this rank's `from` into slot `rank` of the peer's `to`. Pull: chunk `peer`
+    // of this rank's `to` from the peer's `from`. Either way the chunk is the peer's.
+    const uint64_t elements = chunk_elements(step, peer);
+    if (elements == 0) continue;
+    const PlanAt from = push ? shifted(step.from, uint64_t(peer) * step.stride) : step.from;
+    const PlanAt to =
+        push ? shifted(step.to, uint64_t(rank) * step.elements) : shifted(step.to, uint64_t(peer) * step.stride);
+    out.push_back({peer, from, to, elements});
+  }
+  return out;
 }
 
 bool has_segments(Collective kind) {
@@ -312,7 +375,8 @@ PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {
   l.input = 0;
   l.output = align_up(size_t(p.input_elements) * element_bytes, kPartAlignment);
   l.scratch = l.output + align_up(size_t(p.output_elements) * element_bytes, kPartAlignment);
-  l.bytes = l.scratch + align_up(size_t(p.scratch_elements) * element_bytes, kPartAlignment);
+  l.barrier = l.scratch + align_up(size_t(p.scratch_elements) * element_bytes, kPartAlignment);
+  l.bytes = l.barrier + align_up(size_t(p.barrier_bytes), kPartAlignment);
   return l;
 }
 
@@ -329,7 +393,9 @@ namespace {
 // where it lies; the remainder, under nranks vectors, runs staged as a piece of its own. A call under
 // one granule is staged whole: its staging costs less than the collective the remainder needs.
 uint64_t unstaged_head(const PlanRequest& r, uint64_t granularity) {
-  if (r.kind != Collective::AllReduce || !r.send_in_window || r.count % uint64_t(r.nranks) == 0) return r.count;
+  // With peer copies an uneven call stages nothing as it is (its chunks are pushed from where they lie).
+  if (r.kind != Collective::AllReduce || !r.send_in_window || r.peer_copies || r.count % uint64_t(r.nranks) == 0)
+    return r.count;
   const uint64_t vectors = uint64_t(r.nranks) * elements_per_vector(r.element_bytes);
   const uint64_t head = r.count / vectors * vectors;
   return head >= granularity ? head : r.count;

@@ -3,9 +3,11 @@
 // back to back without a host sync (the route orders them by its event), the pool grown once and
 // reused, data placed in window_buffer() not staged, an all-to-all staged on both sides.
 // Expected values and pool sizes are worked out here from the inputs and the layout rules of the
-// header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least). And a
+// header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least); the bytes
+// staged and copied with the peers are the plans' (tandem/copy_engine_plan.h, checked on CPU), and
+// where the two GPUs reach each other's memory (peer copies) the all-reduces stage nothing. And a
 // route with a small pool cap: reduce-scatters, all-gathers and all-to-alls larger than it run in
-// strided pieces, the pool never past the cap, the results exact, each byte staged once in and once out.
+// strided pieces, the pool never past the cap, the results exact, only the peers' parts staged.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -17,7 +19,9 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "tandem/copy_engine_plan.h"
 #include "tandem/copy_engine_route.h"
+#include "tandem/peer_windows.h"
 
 namespace {
 
@@ -57,7 +61,37 @@ void run(tandem::CopyEngineRoute& route, tandem::Collective kind, const void* se
   route.run(call);
 }
 
+// What the plans of one fp32 call of rank `rank` stage and copy with the peers, in bytes, over its
+// pieces under `cap`.
+struct Planned {
+  int64_t staged = 0, peer = 0;
+};
+Planned planned(tandem::Collective kind, size_t count, int rank, bool peers, bool send_in_window = false,
+                bool recv_in_window = false, bool in_place = false, size_t cap = tandem::kDefaultRoutePoolBytes) {
+  tandem::PlanRequest whole;
+  whole.kind = kind;
+  whole.count = count;
+  whole.nranks = kRanks;
+  whole.rank = rank;
+  whole.element_bytes = 4;
+  whole.send_in_window = send_in_window;
+  whole.recv_in_window = recv_in_window;
+  whole.in_place = in_place;
+  whole.peer_copies = peers;
+  Planned p;
+  for (const tandem::CallPiece& piece : tandem::pieces_within(whole, cap))
+    for (const tandem::PlanStep& step :
+         tandem::plan_copy_engine_collective(tandem::piece_request(whole, piece)).steps) {
+      p.staged += int64_t(tandem::staged_elements(step) * 4);
+      if (step.op == tandem::PlanStep::Op::Push || step.op == tandem::PlanStep::Op::Pull)
+        for (const tandem::PeerCopy& copy : tandem::peer_copies(step, rank, kRanks))
+          p.peer += int64_t(copy.elements * 4);
+    }
+  return p;
+}
+
 struct RankResult {
+  bool peers = false;
   size_t wrong_small = 0, wrong_all_reduce = 0, wrong_all_gather = 0, wrong_windowed = 0, wrong_all_to_all = 0;
   tandem::CopyEngineRouteStats after_growth{}, after_window{}, at_end{};
   std::string error;
@@ -68,6 +102,7 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ncclComm_t comm = nullptr;
     ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
+    out.peers = tandem::every_peer_by_address(comm, kRanks);
     cudaStream_t a = nullptr, b = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
@@ -148,18 +183,30 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     EXPECT_EQ(res.wrong_all_gather, 0u);
     EXPECT_EQ(res.wrong_windowed, 0u);
     EXPECT_EQ(res.wrong_all_to_all, 0u);
-    // 2 MiB, then 8 MiB (needed 8 MiB > 2 MiB x 1.5): two registrations; the all-gather's 8 MiB output
-    // fits. Staged: 16 KiB in and out, 4 MiB in and out, the all-gather's 4 MiB in and 8 MiB out.
+    using tandem::Collective;
+    // 2 MiB, then 8 MiB (needed 8 MiB > 2 MiB x 1.5, staged or with peer copies): two registrations;
+    // the all-gather's 8 MiB output fits.
     EXPECT_EQ(res.after_growth.calls, 3);
     EXPECT_EQ(res.after_growth.registrations, 2);
     EXPECT_EQ(res.after_growth.pool_bytes, int64_t(8 * kMiB));
-    EXPECT_EQ(res.after_growth.staged_bytes, int64_t(2 * 16384 + 2 * 4 * kMiB + 4 * kMiB + 8 * kMiB));
+    // Only the peers' halves move: staged in and out 8 KiB and 2 MiB each way, or with peer copies
+    // nothing staged and as much pushed and pulled; the all-gather stages its 4 MiB in and the
+    // peer's 4 MiB out.
+    const Planned small = planned(Collective::AllReduce, 4096, r, res.peers);
+    const Planned large = planned(Collective::AllReduce, kMiB, r, res.peers);
+    EXPECT_EQ(small.staged + small.peer, int64_t(16384));
+    EXPECT_EQ(large.staged + large.peer, int64_t(4 * kMiB));
+    if (res.peers) EXPECT_EQ(small.staged + large.staged, 0);
+    EXPECT_EQ(planned(Collective::AllGather, kMiB, r, res.peers).staged, int64_t(8 * kMiB));
+    EXPECT_EQ(res.after_growth.staged_bytes, small.staged + large.staged + int64_t(8 * kMiB));
+    EXPECT_EQ(res.after_growth.peer_bytes, small.peer + large.peer);
     // The window buffer: one more registration, its bytes held, nothing staged.
     EXPECT_EQ(res.after_window.registrations, 3);
     EXPECT_EQ(res.after_window.pool_bytes, int64_t(12 * kMiB));
     EXPECT_EQ(res.after_window.staged_bytes, res.after_growth.staged_bytes);
-    // The all-to-all: 512 KiB in, 512 KiB out, in the pool as it is.
-    EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + int64_t(2 * 512 * 1024));
+    EXPECT_EQ(res.after_window.peer_bytes, res.after_growth.peer_bytes);
+    // The all-to-all: the peer's 256 KiB in and out, in the pool as it is.
+    EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + int64_t(512 * 1024));
     EXPECT_EQ(res.at_end.registrations, 3);
   }
 }
@@ -268,13 +315,23 @@ TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithin
     EXPECT_EQ(res.staged.calls, 3);
     EXPECT_EQ(res.staged.pool_bytes, int64_t(2 * kMiB));
     EXPECT_EQ(res.staged.registrations, 1);
-    // Each byte once in and once out: the reduce-scatter's 8 MiB in and 4 MiB out, the in-place
-    // all-gather's own 4 MiB in and 8 MiB out, the all-to-all's 8 MiB in and 8 MiB out.
-    EXPECT_EQ(res.staged.staged_bytes, int64_t((8 + 4) * kMiB + (4 + 8) * kMiB + (8 + 8) * kMiB));
-    // The window buffer's 8 MiB beside the pool, which did not grow; only the 4 MiB output staged.
+    // Only the peer's parts: the reduce-scatter's peer segment in (its sum writes recv), the in-place
+    // all-gather's own segment in and the peer's out, the all-to-all's peer segments in and out, 4 MiB
+    // each; the plans say the same.
+    using tandem::Collective;
+    const size_t cap = 2 * kMiB;
+    EXPECT_EQ(res.staged.staged_bytes, int64_t((4) * kMiB + (4 + 4) * kMiB + (4 + 4) * kMiB));
+    EXPECT_EQ(res.staged.staged_bytes,
+              planned(Collective::ReduceScatter, kMiB, r, false, false, false, false, cap).staged +
+                  planned(Collective::AllGather, kMiB, r, false, false, false, true, cap).staged +
+                  planned(Collective::AllToAll, kMiB, r, false, false, false, false, cap).staged);
+    // The window buffer's 8 MiB beside the pool, which did not grow; nothing staged (the sum writes
+    // recv, the peer's segment is read where it lies).
     EXPECT_EQ(res.at_end.pool_bytes, int64_t(10 * kMiB));
     EXPECT_EQ(res.at_end.registrations, 2);
-    EXPECT_EQ(res.at_end.staged_bytes, res.staged.staged_bytes + int64_t(4 * kMiB));
+    EXPECT_EQ(
+        res.at_end.staged_bytes,
+        res.staged.staged_bytes + planned(Collective::ReduceScatter, kMiB, r, false, true, false, false, cap).staged);
   }
 }
 

@@ -2,8 +2,11 @@
 the process group carries the policy's settings, and tandem's modules share PyTorch's NCCL; with
 copy-engine, DDP's buckets and FSDP2's all-gathers and reduce-scatters take tandem's copy-engine route and
 give stock's losses (DDP in fp32: bitwise; FSDP2 in bf16: within 1e-2 relative), and DDP's rebuilt buckets
-lie in the route's window memory, so only the first step is staged. At three ranks (buckets no multiple of
-the rank count) the hook gives stock's losses within rounding and stages only each bucket's remainder.
+lie in the route's window memory. The ranks reach each other's window memory (one GPU, or one node's), so the
+route's peer copies stage nothing: the first step's buckets (PyTorch's memory) are pushed to and pulled from
+the peers' pools, and at three ranks (buckets no multiple of the rank count) so are the rebuilt ones. With peer
+copies off (TANDEM_ROUTE_PEER_COPIES=0) only the first step is staged, and at three ranks each bucket's
+remainder. At three ranks the hook gives stock's losses within rounding.
 
 Skipped without PyTorch or without a GPU. Each rank runs ddp_loss_worker.py or fsdp_loss_worker.py
 under torchrun, on a GPU of its own, or with one GPU both on it (tests/tools/shared_gpu_rank.py: NCCL
@@ -27,8 +30,8 @@ FSDP_WORKER = Path(__file__).with_name("fsdp_loss_worker.py")
 SHARED_GPU = Path(__file__).parents[1] / "tools" / "shared_gpu_rank.py"
 
 
-def run(mode, out, worker=WORKER, prefix="", nranks=2):
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
+def run(mode, out, worker=WORKER, prefix="", nranks=2, **environment):
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", **environment)
     program = [str(worker)] if torch.cuda.device_count() >= nranks else [str(SHARED_GPU), str(worker)]
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nranks),
                     *program, mode, str(out)], check=True, env=env, timeout=300)
@@ -93,7 +96,8 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
         assert counts.get("copy-engine", 0) >= 16, counts
         assert set(counts) == {"copy-engine"}, counts
         (route,) = rank["stats"]["routes"].values()
-        assert route["calls"] == counts["copy-engine"] and route["staged_bytes"] > 0
+        # The first step's buckets are PyTorch's memory: pushed to and pulled from the peers' pools.
+        assert route["calls"] == counts["copy-engine"] and route["peer_bytes"] > 0 and route["staged_bytes"] == 0
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
 
 
@@ -105,31 +109,48 @@ def three_ranks(tmp_path_factory):
             run("copy-engine", tmp_path_factory.mktemp("copy-engine-3"), nranks=3))
 
 
-def test_copy_engine_hook_at_three_ranks_matches_stock(three_ranks):
+@pytest.fixture(scope="module")
+def three_ranks_staged(tmp_path_factory):
+    """The copy-engine hook at 3 ranks with the route's peer copies off: the staged plans."""
+    return run("copy-engine", tmp_path_factory.mktemp("copy-engine-3-staged"), nranks=3, TANDEM_ROUTE_PEER_COPIES="0")
+
+
+def test_copy_engine_hook_at_three_ranks_matches_stock(three_ranks, three_ranks_staged):
     stock_ranks, ranks = three_ranks
-    assert len(ranks) == 3
-    for ours, theirs in zip(ranks, stock_ranks):
-        # 3 terms: the route sums in rank order, NCCL's ring in another, so the last bits may differ.
-        assert len(ours["losses"]) == 8
-        for a, b in zip(ours["losses"], theirs["losses"]):
-            assert abs(a - b) <= 1e-5 * abs(b), (ours["losses"], theirs["losses"])
-        assert set(calls(ours["stats"], "ddp_all_reduce")) == {"copy-engine"}
+    for routed in (ranks, three_ranks_staged):
+        assert len(routed) == 3
+        for ours, theirs in zip(routed, stock_ranks):
+            # 3 terms: the route sums in rank order, NCCL's ring in another, so the last bits may differ.
+            assert len(ours["losses"]) == 8
+            for a, b in zip(ours["losses"], theirs["losses"]):
+                assert abs(a - b) <= 1e-5 * abs(b), (ours["losses"], theirs["losses"])
+            assert set(calls(ours["stats"], "ddp_all_reduce")) == {"copy-engine"}
+    # The plans differ, the sums do not: the same terms in the same order.
+    assert [r["losses"] for r in ranks] == [r["losses"] for r in three_ranks_staged]
 
 
-def check_rebuilt_buckets_in_window_memory(ranks):
-    # The first step's buckets are PyTorch's, staged; DDP rebuilds them at the second step's start in the
-    # route's window memory, and from then on nothing is staged: at 2 ranks nothing at all, at 3 ranks (no
-    # bucket's count is a multiple of 3) only each bucket's remainder, under one 16-byte vector per rank,
-    # in and out.
+def check_rebuilt_buckets_in_window_memory(ranks, peer_copies=True):
+    # DDP rebuilds its buckets at the second step's start in the route's window memory. At 2 ranks they then
+    # run on NCCL's copy-engine collectives where they lie. At 3 ranks no bucket's count is a multiple of 3:
+    # with peer copies its chunks are pushed and pulled (nothing staged); without, only each bucket's
+    # remainder, under one 16-byte vector per rank, is staged in and out. The first step's buckets are
+    # PyTorch's: pushed and pulled, or staged.
     for rank in ranks:
         (route,) = rank["stats"]["routes"].values()
-        first = rank["staged_bytes_after_first_step"]
         later_calls = route["calls"] - rank["calls_after_first_step"]
-        remainders = 0 if rank["world_size"] == 2 else later_calls * 2 * rank["world_size"] * 16
-        assert 0 < first <= route["staged_bytes"] <= first + remainders, (first, route)
-        if rank["world_size"] == 3:
-            assert route["staged_bytes"] > first, "every bucket has a remainder at 3 ranks"
         assert later_calls > 0 and rank["calls_after_first_step"] > 0
+        uneven = rank["world_size"] == 3
+        if peer_copies:
+            first = rank["peer_bytes_after_first_step"]
+            assert route["staged_bytes"] == 0 and first > 0, route
+            assert route["peer_bytes"] > first if uneven else route["peer_bytes"] == first, (first, route)
+        else:
+            first = rank["staged_bytes_after_first_step"]
+            remainders = later_calls * 2 * rank["world_size"] * 16 if uneven else 0
+            assert route["peer_bytes"] == 0, route
+            assert 0 < first <= route["staged_bytes"] <= first + remainders, (first, route)
+            if uneven:
+                assert route["staged_bytes"] > first, "every bucket has a remainder at 3 ranks"
         # The rebuilt buckets (4 layers of 1024 x 1024 fp32 weights and their biases: over 16 MiB) took window
         # segments beside the staging pool.
         assert route["registrations"] > rank["registrations_after_first_step"]
@@ -140,20 +161,31 @@ def test_ddps_rebuilt_buckets_lie_in_window_memory(copy_engine_ranks):
     check_rebuilt_buckets_in_window_memory(copy_engine_ranks[1])
 
 
-def test_ddps_rebuilt_buckets_at_three_ranks_stage_only_remainders(three_ranks):
+def test_ddps_rebuilt_buckets_at_three_ranks_stage_nothing(three_ranks):
     check_rebuilt_buckets_in_window_memory(three_ranks[1])
 
 
-def check_uneven_window_all_reduce(ranks):
+def test_without_peer_copies_ddps_rebuilt_buckets_at_three_ranks_stage_only_remainders(three_ranks_staged):
+    check_rebuilt_buckets_in_window_memory(three_ranks_staged, peer_copies=False)
+
+
+def check_uneven_window_all_reduce(ranks, peer_copies=True):
     for rank in ranks:
         check = rank["uneven_window_all_reduce"]
         assert check["reason"] == "" and check["exact"], check
-        assert 0 < check["staged_bytes"] <= 2 * rank["world_size"] * 16, check
+        if peer_copies:
+            assert check["staged_bytes"] == 0 and check["peer_bytes"] > 0, check
+        else:
+            assert 0 < check["staged_bytes"] <= 2 * rank["world_size"] * 16 and check["peer_bytes"] == 0, check
 
 
-def test_an_uneven_all_reduce_in_window_memory_is_exact_and_stages_only_its_remainder(copy_engine_ranks, three_ranks):
+def test_an_uneven_all_reduce_in_window_memory_is_exact_and_stages_nothing(copy_engine_ranks, three_ranks):
     check_uneven_window_all_reduce(copy_engine_ranks[1])
     check_uneven_window_all_reduce(three_ranks[1])
+
+
+def test_without_peer_copies_an_uneven_window_all_reduce_stages_only_its_remainder(three_ranks_staged):
+    check_uneven_window_all_reduce(three_ranks_staged, peer_copies=False)
 
 
 def test_copy_engine_hook_comm_stream_priority(copy_engine_ranks):
