@@ -789,7 +789,8 @@ if want torch-tests; then
 section "tandem.torch's GPU tests: DDP and FSDP2 at 2 ranks, DDP at 3 (sharing GPU 0 when there is one), stock against tandem.torch"
 # tests/python/test_torch_gpu.py with the package built here (tandem_torch_package): losses against stock,
 # the process group's settings, one NCCL in the process, the copy-engine route's counts, DDP's rebuilt
-# buckets in window memory (nothing staged after the first step but, at 3 ranks, each bucket's remainder).
+# buckets in window memory, nothing staged with the route's peer copies (and, with TANDEM_ROUTE_PEER_COPIES=0
+# at 3 ranks, only the first step and each later bucket's remainder).
 if ! python3 -c "import torch, pytest" 2> /dev/null; then
   echo "torch-tests: skipped, python3 cannot import torch and pytest" | tee -a "$logs/summary.log"
 elif ! pkg=$(tandem_torch_package python3); then

@@ -41,9 +41,11 @@
 // rank's own chunk never does (the sum reads it from send and writes it into recv; an out-of-place
 // copy of it is a Copy). Staged elements per element of the larger caller buffer: all-reduce,
 // reduce-scatter, all-to-all at most 2 (n - 1) / n (1 at 2 ranks), all-gather and broadcast at most 1.
-// An all-reduce with peer copies stages nothing: it pushes its chunks into the peers' scratch and
-// pulls the peers' results out of their pools, in place of the exchange, the all-gather and both
-// stagings.
+// With peer copies a send outside window memory is pushed from where it lies, and results are
+// pulled straight into recv: an all-reduce (chunks pushed into the peers' scratch, results pulled
+// from their pools) and a reduce-scatter (segments pushed) stage nothing, an all-to-all only its
+// received segments out of the pool ((n - 1) / n), an all-gather only its input into the pool for
+// the peers to pull (1 / n of recv).
 //
 // Reductions: reduce-scatter = Exchange into the scratch + Sum; all-reduce = that over chunks of
 // ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is never copied
@@ -121,8 +123,9 @@ struct PlanRequest : RouteRequest {
   // The send buffer lies wholly in the route's window memory (a piece's: its whole span, every segment).
   bool send_in_window = false;
   bool recv_in_window = false;
-  // The route reaches every peer's pool by address (NCCL's LSA team is the whole communicator): an
-  // all-reduce then moves chunks by Push and Pull steps and stages nothing. The same on every rank.
+  // The route reaches every peer's pool by address (NCCL's LSA team is the whole communicator): the
+  // plans then move the caller's data by Push and Pull steps rather than staging it. The same on
+  // every rank.
   bool peer_copies = false;
   // Segmented kinds (has_segments): elements between consecutive ranks' segments in the caller's
   // buffers, >= count; 0 means `count` (contiguous, a whole call). Pieces of a larger call set the

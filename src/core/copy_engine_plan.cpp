@@ -95,6 +95,13 @@ PlanStep pull_chunks(PlanAt from, PlanAt to, uint64_t chunk, uint64_t span) {
   return peer_chunks(PlanStep::Op::Pull, from, to, chunk, span);
 }
 
+// A segmented send (`count` elements a rank, `stride` apart): segment r into slot `rank` of peer r's `to`.
+PlanStep push_segments(PlanAt from, uint64_t stride, PlanAt to, uint64_t count, uint64_t nranks) {
+  PlanStep s = peer_chunks(PlanStep::Op::Push, from, to, count, stride * nranks);
+  s.stride = stride;
+  return s;
+}
+
 // Elements between consecutive ranks' segments of the caller's segmented buffers (count: contiguous).
 uint64_t segment_stride(const PlanRequest& r) { return r.segment_stride ? r.segment_stride : r.count; }
 
@@ -178,20 +185,27 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
   // The send's segments, `pitch` apart: where they are in window memory (the exchange reads each at
   // its stride), else the peers' segments staged into the pool, contiguous.
   const uint64_t stride = segment_stride(r);
-  PlanAt input = at(PlanBuffer::Send);
-  uint64_t pitch = stride;
-  if (!r.send_in_window) {
-    input = at(PlanBuffer::PoolInput);
-    p.input_elements = r.count * n;
-    stage_rows_but_own(p.steps, at(PlanBuffer::Send), stride, input, r.count, r.count, n, uint64_t(r.rank));
-    pitch = r.count;
-  }
   // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the
   // sum reads that chunk from the caller's send. The sum takes slot j's term for rank j in rank
   // order, as in the whole call: a piece's element is summed from the same terms in the same order.
   // The result goes straight into recv (the sum is this rank's own kernel); in place (recv is this
-  // rank's segment of send) it reads each of its own elements where it writes it.
-  p.steps.push_back(exchange(input, pitch, at(PlanBuffer::PoolScratch), r.count, false));
+  // rank's segment of send) it reads each of its own elements where it writes it. A send outside
+  // window memory is pushed into the peers' scratch from where it lies, with peer copies; else the
+  // peers' segments are staged.
+  if (r.peer_copies && !r.send_in_window) {
+    p.steps.push_back(push_segments(at(PlanBuffer::Send), stride, at(PlanBuffer::PoolScratch), r.count, n));
+    p.barrier_bytes = kBarrierBytesPerRank * n;
+  } else {
+    PlanAt input = at(PlanBuffer::Send);
+    uint64_t pitch = stride;
+    if (!r.send_in_window) {
+      input = at(PlanBuffer::PoolInput);
+      p.input_elements = r.count * n;
+      stage_rows_but_own(p.steps, at(PlanBuffer::Send), stride, input, r.count, r.count, n, uint64_t(r.rank));
+      pitch = r.count;
+    }
+    p.steps.push_back(exchange(input, pitch, at(PlanBuffer::PoolScratch), r.count, false));
+  }
   p.steps.push_back(sum(at(PlanBuffer::PoolScratch), r.count, shifted(at(PlanBuffer::Send), uint64_t(r.rank) * stride),
                         r.rank, at(PlanBuffer::Recv), r.count));
   return p;
@@ -210,6 +224,19 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     p.output_elements = r.count * n;
   }
   const PlanAt own = shifted(output, me * r.count);
+  if (r.peer_copies && !r.send_in_window && output.buffer != PlanBuffer::Recv) {
+    // With peer copies the peers read this rank's input from its pool and write their segments of
+    // recv themselves, where they lie: only the input is staged (1 / nranks of recv), and one pool
+    // part of `count` (not nranks) is used.
+    p.output_elements = r.count;
+    p.steps.push_back(stage(at(PlanBuffer::Send), at(PlanBuffer::PoolOutput), r.count));
+    PlanStep pull = pull_chunks(at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), r.count, stride * n);
+    pull.stride = stride;
+    p.steps.push_back(pull);
+    p.barrier_bytes = kBarrierBytesPerRank * n;
+    if (!r.in_place) p.steps.push_back(own_copy(at(PlanBuffer::Send), at(PlanBuffer::Recv, me * stride), r.count));
+    return p;
+  }
   if (r.in_place && output.buffer == PlanBuffer::Recv) {
     // NCCL's in-place copy-engine all-gather copies nothing locally.
     p.steps.push_back(all_gather(output, r.count));
@@ -237,6 +264,16 @@ CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks), me = uint64_t(r.rank);
   const uint64_t stride = segment_stride(r);
+  if (r.peer_copies && !r.send_in_window) {
+    // With peer copies the send's segments go from where they lie into slot `rank` of the peers'
+    // pools; each rank copies the peers' slots out into recv: only that side is staged.
+    p.output_elements = r.count * n;
+    p.steps.push_back(push_segments(at(PlanBuffer::Send), stride, at(PlanBuffer::PoolOutput), r.count, n));
+    p.barrier_bytes = kBarrierBytesPerRank * n;
+    stage_rows_but_own(p.steps, at(PlanBuffer::PoolOutput), r.count, at(PlanBuffer::Recv), stride, r.count, n, me);
+    p.steps.push_back(own_copy(at(PlanBuffer::Send, me * stride), at(PlanBuffer::Recv, me * stride), r.count));
+    return p;
+  }
   // The send's segments are read where they lie in window memory, at their stride; else the peers'
   // segments are staged. NCCL writes the received chunks contiguously, so a recv outside window
   // memory or strided (a piece's) is filled through a pool part, the peers' segments copied out.

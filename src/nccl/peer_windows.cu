@@ -1,10 +1,9 @@
-#include "tandem/peer_windows.h"
-
 #include <dlfcn.h>
 #include <nccl_device.h>
 
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
+#include "tandem/peer_windows.h"
 
 // Named tandemCollective_*: the interposer and the timeline class it as communication
 // (tandem/kernel_names.h), never a kernel to shape.
@@ -35,7 +34,8 @@ std::vector<char*> peer_window_addresses(ncclWindow_t window, int nranks, void* 
   tandemCollective_peer_addresses<<<1, 1, 0, stream>>>(window, nranks, out);
   TANDEM_CUDA_CHECK_LAUNCH();
   std::vector<char*> addresses(size_t(nranks), nullptr);
-  TANDEM_CUDA_CHECK(cudaMemcpyAsync(addresses.data(), out, sizeof(char*) * size_t(nranks), cudaMemcpyDeviceToHost, stream));
+  TANDEM_CUDA_CHECK(
+      cudaMemcpyAsync(addresses.data(), out, sizeof(char*) * size_t(nranks), cudaMemcpyDeviceToHost, stream));
   TANDEM_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (char* a : addresses) TANDEM_REQUIRE(a != nullptr, "peer window addresses: NCCL gave a null address");
   return addresses;

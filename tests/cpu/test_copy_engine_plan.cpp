@@ -680,30 +680,32 @@ TEST(CopyEnginePlan, ReduceScattersAllGathersAndAllToAllsLargerThanThePoolCapRun
         for (uint64_t count : {uint64_t(5000), uint64_t(9001)})
           for (bool in_place : {false, true})
             for (bool in_window : {false, true})
-              for (bool scaled : {false, true}) {
-                if (in_place && kind == Collective::AllToAll) continue;
-                if (scaled && !reduces(kind)) continue;
-                Case c{kind, count, nranks, in_place, in_window, in_window, scaled};
-                c.element_bytes = element_bytes;
-                // The whole call's own pool: one piece.
-                size_t taken = 0;
-                check_in_pieces(c, plan_pool_bytes(whole_request(c, 0)), kGranule, &taken);
-                if (HasFatalFailure()) return;
-                EXPECT_EQ(taken, 1u) << describe(c);
-                // About half: two pieces (a piece's parts round up to 4 KiB, so the second may be short).
-                const uint64_t half = (count / 2 + kGranule - 1) / kGranule * kGranule;
-                check_in_pieces(c, std::max<size_t>(piece_pool(c, half), 1), kGranule, &taken);
-                if (HasFatalFailure()) return;
-                if (piece_pool(c, count) > piece_pool(c, half)) EXPECT_EQ(taken, 2u) << describe(c);
-                // A pool of one granule's (or 8 KiB, if more): many pieces, every one within the cap.
-                check_in_pieces(c, std::max<size_t>(piece_pool(c, kGranule), 8192), kGranule, &taken);
-                if (HasFatalFailure()) return;
-                if (piece_pool(c, count) > 8192) EXPECT_GE(taken, 3u) << describe(c);
-                // A cap below one granule's need: granules, each over the cap by what it needs.
-                check_in_pieces(c, 1, kGranule, &taken);
-                if (HasFatalFailure()) return;
-                if (piece_pool(c, count) > 1) EXPECT_EQ(taken, (count + kGranule - 1) / kGranule) << describe(c);
-              }
+              for (bool scaled : {false, true})
+                for (bool peers : {false, true}) {
+                  if (in_place && kind == Collective::AllToAll) continue;
+                  if (scaled && !reduces(kind)) continue;
+                  Case c{kind, count, nranks, in_place, in_window, in_window, scaled};
+                  c.element_bytes = element_bytes;
+                  c.peer_copies = peers;
+                  // The whole call's own pool: one piece.
+                  size_t taken = 0;
+                  check_in_pieces(c, plan_pool_bytes(whole_request(c, 0)), kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  EXPECT_EQ(taken, 1u) << describe(c);
+                  // About half: two pieces (a piece's parts round up to 4 KiB, so the second may be short).
+                  const uint64_t half = (count / 2 + kGranule - 1) / kGranule * kGranule;
+                  check_in_pieces(c, std::max<size_t>(piece_pool(c, half), 1), kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  if (piece_pool(c, count) > piece_pool(c, half)) EXPECT_EQ(taken, 2u) << describe(c);
+                  // A pool of one granule's (or 8 KiB, if more): many pieces, every one within the cap.
+                  check_in_pieces(c, std::max<size_t>(piece_pool(c, kGranule), 8192), kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  if (piece_pool(c, count) > 8192) EXPECT_GE(taken, 3u) << describe(c);
+                  // A cap below one granule's need: granules, each over the cap by what it needs.
+                  check_in_pieces(c, 1, kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  if (piece_pool(c, count) > 1) EXPECT_EQ(taken, (count + kGranule - 1) / kGranule) << describe(c);
+                }
 }
 
 TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInTwoDimensionalCopies) {
@@ -768,8 +770,8 @@ TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInTwoDimensionalCopies) {
 // The route's staging: a rank's own chunk never goes through the pool. Per element of the larger
 // caller buffer, outside window memory: all-reduce, reduce-scatter and all-to-all stage at most
 // 2 (n - 1) / n, all-gather and broadcast at most 1 (so at most 1 at 2 ranks, for every kind); in
-// window memory, or an all-reduce with peer copies, nothing. Copy steps (the own chunk NCCL copies
-// too) are not staging.
+// window memory nothing. With peer copies: all-reduce and reduce-scatter nothing, all-to-all
+// (n - 1) / n, all-gather 1 / n. Copy steps (the own chunk NCCL copies too) are not staging.
 TEST(CopyEnginePlan, OnlyThePeersChunksAreStaged) {
   for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll,
                           Collective::Broadcast})
@@ -790,7 +792,11 @@ TEST(CopyEnginePlan, OnlyThePeersChunksAreStaged) {
               for (const PlanStep& s : p.steps) staged += staged_elements(s);
               const double larger =
                   double(std::max(send_elements(kind, r.count, nranks), recv_elements(kind, r.count, nranks)));
-              const double bound = windows || (peers && kind == Collective::AllReduce) ? 0.0
+              // With peer copies: all-reduce and reduce-scatter nothing, all-to-all one side, all-gather its input.
+              const bool pushed = peers && (kind == Collective::AllReduce || kind == Collective::ReduceScatter);
+              const double bound = windows || pushed                        ? 0.0
+                                   : peers && kind == Collective::AllToAll  ? 1.0 * (nranks - 1) / nranks
+                                   : peers && kind == Collective::AllGather ? 1.0 / nranks
                                    : kind == Collective::AllGather || kind == Collective::Broadcast
                                        ? 1.0
                                        : 2.0 * (nranks - 1) / nranks;

@@ -85,7 +85,9 @@ TEST(preload_nccl_route_gpu, EveryCallTakesTheRouteAndEveryResultStaysExact) {
   EXPECT_EQ(r.stats["copy_engine_reach"]["share_of_bytes"], 1.0);
   // Staged in and out of window memory; a pool per rank, registered once per size, not per call.
   const json& route = r.stats["copy_engine_route"];
-  EXPECT_GT(route["staged_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(route["staged_bytes"].get<int64_t>(), 0);  // the all-gathers and all-to-alls stage one side
+  // The two GPUs reach each other's memory: the all-reduces and reduce-scatters copy with the peer.
+  EXPECT_GT(route["peer_bytes"].get<int64_t>(), 0);
   EXPECT_GT(route["pool_bytes"].get<int64_t>(), 0);
   EXPECT_GE(route["registrations"].get<int64_t>(), 2);
   EXPECT_LE(route["registrations"].get<int64_t>(), 2 * 6);

@@ -191,22 +191,27 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     EXPECT_EQ(res.after_growth.pool_bytes, int64_t(8 * kMiB));
     // Only the peers' halves move: staged in and out 8 KiB and 2 MiB each way, or with peer copies
     // nothing staged and as much pushed and pulled; the all-gather stages its 4 MiB in and the
-    // peer's 4 MiB out.
+    // peer's 4 MiB out, or with peer copies its 4 MiB in for the peer to pull.
     const Planned small = planned(Collective::AllReduce, 4096, r, res.peers);
     const Planned large = planned(Collective::AllReduce, kMiB, r, res.peers);
     EXPECT_EQ(small.staged + small.peer, int64_t(16384));
     EXPECT_EQ(large.staged + large.peer, int64_t(4 * kMiB));
     if (res.peers) EXPECT_EQ(small.staged + large.staged, 0);
-    EXPECT_EQ(planned(Collective::AllGather, kMiB, r, res.peers).staged, int64_t(8 * kMiB));
-    EXPECT_EQ(res.after_growth.staged_bytes, small.staged + large.staged + int64_t(8 * kMiB));
-    EXPECT_EQ(res.after_growth.peer_bytes, small.peer + large.peer);
+    const Planned gather = planned(Collective::AllGather, kMiB, r, res.peers);
+    EXPECT_EQ(gather.staged, int64_t(res.peers ? 4 * kMiB : 8 * kMiB));  // its input only, with peer copies
+    EXPECT_EQ(res.after_growth.staged_bytes, small.staged + large.staged + gather.staged);
+    EXPECT_EQ(res.after_growth.peer_bytes, small.peer + large.peer + gather.peer);
     // The window buffer: one more registration, its bytes held, nothing staged.
     EXPECT_EQ(res.after_window.registrations, 3);
     EXPECT_EQ(res.after_window.pool_bytes, int64_t(12 * kMiB));
     EXPECT_EQ(res.after_window.staged_bytes, res.after_growth.staged_bytes);
     EXPECT_EQ(res.after_window.peer_bytes, res.after_growth.peer_bytes);
-    // The all-to-all: the peer's 256 KiB in and out, in the pool as it is.
-    EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + int64_t(512 * 1024));
+    // The all-to-all, in the pool as it is: the peer's 256 KiB in and out, or with peer copies pushed in
+    // and staged out.
+    const Planned all_to_all = planned(Collective::AllToAll, 65536, r, res.peers);
+    EXPECT_EQ(all_to_all.staged, int64_t(res.peers ? 256 * 1024 : 512 * 1024));
+    EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + all_to_all.staged);
+    EXPECT_EQ(res.at_end.peer_bytes, res.after_window.peer_bytes + all_to_all.peer);
     EXPECT_EQ(res.at_end.registrations, 3);
   }
 }
@@ -223,6 +228,7 @@ void upload_values(float* device, int rank, size_t n, cudaStream_t stream) {
 }
 
 struct CappedResult {
+  bool peers = false;
   size_t wrong_reduce_scatter = 0, wrong_all_gather = 0, wrong_all_to_all = 0, wrong_windowed = 0;
   tandem::CopyEngineRouteStats staged{}, at_end{};
   std::string error;
@@ -233,6 +239,7 @@ void run_capped_rank(int r, ncclUniqueId id, CappedResult& out) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ncclComm_t comm = nullptr;
     ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
+    out.peers = tandem::every_peer_by_address(comm, kRanks);
     cudaStream_t a = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
     const size_t n = kMiB;  // fp32 elements per rank's segment: 4 MiB
@@ -315,23 +322,25 @@ TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithin
     EXPECT_EQ(res.staged.calls, 3);
     EXPECT_EQ(res.staged.pool_bytes, int64_t(2 * kMiB));
     EXPECT_EQ(res.staged.registrations, 1);
-    // Only the peer's parts: the reduce-scatter's peer segment in (its sum writes recv), the in-place
-    // all-gather's own segment in and the peer's out, the all-to-all's peer segments in and out, 4 MiB
-    // each; the plans say the same.
+    // Only the peer's parts: staged, the reduce-scatter's peer segment in (its sum writes recv), the
+    // in-place all-gather's own segment in and the peer's out, the all-to-all's peer segments in and
+    // out, 4 MiB each; with peer copies the reduce-scatter's pushed, the all-gather's own segment
+    // staged for the peer to pull, the all-to-all's received segment staged out. The plans say so.
     using tandem::Collective;
     const size_t cap = 2 * kMiB;
-    EXPECT_EQ(res.staged.staged_bytes, int64_t((4) * kMiB + (4 + 4) * kMiB + (4 + 4) * kMiB));
-    EXPECT_EQ(res.staged.staged_bytes,
-              planned(Collective::ReduceScatter, kMiB, r, false, false, false, false, cap).staged +
-                  planned(Collective::AllGather, kMiB, r, false, false, false, true, cap).staged +
-                  planned(Collective::AllToAll, kMiB, r, false, false, false, false, cap).staged);
+    const Planned reduce_scatter = planned(Collective::ReduceScatter, kMiB, r, res.peers, false, false, false, cap);
+    const Planned all_gather = planned(Collective::AllGather, kMiB, r, res.peers, false, false, true, cap);
+    const Planned all_to_all = planned(Collective::AllToAll, kMiB, r, res.peers, false, false, false, cap);
+    EXPECT_EQ(reduce_scatter.staged + all_gather.staged + all_to_all.staged,
+              int64_t(res.peers ? (0 + 4 + 4) * kMiB : (4 + (4 + 4) + (4 + 4)) * kMiB));
+    EXPECT_EQ(res.staged.staged_bytes, reduce_scatter.staged + all_gather.staged + all_to_all.staged);
+    EXPECT_EQ(res.staged.peer_bytes, reduce_scatter.peer + all_gather.peer + all_to_all.peer);
     // The window buffer's 8 MiB beside the pool, which did not grow; nothing staged (the sum writes
     // recv, the peer's segment is read where it lies).
     EXPECT_EQ(res.at_end.pool_bytes, int64_t(10 * kMiB));
     EXPECT_EQ(res.at_end.registrations, 2);
-    EXPECT_EQ(
-        res.at_end.staged_bytes,
-        res.staged.staged_bytes + planned(Collective::ReduceScatter, kMiB, r, false, true, false, false, cap).staged);
+    EXPECT_EQ(planned(Collective::ReduceScatter, kMiB, r, res.peers, true, false, false, cap).staged, 0);
+    EXPECT_EQ(res.at_end.staged_bytes, res.staged.staged_bytes);
   }
 }
 

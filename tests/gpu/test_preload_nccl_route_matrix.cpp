@@ -126,8 +126,8 @@ TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
 constexpr const char* kSmallCap = "16KiB";
 constexpr size_t kSmallCapBytes = 16 << 10;
 
-size_t pieces_under_small_cap(tandem::Collective kind, uint64_t count, int nranks, size_t element_bytes,
-                              bool in_place, bool peer_copies = false) {
+size_t pieces_under_small_cap(tandem::Collective kind, uint64_t count, int nranks, size_t element_bytes, bool in_place,
+                              bool peer_copies = false) {
   tandem::PlanRequest r;
   r.kind = kind;
   r.count = count;
