@@ -122,7 +122,8 @@ int main(int argc, char** argv) try {
       const size_t f = (k + size_t(round)) % forms.size();  // each form first in turn
       for (size_t c = 0; c < counts.size(); ++c) {
         Row& row = rows[f][c];
-        const tandem::CopyEngineRouteStats before = forms[f].route ? forms[f].route->stats() : tandem::CopyEngineRouteStats{};
+        const tandem::CopyEngineRouteStats before =
+            forms[f].route ? forms[f].route->stats() : tandem::CopyEngineRouteStats{};
         all_reduce(forms[f], comm, send, recv, counts[c], stream);  // warm: the pool at this size
         TANDEM_CUDA_CHECK(cudaEventRecord(begin, stream));
         for (int i = 0; i < kCallsPerSample; ++i) all_reduce(forms[f], comm, send, recv, counts[c], stream);
