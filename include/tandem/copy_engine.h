@@ -121,9 +121,10 @@ struct PlanBuffers {
   void* pool_output = nullptr;
   void* pool_scratch = nullptr;
   // Push and Pull: the pool (registered on lane 0), where each rank's pool starts in this process
-  // (tandem/peer_windows.h; by rank), and the pool part the barriers' all-gathers use.
+  // (tandem/peer_windows.h; by rank; the route's, not copied per call), and the pool part the
+  // barriers' all-gathers use.
   const char* pool = nullptr;
-  std::vector<char*> peer_pools;
+  const std::vector<char*>* peer_pools = nullptr;
   void* barrier = nullptr;
 };
 

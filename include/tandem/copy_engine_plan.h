@@ -112,6 +112,10 @@ struct PeerCopy {
 // Those copies, one per peer with anything to move, the next rank first (so that at once each rank
 // starts on a different peer's link): what the GPU executes and the CPU simulation checks.
 std::vector<PeerCopy> peer_copies(const PlanStep&, int rank, int nranks);
+// The elements those copies move (0 for any other step).
+uint64_t peer_elements(const PlanStep&, int rank, int nranks);
+// What each rank contributes to a Push's or a Pull's barrier (an all-gather): one 16-byte vector.
+inline constexpr uint64_t kBarrierBytesPerRank = 16;
 // The elements a step stages within the GPU (Stage: every row; other steps, Copy among them: 0).
 uint64_t staged_elements(const PlanStep&);
 const char* to_string(PlanStep::Op);

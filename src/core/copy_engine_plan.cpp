@@ -11,8 +11,6 @@ namespace {
 
 constexpr size_t kPartAlignment = 4096;
 constexpr size_t kVectorBytes = 16;
-// What each rank contributes to a barrier's all-gather: one vector.
-constexpr uint64_t kBarrierBytesPerRank = 16;
 
 uint64_t ceil_div(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 size_t align_up(size_t bytes, size_t to) { return (bytes + to - 1) / to * to; }
@@ -78,27 +76,11 @@ PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
   return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
 }
 
-// Chunks of `chunk` elements, `chunk` apart, covering `span` elements of the caller's buffer.
-PlanStep peer_chunks(PlanStep::Op op, PlanAt from, PlanAt to, uint64_t chunk, uint64_t span) {
-  PlanStep s{op, from, to, {}, chunk, chunk};
+// A Push (chunk r of `from` into slot `rank` of peer r's `to`) or a Pull (chunk j of `to` from peer
+// j's `from`): chunks of `elements`, `stride` apart in the caller's buffer, covering `span` of it.
+PlanStep peer_step(PlanStep::Op op, PlanAt from, PlanAt to, uint64_t elements, uint64_t stride, uint64_t span) {
+  PlanStep s{op, from, to, {}, elements, stride};
   s.span = span;
-  return s;
-}
-
-// Chunk r of `from` into slot `rank` of peer r's `to`, for every peer r.
-PlanStep push_chunks(PlanAt from, uint64_t chunk, PlanAt to, uint64_t span) {
-  return peer_chunks(PlanStep::Op::Push, from, to, chunk, span);
-}
-
-// Chunk j of `to` from peer j's `from`, for every peer j.
-PlanStep pull_chunks(PlanAt from, PlanAt to, uint64_t chunk, uint64_t span) {
-  return peer_chunks(PlanStep::Op::Pull, from, to, chunk, span);
-}
-
-// A segmented send (`count` elements a rank, `stride` apart): segment r into slot `rank` of peer r's `to`.
-PlanStep push_segments(PlanAt from, uint64_t stride, PlanAt to, uint64_t count, uint64_t nranks) {
-  PlanStep s = peer_chunks(PlanStep::Op::Push, from, to, count, stride * nranks);
-  s.stride = stride;
   return s;
 }
 
@@ -141,7 +123,8 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   if (push) {
     // The peers' chunks of send go from where they lie straight into their scratch slots; the own
     // chunk stays (the sum reads it from send).
-    p.steps.push_back(push_chunks(at(PlanBuffer::Send), p.chunk, at(PlanBuffer::PoolScratch), r.count));
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Push, at(PlanBuffer::Send), at(PlanBuffer::PoolScratch), p.chunk, p.chunk, r.count));
   } else {
     PlanAt input = at(PlanBuffer::Send);
     if (padded) {
@@ -168,12 +151,12 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   }
   if (own_elements > 0) p.steps.push_back(total);
   if (pull) {
-    p.steps.push_back(pull_chunks(at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), p.chunk, r.count));
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Pull, at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), p.chunk, p.chunk, r.count));
   } else {
     p.steps.push_back(all_gather(gathered, p.chunk));
     if (!into_recv) stage_run_but_own(p.steps, gathered, at(PlanBuffer::Recv), r.count, p.chunk, uint64_t(r.rank));
   }
-  if (push || pull) p.barrier_bytes = kBarrierBytesPerRank * n;
   return p;
 }
 
@@ -193,8 +176,8 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
   // window memory is pushed into the peers' scratch from where it lies, with peer copies; else the
   // peers' segments are staged.
   if (r.peer_copies && !r.send_in_window) {
-    p.steps.push_back(push_segments(at(PlanBuffer::Send), stride, at(PlanBuffer::PoolScratch), r.count, n));
-    p.barrier_bytes = kBarrierBytesPerRank * n;
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Push, at(PlanBuffer::Send), at(PlanBuffer::PoolScratch), r.count, stride, stride * n));
   } else {
     PlanAt input = at(PlanBuffer::Send);
     uint64_t pitch = stride;
@@ -230,10 +213,8 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     // part of `count` (not nranks) is used.
     p.output_elements = r.count;
     p.steps.push_back(stage(at(PlanBuffer::Send), at(PlanBuffer::PoolOutput), r.count));
-    PlanStep pull = pull_chunks(at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), r.count, stride * n);
-    pull.stride = stride;
-    p.steps.push_back(pull);
-    p.barrier_bytes = kBarrierBytesPerRank * n;
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Pull, at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), r.count, stride, stride * n));
     if (!r.in_place) p.steps.push_back(own_copy(at(PlanBuffer::Send), at(PlanBuffer::Recv, me * stride), r.count));
     return p;
   }
@@ -268,8 +249,8 @@ CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
     // With peer copies the send's segments go from where they lie into slot `rank` of the peers'
     // pools; each rank copies the peers' slots out into recv: only that side is staged.
     p.output_elements = r.count * n;
-    p.steps.push_back(push_segments(at(PlanBuffer::Send), stride, at(PlanBuffer::PoolOutput), r.count, n));
-    p.barrier_bytes = kBarrierBytesPerRank * n;
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Push, at(PlanBuffer::Send), at(PlanBuffer::PoolOutput), r.count, stride, stride * n));
     stage_rows_but_own(p.steps, at(PlanBuffer::PoolOutput), r.count, at(PlanBuffer::Recv), stride, r.count, n, me);
     p.steps.push_back(own_copy(at(PlanBuffer::Send, me * stride), at(PlanBuffer::Recv, me * stride), r.count));
     return p;
@@ -358,6 +339,13 @@ uint64_t staged_elements(const PlanStep& step) {
   return step.op == PlanStep::Op::Stage ? step.elements * step.rows : 0;
 }
 
+uint64_t peer_elements(const PlanStep& step, int rank, int nranks) {
+  if (step.op != PlanStep::Op::Push && step.op != PlanStep::Op::Pull) return 0;
+  uint64_t elements = 0;
+  for (const PeerCopy& copy : peer_copies(step, rank, nranks)) elements += copy.elements;
+  return elements;
+}
+
 uint64_t chunk_elements(const PlanStep& step, int j) {
   const uint64_t begin = std::min(uint64_t(j) * step.stride, step.span);
   return std::min(step.elements, step.span - begin);
@@ -404,7 +392,13 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
   TANDEM_REQUIRE(
       !record_of(r.kind).has_root || (r.root >= 0 && r.root < r.nranks),
       "copy-engine plan: a broadcast from rank " + std::to_string(r.root) + " of " + std::to_string(r.nranks));
-  return table_entry(kPlanners, r.kind)(r);
+  CopyEnginePlan p = table_entry(kPlanners, r.kind)(r);
+  // Push and Pull steps run between barriers, in a pool part of their own.
+  const bool with_peers = std::any_of(p.steps.begin(), p.steps.end(), [](const PlanStep& s) {
+    return s.op == PlanStep::Op::Push || s.op == PlanStep::Op::Pull;
+  });
+  if (with_peers) p.barrier_bytes = kBarrierBytesPerRank * uint64_t(r.nranks);
+  return p;
 }
 
 PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {

@@ -271,17 +271,16 @@ namespace {
 void barrier(const CopyEngineLanes& lanes, void* area, cudaStream_t stream, const char* where) {
   TANDEM_REQUIRE(area != nullptr, std::string("copy-engine ") + where + ": no barrier part in the pool");
   ncclComm_t comm = lanes.comms().front();
-  constexpr size_t kBytesPerRank = 16;
-  const char* own = static_cast<char*>(area) + size_t(lanes.rank()) * kBytesPerRank;
-  TANDEM_NCCL_CHECK(comm, ncclAllGather(own, area, kBytesPerRank, ncclUint8, comm, stream));
+  const char* own = static_cast<char*>(area) + size_t(lanes.rank()) * kBarrierBytesPerRank;
+  TANDEM_NCCL_CHECK(comm, ncclAllGather(own, area, kBarrierBytesPerRank, ncclUint8, comm, stream));
   await_communicator(comm, lanes.rules(), std::string("copy-engine barrier of a ") + where);
 }
 
 // The address of `local` (in this rank's pool) in rank `peer`'s pool.
 char* in_peer_pool(const PlanBuffers& b, int peer, const char* local) {
-  TANDEM_REQUIRE(b.pool != nullptr && size_t(peer) < b.peer_pools.size() && b.peer_pools[size_t(peer)] != nullptr,
+  TANDEM_REQUIRE(b.pool != nullptr && b.peer_pools != nullptr && size_t(peer) < b.peer_pools->size(),
                  "copy-engine plan: the peers' pools are not known by address");
-  return b.peer_pools[size_t(peer)] + (local - b.pool);
+  return (*b.peer_pools)[size_t(peer)] + (local - b.pool);
 }
 
 // A Push or a Pull (copy_engine_plan.h): between two barriers, one copy per peer, each on a stream of

@@ -410,16 +410,14 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
         buffers.pool_output = pool + layout.output;
         buffers.pool_scratch = pool + layout.scratch;
         buffers.pool = pool;
-        buffers.peer_pools = s.peer_pools;
+        buffers.peer_pools = &s.peer_pools;
         buffers.barrier = pool + layout.barrier;
       }
       execute_copy_engine_plan(*s.lanes, plan, buffers, c.dtype, scale_of(c, s.nranks), c.stream);
       // A 2-D stage moves every row (a segmented piece's part of each rank's segment).
       for (const PlanStep& step : plan.steps) {
         s.stats.staged_bytes += int64_t(staged_elements(step) * element_bytes);
-        if (step.op == PlanStep::Op::Push || step.op == PlanStep::Op::Pull)
-          for (const PeerCopy& copy : peer_copies(step, s.rank, s.nranks))
-            s.stats.peer_bytes += int64_t(copy.elements * element_bytes);
+        s.stats.peer_bytes += int64_t(peer_elements(step, s.rank, s.nranks) * element_bytes);
       }
     }
     s.end(c.stream, capture.id);

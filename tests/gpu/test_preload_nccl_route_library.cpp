@@ -83,9 +83,7 @@ Planned planned(tandem::Collective kind, size_t count, int rank, bool peers, boo
     for (const tandem::PlanStep& step :
          tandem::plan_copy_engine_collective(tandem::piece_request(whole, piece)).steps) {
       p.staged += int64_t(tandem::staged_elements(step) * 4);
-      if (step.op == tandem::PlanStep::Op::Push || step.op == tandem::PlanStep::Op::Pull)
-        for (const tandem::PeerCopy& copy : tandem::peer_copies(step, rank, kRanks))
-          p.peer += int64_t(copy.elements * 4);
+      p.peer += int64_t(tandem::peer_elements(step, rank, kRanks) * 4);
     }
   return p;
 }
