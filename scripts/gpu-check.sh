@@ -639,8 +639,9 @@ fi
 if want route-timing; then
 section "route timing: the route's all-reduce per call, staged and with peer copies, beside NCCL's, interleaved"
 # tests/tools/route_timing.cu: 1 MiB, 25 MiB and 25 MiB + 4 B of fp32 (DDP's buckets), TANDEM_ROUTE_TIMING_ROUNDS
-# rounds (default 5), each form first in turn; every result checked exact. Ranks sharing a GPU: the copies and
-# barriers are one GPU's, NCCL's own all-reduce goes over sockets, so only the two route forms compare.
+# rounds (default 5), each form first in turn; every result checked exact. Ranks sharing a GPU are a host each
+# to NCCL (NCCL_HOSTID), which then maps no peer's windows: no peer copies there, only NCCL (over sockets) and
+# the staged route, whose times are no speed result. Peer copies are timed where ranks have GPUs of their own.
 runs=("2 shared" "3 shared")
 [ "$gpus" -ge 2 ] && runs=("2 own" "${runs[@]}")
 for run in "${runs[@]}"; do
@@ -674,6 +675,8 @@ for run, ranks in runs.items():
     if "rows" not in first:
         print(f"{run}: failed: {first.get('error', '')[:200]}")
         continue
+    if not first["peers_by_address"]:
+        print(f"{run}: no peer-copies rows: NCCL maps no peer's windows here (its LSA team is each rank alone)")
     for row in first["rows"]:
         print("%-18s %-12s %10.2f %14.3f %8.3f-%-9.3f %8.2f/%-9.2f %6s" % (
             run, row["form"], row["bytes"] / 2**20, row["median_ms"], row["min_ms"], row["max_ms"],
@@ -836,8 +839,8 @@ if want torch-tests; then
 section "tandem.torch's GPU tests: DDP and FSDP2 at 2 ranks, DDP at 3 (sharing GPU 0 when there is one), stock against tandem.torch"
 # tests/python/test_torch_gpu.py with the package built here (tandem_torch_package): losses against stock,
 # the process group's settings, one NCCL in the process, the copy-engine route's counts, DDP's rebuilt
-# buckets in window memory, nothing staged with the route's peer copies (and, with TANDEM_ROUTE_PEER_COPIES=0
-# at 3 ranks, only the first step and each later bucket's remainder).
+# buckets in window memory, staged only the first step and each later bucket's remainder (at 3 ranks), or
+# nothing where the ranks have GPUs of their own and TANDEM_ROUTE_PEER_COPIES=1 (the fixtures set it).
 if ! python3 -c "import torch, pytest" 2> /dev/null; then
   echo "torch-tests: skipped, python3 cannot import torch and pytest" | tee -a "$logs/summary.log"
 elif ! pkg=$(tandem_torch_package python3); then

@@ -913,8 +913,8 @@ def route_pool_max(environment):
 
 def route_peer_copies(environment):
     """Whether the routes copy with the peers by address where they can (TANDEM_ROUTE_PEER_COPIES, docs/ENVIRONMENT.md:
-    unset or 1 on, 0 off), as the route reads it."""
-    return environment.get("TANDEM_ROUTE_PEER_COPIES", "1") != "0"
+    1 on, unset or 0 off), as the route reads it."""
+    return environment.get("TANDEM_ROUTE_PEER_COPIES", "0") == "1"
 
 
 def config_of(args):

@@ -79,9 +79,12 @@ inline constexpr size_t kDefaultRoutePoolBytes = size_t(256) << 20;
 // Peer copies (tandem/copy_engine_plan.h's Push and Pull): where every rank of the communicator
 // reaches the others' window memory by address (NCCL's LSA team: one node's GPUs), an all-reduce
 // outside window memory copies its chunks straight between the caller's buffers and the peers'
-// pools and stages nothing. This environment variable set to 0, in every rank's environment,
-// turns them off (the staged plan, for comparison); read when a route's lanes are created.
+// pools and stages nothing. This environment variable set to 1, in every rank's environment,
+// turns them on; read when a route's lanes are created. Off by default until they have run on two
+// GPUs: ranks sharing one GPU are a host each to NCCL, which then maps no peer's windows, so no
+// GPU test of this machine's can reach them (docs/RUN.md, peer copies).
 inline constexpr const char* kRoutePeerCopiesVariable = "TANDEM_ROUTE_PEER_COPIES";
+inline constexpr const char* kRoutePeerCopiesDefault = "0";
 
 // What a route has done, for the summary of `tandem run` and tandem.torch: the counters of
 // tandem/route_counters.h (each an int64_t, their meaning and unit there), in that order.

@@ -171,7 +171,7 @@ struct CopyEngineRoute::State {
     TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&captured_done, cudaEventDisableTiming));
     // Every rank reads the same environment (a launcher's) and gets the same answer from NCCL.
     const char* setting = std::getenv(kRoutePeerCopiesVariable);
-    const std::string peers = setting ? setting : "1";
+    const std::string peers = setting ? setting : kRoutePeerCopiesDefault;
     TANDEM_REQUIRE(peers == "0" || peers == "1",
                    std::string(kRoutePeerCopiesVariable) + " must be 0 or 1, not '" + peers + "'");
     peer_copies = peers == "1" && every_peer_by_address(lane0, nranks);

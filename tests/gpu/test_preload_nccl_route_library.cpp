@@ -12,8 +12,10 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,7 +91,7 @@ Planned planned(tandem::Collective kind, size_t count, int rank, bool peers, boo
 }
 
 struct RankResult {
-  bool peers = false;
+  bool reachable = false;  // every peer's window memory by address (NCCL's LSA team)
   size_t wrong_small = 0, wrong_all_reduce = 0, wrong_all_gather = 0, wrong_windowed = 0, wrong_all_to_all = 0;
   tandem::CopyEngineRouteStats after_growth{}, after_window{}, at_end{};
   std::string error;
@@ -100,7 +102,7 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ncclComm_t comm = nullptr;
     ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
-    out.peers = tandem::every_peer_by_address(comm, kRanks);
+    out.reachable = tandem::every_peer_by_address(comm, kRanks);
     cudaStream_t a = nullptr, b = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
@@ -164,8 +166,30 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
   }
 }
 
-TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) {
+// The route reads TANDEM_ROUTE_PEER_COPIES when its lanes are created: set for one test, then restored.
+class ScopedPeerCopies {
+ public:
+  explicit ScopedPeerCopies(bool on) {
+    if (const char* was = std::getenv(tandem::kRoutePeerCopiesVariable)) previous_ = was;
+    setenv(tandem::kRoutePeerCopiesVariable, on ? "1" : "0", 1);
+  }
+  ~ScopedPeerCopies() {
+    if (previous_)
+      setenv(tandem::kRoutePeerCopiesVariable, previous_->c_str(), 1);
+    else
+      unsetenv(tandem::kRoutePeerCopiesVariable);
+  }
+
+ private:
+  std::optional<std::string> previous_;
+};
+
+// Staged (the default) and with peer copies.
+class preload_nccl_route_library : public ::testing::TestWithParam<bool> {};
+
+TEST_P(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) {
   TANDEM_REQUIRE_GPUS(2);
+  ScopedPeerCopies setting(GetParam());
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<RankResult> results(kRanks);
@@ -176,6 +200,9 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     const RankResult& res = results[size_t(r)];
     SCOPED_TRACE("rank " + std::to_string(r));
     ASSERT_EQ(res.error, "");
+    // Two GPUs of one node: NCCL's LSA team is both ranks, so the route copies with the peer when asked.
+    EXPECT_TRUE(res.reachable);
+    const bool peers = GetParam() && res.reachable;
     EXPECT_EQ(res.wrong_small, 0u);
     EXPECT_EQ(res.wrong_all_reduce, 0u);
     EXPECT_EQ(res.wrong_all_gather, 0u);
@@ -190,13 +217,13 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     // Only the peers' halves move: staged in and out 8 KiB and 2 MiB each way, or with peer copies
     // nothing staged and as much pushed and pulled; the all-gather stages its 4 MiB in and the
     // peer's 4 MiB out, or with peer copies its 4 MiB in for the peer to pull.
-    const Planned small = planned(Collective::AllReduce, 4096, r, res.peers);
-    const Planned large = planned(Collective::AllReduce, kMiB, r, res.peers);
+    const Planned small = planned(Collective::AllReduce, 4096, r, peers);
+    const Planned large = planned(Collective::AllReduce, kMiB, r, peers);
     EXPECT_EQ(small.staged + small.peer, int64_t(16384));
     EXPECT_EQ(large.staged + large.peer, int64_t(4 * kMiB));
-    if (res.peers) EXPECT_EQ(small.staged + large.staged, 0);
-    const Planned gather = planned(Collective::AllGather, kMiB, r, res.peers);
-    EXPECT_EQ(gather.staged, int64_t(res.peers ? 4 * kMiB : 8 * kMiB));  // its input only, with peer copies
+    if (peers) EXPECT_EQ(small.staged + large.staged, 0);
+    const Planned gather = planned(Collective::AllGather, kMiB, r, peers);
+    EXPECT_EQ(gather.staged, int64_t(peers ? 4 * kMiB : 8 * kMiB));  // its input only, with peer copies
     EXPECT_EQ(res.after_growth.staged_bytes, small.staged + large.staged + gather.staged);
     EXPECT_EQ(res.after_growth.peer_bytes, small.peer + large.peer + gather.peer);
     // The window buffer: one more registration, its bytes held, nothing staged.
@@ -206,8 +233,8 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     EXPECT_EQ(res.after_window.peer_bytes, res.after_growth.peer_bytes);
     // The all-to-all, in the pool as it is: the peer's 256 KiB in and out, or with peer copies pushed in
     // and staged out.
-    const Planned all_to_all = planned(Collective::AllToAll, 65536, r, res.peers);
-    EXPECT_EQ(all_to_all.staged, int64_t(res.peers ? 256 * 1024 : 512 * 1024));
+    const Planned all_to_all = planned(Collective::AllToAll, 65536, r, peers);
+    EXPECT_EQ(all_to_all.staged, int64_t(peers ? 256 * 1024 : 512 * 1024));
     EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + all_to_all.staged);
     EXPECT_EQ(res.at_end.peer_bytes, res.after_window.peer_bytes + all_to_all.peer);
     EXPECT_EQ(res.at_end.registrations, 3);
@@ -226,7 +253,7 @@ void upload_values(float* device, int rank, size_t n, cudaStream_t stream) {
 }
 
 struct CappedResult {
-  bool peers = false;
+  bool reachable = false;  // every peer's window memory by address (NCCL's LSA team)
   size_t wrong_reduce_scatter = 0, wrong_all_gather = 0, wrong_all_to_all = 0, wrong_windowed = 0;
   tandem::CopyEngineRouteStats staged{}, at_end{};
   std::string error;
@@ -237,7 +264,7 @@ void run_capped_rank(int r, ncclUniqueId id, CappedResult& out) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ncclComm_t comm = nullptr;
     ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
-    out.peers = tandem::every_peer_by_address(comm, kRanks);
+    out.reachable = tandem::every_peer_by_address(comm, kRanks);
     cudaStream_t a = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
     const size_t n = kMiB;  // fp32 elements per rank's segment: 4 MiB
@@ -299,8 +326,9 @@ void run_capped_rank(int r, ncclUniqueId id, CappedResult& out) {
   }
 }
 
-TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithinIt) {
+TEST_P(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithinIt) {
   TANDEM_REQUIRE_GPUS(2);
+  ScopedPeerCopies setting(GetParam());
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<CappedResult> results(kRanks);
@@ -311,6 +339,9 @@ TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithin
     const CappedResult& res = results[size_t(r)];
     SCOPED_TRACE("rank " + std::to_string(r));
     ASSERT_EQ(res.error, "");
+    // Two GPUs of one node: NCCL's LSA team is both ranks, so the route copies with the peer when asked.
+    EXPECT_TRUE(res.reachable);
+    const bool peers = GetParam() && res.reachable;
     EXPECT_EQ(res.wrong_reduce_scatter, 0u);
     EXPECT_EQ(res.wrong_all_gather, 0u);
     EXPECT_EQ(res.wrong_all_to_all, 0u);
@@ -326,20 +357,23 @@ TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithin
     // staged for the peer to pull, the all-to-all's received segment staged out. The plans say so.
     using tandem::Collective;
     const size_t cap = 2 * kMiB;
-    const Planned reduce_scatter = planned(Collective::ReduceScatter, kMiB, r, res.peers, false, false, false, cap);
-    const Planned all_gather = planned(Collective::AllGather, kMiB, r, res.peers, false, false, true, cap);
-    const Planned all_to_all = planned(Collective::AllToAll, kMiB, r, res.peers, false, false, false, cap);
+    const Planned reduce_scatter = planned(Collective::ReduceScatter, kMiB, r, peers, false, false, false, cap);
+    const Planned all_gather = planned(Collective::AllGather, kMiB, r, peers, false, false, true, cap);
+    const Planned all_to_all = planned(Collective::AllToAll, kMiB, r, peers, false, false, false, cap);
     EXPECT_EQ(reduce_scatter.staged + all_gather.staged + all_to_all.staged,
-              int64_t(res.peers ? (0 + 4 + 4) * kMiB : (4 + (4 + 4) + (4 + 4)) * kMiB));
+              int64_t(peers ? (0 + 4 + 4) * kMiB : (4 + (4 + 4) + (4 + 4)) * kMiB));
     EXPECT_EQ(res.staged.staged_bytes, reduce_scatter.staged + all_gather.staged + all_to_all.staged);
     EXPECT_EQ(res.staged.peer_bytes, reduce_scatter.peer + all_gather.peer + all_to_all.peer);
     // The window buffer's 8 MiB beside the pool, which did not grow; nothing staged (the sum writes
     // recv, the peer's segment is read where it lies).
     EXPECT_EQ(res.at_end.pool_bytes, int64_t(10 * kMiB));
     EXPECT_EQ(res.at_end.registrations, 2);
-    EXPECT_EQ(planned(Collective::ReduceScatter, kMiB, r, res.peers, true, false, false, cap).staged, 0);
+    EXPECT_EQ(planned(Collective::ReduceScatter, kMiB, r, peers, true, false, false, cap).staged, 0);
     EXPECT_EQ(res.at_end.staged_bytes, res.staged.staged_bytes);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(peer_copies, preload_nccl_route_library, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "on" : "off"; });
 
 }  // namespace
