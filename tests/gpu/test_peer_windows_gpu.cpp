@@ -50,14 +50,12 @@ TEST(peer_windows_gpu, OneRankReachesItsOwnWindowThroughNcclsAddress) {
     const std::vector<uint32_t> written = pattern(n, 7);
     ASSERT_EQ(cudaMemcpy(addresses[0] + offset, written.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
     std::vector<uint32_t> read(n);
-    ASSERT_EQ(cudaMemcpy(read.data(), static_cast<char*>(buffer) + offset, n * 4, cudaMemcpyDeviceToHost),
-              cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(read.data(), static_cast<char*>(buffer) + offset, n * 4, cudaMemcpyDeviceToHost), cudaSuccess);
     EXPECT_EQ(read, written);
     // And a device-to-device copy (what a Push or Pull is) from the buffer into NCCL's address.
     const std::vector<uint32_t> second = pattern(n, 11);
     ASSERT_EQ(cudaMemcpy(buffer, second.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    ASSERT_EQ(cudaMemcpyAsync(addresses[0] + kBytes / 2, buffer, n * 4, cudaMemcpyDeviceToDevice, stream),
-              cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(addresses[0] + kBytes / 2, buffer, n * 4, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     ASSERT_EQ(cudaMemcpy(read.data(), static_cast<char*>(buffer) + kBytes / 2, n * 4, cudaMemcpyDeviceToHost),
               cudaSuccess);
