@@ -195,12 +195,13 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                            (reach.total_bytes == kSaturated ? " (saturated)" : "") + ", " +
                            std::to_string(reach.calls) + " of " + std::to_string(reach.total_calls) + " calls)");
   if (reach.calls || s.copy_engine_pool_bytes)
-    out += line(s.pid, "copy-engine route: " + std::to_string(reach.calls) + " calls (" +
-                           std::to_string(s.copy_engine_captured) + " captured into graphs), " +
-                           bytes_text(s.copy_engine_staged_bytes) + " staged, window pool " +
-                           std::to_string(s.copy_engine_pool_bytes) + " B over " +
-                           std::to_string(s.copy_engine_routes) + (s.copy_engine_routes == 1 ? " route" : " routes") +
-                           " (" + std::to_string(s.copy_engine_registrations) + " registrations)");
+    out +=
+        line(s.pid, "copy-engine route: " + std::to_string(reach.calls) + " calls (" +
+                        std::to_string(s.copy_engine_captured) + " captured into graphs), " +
+                        bytes_text(s.copy_engine_staged_bytes) + " staged, " + bytes_text(s.copy_engine_peer_bytes) +
+                        " copied with the peers, window pool " + std::to_string(s.copy_engine_pool_bytes) + " B over " +
+                        std::to_string(s.copy_engine_routes) + (s.copy_engine_routes == 1 ? " route" : " routes") +
+                        " (" + std::to_string(s.copy_engine_registrations) + " registrations)");
   const size_t shown = std::min(top_n, s.kernels.size());
   if (shown > 0) out += line(s.pid, "top " + std::to_string(shown) + " kernels by launches:");
   for (size_t i = 0; i < shown; ++i) {

@@ -8,7 +8,7 @@
 #     sections: build environment tests suite collectives tune tune-in-place copy-paths counts multiprocess
 #               shared-gpu mpi-suite run interposer-programs faults interrupt cli scenarios scenario-tune clocks
 #               scenario-clocks one-gpu pytorch frameworks reach timeline ab cost targeted windows
-#               launch-overhead megatron-lm torch-tests
+#               launch-overhead megatron-lm torch-tests route-timing
 #     quick = environment,tests,suite; full = every section (more than one 10-minute device call:
 #     run it as three, e.g. `full-scenarios`, then `scenarios,clocks`, then `scenario-tune`);
 #     scaling = what the scaling runs on 4 and 8 GPUs need first (environment,tests,suite,tune,
@@ -27,6 +27,8 @@
 #       the GPU (tests/tools/window_probe.cu), and which memory PyTorch's allocator gives, plain and with
 #       expandable segments
 #     launch-overhead (not in full) = the interposer's per-launch cost, interleaved rounds, every form
+#     route-timing (not in full) = the route's all-reduce per call, staged and with peer copies, beside NCCL's,
+#       interleaved (tests/tools/route_timing.cu): 2 ranks (one GPU each where there are 2), 2 and 3 sharing GPU 0
 #     megatron-lm (not in full) = Megatron-LM's pretrain_gpt.py stock and under tandem run (.whl/megatron-lm)
 #     torch-tests (not in full) = tandem.torch's GPU tests (tests/python/test_torch_gpu.py: DDP and FSDP2 at 2
 #       ranks, DDP's copy-engine hook at 3, sharing GPU 0 on a one-GPU machine) with the package built here
@@ -634,6 +636,54 @@ for row in torch_rows:
 PY
 fi
 
+if want route-timing; then
+section "route timing: the route's all-reduce per call, staged and with peer copies, beside NCCL's, interleaved"
+# tests/tools/route_timing.cu: 1 MiB, 25 MiB and 25 MiB + 4 B of fp32 (DDP's buckets), TANDEM_ROUTE_TIMING_ROUNDS
+# rounds (default 5), each form first in turn; every result checked exact. Ranks sharing a GPU are a host each
+# to NCCL (NCCL_HOSTID), which then maps no peer's windows: no peer copies there, only NCCL (over sockets) and
+# the staged route, whose times are no speed result. Peer copies are timed where ranks have GPUs of their own.
+runs=("2 shared" "3 shared")
+[ "$gpus" -ge 2 ] && runs=("2 own" "${runs[@]}")
+for run in "${runs[@]}"; do
+  read -r n placement <<< "$run"
+  id="$logs/route-timing-id-$n-$placement"
+  rm -f "$id"
+  pids=()
+  for ((r = 0; r < n; r++)); do
+    hostid=()
+    [ "$placement" = shared ] && hostid=(env NCCL_HOSTID="tandem-route-timing-$r" CUDA_VISIBLE_DEVICES=0)
+    "${hostid[@]}" timeout 300 "$root/build/tests/route_timing" "$r" "$n" "$id" "${TANDEM_ROUTE_TIMING_ROUNDS:-5}" \
+      > "$logs/route-timing-$n-$placement-$r.json" 2> "$logs/route-timing-$n-$placement-$r.err" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+done
+python3 - "$logs" "$out/route-timing-$tag.json" <<'PY' | tee -a "$logs/summary.log"
+import glob, json, os, sys
+logs, dest = sys.argv[1], sys.argv[2]
+runs = {}
+for f in sorted(glob.glob(os.path.join(logs, "route-timing-*-*-[0-9].json"))):
+    _, _, n, placement, _ = os.path.basename(f)[:-5].split("-")
+    text = open(f).read().strip()
+    runs.setdefault(f"{n} ranks, {placement}", []).append(
+        json.loads(text) if text else {"error": open(f[:-5] + ".err").read()[-400:]})
+json.dump(runs, open(dest, "w"), indent=1)
+print("%-18s %-12s %10s %14s %18s %18s %6s" % ("run (rank 0)", "form", "MiB", "ms/call median",
+                                                "range", "staged/peer MiB", "exact"))
+for run, ranks in runs.items():
+    first = ranks[0]
+    if "rows" not in first:
+        print(f"{run}: failed: {first.get('error', '')[:200]}")
+        continue
+    if not first["peers_by_address"]:
+        print(f"{run}: no peer-copies rows: NCCL maps no peer's windows here (its LSA team is each rank alone)")
+    for row in first["rows"]:
+        print("%-18s %-12s %10.2f %14.3f %8.3f-%-9.3f %8.2f/%-9.2f %6s" % (
+            run, row["form"], row["bytes"] / 2**20, row["median_ms"], row["min_ms"], row["max_ms"],
+            row["staged_bytes_per_call"] / 2**20, row["peer_bytes_per_call"] / 2**20, row["wrong"] == 0))
+PY
+fi
+
 if want launch-overhead; then
 section "launch overhead: the interposer's cost per launch, interleaved rounds"
 # tests/preload_target/launch_overhead.cu (200 000 empty launches a round, 7 rounds, median) plain and
@@ -789,7 +839,8 @@ if want torch-tests; then
 section "tandem.torch's GPU tests: DDP and FSDP2 at 2 ranks, DDP at 3 (sharing GPU 0 when there is one), stock against tandem.torch"
 # tests/python/test_torch_gpu.py with the package built here (tandem_torch_package): losses against stock,
 # the process group's settings, one NCCL in the process, the copy-engine route's counts, DDP's rebuilt
-# buckets in window memory (nothing staged after the first step but, at 3 ranks, each bucket's remainder).
+# buckets in window memory, staged only the first step and each later bucket's remainder (at 3 ranks), or
+# nothing where the ranks have GPUs of their own and TANDEM_ROUTE_PEER_COPIES=1 (the fixtures set it).
 if ! python3 -c "import torch, pytest" 2> /dev/null; then
   echo "torch-tests: skipped, python3 cannot import torch and pytest" | tee -a "$logs/summary.log"
 elif ! pkg=$(tandem_torch_package python3); then

@@ -88,7 +88,7 @@ STATS_READS = {
     "counts": ["calls", "bytes"],
     "not_routed": ["calls", "bytes"],
     "reach": ["requested", "calls", "bytes", "total_bytes"],
-    "copy_engine_route": ["buffer_bytes", "captured", "pool_bytes", "routes", "staged_bytes"],
+    "copy_engine_route": ["buffer_bytes", "captured", "peer_bytes", "pool_bytes", "routes", "staged_bytes"],
     "nccl_communicators": ["created", "configured", "unconfigured", "overridden_by_variables"],
     "launches": ["nccl"],
 }
@@ -415,6 +415,8 @@ def sum_documents(documents, source, processes=None):
         if counted and lent_known else None
     routes = [d.get("copy_engine_route", {}) for d in documents]
     route["staged_bytes"] = sum(r.get("staged_bytes", 0) for r in routes)
+    # Bytes copied straight between the program's memory and the peers' window memory (peer copies).
+    route["peer_bytes"] = sum(r.get("peer_bytes", 0) for r in routes)
     return route
 
 
@@ -909,11 +911,17 @@ def route_pool_max(environment):
     return int(match.group(1)) * BYTE_UNITS[match.group(2).upper()]
 
 
+def route_peer_copies(environment):
+    """Whether the routes copy with the peers by address where they can (TANDEM_ROUTE_PEER_COPIES, docs/ENVIRONMENT.md:
+    1 on, unset or 0 off), as the route reads it."""
+    return environment.get("TANDEM_ROUTE_PEER_COPIES", "0") == "1"
+
+
 def config_of(args):
     return {"tandem_bin": args.tandem_bin, "overlap_bin": args.overlap_bin, "pythonpath": args.pythonpath,
             "torchrun": args.torchrun, "python": args.python, "llama_args": shlex.split(args.llama_args),
             "jax_args": shlex.split(args.jax_args), "policy": args.policy,
-            "route_pool_max_bytes": route_pool_max(os.environ)}
+            "route_pool_max_bytes": route_pool_max(os.environ), "route_peer_copies": route_peer_copies(os.environ)}
 
 
 def fresh_folder(path):
@@ -1013,7 +1021,8 @@ def main(argv=None):
                          "llama_args": cfg["llama_args"], "jax_args": cfg["jax_args"],
                          "loss_tolerance_relative": pc.LOSS_TOLERANCE, "tolerance_rule": TOLERANCE_RULE,
                          "pythonpath_for_tandem_torch": args.pythonpath,
-                         "route_pool_max_bytes": cfg["route_pool_max_bytes"]},
+                         "route_pool_max_bytes": cfg["route_pool_max_bytes"],
+                         "route_peer_copies": cfg["route_peer_copies"]},
               "rows": [], "complete": False}
     record["versions"].update(versions_of(args.python))
     lock = threading.Lock()

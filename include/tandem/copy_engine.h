@@ -38,6 +38,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -77,8 +78,10 @@ class CopyEngineLanes {
   void close(bool healthy) noexcept;
 
  private:
-  friend void copy_engine_exchange(const CopyEngineLanes&, const void*, size_t, void*, size_t, ncclDataType_t, bool,
-                                   cudaStream_t);
+  // Runs body(k, s) for every k < count (<= nranks): k = 0 on `stream`, each other k on a side stream
+  // at `stream`'s priority, forked from `stream` where it is and joined back into it after body.
+  friend void on_side_streams(const CopyEngineLanes&, cudaStream_t stream, int count,
+                              const std::function<void(int, cudaStream_t)>& body);
   void release_events() noexcept;
   std::vector<ncclComm_t> comms_;
   int rank_ = 0;
@@ -117,6 +120,12 @@ struct PlanBuffers {
   void* pool_input = nullptr;
   void* pool_output = nullptr;
   void* pool_scratch = nullptr;
+  // Push and Pull: the pool (registered on lane 0), where each rank's pool starts in this process
+  // (tandem/peer_windows.h; by rank; the route's, not copied per call), and the pool part the
+  // barriers' all-gathers use.
+  const char* pool = nullptr;
+  const std::vector<char*>* peer_pools = nullptr;
+  void* barrier = nullptr;
 };
 
 // Enqueues the plan's steps on `stream` (the Exchange's gathers on the lanes' side streams, forked

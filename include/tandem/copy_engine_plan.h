@@ -23,12 +23,29 @@
 //   AllGather    NCCL's in-place all-gather of chunk `rank` (`elements` long) of `to` on copy engines
 //   Scatter      NCCL's scatter from `root` on copy engines: chunk r of the root's `from` (`elements`
 //                long) lands in chunk r of rank r's `to`; `from` is read on the root alone
+//   Push         for every peer r, chunk r of `from` (`from` + r x `stride`) lands in chunk `rank` of
+//                rank r's `to` (a pool part), by this rank's copies into the peer's pool; the chunks
+//                cover `span` elements of `from`, so the last ones are short or empty
+//   Pull         for every peer j, chunk j of `to` (`to` + j x `stride`, `span` elements in all
+//                likewise) comes from rank j's `from` (a pool part, the same place on every rank), by
+//                this rank's copies out of the peer's pool
+//
+// Push and Pull reach the peers' pools by address (PlanRequest::peer_copies): the caller's buffer
+// on this rank's side of the copy may be any device memory, so nothing is staged for the peers. Each
+// starts once every rank has reached it (the pool parts it writes are free, those it reads are
+// written) and ends once every rank's copies are over: a barrier on each side, an all-gather of 16
+// bytes per rank in the pool's barrier part (PoolLayout::barrier).
 //
 // Staging: NCCL 2.28 runs a collective on copy engines only when both its buffers lie in registered
 // symmetric windows, so a caller's buffer outside the route's windows goes through the pool; a
 // rank's own chunk never does (the sum reads it from send and writes it into recv; an out-of-place
 // copy of it is a Copy). Staged elements per element of the larger caller buffer: all-reduce,
 // reduce-scatter, all-to-all at most 2 (n - 1) / n (1 at 2 ranks), all-gather and broadcast at most 1.
+// With peer copies a send outside window memory is pushed from where it lies, and results are
+// pulled straight into recv: an all-reduce (chunks pushed into the peers' scratch, results pulled
+// from their pools) and a reduce-scatter (segments pushed) stage nothing, an all-to-all only its
+// received segments out of the pool ((n - 1) / n), an all-gather only its input into the pool for
+// the peers to pull (1 / n of recv).
 //
 // Reductions: reduce-scatter = Exchange into the scratch + Sum; all-reduce = that over chunks of
 // ceil(count / nranks) (padded, so any count splits into equal chunks; the padding is never copied
@@ -64,7 +81,7 @@ struct PlanAt {
 };
 
 struct PlanStep {
-  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather, Scatter, Copy };
+  enum class Op : uint8_t { Stage, Exchange, Sum, AllGather, Scatter, Copy, Push, Pull };
   Op op = Op::Stage;
   PlanAt from, to, own;
   uint64_t elements = 0;
@@ -79,7 +96,26 @@ struct PlanStep {
   uint64_t rows = 1, from_pitch = 0, to_pitch = 0;
   PlanAt also;               // Sum: the second place its result is stored, when writes_also
   bool writes_also = false;  // Sum
+  // Push, Pull: the elements of the caller's buffer the chunks (`elements` long, `stride` apart)
+  // cover; chunk j holds min(elements, span - min(j x stride, span)) of them.
+  uint64_t span = 0;
 };
+// The elements of chunk j of a Push or a Pull (short or empty past `span`).
+uint64_t chunk_elements(const PlanStep&, int j);
+// One copy of rank `rank`'s part of a Push or a Pull: `elements` from `from` to `to`, where for a
+// Push `from` is this rank's and `to` the peer's (its pool part), for a Pull the other way round.
+struct PeerCopy {
+  int peer = 0;
+  PlanAt from, to;
+  uint64_t elements = 0;
+};
+// Those copies, one per peer with anything to move, the next rank first (so that at once each rank
+// starts on a different peer's link): what the GPU executes and the CPU simulation checks.
+std::vector<PeerCopy> peer_copies(const PlanStep&, int rank, int nranks);
+// The elements those copies move (0 for any other step).
+uint64_t peer_elements(const PlanStep&, int rank, int nranks);
+// What each rank contributes to a Push's or a Pull's barrier (an all-gather): one 16-byte vector.
+inline constexpr uint64_t kBarrierBytesPerRank = 16;
 // The elements a step stages within the GPU (Stage: every row; other steps, Copy among them: 0).
 uint64_t staged_elements(const PlanStep&);
 const char* to_string(PlanStep::Op);
@@ -91,6 +127,10 @@ struct PlanRequest : RouteRequest {
   // The send buffer lies wholly in the route's window memory (a piece's: its whole span, every segment).
   bool send_in_window = false;
   bool recv_in_window = false;
+  // The route reaches every peer's pool by address (NCCL's LSA team is the whole communicator): the
+  // plans then move the caller's data by Push and Pull steps rather than staging it. The same on
+  // every rank.
+  bool peer_copies = false;
   // Segmented kinds (has_segments): elements between consecutive ranks' segments in the caller's
   // buffers, >= count; 0 means `count` (contiguous, a whole call). Pieces of a larger call set the
   // whole call's count. Other kinds: 0 (their buffers are one run of `count`).
@@ -112,6 +152,8 @@ struct CopyEnginePlan {
   uint64_t chunk = 0;  // reductions and broadcast: elements per rank (padded for an all-reduce and a broadcast)
   // The pool parts the steps use, in elements (0: unused).
   uint64_t input_elements = 0, output_elements = 0, scratch_elements = 0;
+  // The pool part the barriers of Push and Pull steps use (16 bytes per rank), in bytes (0: none).
+  uint64_t barrier_bytes = 0;
   std::vector<PlanStep> steps;
 };
 
@@ -121,8 +163,8 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest&);
 // 16 bytes, NCCL's symmetric kernels are fastest on aligned buffers). A function of the call's
 // arguments alone, so every rank lays its pool out alike, as NCCL_WIN_COLL_SYMMETRIC requires.
 struct PoolLayout {
-  size_t input = 0, output = 0, scratch = 0;  // offsets
-  size_t bytes = 0;                           // the pool size the call needs
+  size_t input = 0, output = 0, scratch = 0, barrier = 0;  // offsets
+  size_t bytes = 0;                                        // the pool size the call needs
 };
 PoolLayout pool_layout(const CopyEnginePlan&, size_t element_bytes);
 
@@ -153,11 +195,11 @@ struct CallPiece {
 // piece's parts keep the whole buffers' alignment), the largest that fit. A call that does not fit
 // even at one granule is cut into granules (the cap is then exceeded by what one granule needs).
 // An all-reduce whose send lies in window memory and whose count is no multiple of nranks (of at
-// least one granule) runs as its head, the most whole 16-byte vectors per rank, in window memory and
-// unstaged (cut as above, in multiples of the granule and of nranks vectors), and then its remainder
-// (under nranks vectors) staged, a piece of its own (two 4 KiB pool parts, which a cap below 8 KiB
-// does not hold): the whole call's plan would stage all of it.
-// Placement decides the pieces, so it must be the same on every rank (as the route requires).
+// least one granule), without peer copies, runs as its head, the most whole 16-byte vectors per rank, in window memory
+// and unstaged (cut as above, in multiples of the granule and of nranks vectors), and then its remainder (under nranks
+// vectors) staged, a piece of its own (two 4 KiB pool parts, which a cap below 8 KiB does not hold): the whole call's
+// plan would stage all of it. Placement decides the pieces, so it must be the same on every rank (as the route
+// requires).
 std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_bytes, uint64_t granularity = 4096);
 // The pool that `whole`'s pieces (pieces_within's) need, in bytes: the largest piece's.
 size_t pieces_pool_bytes(const PlanRequest& whole, const std::vector<CallPiece>& pieces);

@@ -9,7 +9,9 @@
 // (tandem/copy_engine_plan.h): the input staged into window memory unless it already lies in memory
 // from window_buffer(), the exchange (a broadcast: the scatter from its root) on copy engines on
 // lanes split from the caller's communicator, the sum of a reduction (scaled for an average or a
-// pre-multiplied sum), and the output copied out unless `recv` lies in window memory.
+// pre-multiplied sum), and the output copied out unless `recv` lies in window memory. An all-reduce
+// with peer copies (kRoutePeerCopiesVariable) stages neither: its chunks go by copy engines straight
+// from `send` into the peers' pools, and the results straight from theirs into `recv`.
 // The staging buffers and the scratch are one pool of ncclMemAlloc memory, at most max_pool_bytes
 // (calls of any kind that would need more run in consecutive pieces), registered as symmetric
 // windows on every lane once, and grown (the previous use awaited, released, freed, allocated and
@@ -73,6 +75,16 @@ namespace tandem {
 // The staging pool's cap by default: a route's window memory does not grow with the model (a 7 B
 // model's gradients in one call would otherwise take twice their size of extra device memory).
 inline constexpr size_t kDefaultRoutePoolBytes = size_t(256) << 20;
+
+// Peer copies (tandem/copy_engine_plan.h's Push and Pull): where every rank of the communicator
+// reaches the others' window memory by address (NCCL's LSA team: one node's GPUs), an all-reduce
+// outside window memory copies its chunks straight between the caller's buffers and the peers'
+// pools and stages nothing. This environment variable set to 1, in every rank's environment,
+// turns them on; read when a route's lanes are created. Off by default until they have run on two
+// GPUs: ranks sharing one GPU are a host each to NCCL, which then maps no peer's windows, so no
+// GPU test of this machine's can reach them (docs/RUN.md, peer copies).
+inline constexpr const char* kRoutePeerCopiesVariable = "TANDEM_ROUTE_PEER_COPIES";
+inline constexpr const char* kRoutePeerCopiesDefault = "0";
 
 // What a route has done, for the summary of `tandem run` and tandem.torch: the counters of
 // tandem/route_counters.h (each an int64_t, their meaning and unit there), in that order.

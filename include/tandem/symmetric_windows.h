@@ -44,7 +44,8 @@ class SymmetricWindows {
   SymmetricWindows& operator=(const SymmetricWindows&) = delete;
 
   // Registers every range, in order, on `comm`, each awaited; `what` names them in errors. Collective.
-  void add(ncclComm_t comm, const std::vector<ByteRange>& ranges, const std::string& what);
+  // Returns the windows' handles, in the ranges' order.
+  std::vector<ncclWindow_t> add(ncclComm_t comm, const std::vector<ByteRange>& ranges, const std::string& what);
   // True once add() registered anything on `comm` (and release() has not run since).
   bool registered_on(ncclComm_t comm) const;
   // The communicators with windows, in the order of their first registration.

@@ -76,6 +76,14 @@ PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
   return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
 }
 
+// A Push (chunk r of `from` into slot `rank` of peer r's `to`) or a Pull (chunk j of `to` from peer
+// j's `from`): chunks of `elements`, `stride` apart in the caller's buffer, covering `span` of it.
+PlanStep peer_step(PlanStep::Op op, PlanAt from, PlanAt to, uint64_t elements, uint64_t stride, uint64_t span) {
+  PlanStep s{op, from, to, {}, elements, stride};
+  s.span = span;
+  return s;
+}
+
 // Elements between consecutive ranks' segments of the caller's segmented buffers (count: contiguous).
 uint64_t segment_stride(const PlanRequest& r) { return r.segment_stride ? r.segment_stride : r.count; }
 
@@ -92,9 +100,9 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks);
   const bool even = r.count % n == 0;
-  // Staged when the data must be padded or moved into window memory anyway.
-  const bool staged = !r.send_in_window || !even;
-  if (staged) {
+  // Padded when the data must be moved anyway: staged into window memory, or pushed to the peers.
+  const bool padded = !r.send_in_window || !even;
+  if (padded) {
     const uint64_t per_vector = elements_per_vector(r.element_bytes);
     p.chunk = ceil_div(ceil_div(r.count, n), per_vector) * per_vector;
   } else {
@@ -104,30 +112,51 @@ CopyEnginePlan plan_all_reduce(const PlanRequest& r) {
   const uint64_t own = uint64_t(r.rank) * p.chunk;
   // This rank's elements of the result: its chunk, short or empty at the end of a padded call.
   const uint64_t own_elements = std::min(p.chunk, r.count - std::min(own, r.count));
-  // The buffer the all-gather completes: the caller's output when it is window memory the chunks
-  // fill exactly (no padding), else a pool part: the staging buffer (the peers' chunks there were
-  // read by the exchange before the all-gather overwrites them), or one of its own.
+  // The result goes where the peers read it: the caller's output when it is window memory the chunks
+  // fill exactly (no padding; NCCL's all-gather completes it there); else, with peer copies, a pool
+  // part of one chunk the peers pull from; else a pool part the all-gather completes (the staging
+  // buffer: the peers' chunks there were read by the exchange before the all-gather overwrites
+  // them, or one of its own), copied out after.
   const bool into_recv = r.recv_in_window && p.chunk * n == r.count;
-  PlanAt input = at(PlanBuffer::Send);
-  if (staged) {
-    p.input_elements = p.chunk * n;
-    input = at(PlanBuffer::PoolInput);
-    stage_run_but_own(p.steps, at(PlanBuffer::Send), input, r.count, p.chunk, uint64_t(r.rank));
+  const bool push = r.peer_copies && padded;
+  const bool pull = r.peer_copies && !into_recv;
+  if (push) {
+    // The peers' chunks of send go from where they lie straight into their scratch slots; the own
+    // chunk stays (the sum reads it from send).
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Push, at(PlanBuffer::Send), at(PlanBuffer::PoolScratch), p.chunk, p.chunk, r.count));
+  } else {
+    PlanAt input = at(PlanBuffer::Send);
+    if (padded) {
+      p.input_elements = p.chunk * n;
+      input = at(PlanBuffer::PoolInput);
+      stage_run_but_own(p.steps, at(PlanBuffer::Send), input, r.count, p.chunk, uint64_t(r.rank));
+    } else if (!into_recv && !pull) {
+      p.input_elements = r.count;  // the all-gather's buffer
+    }
+    // The exchange leaves the own chunk alone (own_chunk_copied false): the sum reads it from send.
+    p.steps.push_back(exchange(input, p.chunk, at(PlanBuffer::PoolScratch), p.chunk, false));
   }
   const PlanAt gathered = into_recv ? at(PlanBuffer::Recv) : at(PlanBuffer::PoolInput);
-  if (!staged && !into_recv) p.input_elements = r.count;
-  // The exchange leaves the own chunk alone (own_chunk_copied false): the sum reads it from send.
-  p.steps.push_back(exchange(input, p.chunk, at(PlanBuffer::PoolScratch), p.chunk, false));
   // In place (send is recv), the sum reads each of its own elements where it writes it.
   PlanStep total = sum(at(PlanBuffer::PoolScratch), p.chunk, shifted(at(PlanBuffer::Send), own), r.rank,
                        shifted(at(PlanBuffer::Recv), own), own_elements);
-  if (!into_recv) {
+  if (pull) {
+    p.output_elements = p.chunk;
+    total.also = at(PlanBuffer::PoolOutput);  // what the peers pull
+    total.writes_also = true;
+  } else if (!into_recv) {
     total.also = shifted(gathered, own);  // what the all-gather sends the peers
     total.writes_also = true;
   }
   if (own_elements > 0) p.steps.push_back(total);
-  p.steps.push_back(all_gather(gathered, p.chunk));
-  if (!into_recv) stage_run_but_own(p.steps, gathered, at(PlanBuffer::Recv), r.count, p.chunk, uint64_t(r.rank));
+  if (pull) {
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Pull, at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), p.chunk, p.chunk, r.count));
+  } else {
+    p.steps.push_back(all_gather(gathered, p.chunk));
+    if (!into_recv) stage_run_but_own(p.steps, gathered, at(PlanBuffer::Recv), r.count, p.chunk, uint64_t(r.rank));
+  }
   return p;
 }
 
@@ -139,20 +168,27 @@ CopyEnginePlan plan_reduce_scatter(const PlanRequest& r) {
   // The send's segments, `pitch` apart: where they are in window memory (the exchange reads each at
   // its stride), else the peers' segments staged into the pool, contiguous.
   const uint64_t stride = segment_stride(r);
-  PlanAt input = at(PlanBuffer::Send);
-  uint64_t pitch = stride;
-  if (!r.send_in_window) {
-    input = at(PlanBuffer::PoolInput);
-    p.input_elements = r.count * n;
-    stage_rows_but_own(p.steps, at(PlanBuffer::Send), stride, input, r.count, r.count, n, uint64_t(r.rank));
-    pitch = r.count;
-  }
   // Rank j's chunk r lands in rank r's scratch slot j; rank r's own slot stays unwritten, and the
   // sum reads that chunk from the caller's send. The sum takes slot j's term for rank j in rank
   // order, as in the whole call: a piece's element is summed from the same terms in the same order.
   // The result goes straight into recv (the sum is this rank's own kernel); in place (recv is this
-  // rank's segment of send) it reads each of its own elements where it writes it.
-  p.steps.push_back(exchange(input, pitch, at(PlanBuffer::PoolScratch), r.count, false));
+  // rank's segment of send) it reads each of its own elements where it writes it. A send outside
+  // window memory is pushed into the peers' scratch from where it lies, with peer copies; else the
+  // peers' segments are staged.
+  if (r.peer_copies && !r.send_in_window) {
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Push, at(PlanBuffer::Send), at(PlanBuffer::PoolScratch), r.count, stride, stride * n));
+  } else {
+    PlanAt input = at(PlanBuffer::Send);
+    uint64_t pitch = stride;
+    if (!r.send_in_window) {
+      input = at(PlanBuffer::PoolInput);
+      p.input_elements = r.count * n;
+      stage_rows_but_own(p.steps, at(PlanBuffer::Send), stride, input, r.count, r.count, n, uint64_t(r.rank));
+      pitch = r.count;
+    }
+    p.steps.push_back(exchange(input, pitch, at(PlanBuffer::PoolScratch), r.count, false));
+  }
   p.steps.push_back(sum(at(PlanBuffer::PoolScratch), r.count, shifted(at(PlanBuffer::Send), uint64_t(r.rank) * stride),
                         r.rank, at(PlanBuffer::Recv), r.count));
   return p;
@@ -171,6 +207,17 @@ CopyEnginePlan plan_all_gather(const PlanRequest& r) {
     p.output_elements = r.count * n;
   }
   const PlanAt own = shifted(output, me * r.count);
+  if (r.peer_copies && !r.send_in_window && output.buffer != PlanBuffer::Recv) {
+    // With peer copies the peers read this rank's input from its pool and write their segments of
+    // recv themselves, where they lie: only the input is staged (1 / nranks of recv), and one pool
+    // part of `count` (not nranks) is used.
+    p.output_elements = r.count;
+    p.steps.push_back(stage(at(PlanBuffer::Send), at(PlanBuffer::PoolOutput), r.count));
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Pull, at(PlanBuffer::PoolOutput), at(PlanBuffer::Recv), r.count, stride, stride * n));
+    if (!r.in_place) p.steps.push_back(own_copy(at(PlanBuffer::Send), at(PlanBuffer::Recv, me * stride), r.count));
+    return p;
+  }
   if (r.in_place && output.buffer == PlanBuffer::Recv) {
     // NCCL's in-place copy-engine all-gather copies nothing locally.
     p.steps.push_back(all_gather(output, r.count));
@@ -198,6 +245,16 @@ CopyEnginePlan plan_all_to_all(const PlanRequest& r) {
   CopyEnginePlan p;
   const uint64_t n = uint64_t(r.nranks), me = uint64_t(r.rank);
   const uint64_t stride = segment_stride(r);
+  if (r.peer_copies && !r.send_in_window) {
+    // With peer copies the send's segments go from where they lie into slot `rank` of the peers'
+    // pools; each rank copies the peers' slots out into recv: only that side is staged.
+    p.output_elements = r.count * n;
+    p.steps.push_back(
+        peer_step(PlanStep::Op::Push, at(PlanBuffer::Send), at(PlanBuffer::PoolOutput), r.count, stride, stride * n));
+    stage_rows_but_own(p.steps, at(PlanBuffer::PoolOutput), r.count, at(PlanBuffer::Recv), stride, r.count, n, me);
+    p.steps.push_back(own_copy(at(PlanBuffer::Send, me * stride), at(PlanBuffer::Recv, me * stride), r.count));
+    return p;
+  }
   // The send's segments are read where they lie in window memory, at their stride; else the peers'
   // segments are staged. NCCL writes the received chunks contiguously, so a recv outside window
   // memory or strided (a piece's) is filled through a pool part, the peers' segments copied out.
@@ -271,8 +328,8 @@ constexpr Planner kPlanners[] = {plan_all_reduce, plan_reduce_scatter, plan_all_
 static_assert(covers(kPlanners, Collective::Broadcast), "one plan per Collective");
 
 // Each step's name, in PlanStep::Op's order.
-constexpr const char* kOps[] = {"stage", "exchange", "sum", "all-gather", "scatter", "copy"};
-static_assert(covers(kOps, PlanStep::Op::Copy), "one entry per PlanStep::Op");
+constexpr const char* kOps[] = {"stage", "exchange", "sum", "all-gather", "scatter", "copy", "push", "pull"};
+static_assert(covers(kOps, PlanStep::Op::Pull), "one entry per PlanStep::Op");
 constexpr const char* kBufferNames[] = {"send", "recv", "pool-input", "pool-output", "pool-scratch"};
 static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanBuffer");
 
@@ -280,6 +337,37 @@ static_assert(covers(kBufferNames, PlanBuffer::PoolScratch), "one name per PlanB
 
 uint64_t staged_elements(const PlanStep& step) {
   return step.op == PlanStep::Op::Stage ? step.elements * step.rows : 0;
+}
+
+uint64_t peer_elements(const PlanStep& step, int rank, int nranks) {
+  if (step.op != PlanStep::Op::Push && step.op != PlanStep::Op::Pull) return 0;
+  uint64_t elements = 0;
+  for (const PeerCopy& copy : peer_copies(step, rank, nranks)) elements += copy.elements;
+  return elements;
+}
+
+uint64_t chunk_elements(const PlanStep& step, int j) {
+  const uint64_t begin = std::min(uint64_t(j) * step.stride, step.span);
+  return std::min(step.elements, step.span - begin);
+}
+
+std::vector<PeerCopy> peer_copies(const PlanStep& step, int rank, int nranks) {
+  TANDEM_REQUIRE(step.op == PlanStep::Op::Push || step.op == PlanStep::Op::Pull,
+                 std::string("copy-engine plan: peer copies of a ") + to_string(step.op) + " step");
+  const bool push = step.op == PlanStep::Op::Push;
+  std::vector<PeerCopy> out;
+  for (int k = 1; k < nranks; ++k) {
+    const int peer = (rank + k) % nranks;
+    // Push: chunk `peer` of this rank's `from` into slot `rank` of the peer's `to`. Pull: chunk `peer`
+    // of this rank's `to` from the peer's `from`. Either way the chunk is the peer's.
+    const uint64_t elements = chunk_elements(step, peer);
+    if (elements == 0) continue;
+    const PlanAt from = push ? shifted(step.from, uint64_t(peer) * step.stride) : step.from;
+    const PlanAt to =
+        push ? shifted(step.to, uint64_t(rank) * step.elements) : shifted(step.to, uint64_t(peer) * step.stride);
+    out.push_back({peer, from, to, elements});
+  }
+  return out;
 }
 
 bool has_segments(Collective kind) {
@@ -304,7 +392,13 @@ CopyEnginePlan plan_copy_engine_collective(const PlanRequest& r) {
   TANDEM_REQUIRE(
       !record_of(r.kind).has_root || (r.root >= 0 && r.root < r.nranks),
       "copy-engine plan: a broadcast from rank " + std::to_string(r.root) + " of " + std::to_string(r.nranks));
-  return table_entry(kPlanners, r.kind)(r);
+  CopyEnginePlan p = table_entry(kPlanners, r.kind)(r);
+  // Push and Pull steps run between barriers, in a pool part of their own.
+  const bool with_peers = std::any_of(p.steps.begin(), p.steps.end(), [](const PlanStep& s) {
+    return s.op == PlanStep::Op::Push || s.op == PlanStep::Op::Pull;
+  });
+  if (with_peers) p.barrier_bytes = kBarrierBytesPerRank * uint64_t(r.nranks);
+  return p;
 }
 
 PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {
@@ -312,7 +406,8 @@ PoolLayout pool_layout(const CopyEnginePlan& p, size_t element_bytes) {
   l.input = 0;
   l.output = align_up(size_t(p.input_elements) * element_bytes, kPartAlignment);
   l.scratch = l.output + align_up(size_t(p.output_elements) * element_bytes, kPartAlignment);
-  l.bytes = l.scratch + align_up(size_t(p.scratch_elements) * element_bytes, kPartAlignment);
+  l.barrier = l.scratch + align_up(size_t(p.scratch_elements) * element_bytes, kPartAlignment);
+  l.bytes = l.barrier + align_up(size_t(p.barrier_bytes), kPartAlignment);
   return l;
 }
 
@@ -329,7 +424,9 @@ namespace {
 // where it lies; the remainder, under nranks vectors, runs staged as a piece of its own. A call under
 // one granule is staged whole: its staging costs less than the collective the remainder needs.
 uint64_t unstaged_head(const PlanRequest& r, uint64_t granularity) {
-  if (r.kind != Collective::AllReduce || !r.send_in_window || r.count % uint64_t(r.nranks) == 0) return r.count;
+  // With peer copies an uneven call stages nothing as it is (its chunks are pushed from where they lie).
+  if (r.kind != Collective::AllReduce || !r.send_in_window || r.peer_copies || r.count % uint64_t(r.nranks) == 0)
+    return r.count;
   const uint64_t vectors = uint64_t(r.nranks) * elements_per_vector(r.element_bytes);
   const uint64_t head = r.count / vectors * vectors;
   return head >= granularity ? head : r.count;

@@ -223,36 +223,93 @@ void copy_engine_collective(const CopyEngineLanes& lanes, const CopyEngineCall& 
   execute_copy_engine_plan(lanes, w.plan, buffers, call.dtype, SumScale{}, call.stream);
 }
 
-void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t send_stride, void* recv, size_t count,
-                          ncclDataType_t type, bool own_chunk_copied, cudaStream_t stream) {
+void on_side_streams(const CopyEngineLanes& lanes, cudaStream_t stream, int count,
+                     const std::function<void(int, cudaStream_t)>& body) {
   TANDEM_REQUIRE(lanes.usable_ && int(lanes.comms_.size()) == lanes.nranks_,
-                 "copy-engine exchange: the lanes were closed or aborted");
-  const size_t element_bytes = nccl_type_bytes(type);
-  TANDEM_REQUIRE(element_bytes > 0, "copy-engine exchange: NCCL data type " + std::to_string(int(type)));
+                 "copy-engine lanes: they were closed or aborted");
+  TANDEM_REQUIRE(count >= 1 && count <= lanes.nranks_, "copy-engine lanes: " + std::to_string(count) + " streams");
   int priority = 0;
   TANDEM_CUDA_CHECK(cudaStreamGetPriority(stream, &priority));
   const auto& side = !lanes.high_.empty() && priority == lanes.high_.front().priority() ? lanes.high_ : lanes.low_;
   // The side streams start where `stream` is: nothing before this point on `stream` may be missed.
   TANDEM_CUDA_CHECK(cudaEventRecord(lanes.fork_, stream));
-  // Lane r gathers to root r on every rank (a communicator's calls must match across ranks). Each
-  // gather ends with NCCL's completion handshake, so it is over on every rank once every push to
-  // its root has landed.
-  for (int root = 0; root < lanes.nranks_; ++root) {
-    ncclComm_t comm = lanes.comms_[size_t(root)];
-    cudaStream_t s = root == 0 ? stream : side[size_t(root) - 1].get();
-    if (root > 0) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, lanes.fork_, 0));
-    // At the root, its own chunk of `recv` as input makes the gather in place (nothing copied).
-    const bool in_place = root == lanes.rank_ && !own_chunk_copied;
-    const void* input = in_place ? byte_at(recv, size_t(root) * count, element_bytes)
-                                 : byte_at(send, size_t(root) * send_stride, element_bytes);
-    TANDEM_NCCL_CHECK(comm, ncclGather(input, recv, count, type, root, comm, s));
-    await_communicator(comm, lanes.rules_, "copy-engine gather to rank " + std::to_string(root));
-    if (root > 0) {
-      TANDEM_CUDA_CHECK(cudaEventRecord(lanes.joins_[size_t(root) - 1], s));
-      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, lanes.joins_[size_t(root) - 1], 0));
+  for (int k = 0; k < count; ++k) {
+    cudaStream_t s = k == 0 ? stream : side[size_t(k) - 1].get();
+    if (k > 0) TANDEM_CUDA_CHECK(cudaStreamWaitEvent(s, lanes.fork_, 0));
+    body(k, s);
+    if (k > 0) {
+      TANDEM_CUDA_CHECK(cudaEventRecord(lanes.joins_[size_t(k) - 1], s));
+      TANDEM_CUDA_CHECK(cudaStreamWaitEvent(stream, lanes.joins_[size_t(k) - 1], 0));
     }
   }
 }
+
+void copy_engine_exchange(const CopyEngineLanes& lanes, const void* send, size_t send_stride, void* recv, size_t count,
+                          ncclDataType_t type, bool own_chunk_copied, cudaStream_t stream) {
+  const size_t element_bytes = nccl_type_bytes(type);
+  TANDEM_REQUIRE(element_bytes > 0, "copy-engine exchange: NCCL data type " + std::to_string(int(type)));
+  // Lane r gathers to root r on every rank (a communicator's calls must match across ranks). Each
+  // gather ends with NCCL's completion handshake, so it is over on every rank once every push to
+  // its root has landed.
+  on_side_streams(lanes, stream, lanes.nranks(), [&](int root, cudaStream_t s) {
+    ncclComm_t comm = lanes.comms()[size_t(root)];
+    // At the root, its own chunk of `recv` as input makes the gather in place (nothing copied).
+    const bool in_place = root == lanes.rank() && !own_chunk_copied;
+    const void* input = in_place ? byte_at(recv, size_t(root) * count, element_bytes)
+                                 : byte_at(send, size_t(root) * send_stride, element_bytes);
+    TANDEM_NCCL_CHECK(comm, ncclGather(input, recv, count, type, root, comm, s));
+    await_communicator(comm, lanes.rules(), "copy-engine gather to rank " + std::to_string(root));
+  });
+}
+
+namespace {
+
+// Every rank has reached this point on its stream (so has run everything before it there) once it
+// is over on this rank's `stream`: NCCL's in-place all-gather of 16 bytes per rank on lane 0, in the
+// pool's barrier part, whose completion needs every rank's part. A copy-engine all-gather, like the
+// route's other collectives.
+void barrier(const CopyEngineLanes& lanes, void* area, cudaStream_t stream, const char* where) {
+  TANDEM_REQUIRE(area != nullptr, std::string("copy-engine ") + where + ": no barrier part in the pool");
+  ncclComm_t comm = lanes.comms().front();
+  const char* own = static_cast<char*>(area) + size_t(lanes.rank()) * kBarrierBytesPerRank;
+  TANDEM_NCCL_CHECK(comm, ncclAllGather(own, area, kBarrierBytesPerRank, ncclUint8, comm, stream));
+  await_communicator(comm, lanes.rules(), std::string("copy-engine barrier of a ") + where);
+}
+
+// The address of `local` (in this rank's pool) in rank `peer`'s pool.
+char* in_peer_pool(const PlanBuffers& b, int peer, const char* local) {
+  TANDEM_REQUIRE(b.pool != nullptr && b.peer_pools != nullptr && size_t(peer) < b.peer_pools->size(),
+                 "copy-engine plan: the peers' pools are not known by address");
+  return (*b.peer_pools)[size_t(peer)] + (local - b.pool);
+}
+
+// A Push or a Pull (copy_engine_plan.h): between two barriers, one copy per peer, each on a stream of
+// its own so that the copy engines move them at once. The barrier before: every peer is done with
+// the pool parts written here (its sum of a previous call read its scratch) and has written those
+// read here (its sum's result). The barrier after: every copy into this rank's pool has landed, and
+// no peer reads this rank's pool any more, before the sum or the next call.
+void copy_with_peers(const CopyEngineLanes& lanes, const PlanStep& step, const PlanBuffers& buffers,
+                     size_t element_bytes, cudaStream_t stream) {
+  const bool push = step.op == PlanStep::Op::Push;
+  const std::vector<PeerCopy> copies = peer_copies(step, lanes.rank(), lanes.nranks());
+  const char* what = push ? "push" : "pull";
+  barrier(lanes, buffers.barrier, stream, what);
+  if (!copies.empty())
+    on_side_streams(lanes, stream, int(copies.size()), [&](int k, cudaStream_t s) {
+      const PeerCopy& copy = copies[size_t(k)];
+      const char* source = address_of(buffers, copy.from, element_bytes);
+      char* target = address_of(buffers, copy.to, element_bytes);
+      if (push)
+        target = in_peer_pool(buffers, copy.peer, target);
+      else
+        source = in_peer_pool(buffers, copy.peer, source);
+      TANDEM_CUDA_CHECK(
+          cudaMemcpyAsync(target, source, size_t(copy.elements) * element_bytes, cudaMemcpyDeviceToDevice, s));
+    });
+  barrier(lanes, buffers.barrier, stream, what);
+}
+
+}  // namespace
 
 void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan& plan, const PlanBuffers& buffers,
                               ncclDataType_t type, const SumScale& scale, cudaStream_t stream) {
@@ -301,6 +358,10 @@ void execute_copy_engine_plan(const CopyEngineLanes& lanes, const CopyEnginePlan
         await_communicator(comm, lanes.rules(), "copy-engine scatter from rank " + std::to_string(step.root));
         break;
       }
+      case PlanStep::Op::Push:
+      case PlanStep::Op::Pull:
+        copy_with_peers(lanes, step, buffers, element_bytes, stream);
+        break;
     }
   }
 }

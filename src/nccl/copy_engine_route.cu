@@ -2,6 +2,7 @@
 // symmetric windows, calls planned (tandem/copy_engine_plan.h) and executed on the caller's stream,
 // eagerly or into a CUDA graph, alone or as one NCCL group.
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
 #include "tandem/float_conversion.h"
+#include "tandem/peer_windows.h"
 #include "tandem/streams.h"
 #include "tandem/symmetric_windows.h"
 
@@ -130,6 +132,11 @@ struct CopyEngineRoute::State {
   std::vector<void*> retired_pools;
   bool pool_in_graph = false;
   std::vector<AddressRange> buffers;  // from window_buffer()
+  // Every rank reaches the peers' pools by address (tandem/peer_windows.h): all-reduces then push
+  // and pull their chunks rather than stage them. Decided once, with the lanes; the same on every
+  // rank. `peer_pools`: where each rank's current pool starts in this process, by rank.
+  bool peer_copies = false;
+  std::vector<char*> peer_pools;
 
   // Calls share the staging buffers: `done` marks the end of the last call, on `last_stream`, in
   // the capture `last_capture` (0: eager); `captured_done` the same inside a capture. `fence` is a
@@ -162,6 +169,12 @@ struct CopyEngineRoute::State {
     group_low = std::make_unique<PriorityStream>(range.least);
     TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     TANDEM_CUDA_CHECK(cudaEventCreateWithFlags(&captured_done, cudaEventDisableTiming));
+    // Every rank reads the same environment (a launcher's) and gets the same answer from NCCL.
+    const char* setting = std::getenv(kRoutePeerCopiesVariable);
+    const std::string peers = setting ? setting : kRoutePeerCopiesDefault;
+    TANDEM_REQUIRE(peers == "0" || peers == "1",
+                   std::string(kRoutePeerCopiesVariable) + " must be 0 or 1, not '" + peers + "'");
+    peer_copies = peers == "1" && every_peer_by_address(lane0, nranks);
   }
 
   // Waits (bounded, under `rules`) until the last call's work on the staging buffers is over.
@@ -194,10 +207,16 @@ struct CopyEngineRoute::State {
       stats.pool_bytes -= int64_t(pool_bytes);
       pool_bytes = 0;
     }
+    peer_pools.clear();
     TANDEM_NCCL_CHECK(nullptr, ncclMemAlloc(&pool, grown));
     pool_bytes = grown;
     stats.pool_bytes += int64_t(grown);
-    for (ncclComm_t c : lanes->comms()) pool_windows->add(c, {{pool, int64_t(grown)}}, "copy-engine staging pool");
+    for (ncclComm_t c : lanes->comms()) {
+      const std::vector<ncclWindow_t> window =
+          pool_windows->add(c, {{pool, int64_t(grown)}}, "copy-engine staging pool");
+      // The barriers and the copies' peer addresses are lane 0's (the pool is fresh: its start is scratch).
+      if (peer_copies && c == lane0) peer_pools = peer_window_addresses(window.front(), nranks, pool, fence->get());
+    }
     ++stats.registrations;
   }
 
@@ -226,8 +245,10 @@ struct CopyEngineRoute::State {
   // The call's request (copy_engine_call.h's one conversion) with where its buffers lie.
   PlanRequest plan_request(const CopyEngineCall& c) const {
     const RouteRequest call = route_request(c, nranks, rank);
-    return PlanRequest(call, in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * call.element_bytes),
-                       in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * call.element_bytes));
+    PlanRequest request(call, in_window(c.send, size_t(send_elements(c.kind, c.count, nranks)) * call.element_bytes),
+                        in_window(c.recv, size_t(recv_elements(c.kind, c.count, nranks)) * call.element_bytes));
+    request.peer_copies = peer_copies;
+    return request;
   }
 
   // Orders `stream` after the route's last use (see the header's Ordering and CUDA graphs).
@@ -388,10 +409,16 @@ void CopyEngineRoute::run(const CopyEngineCall& c) {
         buffers.pool_input = pool + layout.input;
         buffers.pool_output = pool + layout.output;
         buffers.pool_scratch = pool + layout.scratch;
+        buffers.pool = pool;
+        buffers.peer_pools = &s.peer_pools;
+        buffers.barrier = pool + layout.barrier;
       }
       execute_copy_engine_plan(*s.lanes, plan, buffers, c.dtype, scale_of(c, s.nranks), c.stream);
       // A 2-D stage moves every row (a segmented piece's part of each rank's segment).
-      for (const PlanStep& step : plan.steps) s.stats.staged_bytes += int64_t(staged_elements(step) * element_bytes);
+      for (const PlanStep& step : plan.steps) {
+        s.stats.staged_bytes += int64_t(staged_elements(step) * element_bytes);
+        s.stats.peer_bytes += int64_t(peer_elements(step, s.rank, s.nranks) * element_bytes);
+      }
     }
     s.end(c.stream, capture.id);
   });

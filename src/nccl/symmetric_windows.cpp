@@ -41,8 +41,10 @@ SymmetricWindows::~SymmetricWindows() {
   }
 }
 
-void SymmetricWindows::add(ncclComm_t comm, const std::vector<ByteRange>& ranges, const std::string& what) {
+std::vector<ncclWindow_t> SymmetricWindows::add(ncclComm_t comm, const std::vector<ByteRange>& ranges,
+                                                const std::string& what) {
   TANDEM_REQUIRE(!failed_, what + ": an earlier window registration or release failed");
+  std::vector<ncclWindow_t> handles;
   for (size_t i = 0; i < ranges.size(); ++i) {
     Window w{comm, nullptr};
     try {
@@ -56,7 +58,9 @@ void SymmetricWindows::add(ncclComm_t comm, const std::vector<ByteRange>& ranges
       throw;
     }
     windows_.push_back(w);
+    handles.push_back(w.handle);
   }
+  return handles;
 }
 
 bool SymmetricWindows::registered_on(ncclComm_t comm) const {

@@ -51,6 +51,7 @@ struct Case {
   bool in_place, send_in_window, recv_in_window, scaled;
   int root = 0;              // broadcast
   size_t element_bytes = 2;  // the pool's layout, and so where a call is cut
+  bool peer_copies = false;  // the route reaches the peers' pools by address (Push, Pull)
 };
 
 std::string describe(const Case& c) {
@@ -58,7 +59,7 @@ std::string describe(const Case& c) {
          (c.in_place ? " in-place" : "") + (c.send_in_window ? " send-in-window" : "") +
          (c.recv_in_window ? " recv-in-window" : "") + (c.scaled ? " scaled" : "") +
          (c.kind == Collective::Broadcast ? " root " + std::to_string(c.root) : "") + " " +
-         std::to_string(c.element_bytes) + "-byte";
+         std::to_string(c.element_bytes) + "-byte" + (c.peer_copies ? " peer-copies" : "");
 }
 
 double input_value(int rank, uint64_t i) { return double((rank + 1) * 1000 + int64_t(i % 997)); }
@@ -194,6 +195,23 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
                             ranks[size_t(j)].at({sender.to.buffer, sender.to.offset + uint64_t(j) * st.elements}, i)});
       }
       break;
+    case PlanStep::Op::Push:
+    case PlanStep::Op::Pull:
+      // This rank's copies as the GPU makes them (peer_copies): a Push writes into the peer's pool
+      // from this rank's memory, a Pull into this rank's memory from the peer's pool, which the
+      // peer's own step names alike.
+      for (const PeerCopy& copy : peer_copies(st, r, c.nranks)) {
+        const PlanStep& other = peer_step(copy.peer);
+        EXPECT_EQ(other.op, st.op);
+        const bool push = st.op == PlanStep::Op::Push;
+        // The peer's pool part is where this rank's is (the pools are laid out alike).
+        EXPECT_EQ(push ? other.to.buffer : other.from.buffer, push ? st.to.buffer : st.from.buffer);
+        EXPECT_EQ(push ? other.to.offset : other.from.offset, push ? st.to.offset : st.from.offset);
+        RankMemory& source = push ? mem : ranks[size_t(copy.peer)];
+        for (uint64_t i = 0; i < copy.elements; ++i)
+          writes.push_back({push ? copy.peer : r, copy.to, i, source.at(copy.from, i)});
+      }
+      break;
     case PlanStep::Op::Scatter: {
       // Chunk r of the root's input lands in chunk r of this rank's output: nothing moves where the
       // root's own chunk is already in place.
@@ -208,10 +226,12 @@ void step_writes(const Case& c, const std::vector<CopyEnginePlan>& plans, const 
   }
 }
 
-// Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter), rather
-// than work of the rank's own (Stage, Copy, Sum), of which ranks may make different numbers.
+// Whether the step is an NCCL call every rank makes alike (Exchange, AllGather, Scatter; Push and
+// Pull, between barriers), rather than work of the rank's own (Stage, Copy, Sum), of which ranks may
+// make different numbers.
 bool is_collective_step(PlanStep::Op op) {
-  return op == PlanStep::Op::Exchange || op == PlanStep::Op::AllGather || op == PlanStep::Op::Scatter;
+  return op == PlanStep::Op::Exchange || op == PlanStep::Op::AllGather || op == PlanStep::Op::Scatter ||
+         op == PlanStep::Op::Push || op == PlanStep::Op::Pull;
 }
 
 // Runs every rank's plan: each rank's own steps (stage, sum) as far as its next collective step,
@@ -263,6 +283,7 @@ void check(const Case& c) {
     req.recv_in_window = c.recv_in_window;
     req.in_place = c.in_place;
     req.root = c.root;
+    req.peer_copies = c.peer_copies;
     plans.push_back(plan_copy_engine_collective(req));
     ranks.push_back(memory_for(c, r, plans.back()));
   }
@@ -321,14 +342,15 @@ TEST(CopyEnginePlan, EveryKindCountRankCountAndPlacementGivesTheCollectivesResul
         for (bool in_place : {false, true})
           for (bool send_in : {false, true})
             for (bool recv_in : {false, true})
-              for (bool scaled : {false, true}) {
-                if (in_place && kind == Collective::AllToAll) continue;  // refused before any plan
-                if (scaled && !reduces(kind)) continue;
-                // In place, one buffer holds both sides: both lie in a window or neither does.
-                if (in_place && send_in != recv_in) continue;
-                check({kind, count, nranks, in_place, send_in, recv_in, scaled});
-                if (HasFatalFailure()) return;
-              }
+              for (bool scaled : {false, true})
+                for (bool peers : {false, true}) {
+                  if (in_place && kind == Collective::AllToAll) continue;  // refused before any plan
+                  if (scaled && !reduces(kind)) continue;
+                  // In place, one buffer holds both sides: both lie in a window or neither does.
+                  if (in_place && send_in != recv_in) continue;
+                  check({kind, count, nranks, in_place, send_in, recv_in, scaled, 0, 2, peers});
+                  if (HasFatalFailure()) return;
+                }
 }
 
 PlanRequest request(Collective kind, uint64_t count, int nranks, size_t element_bytes = 2) {
@@ -338,6 +360,56 @@ PlanRequest request(Collective kind, uint64_t count, int nranks, size_t element_
   r.nranks = nranks;
   r.element_bytes = element_bytes;
   return r;
+}
+
+TEST(CopyEnginePlan, AnAllReduceWithPeerCopiesPushesAndPullsAndStagesNothing) {
+  // DDP's bucket at 3 ranks outside window memory: 1000 bf16, chunks of 336 (padded to 16 bytes), the
+  // last one 328 long.
+  PlanRequest r = request(Collective::AllReduce, 1000, 3);
+  r.peer_copies = true;
+  for (int rank = 0; rank < 3; ++rank) {
+    r.rank = rank;
+    const CopyEnginePlan p = plan_copy_engine_collective(r);
+    ASSERT_EQ(p.steps.size(), 3u);
+    EXPECT_EQ(p.steps[0].op, PlanStep::Op::Push);
+    EXPECT_EQ(p.steps[1].op, PlanStep::Op::Sum);
+    EXPECT_EQ(p.steps[2].op, PlanStep::Op::Pull);
+    EXPECT_EQ(chunk_elements(p.steps[0], 0), 336u);
+    EXPECT_EQ(chunk_elements(p.steps[0], 2), 328u);
+    for (const PlanStep& s : p.steps) EXPECT_EQ(staged_elements(s), 0u);
+    // The pool: the peers' chunks, this rank's result for the peers to pull, the barriers' part.
+    EXPECT_EQ(p.input_elements, 0u);
+    EXPECT_EQ(p.scratch_elements, 1008u);
+    EXPECT_EQ(p.output_elements, 336u);
+    EXPECT_EQ(p.barrier_bytes, 48u);
+    const PoolLayout l = pool_layout(p, 2);
+    EXPECT_EQ(l.barrier, 8192u);
+    EXPECT_EQ(l.bytes, 12288u);
+  }
+  // 5 fp32 over 4 ranks: chunks of 4, so ranks 2 and 3 hold nothing: rank 3 sums nothing, and no
+  // peer pulls from it.
+  PlanRequest tiny = request(Collective::AllReduce, 5, 4, 4);
+  tiny.peer_copies = true;
+  tiny.rank = 3;
+  const CopyEnginePlan t = plan_copy_engine_collective(tiny);
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[0].op, PlanStep::Op::Push);
+  EXPECT_EQ(t.steps[1].op, PlanStep::Op::Pull);
+  EXPECT_EQ(chunk_elements(t.steps[1], 1), 1u);
+  EXPECT_EQ(chunk_elements(t.steps[1], 3), 0u);
+  // Window memory that splits evenly keeps NCCL's exchange and all-gather, unstaged, no barriers.
+  PlanRequest windowed = request(Collective::AllReduce, 1002, 3);
+  windowed.peer_copies = windowed.send_in_window = windowed.recv_in_window = true;
+  const CopyEnginePlan w = plan_copy_engine_collective(windowed);
+  ASSERT_EQ(w.steps.size(), 3u);
+  EXPECT_EQ(w.steps[0].op, PlanStep::Op::Exchange);
+  EXPECT_EQ(w.steps[2].op, PlanStep::Op::AllGather);
+  EXPECT_EQ(w.barrier_bytes, 0u);
+  // An uneven one in window memory is pushed whole: one piece, nothing staged.
+  windowed.count = 1049600;
+  windowed.element_bytes = 4;
+  EXPECT_EQ(pieces_within(windowed, size_t{256} << 20).size(), 1u);
+  EXPECT_EQ(plan_copy_engine_collective(windowed).steps.front().op, PlanStep::Op::Push);
 }
 
 TEST(CopyEnginePlan, AStagedAllReducePadsItsChunksToSixteenBytes) {
@@ -472,6 +544,7 @@ PlanRequest whole_request(const Case& c, int rank) {
   whole.recv_in_window = c.recv_in_window;
   whole.in_place = c.in_place;
   whole.root = c.root;
+  whole.peer_copies = c.peer_copies;
   return whole;
 }
 
@@ -569,6 +642,17 @@ TEST(CopyEnginePlan, AllReducesAndBroadcastsLargerThanThePoolCapRunInPiecesWithT
         if (HasFatalFailure()) return;
         EXPECT_GT(taken, 1u);
       }
+  // With peer copies: the pool holds the scratch, one chunk for the peers and the barriers' part.
+  for (int nranks : {2, 3, 4})
+    for (uint64_t count : {4096u, 5001u, 9000u})
+      for (bool in_place : {false, true})
+        for (bool in_window : {false, true}) {
+          size_t taken = 0;
+          const Case c{Collective::AllReduce, count, nranks, in_place, in_window, in_window, false, 0, 2, true};
+          check_in_pieces(c, 12288, 64, &taken);
+          if (HasFatalFailure()) return;
+          EXPECT_EQ(taken > 1, plan_pool_bytes(whole_request(c, 0)) > 12288) << describe(c);
+        }
   for (int nranks : {2, 3})
     for (int root = 0; root < nranks; ++root)
       for (bool in_place : {false, true}) {
@@ -596,30 +680,32 @@ TEST(CopyEnginePlan, ReduceScattersAllGathersAndAllToAllsLargerThanThePoolCapRun
         for (uint64_t count : {uint64_t(5000), uint64_t(9001)})
           for (bool in_place : {false, true})
             for (bool in_window : {false, true})
-              for (bool scaled : {false, true}) {
-                if (in_place && kind == Collective::AllToAll) continue;
-                if (scaled && !reduces(kind)) continue;
-                Case c{kind, count, nranks, in_place, in_window, in_window, scaled};
-                c.element_bytes = element_bytes;
-                // The whole call's own pool: one piece.
-                size_t taken = 0;
-                check_in_pieces(c, plan_pool_bytes(whole_request(c, 0)), kGranule, &taken);
-                if (HasFatalFailure()) return;
-                EXPECT_EQ(taken, 1u) << describe(c);
-                // About half: two pieces (a piece's parts round up to 4 KiB, so the second may be short).
-                const uint64_t half = (count / 2 + kGranule - 1) / kGranule * kGranule;
-                check_in_pieces(c, std::max<size_t>(piece_pool(c, half), 1), kGranule, &taken);
-                if (HasFatalFailure()) return;
-                if (piece_pool(c, count) > piece_pool(c, half)) EXPECT_EQ(taken, 2u) << describe(c);
-                // A pool of one granule's (or 8 KiB, if more): many pieces, every one within the cap.
-                check_in_pieces(c, std::max<size_t>(piece_pool(c, kGranule), 8192), kGranule, &taken);
-                if (HasFatalFailure()) return;
-                if (piece_pool(c, count) > 8192) EXPECT_GE(taken, 3u) << describe(c);
-                // A cap below one granule's need: granules, each over the cap by what it needs.
-                check_in_pieces(c, 1, kGranule, &taken);
-                if (HasFatalFailure()) return;
-                if (piece_pool(c, count) > 1) EXPECT_EQ(taken, (count + kGranule - 1) / kGranule) << describe(c);
-              }
+              for (bool scaled : {false, true})
+                for (bool peers : {false, true}) {
+                  if (in_place && kind == Collective::AllToAll) continue;
+                  if (scaled && !reduces(kind)) continue;
+                  Case c{kind, count, nranks, in_place, in_window, in_window, scaled};
+                  c.element_bytes = element_bytes;
+                  c.peer_copies = peers;
+                  // The whole call's own pool: one piece.
+                  size_t taken = 0;
+                  check_in_pieces(c, plan_pool_bytes(whole_request(c, 0)), kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  EXPECT_EQ(taken, 1u) << describe(c);
+                  // About half: two pieces (a piece's parts round up to 4 KiB, so the second may be short).
+                  const uint64_t half = (count / 2 + kGranule - 1) / kGranule * kGranule;
+                  check_in_pieces(c, std::max<size_t>(piece_pool(c, half), 1), kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  if (piece_pool(c, count) > piece_pool(c, half)) EXPECT_EQ(taken, 2u) << describe(c);
+                  // A pool of one granule's (or 8 KiB, if more): many pieces, every one within the cap.
+                  check_in_pieces(c, std::max<size_t>(piece_pool(c, kGranule), 8192), kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  if (piece_pool(c, count) > 8192) EXPECT_GE(taken, 3u) << describe(c);
+                  // A cap below one granule's need: granules, each over the cap by what it needs.
+                  check_in_pieces(c, 1, kGranule, &taken);
+                  if (HasFatalFailure()) return;
+                  if (piece_pool(c, count) > 1) EXPECT_EQ(taken, (count + kGranule - 1) / kGranule) << describe(c);
+                }
 }
 
 TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInTwoDimensionalCopies) {
@@ -684,34 +770,41 @@ TEST(CopyEnginePlan, StridedPiecesStageTheirSegmentsInTwoDimensionalCopies) {
 // The route's staging: a rank's own chunk never goes through the pool. Per element of the larger
 // caller buffer, outside window memory: all-reduce, reduce-scatter and all-to-all stage at most
 // 2 (n - 1) / n, all-gather and broadcast at most 1 (so at most 1 at 2 ranks, for every kind); in
-// window memory, nothing. Copy steps (the own chunk NCCL copies too) are not staging.
+// window memory nothing. With peer copies: all-reduce and reduce-scatter nothing, all-to-all
+// (n - 1) / n, all-gather 1 / n. Copy steps (the own chunk NCCL copies too) are not staging.
 TEST(CopyEnginePlan, OnlyThePeersChunksAreStaged) {
   for (Collective kind : {Collective::AllReduce, Collective::ReduceScatter, Collective::AllGather, Collective::AllToAll,
                           Collective::Broadcast})
     for (int nranks : {1, 2, 3, 4, 8})
       for (int rank = 0; rank < nranks; ++rank)
         for (bool in_place : {false, true})
-          for (bool windows : {false, true}) {
-            if (in_place && kind == Collective::AllToAll) continue;
-            PlanRequest r = request(kind, uint64_t(nranks) * 64, nranks, 2);
-            r.rank = rank;
-            r.root = nranks - 1;
-            r.in_place = in_place;
-            r.send_in_window = r.recv_in_window = windows;
-            const CopyEnginePlan p = plan_copy_engine_collective(r);
-            uint64_t staged = 0;
-            for (const PlanStep& s : p.steps) staged += staged_elements(s);
-            const double larger =
-                double(std::max(send_elements(kind, r.count, nranks), recv_elements(kind, r.count, nranks)));
-            const double bound = windows ? 0.0
-                                 : kind == Collective::AllGather || kind == Collective::Broadcast
-                                     ? 1.0
-                                     : 2.0 * (nranks - 1) / nranks;
-            EXPECT_LE(double(staged), bound * larger)
-                << to_string(kind) << " rank " << rank << " of " << nranks << (in_place ? " in place" : "")
-                << (windows ? " in windows" : "");
-            if (nranks == 2) EXPECT_LE(double(staged), larger) << to_string(kind) << " at 2 ranks";
-          }
+          for (bool windows : {false, true})
+            for (bool peers : {false, true}) {
+              if (in_place && kind == Collective::AllToAll) continue;
+              PlanRequest r = request(kind, uint64_t(nranks) * 64, nranks, 2);
+              r.rank = rank;
+              r.root = nranks - 1;
+              r.in_place = in_place;
+              r.send_in_window = r.recv_in_window = windows;
+              r.peer_copies = peers;
+              const CopyEnginePlan p = plan_copy_engine_collective(r);
+              uint64_t staged = 0;
+              for (const PlanStep& s : p.steps) staged += staged_elements(s);
+              const double larger =
+                  double(std::max(send_elements(kind, r.count, nranks), recv_elements(kind, r.count, nranks)));
+              // With peer copies: all-reduce and reduce-scatter nothing, all-to-all one side, all-gather its input.
+              const bool pushed = peers && (kind == Collective::AllReduce || kind == Collective::ReduceScatter);
+              const double bound = windows || pushed                        ? 0.0
+                                   : peers && kind == Collective::AllToAll  ? 1.0 * (nranks - 1) / nranks
+                                   : peers && kind == Collective::AllGather ? 1.0 / nranks
+                                   : kind == Collective::AllGather || kind == Collective::Broadcast
+                                       ? 1.0
+                                       : 2.0 * (nranks - 1) / nranks;
+              EXPECT_LE(double(staged), bound * larger)
+                  << to_string(kind) << " rank " << rank << " of " << nranks << (in_place ? " in place" : "")
+                  << (windows ? " in windows" : "") << (peers ? " with peer copies" : "");
+              if (nranks == 2) EXPECT_LE(double(staged), larger) << to_string(kind) << " at 2 ranks";
+            }
 }
 
 TEST(CopyEnginePlan, ASegmentStrideShorterThanTheCountIsRefused) {

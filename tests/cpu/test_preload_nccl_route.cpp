@@ -70,6 +70,7 @@ TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
   c.count_collective(Collective::AllReduce, RouteOutcome::CopyEngine, 2048);
   c.count_collective(Collective::AllGather, RouteOutcome::CopyEngine, 64);
   c.copy_engine_staged_bytes = 4096 + 96;
+  c.copy_engine_peer_bytes = 8192;
   c.copy_engine_pool_bytes = 2u << 20;
   c.copy_engine_registrations = 2;
   c.copy_engine_captured = 1;
@@ -78,13 +79,14 @@ TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
   s.pid = 9;
   fill_counters(c, s);
   const std::string text = render_text(s);
-  EXPECT_NE(text.find("tandem[9]: copy-engine route: 2 calls (1 captured into graphs), 4192 B staged, window pool "
-                      "2097152 B over 1 route (2 registrations)\n"),
+  EXPECT_NE(text.find("tandem[9]: copy-engine route: 2 calls (1 captured into graphs), 4192 B staged, 8192 B copied "
+                      "with the peers, window pool 2097152 B over 1 route (2 registrations)\n"),
             std::string::npos)
       << text;
   const auto j = nlohmann::json::parse(render_json(s));
   EXPECT_EQ(j["copy_engine_route"]["captured"], 1);
   EXPECT_EQ(j["copy_engine_route"]["staged_bytes"], 4192);
+  EXPECT_EQ(j["copy_engine_route"]["peer_bytes"], 8192);
   EXPECT_EQ(j["copy_engine_route"]["pool_bytes"], 2 * 1024 * 1024);
   EXPECT_EQ(j["copy_engine_route"]["routes"], 1);
   EXPECT_EQ(j["copy_engine_route"]["registrations"], 2);

@@ -45,6 +45,7 @@ Snapshot distinct_snapshot() {
   s.communicator_settings = "nccl-cga:1";
   s.copy_engine_requested = true;
   s.copy_engine_staged_bytes = 123;
+  s.copy_engine_peer_bytes = 136;
   s.copy_engine_pool_bytes = 124;
   s.copy_engine_buffer_bytes = 135;
   s.copy_engine_registrations = 125;
@@ -103,6 +104,7 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
   EXPECT_EQ(j["copy_engine_route"], json({{"calls", 134},
                                           {"captured", 126},
                                           {"staged_bytes", 123},
+                                          {"peer_bytes", 136},
                                           {"pool_bytes", 124},
                                           {"buffer_bytes", 135},
                                           {"registrations", 125},

@@ -47,12 +47,13 @@ struct RouteRun {
   json stats;
 };
 
-RouteRun under_copy_engine(const std::string& program_and_arguments) {
+RouteRun under_copy_engine(const std::string& program_and_arguments, const std::string& environment = "") {
   const fs::path stats = fs::temp_directory_path() / ("tandem_nccl_route_" + std::to_string(getpid()) + ".json");
   fs::remove(stats);
   RouteRun r;
   r.result = tandem_test::run_command(tandem_test::cli_path() + " run --policy copy-engine --log-level info --stats " +
-                                      stats.string() + " -- env " + kNcclEnvironment + " " + program_and_arguments);
+                                      stats.string() + " -- env " + kNcclEnvironment + " " + environment + " " +
+                                      program_and_arguments);
   r.out = last_json_line(r.result.output);
   if (std::ifstream in(stats); in) r.stats = json::parse(in);
   fs::remove(stats);
@@ -66,9 +67,7 @@ TEST(preload_nccl_route_gpu, ProgramAloneIsExact) {
   EXPECT_EQ(last_json_line(r.output)["ok"], true) << r.output;
 }
 
-TEST(preload_nccl_route_gpu, EveryCallTakesTheRouteAndEveryResultStaysExact) {
-  TANDEM_REQUIRE_GPUS(2);
-  const RouteRun r = under_copy_engine(kRouteProgram);
+void expect_routed_and_exact(const RouteRun& r, bool peer_copies) {
   ASSERT_EQ(r.result.exit_code, 0) << r.result.output;
   EXPECT_EQ(r.out["ok"], true) << r.result.output;
   EXPECT_EQ(r.out["wrong"], json::object()) << r.result.output;
@@ -85,12 +84,27 @@ TEST(preload_nccl_route_gpu, EveryCallTakesTheRouteAndEveryResultStaysExact) {
   EXPECT_EQ(r.stats["copy_engine_reach"]["share_of_bytes"], 1.0);
   // Staged in and out of window memory; a pool per rank, registered once per size, not per call.
   const json& route = r.stats["copy_engine_route"];
-  EXPECT_GT(route["staged_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(route["staged_bytes"].get<int64_t>(), 0);  // the all-gathers and all-to-alls stage one side
+  // With peer copies the all-reduces and reduce-scatters copy with the peer; else nothing does.
+  if (peer_copies)
+    EXPECT_GT(route["peer_bytes"].get<int64_t>(), 0);
+  else
+    EXPECT_EQ(route["peer_bytes"].get<int64_t>(), 0);
   EXPECT_GT(route["pool_bytes"].get<int64_t>(), 0);
   EXPECT_GE(route["registrations"].get<int64_t>(), 2);
   EXPECT_LE(route["registrations"].get<int64_t>(), 2 * 6);
   EXPECT_NE(r.result.output.find("copy-engine route loaded from"), std::string::npos) << r.result.output;
   EXPECT_EQ(r.result.output.find("copy-engine route unavailable"), std::string::npos) << r.result.output;
+}
+
+// Staged (the default), and with peer copies: the two GPUs reach each other's memory.
+TEST(preload_nccl_route_gpu, EveryCallTakesTheRouteAndEveryResultStaysExact) {
+  TANDEM_REQUIRE_GPUS(2);
+  for (const bool peer_copies : {false, true}) {
+    SCOPED_TRACE(peer_copies ? "peer copies" : "staged");
+    expect_routed_and_exact(under_copy_engine(kRouteProgram, peer_copies ? "TANDEM_ROUTE_PEER_COPIES=1" : ""),
+                            peer_copies);
+  }
 }
 
 TEST(preload_nccl_route_gpu, AGroupDrivingTwoGpusFromOneThreadStaysWithNccl) {

@@ -3,21 +3,27 @@
 // back to back without a host sync (the route orders them by its event), the pool grown once and
 // reused, data placed in window_buffer() not staged, an all-to-all staged on both sides.
 // Expected values and pool sizes are worked out here from the inputs and the layout rules of the
-// header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least). And a
+// header (parts aligned to 4 KiB, the pool in steps of 2 MiB, grown by half again at least); the bytes
+// staged and copied with the peers are the plans' (tandem/copy_engine_plan.h, checked on CPU), and
+// where the two GPUs reach each other's memory (peer copies) the all-reduces stage nothing. And a
 // route with a small pool cap: reduce-scatters, all-gathers and all-to-alls larger than it run in
-// strided pieces, the pool never past the cap, the results exact, each byte staged once in and once out.
+// strided pieces, the pool never past the cap, the results exact, only the peers' parts staged.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <cstdlib>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "tandem/copy_engine_plan.h"
 #include "tandem/copy_engine_route.h"
+#include "tandem/peer_windows.h"
 
 namespace {
 
@@ -57,7 +63,35 @@ void run(tandem::CopyEngineRoute& route, tandem::Collective kind, const void* se
   route.run(call);
 }
 
+// What the plans of one fp32 call of rank `rank` stage and copy with the peers, in bytes, over its
+// pieces under `cap`.
+struct Planned {
+  int64_t staged = 0, peer = 0;
+};
+Planned planned(tandem::Collective kind, size_t count, int rank, bool peers, bool send_in_window = false,
+                bool recv_in_window = false, bool in_place = false, size_t cap = tandem::kDefaultRoutePoolBytes) {
+  tandem::PlanRequest whole;
+  whole.kind = kind;
+  whole.count = count;
+  whole.nranks = kRanks;
+  whole.rank = rank;
+  whole.element_bytes = 4;
+  whole.send_in_window = send_in_window;
+  whole.recv_in_window = recv_in_window;
+  whole.in_place = in_place;
+  whole.peer_copies = peers;
+  Planned p;
+  for (const tandem::CallPiece& piece : tandem::pieces_within(whole, cap))
+    for (const tandem::PlanStep& step :
+         tandem::plan_copy_engine_collective(tandem::piece_request(whole, piece)).steps) {
+      p.staged += int64_t(tandem::staged_elements(step) * 4);
+      p.peer += int64_t(tandem::peer_elements(step, rank, kRanks) * 4);
+    }
+  return p;
+}
+
 struct RankResult {
+  bool reachable = false;  // every peer's window memory by address (NCCL's LSA team)
   size_t wrong_small = 0, wrong_all_reduce = 0, wrong_all_gather = 0, wrong_windowed = 0, wrong_all_to_all = 0;
   tandem::CopyEngineRouteStats after_growth{}, after_window{}, at_end{};
   std::string error;
@@ -68,6 +102,7 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ncclComm_t comm = nullptr;
     ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
+    out.reachable = tandem::every_peer_by_address(comm, kRanks);
     cudaStream_t a = nullptr, b = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
     ASSERT_EQ(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking), cudaSuccess);
@@ -131,8 +166,30 @@ void run_rank(int r, ncclUniqueId id, RankResult& out) {
   }
 }
 
-TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) {
+// The route reads TANDEM_ROUTE_PEER_COPIES when its lanes are created: set for one test, then restored.
+class ScopedPeerCopies {
+ public:
+  explicit ScopedPeerCopies(bool on) {
+    if (const char* was = std::getenv(tandem::kRoutePeerCopiesVariable)) previous_ = was;
+    setenv(tandem::kRoutePeerCopiesVariable, on ? "1" : "0", 1);
+  }
+  ~ScopedPeerCopies() {
+    if (previous_)
+      setenv(tandem::kRoutePeerCopiesVariable, previous_->c_str(), 1);
+    else
+      unsetenv(tandem::kRoutePeerCopiesVariable);
+  }
+
+ private:
+  std::optional<std::string> previous_;
+};
+
+// Staged (the default) and with peer copies.
+class preload_nccl_route_library : public ::testing::TestWithParam<bool> {};
+
+TEST_P(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) {
   TANDEM_REQUIRE_GPUS(2);
+  ScopedPeerCopies setting(GetParam());
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<RankResult> results(kRanks);
@@ -143,23 +200,43 @@ TEST(preload_nccl_route_library, OrderedAcrossStreamsGrownOnceWindowsNotStaged) 
     const RankResult& res = results[size_t(r)];
     SCOPED_TRACE("rank " + std::to_string(r));
     ASSERT_EQ(res.error, "");
+    // Two GPUs of one node: NCCL's LSA team is both ranks, so the route copies with the peer when asked.
+    EXPECT_TRUE(res.reachable);
+    const bool peers = GetParam() && res.reachable;
     EXPECT_EQ(res.wrong_small, 0u);
     EXPECT_EQ(res.wrong_all_reduce, 0u);
     EXPECT_EQ(res.wrong_all_gather, 0u);
     EXPECT_EQ(res.wrong_windowed, 0u);
     EXPECT_EQ(res.wrong_all_to_all, 0u);
-    // 2 MiB, then 8 MiB (needed 8 MiB > 2 MiB x 1.5): two registrations; the all-gather's 8 MiB output
-    // fits. Staged: 16 KiB in and out, 4 MiB in and out, the all-gather's 4 MiB in and 8 MiB out.
+    using tandem::Collective;
+    // 2 MiB, then 8 MiB (needed 8 MiB > 2 MiB x 1.5, staged or with peer copies): two registrations;
+    // the all-gather's 8 MiB output fits.
     EXPECT_EQ(res.after_growth.calls, 3);
     EXPECT_EQ(res.after_growth.registrations, 2);
     EXPECT_EQ(res.after_growth.pool_bytes, int64_t(8 * kMiB));
-    EXPECT_EQ(res.after_growth.staged_bytes, int64_t(2 * 16384 + 2 * 4 * kMiB + 4 * kMiB + 8 * kMiB));
+    // Only the peers' halves move: staged in and out 8 KiB and 2 MiB each way, or with peer copies
+    // nothing staged and as much pushed and pulled; the all-gather stages its 4 MiB in and the
+    // peer's 4 MiB out, or with peer copies its 4 MiB in for the peer to pull.
+    const Planned small = planned(Collective::AllReduce, 4096, r, peers);
+    const Planned large = planned(Collective::AllReduce, kMiB, r, peers);
+    EXPECT_EQ(small.staged + small.peer, int64_t(16384));
+    EXPECT_EQ(large.staged + large.peer, int64_t(4 * kMiB));
+    if (peers) EXPECT_EQ(small.staged + large.staged, 0);
+    const Planned gather = planned(Collective::AllGather, kMiB, r, peers);
+    EXPECT_EQ(gather.staged, int64_t(peers ? 4 * kMiB : 8 * kMiB));  // its input only, with peer copies
+    EXPECT_EQ(res.after_growth.staged_bytes, small.staged + large.staged + gather.staged);
+    EXPECT_EQ(res.after_growth.peer_bytes, small.peer + large.peer + gather.peer);
     // The window buffer: one more registration, its bytes held, nothing staged.
     EXPECT_EQ(res.after_window.registrations, 3);
     EXPECT_EQ(res.after_window.pool_bytes, int64_t(12 * kMiB));
     EXPECT_EQ(res.after_window.staged_bytes, res.after_growth.staged_bytes);
-    // The all-to-all: 512 KiB in, 512 KiB out, in the pool as it is.
-    EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + int64_t(2 * 512 * 1024));
+    EXPECT_EQ(res.after_window.peer_bytes, res.after_growth.peer_bytes);
+    // The all-to-all, in the pool as it is: the peer's 256 KiB in and out, or with peer copies pushed in
+    // and staged out.
+    const Planned all_to_all = planned(Collective::AllToAll, 65536, r, peers);
+    EXPECT_EQ(all_to_all.staged, int64_t(peers ? 256 * 1024 : 512 * 1024));
+    EXPECT_EQ(res.at_end.staged_bytes, res.after_window.staged_bytes + all_to_all.staged);
+    EXPECT_EQ(res.at_end.peer_bytes, res.after_window.peer_bytes + all_to_all.peer);
     EXPECT_EQ(res.at_end.registrations, 3);
   }
 }
@@ -176,6 +253,7 @@ void upload_values(float* device, int rank, size_t n, cudaStream_t stream) {
 }
 
 struct CappedResult {
+  bool reachable = false;  // every peer's window memory by address (NCCL's LSA team)
   size_t wrong_reduce_scatter = 0, wrong_all_gather = 0, wrong_all_to_all = 0, wrong_windowed = 0;
   tandem::CopyEngineRouteStats staged{}, at_end{};
   std::string error;
@@ -186,6 +264,7 @@ void run_capped_rank(int r, ncclUniqueId id, CappedResult& out) {
     ASSERT_EQ(cudaSetDevice(r), cudaSuccess);
     ncclComm_t comm = nullptr;
     ASSERT_EQ(ncclCommInitRank(&comm, kRanks, id, r), ncclSuccess);
+    out.reachable = tandem::every_peer_by_address(comm, kRanks);
     cudaStream_t a = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking), cudaSuccess);
     const size_t n = kMiB;  // fp32 elements per rank's segment: 4 MiB
@@ -247,8 +326,9 @@ void run_capped_rank(int r, ncclUniqueId id, CappedResult& out) {
   }
 }
 
-TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithinIt) {
+TEST_P(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithinIt) {
   TANDEM_REQUIRE_GPUS(2);
+  ScopedPeerCopies setting(GetParam());
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
   std::vector<CappedResult> results(kRanks);
@@ -259,6 +339,9 @@ TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithin
     const CappedResult& res = results[size_t(r)];
     SCOPED_TRACE("rank " + std::to_string(r));
     ASSERT_EQ(res.error, "");
+    // Two GPUs of one node: NCCL's LSA team is both ranks, so the route copies with the peer when asked.
+    EXPECT_TRUE(res.reachable);
+    const bool peers = GetParam() && res.reachable;
     EXPECT_EQ(res.wrong_reduce_scatter, 0u);
     EXPECT_EQ(res.wrong_all_gather, 0u);
     EXPECT_EQ(res.wrong_all_to_all, 0u);
@@ -268,14 +351,29 @@ TEST(preload_nccl_route_library, EveryKindLargerThanThePoolCapRunsInPiecesWithin
     EXPECT_EQ(res.staged.calls, 3);
     EXPECT_EQ(res.staged.pool_bytes, int64_t(2 * kMiB));
     EXPECT_EQ(res.staged.registrations, 1);
-    // Each byte once in and once out: the reduce-scatter's 8 MiB in and 4 MiB out, the in-place
-    // all-gather's own 4 MiB in and 8 MiB out, the all-to-all's 8 MiB in and 8 MiB out.
-    EXPECT_EQ(res.staged.staged_bytes, int64_t((8 + 4) * kMiB + (4 + 8) * kMiB + (8 + 8) * kMiB));
-    // The window buffer's 8 MiB beside the pool, which did not grow; only the 4 MiB output staged.
+    // Only the peer's parts: staged, the reduce-scatter's peer segment in (its sum writes recv), the
+    // in-place all-gather's own segment in and the peer's out, the all-to-all's peer segments in and
+    // out, 4 MiB each; with peer copies the reduce-scatter's pushed, the all-gather's own segment
+    // staged for the peer to pull, the all-to-all's received segment staged out. The plans say so.
+    using tandem::Collective;
+    const size_t cap = 2 * kMiB;
+    const Planned reduce_scatter = planned(Collective::ReduceScatter, kMiB, r, peers, false, false, false, cap);
+    const Planned all_gather = planned(Collective::AllGather, kMiB, r, peers, false, false, true, cap);
+    const Planned all_to_all = planned(Collective::AllToAll, kMiB, r, peers, false, false, false, cap);
+    EXPECT_EQ(reduce_scatter.staged + all_gather.staged + all_to_all.staged,
+              int64_t(peers ? (0 + 4 + 4) * kMiB : (4 + (4 + 4) + (4 + 4)) * kMiB));
+    EXPECT_EQ(res.staged.staged_bytes, reduce_scatter.staged + all_gather.staged + all_to_all.staged);
+    EXPECT_EQ(res.staged.peer_bytes, reduce_scatter.peer + all_gather.peer + all_to_all.peer);
+    // The window buffer's 8 MiB beside the pool, which did not grow; nothing staged (the sum writes
+    // recv, the peer's segment is read where it lies).
     EXPECT_EQ(res.at_end.pool_bytes, int64_t(10 * kMiB));
     EXPECT_EQ(res.at_end.registrations, 2);
-    EXPECT_EQ(res.at_end.staged_bytes, res.staged.staged_bytes + int64_t(4 * kMiB));
+    EXPECT_EQ(planned(Collective::ReduceScatter, kMiB, r, peers, true, false, false, cap).staged, 0);
+    EXPECT_EQ(res.at_end.staged_bytes, res.staged.staged_bytes);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(peer_copies, preload_nccl_route_library, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "on" : "off"; });
 
 }  // namespace

@@ -113,6 +113,10 @@ void expect_routed_and_exact(const Rank& r) {
     EXPECT_EQ(collective["nccl"], json::object()) << name;
   // Each captured case's call was captured once and replayed three times.
   EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
+  // Ranks with NCCL_HOSTID of their own are one node each to NCCL, whose LSA team (the ranks that map
+  // each other's windows) is then each rank alone: no peer to copy with by address, every plan stages.
+  EXPECT_EQ(r.stats["copy_engine_route"]["peer_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(r.stats["copy_engine_route"]["staged_bytes"].get<int64_t>(), 0);
 }
 
 TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
@@ -124,8 +128,8 @@ TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
 constexpr const char* kSmallCap = "16KiB";
 constexpr size_t kSmallCapBytes = 16 << 10;
 
-size_t pieces_under_small_cap(tandem::Collective kind, uint64_t count, int nranks, size_t element_bytes,
-                              bool in_place) {
+size_t pieces_under_small_cap(tandem::Collective kind, uint64_t count, int nranks, size_t element_bytes, bool in_place,
+                              bool peer_copies = false) {
   tandem::PlanRequest r;
   r.kind = kind;
   r.count = count;
@@ -133,6 +137,7 @@ size_t pieces_under_small_cap(tandem::Collective kind, uint64_t count, int nrank
   r.element_bytes = element_bytes;
   r.in_place = in_place;
   r.root = nranks - 1;
+  r.peer_copies = peer_copies;
   return tandem::pieces_within(r, kSmallCapBytes).size();  // the route's granularity, 4096 elements
 }
 
@@ -145,6 +150,8 @@ TEST_P(preload_nccl_route_matrix, TheSmallCapCutsCallsOfEveryKind) {
   for (bool in_place : {false, true}) {
     for (size_t bytes : {size_t(2), size_t(4)}) {  // bf16 and fp16, fp32
       EXPECT_EQ(pieces_under_small_cap(Collective::AllReduce, 7919, n, bytes, in_place), 2u) << bytes;
+      // With peer copies (as on one node's GPUs): granule pieces, whose pool exceeds the cap.
+      EXPECT_EQ(pieces_under_small_cap(Collective::AllReduce, 7919, n, bytes, in_place, true), 2u) << bytes;
       EXPECT_EQ(pieces_under_small_cap(Collective::ReduceScatter, 7919, n, bytes, in_place), 2u) << bytes;
       EXPECT_EQ(pieces_under_small_cap(Collective::ReduceScatter, 4096 * uint64_t(n), n, bytes, in_place), size_t(n))
           << bytes;

@@ -82,7 +82,8 @@ def under_tandem(device):
 def uneven_window_all_reduce(device):
     """A sum all-reduce in the route's window memory whose count is no multiple of the rank count (DDP's buckets
     at 3 ranks): whether the route took it, its result against the exact sum (integers, exact in fp32), and the
-    bytes it staged - only its remainder, under one 16-byte vector per rank."""
+    bytes it staged (only its remainder, under one 16-byte vector per rank; nothing with peer copies) and copied
+    with the peers."""
     count = 3 * 4096 * 5 + 7  # odd, and 1 more than a multiple of 3
     route = tt.routes.copy_engine_route()
     tensor = tt.pool.WindowPool(route).tensor((count,), torch.float32, device)
@@ -90,13 +91,14 @@ def uneven_window_all_reduce(device):
     world, rank = dist.get_world_size(), dist.get_rank()
     tensor.copy_(index + 1000 * rank)
     torch.cuda.synchronize()
-    staged_before = route.stats()["staged_bytes"]
+    before = route.stats()
     reason = tt.routes.run_on_route("uneven_window_all_reduce", "all_reduce", None, tensor, tensor, count,
                                     torch.float32)
     torch.cuda.synchronize()
     expected = world * index + 1000 * world * (world - 1) // 2
+    after = route.stats()
     return {"reason": reason, "exact": bool(torch.equal(tensor, expected)),
-            "staged_bytes": route.stats()["staged_bytes"] - staged_before}
+            **{name: after[name] - before[name] for name in ("staged_bytes", "peer_bytes")}}
 
 
 def copy_engine(policy, device):
@@ -108,7 +110,7 @@ def copy_engine(policy, device):
             torch.cuda.synchronize()
             (route,) = tt.stats()["routes"].values()
             first_step.update({f"{name}_after_first_step": route[name]
-                               for name in ("staged_bytes", "calls", "registrations")})
+                               for name in ("staged_bytes", "peer_bytes", "calls", "registrations")})
 
     losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed), after_step)
     result = {

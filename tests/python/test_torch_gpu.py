@@ -2,8 +2,12 @@
 the process group carries the policy's settings, and tandem's modules share PyTorch's NCCL; with
 copy-engine, DDP's buckets and FSDP2's all-gathers and reduce-scatters take tandem's copy-engine route and
 give stock's losses (DDP in fp32: bitwise; FSDP2 in bf16: within 1e-2 relative), and DDP's rebuilt buckets
-lie in the route's window memory, so only the first step is staged. At three ranks (buckets no multiple of
-the rank count) the hook gives stock's losses within rounding and stages only each bucket's remainder.
+lie in the route's window memory. The copy-engine runs ask for the route's peer copies
+(TANDEM_ROUTE_PEER_COPIES=1): where the ranks have GPUs of their own (one node's) they stage nothing, the first
+step's buckets (PyTorch's memory) pushed to and pulled from the peers' pools, and at three ranks (buckets no
+multiple of the rank count) the rebuilt ones too. Ranks sharing a GPU are a host each to NCCL, which then maps
+no peer's memory: there, as with peer copies off (TANDEM_ROUTE_PEER_COPIES=0), only the first step is staged,
+and at three ranks each bucket's remainder. At three ranks the hook gives stock's losses within rounding.
 
 Skipped without PyTorch or without a GPU. Each rank runs ddp_loss_worker.py or fsdp_loss_worker.py
 under torchrun, on a GPU of its own, or with one GPU both on it (tests/tools/shared_gpu_rank.py: NCCL
@@ -27,9 +31,15 @@ FSDP_WORKER = Path(__file__).with_name("fsdp_loss_worker.py")
 SHARED_GPU = Path(__file__).parents[1] / "tools" / "shared_gpu_rank.py"
 
 
-def run(mode, out, worker=WORKER, prefix="", nranks=2):
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0")
-    program = [str(worker)] if torch.cuda.device_count() >= nranks else [str(SHARED_GPU), str(worker)]
+def own_gpus(nranks):
+    """Whether each of `nranks` ranks gets a GPU of its own: one node's GPUs, which NCCL maps into each other's
+    processes (its LSA team), so the route can copy with the peers by address."""
+    return torch.cuda.device_count() >= nranks
+
+
+def run(mode, out, worker=WORKER, prefix="", nranks=2, **environment):
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", **environment)
+    program = [str(worker)] if own_gpus(nranks) else [str(SHARED_GPU), str(worker)]
     subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nranks),
                     *program, mode, str(out)], check=True, env=env, timeout=300)
     return [json.loads((out / f"{prefix}{mode}{r}.json").read_text()) for r in range(nranks)]
@@ -75,7 +85,7 @@ def test_one_nccl_in_the_process(ranks):
 
 @pytest.fixture(scope="module", params=["copy-engine", "priority+copy-engine"])
 def copy_engine_ranks(request, tmp_path_factory):
-    return request.param, run(request.param, tmp_path_factory.mktemp("copy-engine"))
+    return request.param, run(request.param, tmp_path_factory.mktemp("copy-engine"), TANDEM_ROUTE_PEER_COPIES="1")
 
 
 def test_copy_engine_hook_losses_equal_stock_bitwise(stock, copy_engine_ranks):
@@ -93,7 +103,12 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
         assert counts.get("copy-engine", 0) >= 16, counts
         assert set(counts) == {"copy-engine"}, counts
         (route,) = rank["stats"]["routes"].values()
-        assert route["calls"] == counts["copy-engine"] and route["staged_bytes"] > 0
+        assert route["calls"] == counts["copy-engine"]
+        # The first step's buckets are PyTorch's memory: pushed to and pulled from the peers' pools, or staged.
+        if own_gpus(2):
+            assert route["peer_bytes"] > 0 and route["staged_bytes"] == 0, route
+        else:
+            assert route["peer_bytes"] == 0 and route["staged_bytes"] > 0, route
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
 
 
@@ -102,34 +117,51 @@ def three_ranks(tmp_path_factory):
     """Stock DDP and the copy-engine hook at 3 ranks, where DDP's buckets (1024 x 1024 + 1024 fp32 a layer) are
     no multiple of the rank count."""
     return (run("stock", tmp_path_factory.mktemp("stock-3"), nranks=3),
-            run("copy-engine", tmp_path_factory.mktemp("copy-engine-3"), nranks=3))
+            run("copy-engine", tmp_path_factory.mktemp("copy-engine-3"), nranks=3, TANDEM_ROUTE_PEER_COPIES="1"))
 
 
-def test_copy_engine_hook_at_three_ranks_matches_stock(three_ranks):
+@pytest.fixture(scope="module")
+def three_ranks_staged(tmp_path_factory):
+    """The copy-engine hook at 3 ranks with the route's peer copies off: the staged plans."""
+    return run("copy-engine", tmp_path_factory.mktemp("copy-engine-3-staged"), nranks=3, TANDEM_ROUTE_PEER_COPIES="0")
+
+
+def test_copy_engine_hook_at_three_ranks_matches_stock(three_ranks, three_ranks_staged):
     stock_ranks, ranks = three_ranks
-    assert len(ranks) == 3
-    for ours, theirs in zip(ranks, stock_ranks):
-        # 3 terms: the route sums in rank order, NCCL's ring in another, so the last bits may differ.
-        assert len(ours["losses"]) == 8
-        for a, b in zip(ours["losses"], theirs["losses"]):
-            assert abs(a - b) <= 1e-5 * abs(b), (ours["losses"], theirs["losses"])
-        assert set(calls(ours["stats"], "ddp_all_reduce")) == {"copy-engine"}
+    for routed in (ranks, three_ranks_staged):
+        assert len(routed) == 3
+        for ours, theirs in zip(routed, stock_ranks):
+            # 3 terms: the route sums in rank order, NCCL's ring in another, so the last bits may differ.
+            assert len(ours["losses"]) == 8
+            for a, b in zip(ours["losses"], theirs["losses"]):
+                assert abs(a - b) <= 1e-5 * abs(b), (ours["losses"], theirs["losses"])
+            assert set(calls(ours["stats"], "ddp_all_reduce")) == {"copy-engine"}
+    # The plans differ, the sums do not: the same terms in the same order.
+    assert [r["losses"] for r in ranks] == [r["losses"] for r in three_ranks_staged]
 
 
-def check_rebuilt_buckets_in_window_memory(ranks):
-    # The first step's buckets are PyTorch's, staged; DDP rebuilds them at the second step's start in the
-    # route's window memory, and from then on nothing is staged: at 2 ranks nothing at all, at 3 ranks (no
-    # bucket's count is a multiple of 3) only each bucket's remainder, under one 16-byte vector per rank,
-    # in and out.
+def check_rebuilt_buckets_in_window_memory(ranks, peer_copies):
+    # DDP rebuilds its buckets at the second step's start in the route's window memory. At 2 ranks they then
+    # run on NCCL's copy-engine collectives where they lie. At 3 ranks no bucket's count is a multiple of 3:
+    # with peer copies its chunks are pushed and pulled (nothing staged); without, only each bucket's
+    # remainder, under one 16-byte vector per rank, is staged in and out. The first step's buckets are
+    # PyTorch's: pushed and pulled, or staged.
     for rank in ranks:
         (route,) = rank["stats"]["routes"].values()
-        first = rank["staged_bytes_after_first_step"]
         later_calls = route["calls"] - rank["calls_after_first_step"]
-        remainders = 0 if rank["world_size"] == 2 else later_calls * 2 * rank["world_size"] * 16
-        assert 0 < first <= route["staged_bytes"] <= first + remainders, (first, route)
-        if rank["world_size"] == 3:
-            assert route["staged_bytes"] > first, "every bucket has a remainder at 3 ranks"
         assert later_calls > 0 and rank["calls_after_first_step"] > 0
+        uneven = rank["world_size"] == 3
+        if peer_copies:
+            first = rank["peer_bytes_after_first_step"]
+            assert route["staged_bytes"] == 0 and first > 0, route
+            assert route["peer_bytes"] > first if uneven else route["peer_bytes"] == first, (first, route)
+        else:
+            first = rank["staged_bytes_after_first_step"]
+            remainders = later_calls * 2 * rank["world_size"] * 16 if uneven else 0
+            assert route["peer_bytes"] == 0, route
+            assert 0 < first <= route["staged_bytes"] <= first + remainders, (first, route)
+            if uneven:
+                assert route["staged_bytes"] > first, "every bucket has a remainder at 3 ranks"
         # The rebuilt buckets (4 layers of 1024 x 1024 fp32 weights and their biases: over 16 MiB) took window
         # segments beside the staging pool.
         assert route["registrations"] > rank["registrations_after_first_step"]
@@ -137,23 +169,35 @@ def check_rebuilt_buckets_in_window_memory(ranks):
 
 
 def test_ddps_rebuilt_buckets_lie_in_window_memory(copy_engine_ranks):
-    check_rebuilt_buckets_in_window_memory(copy_engine_ranks[1])
+    check_rebuilt_buckets_in_window_memory(copy_engine_ranks[1], peer_copies=own_gpus(2))
 
 
-def test_ddps_rebuilt_buckets_at_three_ranks_stage_only_remainders(three_ranks):
-    check_rebuilt_buckets_in_window_memory(three_ranks[1])
+def test_ddps_rebuilt_buckets_at_three_ranks_stage_nothing_with_peer_copies(three_ranks):
+    check_rebuilt_buckets_in_window_memory(three_ranks[1], peer_copies=own_gpus(3))
 
 
-def check_uneven_window_all_reduce(ranks):
+def test_without_peer_copies_ddps_rebuilt_buckets_at_three_ranks_stage_only_remainders(three_ranks_staged):
+    check_rebuilt_buckets_in_window_memory(three_ranks_staged, peer_copies=False)
+
+
+def check_uneven_window_all_reduce(ranks, peer_copies):
     for rank in ranks:
         check = rank["uneven_window_all_reduce"]
         assert check["reason"] == "" and check["exact"], check
-        assert 0 < check["staged_bytes"] <= 2 * rank["world_size"] * 16, check
+        if peer_copies:
+            assert check["staged_bytes"] == 0 and check["peer_bytes"] > 0, check
+        else:
+            assert 0 < check["staged_bytes"] <= 2 * rank["world_size"] * 16 and check["peer_bytes"] == 0, check
 
 
-def test_an_uneven_all_reduce_in_window_memory_is_exact_and_stages_only_its_remainder(copy_engine_ranks, three_ranks):
-    check_uneven_window_all_reduce(copy_engine_ranks[1])
-    check_uneven_window_all_reduce(three_ranks[1])
+def test_an_uneven_all_reduce_in_window_memory_is_exact_and_stages_nothing_with_peer_copies(copy_engine_ranks,
+                                                                                           three_ranks):
+    check_uneven_window_all_reduce(copy_engine_ranks[1], peer_copies=own_gpus(2))
+    check_uneven_window_all_reduce(three_ranks[1], peer_copies=own_gpus(3))
+
+
+def test_without_peer_copies_an_uneven_window_all_reduce_stages_only_its_remainder(three_ranks_staged):
+    check_uneven_window_all_reduce(three_ranks_staged, peer_copies=False)
 
 
 def test_copy_engine_hook_comm_stream_priority(copy_engine_ranks):

@@ -131,6 +131,10 @@ class Aggregation(unittest.TestCase):
         self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "16K"}), 16 << 10)
         self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "0"}), 0)
         self.assertEqual(rc.route_pool_max({"TANDEM_ROUTE_POOL_MAX": "lots"}), 256 << 20)
+        # Peer copies: off unless TANDEM_ROUTE_PEER_COPIES is 1.
+        self.assertFalse(rc.route_peer_copies({}))
+        self.assertTrue(rc.route_peer_copies({"TANDEM_ROUTE_PEER_COPIES": "1"}))
+        self.assertFalse(rc.route_peer_copies({"TANDEM_ROUTE_PEER_COPIES": "0"}))
 
     def test_bytes_within_one_rank_do_not_judge_the_route(self):
         # A one-rank communicator's collective (a parallel group of size 1) is NCCL's local copy.
@@ -557,6 +561,7 @@ class WholeRun(unittest.TestCase):
         self.assertEqual(record["config"]["tolerance_rule"], rc.TOLERANCE_RULE)
         # The cap the routes ran under (TANDEM_ROUTE_POOL_MAX unset: the default), and each row against it.
         self.assertEqual(record["config"]["route_pool_max_bytes"], 256 << 20)
+        self.assertEqual(record["config"]["route_peer_copies"], os.environ.get("TANDEM_ROUTE_PEER_COPIES") == "1")
         self.assertIn("than its cap (256.0 MiB per communicator): none.", table.stdout)
 
     def test_a_row_with_nothing_to_measure_does_not_pass(self):

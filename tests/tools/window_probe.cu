@@ -10,15 +10,13 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "file_rendezvous.h"
 #include "tandem/cuda_check.h"
 #include "tandem/error.h"
 #include "tandem/nccl_check.h"
@@ -30,24 +28,6 @@ constexpr size_t kBytes = size_t(4) << 20;
 __global__ void fill(unsigned* p, size_t n, unsigned base) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x)
     p[i] = base + unsigned(i);
-}
-
-ncclUniqueId rendezvous(int rank, const std::string& file) {
-  ncclUniqueId id{};
-  if (rank == 0) {
-    TANDEM_NCCL_CHECK(nullptr, ncclGetUniqueId(&id));
-    const std::string tmp = file + ".tmp";
-    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(&id), sizeof id);
-    TANDEM_REQUIRE(std::rename(tmp.c_str(), file.c_str()) == 0, "cannot write " + file);
-    return id;
-  }
-  for (int i = 0; i < 600; ++i) {
-    std::ifstream in(file, std::ios::binary);
-    if (in && in.read(reinterpret_cast<char*>(&id), sizeof id)) return id;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  TANDEM_REQUIRE(false, "no NCCL id in " + file);
-  return id;
 }
 
 // cuMem memory as PyTorch's expandable segments make it: `pieces` physical allocations of `bytes`
@@ -84,7 +64,7 @@ int main(int argc, char** argv) try {
   TANDEM_CUDA_CHECK(cudaGetDeviceCount(&devices));
   TANDEM_CUDA_CHECK(cudaSetDevice(rank % devices));
   cuInit(0);
-  const ncclUniqueId id = rendezvous(rank, argv[3]);
+  const ncclUniqueId id = tandem_tools::file_rendezvous(rank, argv[3]);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
   ncclComm_t comm = nullptr;

@@ -125,7 +125,9 @@ def register_ddp_hook(ddp_model, policy, process_group=None):
     DDP's buckets, once it rebuilds them (at the start of the second step), lie in the route's window
     memory (``rebuild_buckets_in``, ``pool.WindowSegments``): from then on the route sums them where they
     lie, at any rank count (a bucket whose count is no multiple of the rank count stages only its remainder,
-    under one 16-byte vector per rank); the first step's buckets are PyTorch's and are staged.
+    under one 16-byte vector per rank); the first step's buckets are PyTorch's and are staged. Where the ranks
+    reach each other's memory (one node) and ``TANDEM_ROUTE_PEER_COPIES=1`` (opt-in), the route's peer copies
+    stage neither: they copy straight between the buckets and the peers' window memory.
     A bucket the route refuses (a dtype without a sum kernel) takes NCCL's all-reduce on the group;
     ``stats()["nccl_collectives"]["ddp_all_reduce"]`` counts both, by reason. On 2 ranks both sums are a+b
     rounded once, so the losses equal stock DDP's bitwise; on more ranks the route's sum (accumulated in fp32, rounded
