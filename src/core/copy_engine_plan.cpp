@@ -22,9 +22,20 @@ uint64_t elements_per_vector(size_t element_bytes) {
   return element_bytes && kVectorBytes % element_bytes == 0 ? kVectorBytes / element_bytes : 1;
 }
 
-// PlanStep's fields in order: op, from, to, own, elements, stride, own_index, own_chunk_copied, root,
-// rows, from_pitch, to_pitch, also, writes_also.
-PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Stage, from, to, {}, elements}; }
+// One vector of elements_per_vector per rank: the sum kernel's unit for a call's rank chunks.
+uint64_t one_vector_per_rank(const PlanRequest& r) { return uint64_t(r.nranks) * elements_per_vector(r.element_bytes); }
+
+// A step of `op` moving `elements` from `from` to `to`; the builders below set what else their op reads.
+PlanStep plan_step(PlanStep::Op op, PlanAt from, PlanAt to, uint64_t elements) {
+  PlanStep s;
+  s.op = op;
+  s.from = from;
+  s.to = to;
+  s.elements = elements;
+  return s;
+}
+
+PlanStep stage(PlanAt from, PlanAt to, uint64_t elements) { return plan_step(PlanStep::Op::Stage, from, to, elements); }
 
 // `rows` rows of `elements`, `from_pitch` and `to_pitch` apart: one copy when both sides are
 // contiguous (a whole call's segments), else one 2-D copy.
@@ -59,27 +70,41 @@ void stage_run_but_own(std::vector<PlanStep>& steps, PlanAt from, PlanAt to, uin
   if (end < count) steps.push_back(stage(shifted(from, end), shifted(to, end), count - end));
 }
 
-PlanStep own_copy(PlanAt from, PlanAt to, uint64_t elements) { return {PlanStep::Op::Copy, from, to, {}, elements}; }
+PlanStep own_copy(PlanAt from, PlanAt to, uint64_t elements) {
+  return plan_step(PlanStep::Op::Copy, from, to, elements);
+}
 
 PlanStep exchange(PlanAt from, uint64_t stride, PlanAt to, uint64_t elements, bool own_chunk_copied) {
-  return {PlanStep::Op::Exchange, from, to, {}, elements, stride, -1, own_chunk_copied};
+  PlanStep s = plan_step(PlanStep::Op::Exchange, from, to, elements);
+  s.stride = stride;
+  s.own_chunk_copied = own_chunk_copied;
+  return s;
 }
 
 // `elements` of each chunk summed; the chunks lie `chunk` apart in `chunks`.
 PlanStep sum(PlanAt chunks, uint64_t chunk, PlanAt own, int own_index, PlanAt to, uint64_t elements) {
-  return {PlanStep::Op::Sum, chunks, to, own, elements, chunk, own_index};
+  PlanStep s = plan_step(PlanStep::Op::Sum, chunks, to, elements);
+  s.own = own;
+  s.stride = chunk;
+  s.own_index = own_index;
+  return s;
 }
 
-PlanStep all_gather(PlanAt buffer, uint64_t elements) { return {PlanStep::Op::AllGather, {}, buffer, {}, elements}; }
+PlanStep all_gather(PlanAt buffer, uint64_t elements) {
+  return plan_step(PlanStep::Op::AllGather, {}, buffer, elements);
+}
 
 PlanStep scatter(PlanAt from, PlanAt to, uint64_t elements, int root) {
-  return {PlanStep::Op::Scatter, from, to, {}, elements, 0, -1, false, root};
+  PlanStep s = plan_step(PlanStep::Op::Scatter, from, to, elements);
+  s.root = root;
+  return s;
 }
 
 // A Push (chunk r of `from` into slot `rank` of peer r's `to`) or a Pull (chunk j of `to` from peer
 // j's `from`): chunks of `elements`, `stride` apart in the caller's buffer, covering `span` of it.
 PlanStep peer_step(PlanStep::Op op, PlanAt from, PlanAt to, uint64_t elements, uint64_t stride, uint64_t span) {
-  PlanStep s{op, from, to, {}, elements, stride};
+  PlanStep s = plan_step(op, from, to, elements);
+  s.stride = stride;
   s.span = span;
   return s;
 }
@@ -427,7 +452,7 @@ uint64_t unstaged_head(const PlanRequest& r, uint64_t granularity) {
   // With peer copies an uneven call stages nothing as it is (its chunks are pushed from where they lie).
   if (r.kind != Collective::AllReduce || !r.send_in_window || r.peer_copies || r.count % uint64_t(r.nranks) == 0)
     return r.count;
-  const uint64_t vectors = uint64_t(r.nranks) * elements_per_vector(r.element_bytes);
+  const uint64_t vectors = one_vector_per_rank(r);
   const uint64_t head = r.count / vectors * vectors;
   return head >= granularity ? head : r.count;
 }
@@ -466,8 +491,8 @@ std::vector<CallPiece> pieces_within(const PlanRequest& whole, size_t max_pool_b
   const uint64_t head = unstaged_head(whole, granularity);
   if (head == whole.count) return pieces_of_run(whole, whole.count, max_pool_bytes, granularity);
   // The head's pieces stay whole vectors per rank (a multiple of both the granule and nranks vectors).
-  const uint64_t vectors = uint64_t(whole.nranks) * elements_per_vector(whole.element_bytes);
-  std::vector<CallPiece> out = pieces_of_run(whole, head, max_pool_bytes, std::lcm(granularity, vectors));
+  std::vector<CallPiece> out =
+      pieces_of_run(whole, head, max_pool_bytes, std::lcm(granularity, one_vector_per_rank(whole)));
   out.push_back({head, whole.count - head});
   return out;
 }
