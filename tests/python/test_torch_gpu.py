@@ -105,10 +105,13 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
         (route,) = rank["stats"]["routes"].values()
         assert route["calls"] == counts["copy-engine"]
         # The first step's buckets are PyTorch's memory: pushed to and pulled from the peers' pools, or staged.
+        # Asked for (the fixture), peer copies are said unavailable exactly where NCCL maps no peer's window.
         if own_gpus(2):
             assert route["peer_bytes"] > 0 and route["staged_bytes"] == 0, route
+            assert route["peer_copies_unavailable"] == 0, route
         else:
             assert route["peer_bytes"] == 0 and route["staged_bytes"] > 0, route
+            assert route["peer_copies_unavailable"] == 1, route
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
 
 
@@ -151,6 +154,7 @@ def check_rebuilt_buckets_in_window_memory(ranks, peer_copies):
         later_calls = route["calls"] - rank["calls_after_first_step"]
         assert later_calls > 0 and rank["calls_after_first_step"] > 0
         uneven = rank["world_size"] == 3
+        assert route["peer_copies_unavailable"] == 0, "not asked for, or mapped: never said unavailable"
         if peer_copies:
             first = rank["peer_bytes_after_first_step"]
             assert route["staged_bytes"] == 0 and first > 0, route
