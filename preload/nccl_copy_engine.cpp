@@ -163,6 +163,14 @@ void account(Slot& slot) {
     c.copy_engine_##name.fetch_add(uint64_t(now.name - slot.last.name), std::memory_order_relaxed);
   TANDEM_ROUTE_COUNTERS(TANDEM_ACCOUNT_ROUTE_COUNTER)
 #undef TANDEM_ACCOUNT_ROUTE_COUNTER
+  // The route decides with its lanes, at its first call; said once per process, as it happens.
+  if (now.peer_copies_unavailable > slot.last.peer_copies_unavailable) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true, std::memory_order_relaxed))
+      log(LogLevel::Warn,
+          "copy-engine route: peer copies asked for, but NCCL maps not every peer's window on this communicator "
+          "(ranks of other nodes, or sharing one GPU): the route stages");
+  }
   slot.last = now;
 }
 

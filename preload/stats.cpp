@@ -202,6 +202,12 @@ std::string render_text(const Snapshot& s, size_t top_n) {
                         " copied with the peers, window pool " + std::to_string(s.copy_engine_pool_bytes) + " B over " +
                         std::to_string(s.copy_engine_routes) + (s.copy_engine_routes == 1 ? " route" : " routes") +
                         " (" + std::to_string(s.copy_engine_registrations) + " registrations)");
+  if (s.copy_engine_peer_copies_unavailable)
+    out += line(s.pid, "copy-engine route: peer copies asked for, unavailable on " +
+                           std::to_string(s.copy_engine_peer_copies_unavailable) + " of " +
+                           std::to_string(s.copy_engine_routes) +
+                           " routes (NCCL maps not every peer's window: ranks of other nodes, or sharing one GPU): "
+                           "they stage");
   const size_t shown = std::min(top_n, s.kernels.size());
   if (shown > 0) out += line(s.pid, "top " + std::to_string(shown) + " kernels by launches:");
   for (size_t i = 0; i < shown; ++i) {

@@ -88,7 +88,8 @@ STATS_READS = {
     "counts": ["calls", "bytes"],
     "not_routed": ["calls", "bytes"],
     "reach": ["requested", "calls", "bytes", "total_bytes"],
-    "copy_engine_route": ["buffer_bytes", "captured", "peer_bytes", "pool_bytes", "routes", "staged_bytes"],
+    "copy_engine_route": ["buffer_bytes", "captured", "peer_bytes", "peer_copies_unavailable", "pool_bytes", "routes",
+                          "staged_bytes"],
     "nccl_communicators": ["created", "configured", "unconfigured", "overridden_by_variables"],
     "launches": ["nccl"],
 }
@@ -417,6 +418,8 @@ def sum_documents(documents, source, processes=None):
     route["staged_bytes"] = sum(r.get("staged_bytes", 0) for r in routes)
     # Bytes copied straight between the program's memory and the peers' window memory (peer copies).
     route["peer_bytes"] = sum(r.get("peer_bytes", 0) for r in routes)
+    # Routes that were asked for peer copies where NCCL maps not every peer's window, and staged instead.
+    route["peer_copies_unavailable"] = sum(r.get("peer_copies_unavailable", 0) for r in routes)
     return route
 
 

@@ -14,6 +14,8 @@
   X(captured, "calls", "of those, calls captured into a CUDA graph", A)                                     \
   X(staged_bytes, "B", "bytes copied into and out of window memory", A)                                     \
   X(peer_bytes, "B", "bytes copied between the caller's memory and the peers' window memory, unstaged", A)  \
+  X(peer_copies_unavailable, "count",                                                                       \
+    "peer copies asked for where NCCL maps not every peer's window, so staged (1 per such route)", A)       \
   X(pool_bytes, "B", "window memory held now (the staging pools and the window buffers)", A)                \
   X(buffer_bytes, "B", "of that, the window buffers lent to the caller (its data lies there, unstaged)", A) \
   X(registrations, "count", "window registrations: a pool each time it was registered, a buffer once", A)

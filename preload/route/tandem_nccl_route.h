@@ -21,7 +21,7 @@ extern "C" {
 
 // Raised whenever a type or signature below changes: the interposer refuses a library of another
 // version.
-#define TANDEM_NCCL_ROUTE_ABI_VERSION 5
+#define TANDEM_NCCL_ROUTE_ABI_VERSION 6
 
 typedef struct tandem_nccl_route tandem_nccl_route;
 

@@ -184,8 +184,7 @@ NB_MODULE(_cuda, m) {
 #undef TANDEM_ROUTE_COUNTER_ITEM
             return d;
           },
-          "the route's counters, {name: value}: the stats schema's 'route' record (tandem/route_counters.h: "
-          "calls, captured, staged_bytes, pool_bytes, registrations)")
+          "the route's counters, {name: value}: the stats schema's 'route' record (tandem/route_counters.h)")
       .def(
           "begin_window_segments", [](Route& r) { tandem_python::begin_window_segments(r.get()); },
           "from now on this thread's requests for window segments (tandem_window_segment_alloc, a "

@@ -174,7 +174,11 @@ struct CopyEngineRoute::State {
     const std::string peers = setting ? setting : kRoutePeerCopiesDefault;
     TANDEM_REQUIRE(peers == "0" || peers == "1",
                    std::string(kRoutePeerCopiesVariable) + " must be 0 or 1, not '" + peers + "'");
-    peer_copies = peers == "1" && every_peer_by_address(lane0, nranks);
+    const bool asked = peers == "1";
+    peer_copies = asked && every_peer_by_address(lane0, nranks);
+    // Said in the stats (the library has no log): a user who asked for peer copies where NCCL maps no
+    // peer's window (ranks of other nodes, or sharing one GPU) would otherwise see staged bytes only.
+    stats.peer_copies_unavailable = asked && !peer_copies ? 1 : 0;
   }
 
   // Waits (bounded, under `rules`) until the last call's work on the staging buffers is over.

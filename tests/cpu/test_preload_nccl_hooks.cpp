@@ -679,6 +679,31 @@ TEST_F(preload_nccl_routing, EveryCallIsCountedWithItsBytesByRoute) {
   EXPECT_NE(routed().raw.err.find("copy-engine reach: "), std::string::npos) << routed().raw.err;
 }
 
+// Peer copies asked for where NCCL maps no peer's window (the fake's, as ranks sharing one GPU): the
+// routes stage, and the process says so once as it happens and in its summary; not asked, nothing is said.
+TEST_F(preload_nccl_routing, PeerCopiesAskedForButUnavailableAreSaidOnce) {
+  const ClientRun asked = run_client(kRouteClient, "copy-engine", "TANDEM_LOG_LEVEL=info TANDEM_ROUTE_PEER_COPIES=1",
+                                     beside_or("../fake_route/libtandem_preload.so", TANDEM_FAKE_ROUTE_PRELOAD_PATH));
+  ASSERT_EQ(asked.raw.status, 0) << asked.raw.err;
+  json expected = routed().out["steps"];
+  expected["device_scalar_address"] = asked.out["steps"]["device_scalar_address"];  // a stack address
+  EXPECT_EQ(asked.out["steps"], expected) << "the program's results are the same, peer copies asked for or not";
+  const json& route = asked.stats["copy_engine_route"];
+  ASSERT_GE(route["routes"].get<int>(), 2) << asked.stats.dump(1);
+  EXPECT_EQ(route["peer_copies_unavailable"], route["routes"]);
+  const std::string warning = "peer copies asked for, but NCCL maps not every peer's window on this communicator";
+  const size_t first = asked.raw.err.find(warning);
+  ASSERT_NE(first, std::string::npos) << asked.raw.err;
+  EXPECT_EQ(asked.raw.err.find(warning, first + 1), std::string::npos) << "said once:\n" << asked.raw.err;
+  EXPECT_NE(asked.raw.err.find("copy-engine route: peer copies asked for, unavailable on " +
+                               std::to_string(route["routes"].get<int>()) + " of " +
+                               std::to_string(route["routes"].get<int>()) + " routes"),
+            std::string::npos)
+      << asked.raw.err;
+  EXPECT_EQ(routed().stats["copy_engine_route"]["peer_copies_unavailable"], 0);
+  EXPECT_EQ(routed().raw.err.find("peer copies asked for"), std::string::npos) << routed().raw.err;
+}
+
 // `tandem run --stats F -- bash -c 'CLIENT; echo $$'`: the shell is the process tandem run started (the
 // root, which always reports), the client a child that created communicators. The child's numbers are
 // the stats file's; the root shell, exiting last with nothing seen, must not replace them with zeros.

@@ -90,9 +90,30 @@ TEST(preload_nccl_stats, TheRouteLineShowsStagedAndPoolBytes) {
   EXPECT_EQ(j["copy_engine_route"]["pool_bytes"], 2 * 1024 * 1024);
   EXPECT_EQ(j["copy_engine_route"]["routes"], 1);
   EXPECT_EQ(j["copy_engine_route"]["registrations"], 2);
+  EXPECT_EQ(j["copy_engine_route"]["peer_copies_unavailable"], 0);
+  EXPECT_EQ(text.find("peer copies asked for"), std::string::npos) << text;
   Snapshot none;
   fill_counters(Counters{}, none);
   EXPECT_EQ(render_text(none).find("copy-engine route"), std::string::npos);
+}
+
+// Peer copies asked for where NCCL maps no peer's window stage: the summary says so rather than leave
+// the user to infer it from a zero.
+TEST(preload_nccl_stats, PeerCopiesAskedForButUnavailableAreSaid) {
+  Counters c;
+  c.count_collective(Collective::AllReduce, RouteOutcome::CopyEngine, 2048);
+  c.copy_engine_staged_bytes = 2048;
+  c.copy_engine_routes = 3;
+  c.copy_engine_peer_copies_unavailable = 2;
+  Snapshot s;
+  s.pid = 9;
+  fill_counters(c, s);
+  const std::string text = render_text(s);
+  EXPECT_NE(text.find("tandem[9]: copy-engine route: peer copies asked for, unavailable on 2 of 3 routes (NCCL maps "
+                      "not every peer's window: ranks of other nodes, or sharing one GPU): they stage\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(nlohmann::json::parse(render_json(s))["copy_engine_route"]["peer_copies_unavailable"], 2);
 }
 
 // ---- configuration overlay ------------------------------------------------------------------------

@@ -46,6 +46,7 @@ Snapshot distinct_snapshot() {
   s.copy_engine_requested = true;
   s.copy_engine_staged_bytes = 123;
   s.copy_engine_peer_bytes = 136;
+  s.copy_engine_peer_copies_unavailable = 137;
   s.copy_engine_pool_bytes = 124;
   s.copy_engine_buffer_bytes = 135;
   s.copy_engine_registrations = 125;
@@ -105,6 +106,7 @@ TEST(preload_stats_json, EveryCounterHasItsValue) {
                                           {"captured", 126},
                                           {"staged_bytes", 123},
                                           {"peer_bytes", 136},
+                                          {"peer_copies_unavailable", 137},
                                           {"pool_bytes", 124},
                                           {"buffer_bytes", 135},
                                           {"registrations", 125},

@@ -62,10 +62,11 @@ TEST(StatsSchema, EveryRecordNamedIsDefinedAndEveryRecordIsReached) {
 // The route's counters: one list for the C++ struct, the C ABI and the schema, with units.
 TEST(StatsSchema, TheRoutesCountersAreOneList) {
   const std::vector<std::string> route = stats_keys("route");
-  EXPECT_EQ(route, (std::vector<std::string>{"calls", "captured", "staged_bytes", "peer_bytes", "pool_bytes",
-                                             "buffer_bytes", "registrations"}));
-  static_assert(sizeof(tandem_nccl_route_stats) == 7 * sizeof(int64_t), "the C ABI's counters are the list's");
-  static_assert(sizeof(CopyEngineRouteStats) == 7 * sizeof(int64_t), "the struct's counters are the list's");
+  EXPECT_EQ(route,
+            (std::vector<std::string>{"calls", "captured", "staged_bytes", "peer_bytes", "peer_copies_unavailable",
+                                      "pool_bytes", "buffer_bytes", "registrations"}));
+  static_assert(sizeof(tandem_nccl_route_stats) == 8 * sizeof(int64_t), "the C ABI's counters are the list's");
+  static_assert(sizeof(CopyEngineRouteStats) == 8 * sizeof(int64_t), "the struct's counters are the list's");
   // Each field of the C ABI, set through the list, reads back under the schema's name in the same place.
   tandem_nccl_route_stats abi{};
   CopyEngineRouteStats ours;
@@ -79,16 +80,18 @@ TEST(StatsSchema, TheRoutesCountersAreOneList) {
 #undef TANDEM_TEST_ROUTE_COUNTER
   EXPECT_EQ(names, route);
   EXPECT_EQ(abi.calls, 1);
-  EXPECT_EQ(abi.registrations, 7);
+  EXPECT_EQ(abi.registrations, 8);
   EXPECT_EQ(ours.staged_bytes, 3);
   EXPECT_EQ(ours.peer_bytes, 4);
-  EXPECT_EQ(ours.buffer_bytes, 6);
+  EXPECT_EQ(abi.peer_copies_unavailable, 5);
+  EXPECT_EQ(ours.buffer_bytes, 7);
   const StatsRecord& record = *find_stats_record("route");
   EXPECT_EQ(record.fields[2].unit, StatsUnit::Bytes);  // staged_bytes
   EXPECT_EQ(record.fields[3].unit, StatsUnit::Bytes);  // peer_bytes
   EXPECT_EQ(record.fields[1].unit, StatsUnit::Calls);  // captured
-  EXPECT_EQ(record.fields[5].unit, StatsUnit::Bytes);  // buffer_bytes
-  EXPECT_EQ(record.fields[6].unit, StatsUnit::Count);  // registrations
+  EXPECT_EQ(record.fields[4].unit, StatsUnit::Count);  // peer_copies_unavailable
+  EXPECT_EQ(record.fields[6].unit, StatsUnit::Bytes);  // buffer_bytes
+  EXPECT_EQ(record.fields[7].unit, StatsUnit::Count);  // registrations
   // The interposer's totals: the routes made, then every route counter summed.
   std::vector<std::string> totals = {"routes"};
   totals.insert(totals.end(), route.begin(), route.end());

@@ -46,8 +46,9 @@ std::string read_text(const fs::path& p) {
 }
 
 // Starts `nranks` ranks at once, each in its own process, under the copy-engine route or not;
-// `pool_max`: TANDEM_ROUTE_POOL_MAX for the routed ranks ("" for the default).
-std::vector<Rank> run_ranks(int nranks, bool routed, const std::string& pool_max = "") {
+// `pool_max`: TANDEM_ROUTE_POOL_MAX for the routed ranks ("" for the default); `peer_copies`: whether
+// they ask for the route's peer copies (TANDEM_ROUTE_PEER_COPIES=1).
+std::vector<Rank> run_ranks(int nranks, bool routed, const std::string& pool_max = "", bool peer_copies = false) {
   const fs::path dir = fs::temp_directory_path() / ("tandem_route_matrix_" + std::to_string(getpid()) + "_" +
                                                     std::to_string(nranks) + (routed ? "_routed" : "_stock"));
   fs::remove_all(dir);
@@ -57,6 +58,7 @@ std::vector<Rank> run_ranks(int nranks, bool routed, const std::string& pool_max
     const std::string rank = std::to_string(r);
     std::string command = "env NCCL_NVLS_ENABLE=0 NCCL_HOSTID=tandem-route-matrix-" + rank + " ";
     if (!pool_max.empty()) command += "TANDEM_ROUTE_POOL_MAX=" + pool_max + " ";
+    if (peer_copies) command += "TANDEM_ROUTE_PEER_COPIES=1 ";
     if (routed)
       command += tandem_test::cli_path() + " run --policy copy-engine --stats " + (dir / ("stats-" + rank)).string() +
                  ".json -- ";
@@ -99,8 +101,9 @@ TEST_P(preload_nccl_route_matrix, StockNcclIsWithinItsBound) {
   }
 }
 
-// A routed rank: every call took the route, every result is the route's numerics.
-void expect_routed_and_exact(const Rank& r) {
+// A routed rank: every call took the route, every result is the route's numerics. `peer_copies`: the
+// rank asked for the route's peer copies.
+void expect_routed_and_exact(const Rank& r, bool peer_copies = false) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.result["wrong"], json::array()) << r.output;
   EXPECT_EQ(r.result["inexact"], json::array()) << r.output;
@@ -114,9 +117,13 @@ void expect_routed_and_exact(const Rank& r) {
   // Each captured case's call was captured once and replayed three times.
   EXPECT_GT(r.stats["copy_engine_route"]["captured"].get<int>(), 100);
   // Ranks with NCCL_HOSTID of their own are one node each to NCCL, whose LSA team (the ranks that map
-  // each other's windows) is then each rank alone: no peer to copy with by address, every plan stages.
-  EXPECT_EQ(r.stats["copy_engine_route"]["peer_bytes"].get<int64_t>(), 0);
-  EXPECT_GT(r.stats["copy_engine_route"]["staged_bytes"].get<int64_t>(), 0);
+  // each other's windows) is then each rank alone: no peer to copy with by address, every plan stages,
+  // and peer copies asked for are said unavailable on every route.
+  const json& route = r.stats["copy_engine_route"];
+  EXPECT_EQ(route["peer_bytes"].get<int64_t>(), 0);
+  EXPECT_GT(route["staged_bytes"].get<int64_t>(), 0);
+  EXPECT_EQ(route["peer_copies_unavailable"], peer_copies ? route["routes"] : json(0)) << route.dump(1);
+  EXPECT_EQ(r.output.find("peer copies asked for") != std::string::npos, peer_copies) << r.output;
 }
 
 TEST_P(preload_nccl_route_matrix, EveryCallTakesTheRouteAndIsExact) {
@@ -170,8 +177,9 @@ TEST_P(preload_nccl_route_matrix, CallsLargerThanThePoolCapRunInPiecesAndStayExa
   // and captured (TheSmallCapCutsCallsOfEveryKind): all-reduces and broadcasts of 4096 x ranks and
   // 7919 elements, reduce-scatters of 4096 x ranks and 7919 per rank, all-gathers and all-to-alls of
   // 7919 per rank, whose pieces are strided (each rank's part of each segment, staged by 2-D copies);
-  // results must still be bitwise the route's numerics.
-  for (const Rank& r : run_ranks(GetParam(), true, kSmallCap)) expect_routed_and_exact(r);
+  // results must still be bitwise the route's numerics. The ranks ask for peer copies, which NCCL
+  // cannot give ranks sharing a GPU: the route says so and stages.
+  for (const Rank& r : run_ranks(GetParam(), true, kSmallCap, true)) expect_routed_and_exact(r, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(ranks_on_one_gpu, preload_nccl_route_matrix, ::testing::Values(2, 3),

@@ -105,10 +105,13 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
         (route,) = rank["stats"]["routes"].values()
         assert route["calls"] == counts["copy-engine"]
         # The first step's buckets are PyTorch's memory: pushed to and pulled from the peers' pools, or staged.
+        # Asked for (the fixture), peer copies are said unavailable exactly where NCCL maps no peer's window.
         if own_gpus(2):
             assert route["peer_bytes"] > 0 and route["staged_bytes"] == 0, route
+            assert route["peer_copies_unavailable"] == 0, route
         else:
             assert route["peer_bytes"] == 0 and route["staged_bytes"] > 0, route
+            assert route["peer_copies_unavailable"] == 1, route
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
 
 
@@ -140,17 +143,19 @@ def test_copy_engine_hook_at_three_ranks_matches_stock(three_ranks, three_ranks_
     assert [r["losses"] for r in ranks] == [r["losses"] for r in three_ranks_staged]
 
 
-def check_rebuilt_buckets_in_window_memory(ranks, peer_copies):
+def check_rebuilt_buckets_in_window_memory(ranks, peer_copies, asked=True):
     # DDP rebuilds its buckets at the second step's start in the route's window memory. At 2 ranks they then
     # run on NCCL's copy-engine collectives where they lie. At 3 ranks no bucket's count is a multiple of 3:
     # with peer copies its chunks are pushed and pulled (nothing staged); without, only each bucket's
     # remainder, under one 16-byte vector per rank, is staged in and out. The first step's buckets are
-    # PyTorch's: pushed and pulled, or staged.
+    # PyTorch's: pushed and pulled, or staged. Peer copies `asked` for where NCCL maps no peer's window (ranks
+    # sharing a GPU) are said unavailable on the route.
     for rank in ranks:
         (route,) = rank["stats"]["routes"].values()
         later_calls = route["calls"] - rank["calls_after_first_step"]
         assert later_calls > 0 and rank["calls_after_first_step"] > 0
         uneven = rank["world_size"] == 3
+        assert route["peer_copies_unavailable"] == int(asked and not peer_copies), route
         if peer_copies:
             first = rank["peer_bytes_after_first_step"]
             assert route["staged_bytes"] == 0 and first > 0, route
@@ -177,7 +182,7 @@ def test_ddps_rebuilt_buckets_at_three_ranks_stage_nothing_with_peer_copies(thre
 
 
 def test_without_peer_copies_ddps_rebuilt_buckets_at_three_ranks_stage_only_remainders(three_ranks_staged):
-    check_rebuilt_buckets_in_window_memory(three_ranks_staged, peer_copies=False)
+    check_rebuilt_buckets_in_window_memory(three_ranks_staged, peer_copies=False, asked=False)
 
 
 def check_uneven_window_all_reduce(ranks, peer_copies):

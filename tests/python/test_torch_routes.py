@@ -44,7 +44,7 @@ class Route:
 
     def stats(self):
         return {"calls": len(self.asked), "captured": 0, "staged_bytes": 8 * len(self.asked), "peer_bytes": 0,
-                "pool_bytes": 64, "buffer_bytes": 0, "registrations": 1}
+                "peer_copies_unavailable": 0, "pool_bytes": 64, "buffer_bytes": 0, "registrations": 1}
 
     def close(self):
         self.closed = True

@@ -33,7 +33,7 @@ class Route:
 
     def stats(self):
         return {"calls": self.calls, "captured": 1, "staged_bytes": 100 * self.calls, "peer_bytes": 10 * self.calls,
-                "pool_bytes": 4096, "buffer_bytes": 1024, "registrations": 2}
+                "peer_copies_unavailable": 1, "pool_bytes": 4096, "buffer_bytes": 1024, "registrations": 2}
 
     def close(self):
         pass
@@ -47,6 +47,7 @@ def test_the_package_reads_the_schema_it_ships():
     route = SCHEMA["records"]["route"]["fields"]
     assert [(f["key"], f["unit"]) for f in route] == [("calls", "calls"), ("captured", "calls"),
                                                       ("staged_bytes", "B"), ("peer_bytes", "B"),
+                                                      ("peer_copies_unavailable", "count"),
                                                       ("pool_bytes", "B"), ("buffer_bytes", "B"),
                                                       ("registrations", "count")]
 
@@ -86,12 +87,12 @@ def test_every_record_has_the_schemas_keys_and_the_reach_adds_up(world):
                                              "share_of_bytes": 400 / 466}
     # Each open route's counters, and their sum with the number of routes, as the interposer writes it.
     assert document["routes"] == {world.group_name: {"calls": 2, "captured": 1, "staged_bytes": 200,
-                                                     "peer_bytes": 20, "pool_bytes": 4096, "buffer_bytes": 1024,
-                                                     "registrations": 2}}
+                                                     "peer_bytes": 20, "peer_copies_unavailable": 1,
+                                                     "pool_bytes": 4096, "buffer_bytes": 1024, "registrations": 2}}
     assert list(document["routes"][world.group_name]) == keys("route")
     assert document["copy_engine_route"] == {"routes": 1, "calls": 2, "captured": 1, "staged_bytes": 200,
-                                             "peer_bytes": 20, "pool_bytes": 4096, "buffer_bytes": 1024,
-                                             "registrations": 2}
+                                             "peer_bytes": 20, "peer_copies_unavailable": 1, "pool_bytes": 4096,
+                                             "buffer_bytes": 1024, "registrations": 2}
     json.dumps(document)  # a document as the interposer's: JSON as it is
 
 

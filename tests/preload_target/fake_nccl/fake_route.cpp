@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -63,6 +64,10 @@ __attribute__((visibility("default"))) tandem_nccl_route* tandem_nccl_route_crea
   ncclCommUserRank(comm, &rank);
   auto* route = new tandem_nccl_route;
   route->r.id = g_routes++;
+  // The fake NCCL maps no peer's window: peer copies, asked for, are unavailable (the real route says
+  // so once its lanes exist, at its first call; here at once).
+  const char* peers = std::getenv("TANDEM_ROUTE_PEER_COPIES");
+  route->r.stats.peer_copies_unavailable = peers && std::string(peers) == "1" ? 1 : 0;
   record({{"fn", "route.create"}, {"route", route->r.id}, {"rank", rank}});
   return route;
 }
