@@ -6,6 +6,7 @@ store."""
 import json
 import os
 import sys
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -112,10 +113,14 @@ def copy_engine(policy, device):
             first_step.update({f"{name}_after_first_step": route[name]
                                for name in ("staged_bytes", "peer_bytes", "calls", "registrations")})
 
-    losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed), after_step)
+    # tandem.torch's warnings, every one (a route asked for peer copies where NCCL maps no peer's window says so).
+    with warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        losses = train(7, lambda ddp: tt.register_ddp_hook(ddp, parsed), after_step)
     result = {
         **first_step,
         "losses": losses,
+        "tandem_warnings": [str(w.message) for w in recorded if str(w.message).startswith("tandem.torch")],
         "stats": tt.stats(),
         # The hook's comm streams (one here): (device, at the greatest priority) -> PyTorch's priority.
         "comm_stream_priorities": [stream.priority for stream in ddp_module._COMM_STREAMS.values()],

@@ -106,12 +106,13 @@ def test_copy_engine_hook_routes_buckets(copy_engine_ranks):
         assert route["calls"] == counts["copy-engine"]
         # The first step's buckets are PyTorch's memory: pushed to and pulled from the peers' pools, or staged.
         # Asked for (the fixture), peer copies are said unavailable exactly where NCCL maps no peer's window.
+        unavailable = [w for w in rank["tandem_warnings"] if "peer copies asked for" in w]
         if own_gpus(2):
             assert route["peer_bytes"] > 0 and route["staged_bytes"] == 0, route
-            assert route["peer_copies_unavailable"] == 0, route
+            assert route["peer_copies_unavailable"] == 0 and unavailable == [], (route, unavailable)
         else:
             assert route["peer_bytes"] == 0 and route["staged_bytes"] > 0, route
-            assert route["peer_copies_unavailable"] == 1, route
+            assert route["peer_copies_unavailable"] == 1 and len(unavailable) == 1, (route, unavailable)
     assert calls(ranks[0]["stats"], "ddp_all_reduce") == calls(ranks[1]["stats"], "ddp_all_reduce")
 
 
@@ -155,7 +156,8 @@ def check_rebuilt_buckets_in_window_memory(ranks, peer_copies, asked=True):
         later_calls = route["calls"] - rank["calls_after_first_step"]
         assert later_calls > 0 and rank["calls_after_first_step"] > 0
         uneven = rank["world_size"] == 3
-        assert route["peer_copies_unavailable"] == int(asked and not peer_copies), route
+        said = [w for w in rank["tandem_warnings"] if "peer copies asked for" in w]
+        assert route["peer_copies_unavailable"] == len(said) == int(asked and not peer_copies), (route, said)
         if peer_copies:
             first = rank["peer_bytes_after_first_step"]
             assert route["staged_bytes"] == 0 and first > 0, route

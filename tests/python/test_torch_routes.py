@@ -6,6 +6,8 @@ The route is a stand-in with tandem._cuda.CopyEngineRoute's interface; a "GPU te
 attributes the plumbing reads, so that the route's own path runs on CPU up to the route's answer. Needs PyTorch
 with torch.distributed and gloo.
 """
+import warnings
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -32,10 +34,11 @@ def my_all_reduce(tensor, group=None, op=dist.ReduceOp.SUM):
 
 
 class Route:
-    """tandem._cuda.CopyEngineRoute's interface with a fixed answer to run(); records what it was asked."""
+    """tandem._cuda.CopyEngineRoute's interface with a fixed answer to run(); records what it was asked.
+    ``peers_unmapped``: it was asked for peer copies where NCCL maps no peer's window."""
 
-    def __init__(self, answer):
-        self.answer, self.asked, self.closed = answer, [], False
+    def __init__(self, answer, peers_unmapped=False):
+        self.answer, self.asked, self.closed, self.peers_unmapped = answer, [], False, peers_unmapped
 
     def run(self, kind, send, recv, count, dtype, stream, reduction="sum", scalar=1.0, device_scalar=0, root=0):
         self.asked.append({"kind": kind, "send": send, "recv": recv, "count": count, "dtype": dtype,
@@ -44,7 +47,7 @@ class Route:
 
     def stats(self):
         return {"calls": len(self.asked), "captured": 0, "staged_bytes": 8 * len(self.asked), "peer_bytes": 0,
-                "peer_copies_unavailable": 0, "pool_bytes": 64, "buffer_bytes": 0, "registrations": 1}
+                "peer_copies_unavailable": int(self.peers_unmapped), "pool_bytes": 64, "buffer_bytes": 0, "registrations": 1}
 
     def close(self):
         self.closed = True
@@ -85,6 +88,23 @@ def test_a_front_ends_call_the_route_takes_is_counted_as_routed(world, monkeypat
     # The average is the route's too, with NCCL's name for it.
     my_all_reduce(tensor, world, dist.ReduceOp.AVG)
     assert route.asked[-1]["reduction"] == "average"
+
+
+@pytest.mark.parametrize("peers_unmapped", [False, True])
+def test_peer_copies_asked_for_and_unavailable_are_said_once_per_route(world, monkeypatch, peers_unmapped):
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: Stream())
+    tensor = GpuTensor()
+    # Every warning recorded, so that "once" is the plumbing's and not Python's once per place.
+    with warnings.catch_warnings(record=True) as recorded:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            routes.install_route(world, Route("copy-engine", peers_unmapped))
+            for _ in range(3):
+                assert my_all_reduce(tensor, world) == ""
+            routes.close_routes()  # the next route is a new one: said again
+    said = [w for w in recorded if "peer copies asked for" in str(w.message)]
+    assert len(said) == (2 if peers_unmapped else 0), [str(w.message) for w in recorded]
+    assert all(w.category is RuntimeWarning for w in said)
 
 
 def test_a_call_the_route_refuses_runs_on_the_groups_collective(world, monkeypatch):

@@ -14,6 +14,8 @@ route per process group, by the group's name: ``copy_engine_route`` makes it on 
 ``install_route`` puts in one made elsewhere, ``open_routes`` lists them, ``close_routes`` closes them all.
 Every route call is collective: every rank of the group makes the same calls in the same order, and the
 route's decision depends only on the call's arguments, so every rank decides alike."""
+import warnings
+
 import torch
 import torch.distributed as dist
 
@@ -144,6 +146,7 @@ def close_routes():
     alive; the hooks make new routes if they run again."""
     routes = list(_ROUTES.values())
     _ROUTES.clear()
+    _LOOKED_AT.clear()
     for route in routes:
         route.close()
 
@@ -194,7 +197,25 @@ def run_on_route(site, kind, group, send, recv, count, dtype, reduction="sum", s
     if outcome != ROUTED:
         return outcome
     counts.count(site, ROUTED, counts.tensor_bytes(send, recv))
+    _say_if_peer_copies_unavailable(route)
     return ""
+
+
+# The routes whose decision on peer copies was looked at (by id: a route is closed, and forgotten here,
+# before another can take its place).
+_LOOKED_AT = set()
+
+
+def _say_if_peer_copies_unavailable(route):
+    """Warns once per route that ran when it was asked for peer copies (TANDEM_ROUTE_PEER_COPIES=1) and NCCL maps
+    not every peer's window there, so it stages: the route decides at its first call and has no log of its own."""
+    if id(route) in _LOOKED_AT:
+        return
+    _LOOKED_AT.add(id(route))
+    if route.stats().get("peer_copies_unavailable", 0):
+        warnings.warn("tandem.torch: peer copies asked for, but NCCL maps not every peer's window on this process "
+                      "group (ranks of other nodes, or sharing one GPU): its copy-engine route stages",
+                      RuntimeWarning, stacklevel=3)
 
 
 def run_on_nccl(site, reason, tensors, collective, *args, **kwargs):
