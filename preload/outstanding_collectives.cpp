@@ -68,14 +68,22 @@ void OutstandingCollectives::note_collective_launch(const DriverApi& api, int de
 void OutstandingCollectives::note_event_record(CUevent event, CUstream stream, std::optional<int> device) {
   if (!event || !following()) return;
   const int slot = slot_of(stream, device.value_or(-1));
+  const auto key = stream_key(stream, device);
   EventEntry& entry = events_[hash_of(reinterpret_cast<uintptr_t>(event), kEventEntries)];
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slot >= 0) {
+  // The event completes after the work enqueued on `stream` so far: after whatever that work is
+  // ordered after (the stream's seen generations; their rewrites happen under mutex_, so the copy is
+  // one stream's) and, on a collective stream, after its own NCCL launches so far.
+  Generations follows{};
+  if (const SeenEntry* seen = key ? seen_of(*key) : nullptr)
+    for (int i = 0; i < kMaxCollectiveStreams; ++i) follows[i] = seen->seen[i].load(std::memory_order_relaxed);
+  if (slot >= 0) follows[slot] = std::max(follows[slot], streams_[slot].launched.load(std::memory_order_acquire));
+  if (std::any_of(follows.begin(), follows.end(), [](uint64_t generation) { return generation > 0; })) {
     // Direct-mapped: an older event in this bucket is forgotten, and a wait on it counts as no
     // ordering (the compute after it is then treated as beside communication).
-    entry = {event, slot, streams_[slot].launched.load(std::memory_order_acquire)};
+    entry = {event, follows};
   } else if (entry.event == event) {
-    entry = {};  // re-recorded on a stream without NCCL kernels: it no longer follows a collective
+    entry = {};  // re-recorded where nothing follows a collective: it no longer orders its waiters
   }
 }
 
@@ -85,7 +93,7 @@ void OutstandingCollectives::note_stream_wait(CUstream stream, CUevent event, st
   if (!key) return;
   std::lock_guard<std::mutex> lock(mutex_);
   const EventEntry& entry = events_[hash_of(reinterpret_cast<uintptr_t>(event), kEventEntries)];
-  if (entry.event != event || entry.slot < 0 || entry.generation == 0) return;
+  if (entry.event != event) return;
   SeenEntry& seen = seen_[hash_of(*key, kSeenEntries)];
   if (seen.key.load(std::memory_order_relaxed) != *key) {
     // Another stream's entry (or none): rewritten for this stream. Readers that see kBusy or another
@@ -95,7 +103,7 @@ void OutstandingCollectives::note_stream_wait(CUstream stream, CUevent event, st
     for (auto& generation : seen.seen) generation.store(0, std::memory_order_relaxed);
     seen.key.store(*key, std::memory_order_release);
   }
-  raise_to(seen.seen[entry.slot], entry.generation);
+  for (int i = 0; i < kMaxCollectiveStreams; ++i) raise_to(seen.seen[i], entry.generations[i]);
 }
 
 const OutstandingCollectives::SeenEntry* OutstandingCollectives::seen_of(uintptr_t key) const {

@@ -8,17 +8,22 @@
 //   - S is ordered after it: S waited (cuStreamWaitEvent) on an event recorded on T after it, which
 //     is how PyTorch's work.wait(), DDP's finalisation and FSDP2's stream hand-offs order the compute
 //     stream after a collective.
-// Work on T itself runs after T's kernels and never beside them. Transitive orderings (S waits on U,
-// which waited on T) are not followed: such work counts as beside, so the rule errs towards applying
-// the control, never towards leaving a collective's neighbour unshaped.
+// Work on T itself runs after T's kernels and never beside them. Orderings are followed through other
+// streams too: S waits on an event recorded on U after U waited on T (FSDP2 hands its all-gather
+// copy-in stream the compute stream's order this way; PyTorch's process groups order their callers'
+// streams after the NCCL stream). Orderings the hooks cannot see (a host synchronisation, an event
+// forgotten by the tables below) count as none: the rule errs towards applying the control, never
+// towards leaving a collective's neighbour unshaped.
 //
 // Bookkeeping: each stream that carries NCCL kernels gets a slot with a generation (how many NCCL
-// launches it has had) and one event re-recorded after each of them. An event the program records on
-// such a stream remembers the generation it follows; a wait on it raises the waiting stream's seen
-// generation for that slot. A compute launch then asks, per slot of its device: is a generation
-// beyond what this stream has seen and beyond what is known complete still running? One event query
-// per slot with work outstanding; none once the latest generation is known complete, so a phase with
-// no communication costs a couple of relaxed loads per launch.
+// launches it has had) and one event re-recorded after each of them. A stream's seen generations say,
+// per slot, which NCCL launch the stream's future work is ordered after. An event the program records
+// takes the recording stream's seen generations, and for a collective stream its own latest
+// generation; a wait on it raises the waiting stream's seen generations to the event's. A compute
+// launch then asks, per slot of its device: is a generation beyond what this stream has seen and
+// beyond what is known complete still running? One event query per slot with work outstanding; none
+// once the latest generation is known complete, so a phase with no communication costs a couple of
+// relaxed loads per launch.
 //
 // Special stream handles (the legacy and per-thread default streams) are per context, so their slots
 // and seen entries are per device; other stream handles are unique in the process.
@@ -72,12 +77,12 @@ class OutstandingCollectives {
     std::atomic<uintptr_t> key{0};  // stream handle (+ device for special handles); 0: free; kBusy: being rewritten
     std::array<std::atomic<uint64_t>, kMaxCollectiveStreams> seen{};
   };
-  // The program's events recorded on a collective stream: which slot and generation each follows.
+  // The program's events that follow a collective: per slot, the generation each is ordered after.
   static constexpr int kEventEntries = 4096;
+  using Generations = std::array<uint64_t, kMaxCollectiveStreams>;
   struct EventEntry {
     CUevent event = nullptr;
-    int slot = -1;
-    uint64_t generation = 0;
+    Generations generations{};
   };
 
   int slot_of(CUstream stream, int device) const;  // -1 when `stream` carries no followed NCCL kernel

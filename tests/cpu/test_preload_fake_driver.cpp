@@ -284,8 +284,11 @@ TEST(preload_fake_driver_policies, TargetedFormShapesOnlyBesideAnOutstandingColl
   EXPECT_EQ(smem("after_waiting"), 0u);       // ordered after it by cuStreamWaitEvent
   EXPECT_EQ(smem("side_stream_not_waiting"), kShape2Smem);
   EXPECT_EQ(smem("side_after_unrelated_wait"), kShape2Smem);  // the event was re-recorded elsewhere first
-  EXPECT_EQ(smem("beside_second_nccl"), kShape2Smem);         // a collective issued after the wait
-  EXPECT_EQ(smem("per_thread_after_waiting"), 0u);            // the _ptsz wait on stream 0
+  // Ordered through the compute stream: only by an event it recorded after its own wait.
+  EXPECT_EQ(smem("side_after_compute_before_its_wait"), kShape2Smem);
+  EXPECT_EQ(smem("side_after_compute_handoff"), 0u);
+  EXPECT_EQ(smem("beside_second_nccl"), kShape2Smem);  // a collective issued after the wait
+  EXPECT_EQ(smem("per_thread_after_waiting"), 0u);     // the _ptsz wait on stream 0
   EXPECT_EQ(smem("legacy_stream_not_waiting"), kShape2Smem);
   EXPECT_EQ(smem("after_completion"), 0u);
   EXPECT_EQ(smem("captured_with_nothing_running"), kShape2Smem);
@@ -297,11 +300,11 @@ TEST(preload_fake_driver_policies, TargetedFormShapesOnlyBesideAnOutstandingColl
   EXPECT_EQ(targets["after_waiting"], 0);
   EXPECT_EQ(targets["after_completion"], 0);
   EXPECT_EQ(r.stats["compute_controls"], "targeted");
-  EXPECT_EQ(r.stats["compute_shaped"], 6);
-  EXPECT_EQ(r.stats["skipped"]["no-collective-in-flight"], 5);
+  EXPECT_EQ(r.stats["compute_shaped"], 7);
+  EXPECT_EQ(r.stats["skipped"]["no-collective-in-flight"], 6);
   EXPECT_EQ(r.stats["cublas"]["gemms_capped_beside_collective"], 1);
   EXPECT_EQ(r.stats["cublas"]["gemms_left_alone"], 4);
-  EXPECT_EQ(r.stats["calls_by_hook"]["cuStreamWaitEvent"], 2);
+  EXPECT_EQ(r.stats["calls_by_hook"]["cuStreamWaitEvent"], 4);
   EXPECT_EQ(r.stats["calls_by_hook"]["cuStreamWaitEvent_ptsz"], 1);
   EXPECT_NE(r.err.find("(targeted: beside an outstanding collective)"), std::string::npos) << r.err;
 }

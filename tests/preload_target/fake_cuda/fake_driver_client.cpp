@@ -288,8 +288,11 @@ json run_stream_order(const Driver& d) {
   steps["on_the_nccl_stream"] = step(d, launch_on(nccl, kFakeCompute, 256));
   targets["on_the_nccl_stream"] = gemm_target(nccl);
   // work.wait(): the compute stream waits on an event recorded on the NCCL stream after the kernel.
-  CUevent done = nullptr;
-  if (d.event_create(&done, 0) != CUDA_SUCCESS) fail("cuEventCreate");
+  // An event the compute stream recorded before that wait follows no collective.
+  CUevent done = nullptr, before_wait = nullptr, handoff = nullptr;
+  for (CUevent* event : {&done, &before_wait, &handoff})
+    if (d.event_create(event, 0) != CUDA_SUCCESS) fail("cuEventCreate");
+  d.event_record(before_wait, compute);
   d.event_record(done, nccl);
   d.stream_wait(compute, done, 0);
   steps["after_waiting"] = step(d, launch_on(compute, kFakeCompute, 256));
@@ -299,6 +302,12 @@ json run_stream_order(const Driver& d) {
   d.event_record(done, side);
   d.stream_wait(side, done, 0);
   steps["side_after_unrelated_wait"] = step(d, launch_on(side, kFakeCompute, 256));
+  // FSDP2's hand-off: the side stream waits on the compute stream, which waited on the collective.
+  d.stream_wait(side, before_wait, 0);
+  steps["side_after_compute_before_its_wait"] = step(d, launch_on(side, kFakeCompute, 256));
+  d.event_record(handoff, compute);
+  d.stream_wait(side, handoff, 0);
+  steps["side_after_compute_handoff"] = step(d, launch_on(side, kFakeCompute, 256));
   // A second collective, issued after the wait: the compute stream is beside it again.
   steps["nccl_again"] = step(d, launch_on(nccl, kFakeNccl, 512));
   steps["beside_second_nccl"] = step(d, launch_on(compute, kFakeCompute, 256));
