@@ -105,6 +105,14 @@ std::optional<double> ShapingCheck::left_alone_later_share() const {
 
 ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vector<Activity>& communication) {
   const auto busy = merged(communication);
+  // The communication by start, with the latest end so far: the collectives beside a kernel are found
+  // walking back from the last one that starts before it ends, until none before can reach it.
+  std::vector<Activity> by_start = communication;
+  std::sort(by_start.begin(), by_start.end(),
+            [](const Activity& a, const Activity& b) { return a.start_ns < b.start_ns; });
+  std::vector<int64_t> latest_end(by_start.size());
+  for (size_t i = 0; i < by_start.size(); ++i)
+    latest_end[i] = std::max(by_start[i].end_ns, i ? latest_end[i - 1] : by_start[i].end_ns);
   ShapingCheck c;
   // The computation's time beside communication is a union over its streams, as the overlap figures
   // count it (tandem/overlap.h): two kernels side by side beside one collective count its time once.
@@ -129,7 +137,10 @@ ShapingCheck check_shaping(const std::vector<KernelRun>& kernels, const std::vec
       if (shaped) beside_shaped.push_back(part);
     }
     if (k.form != LaunchForm::LeftAlone) continue;
-    for (const Activity& a : communication) {
+    auto last = std::lower_bound(by_start.begin(), by_start.end(), k.end_ns,
+                                 [](const Activity& a, int64_t t) { return a.start_ns < t; });
+    for (auto i = static_cast<size_t>(last - by_start.begin()); i-- > 0 && latest_end[i] > k.start_ns;) {
+      const Activity& a = by_start[i];
       const int64_t start = std::max(k.start_ns, a.start_ns), end = std::min(k.end_ns, a.end_ns);
       if (start >= end) continue;
       const bool later = k.issued != 0 && a.issued > k.issued;

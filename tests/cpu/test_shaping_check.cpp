@@ -117,6 +117,10 @@ TEST(shaping_check, TimeLeftAloneIsSplitByWhetherItsCollectiveWasIssuedAfterTheK
   EXPECT_EQ(c.beside_shaped_ns, 20);
   EXPECT_EQ(c.left_alone_beside_later_ns, 30);
   EXPECT_DOUBLE_EQ(*c.left_alone_later_share(), 0.3);
+  // A long collective that starts before a short one ended is still found beside a later kernel.
+  const ShapingCheck enclosed =
+      check_shaping({{500, 600, LaunchForm::LeftAlone, 5}}, {busy(0, 1000, 9), busy(100, 200, 1)});
+  EXPECT_EQ(enclosed.left_alone_beside_later_ns, 100);
   // Nothing left alone beside communication: no share, not zero.
   EXPECT_FALSE(check_shaping({{0, 10, LaunchForm::Shaped, 1}}, {busy(0, 10, 2)}).left_alone_later_share());
 }
