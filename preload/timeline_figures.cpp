@@ -133,7 +133,7 @@ ProcessTimeline build_timeline(const RawTimeline& raw, const std::string& step_r
       if (cls == ActivityClass::Communication)
         communication.push_back(record.activities.back());
       else if (a.kind == TANDEM_TIMELINE_KERNEL)
-        kernels.push_back(KernelRun{a.start_ns, a.end_ns, form_of(sizes, a)});
+        kernels.push_back(KernelRun{a.start_ns, a.end_ns, form_of(sizes, a), a.correlation});
     }
     if (a.kind == TANDEM_TIMELINE_KERNEL)
       ++device.kernels;

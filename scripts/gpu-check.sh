@@ -809,11 +809,13 @@ for r in rows:
     failed += r["losses_vs_stock"] == "differs" or (r["losses_vs_stock"] != "bitwise" and "sm-target" not in r["run"])
     checks = [c for c in r["shaping"] if c]
     # Per rank: shaped kernels beside communication; of the shapeable computation beside
-    # communication, the share shaped; the share of all computation beside it the policy cannot shape.
+    # communication, the share shaped and, of what was left alone, the share beside collectives issued
+    # after the kernel; the share of all computation beside it the policy cannot shape.
     unshapeable = lambda c: (1 - c["beside_communication_shapeable_ns"] / c["beside_communication_ns"]
                              if c["beside_communication_ns"] else None)
     check = ("  shaped beside comm " + "/".join(share(c["shaped_beside_share"]) for c in checks) +
              ", shapeable beside comm shaped " + "/".join(share(c["beside_shaped_share"]) for c in checks) +
+             " (left alone: beside comm issued later " + "/".join(share(c["left_alone_later_share"]) for c in checks) + ")" +
              " (unshapeable " + "/".join(share(unshapeable(c)) for c in checks) + ")") if checks else ""
     print(f'{r["run"]:<48} losses {r["losses_vs_stock"]:<16}  shaped {r["shaped"]}  '
           f'left alone {r["left_alone"]}  GEMMs capped {r["gemms_capped_beside"]} / left {r["gemms_left_alone"]}{check}')

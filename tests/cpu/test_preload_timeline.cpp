@@ -229,6 +229,8 @@ TEST(preload_timeline, UnderAShapePolicyTheShapedKernelsAreCheckedAgainstTheComm
   EXPECT_EQ(shaping["beside_communication_shapeable_ns"], 200000);
   EXPECT_EQ(shaping["beside_communication_shaped_ns"], 200000);
   EXPECT_EQ(shaping["unattributed_kernels"], 0);
+  EXPECT_EQ(shaping["left_alone_beside_later_ns"], 0);  // compute-always: nothing left alone
+  EXPECT_TRUE(shaping["left_alone_later_share"].is_null());
   EXPECT_NE(r.err.find("shaped kernels beside communication: 50.0 % (1 of 2); computation beside communication that "
                        "the policy can shape, shaped: 100.0 % of its time (0.200 of 0.200 ms); 0.100 of 0.300 ms "
                        "beside communication in kernels it cannot shape"),

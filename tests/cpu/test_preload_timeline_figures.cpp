@@ -359,18 +359,18 @@ TEST(timeline_safe_file, AProducerThatFailsLeavesTheDestinationAlone) {
 TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) {
   RawTimeline raw;
   raw.names = {"_Z4gemmv", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "_Z7softmaxv", "_Z9cublasGemmv"};
-  auto sized = [](uint32_t name, int64_t start, int64_t end, uint32_t device, uint32_t smem) {
-    auto a = activity(TANDEM_TIMELINE_KERNEL, name, start, end, device);
+  auto sized = [](uint32_t name, int64_t start, int64_t end, uint32_t device, uint32_t smem, uint32_t issued = 0) {
+    auto a = activity(TANDEM_TIMELINE_KERNEL, name, start, end, device, 7, issued);
     a.dynamic_smem = smem;
     return a;
   };
-  raw.activities = {sized(0, 0, 100, 0, 98304),                          // shaped, beside [50,100)
-                    activity(TANDEM_TIMELINE_KERNEL, 1, 50, 150, 0, 9),  // communication
-                    sized(2, 120, 200, 0, 0),                            // left alone, beside [120,150)
-                    sized(3, 60, 140, 0, 200000),                        // cannot be shaped, beside [60,140)
-                    sized(0, 300, 400, 0, 0),                            // gemm left alone: not beside
-                    sized(0, 500, 600, 0, 98304),                        // shaped, nothing beside it
-                    sized(0, 0, 10, 1, 98304)};                          // GPU 1: no communication
+  raw.activities = {sized(0, 0, 100, 0, 98304),                             // shaped, beside [50,100)
+                    activity(TANDEM_TIMELINE_KERNEL, 1, 50, 150, 0, 9, 9),  // communication, issued as call 9
+                    sized(2, 120, 200, 0, 0, 5),   // left alone, beside [120,150), issued before the collective
+                    sized(3, 60, 140, 0, 200000),  // cannot be shaped, beside [60,140)
+                    sized(0, 300, 400, 0, 0),      // gemm left alone: not beside
+                    sized(0, 500, 600, 0, 98304),  // shaped, nothing beside it
+                    sized(0, 0, 10, 1, 98304)};    // GPU 1: no communication
   ProcessTimeline off = build_timeline(raw, "");
   EXPECT_FALSE(off.devices.at(0).shaping) << "no shape policy, no check";
   const auto kinds = [](std::vector<uint32_t> shaped, std::vector<uint32_t> left, std::vector<uint32_t> unshapeable) {
@@ -395,6 +395,7 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
   EXPECT_EQ(c.beside_ns, 100);           // [50,150): every part of it has some computation beside
   EXPECT_EQ(c.beside_shapeable_ns, 80);  // [50,100) of the gemm and [120,150) of the softmax
   EXPECT_EQ(c.beside_shaped_ns, 50);     // the gemm's [50,100)
+  EXPECT_EQ(c.left_alone_beside_later_ns, 30) << "the softmax's [120,150), beside a collective issued after it";
   ASSERT_TRUE(t.devices[1].shaping);
   EXPECT_EQ(t.devices[1].shaping->shaped, 1u);
   EXPECT_FALSE(t.devices[1].shaping->beside_shaped_share());
@@ -409,11 +410,14 @@ TEST(timeline_shaping, EachDeviceChecksItsShapedKernelsAgainstItsCommunication) 
   EXPECT_EQ(doc["devices"][0]["shaping"]["shaped_kernels"], 2);
   EXPECT_EQ(doc["devices"][0]["shaping"]["beside_shaped_share"], 0.625);
   EXPECT_TRUE(doc["devices"][1]["shaping"]["beside_shaped_share"].is_null());
+  EXPECT_EQ(doc["devices"][0]["shaping"]["left_alone_later_share"], 1.0);
+  EXPECT_TRUE(doc["devices"][1]["shaping"]["left_alone_later_share"].is_null());
   const ProcessTimeline back = process_timeline_from_json(json::parse(doc.dump()));
   ASSERT_EQ(back.devices.size(), 2u);
   ASSERT_TRUE(back.devices[0].shaping && back.devices[1].shaping);
   EXPECT_EQ(back.devices[0].shaping->beside_shaped_ns, 50);
   EXPECT_EQ(back.devices[0].shaping->beside_shapeable_ns, 80);
+  EXPECT_EQ(back.devices[0].shaping->left_alone_beside_later_ns, 30);
   const program_tools::JobTimeline job = program_tools::job_timeline({back});
   const std::string job_text = program_tools::job_timeline_text(job);
   EXPECT_NE(job_text.find("tandem run: job timeline: rank 1 (pid 5) GPU 0: shaped kernels beside communication: "

@@ -8,7 +8,10 @@
 namespace tandem {
 namespace {
 
-Activity busy(int64_t start, int64_t end) { return Activity{start, end, ActivityClass::Communication}; }
+// Communication over [start, end), issued by the process's call number `issued` (0: unknown).
+Activity busy(int64_t start, int64_t end, uint32_t issued = 0) {
+  return Activity{start, end, ActivityClass::Communication, issued};
+}
 
 LaunchSizes sizes(std::vector<uint32_t> shaped, std::vector<uint32_t> left_alone, std::vector<uint32_t> unshapeable) {
   LaunchSizes s;
@@ -98,18 +101,44 @@ TEST(shaping_check, NoShapedKernelOrNoOverlapGivesNoShareNotZero) {
   EXPECT_NE(text.find("none ran beside communication"), std::string::npos) << text;
 }
 
+// Communication A [100,200) issued as call 5, B [300,400) as call 50. Left alone: K1 [150,350)
+// (call 20) beside A (issued before it) over [150,200) and beside B (after it) over [300,350); K3
+// [380,420) of unknown order beside B over [380,400), counted as issued before; K4 [390,395) (call 10)
+// beside B, issued after it, but under K3's time beside a collective issued before. Shaped: K2
+// [320,340). Left alone beside communication: [150,200) u [300,350) u [380,400) less [320,340) = 100
+// ns, of which beside collectives issued later only: [300,320) u [340,350) = 30 ns.
+TEST(shaping_check, TimeLeftAloneIsSplitByWhetherItsCollectiveWasIssuedAfterTheKernel) {
+  const ShapingCheck c = check_shaping({{150, 350, LaunchForm::LeftAlone, 20},
+                                        {320, 340, LaunchForm::Shaped, 30},
+                                        {380, 420, LaunchForm::LeftAlone, 0},
+                                        {390, 395, LaunchForm::LeftAlone, 10}},
+                                       {busy(300, 400, 50), busy(100, 200, 5)});
+  EXPECT_EQ(c.beside_shapeable_ns, 120);
+  EXPECT_EQ(c.beside_shaped_ns, 20);
+  EXPECT_EQ(c.left_alone_beside_later_ns, 30);
+  EXPECT_DOUBLE_EQ(*c.left_alone_later_share(), 0.3);
+  // A long collective that starts before a short one ended is still found beside a later kernel.
+  const ShapingCheck enclosed =
+      check_shaping({{500, 600, LaunchForm::LeftAlone, 5}}, {busy(0, 1000, 9), busy(100, 200, 1)});
+  EXPECT_EQ(enclosed.left_alone_beside_later_ns, 100);
+  // Nothing left alone beside communication: no share, not zero.
+  EXPECT_FALSE(check_shaping({{0, 10, LaunchForm::Shaped, 1}}, {busy(0, 10, 2)}).left_alone_later_share());
+}
+
 TEST(shaping_check, TheTextGivesBothSharesWithTheirCounts) {
-  // In milliseconds: shaped [0,1) and [2,4), left alone [2,6) beside communication [3,5).
+  // In milliseconds: shaped [0,1) and [2,4), left alone [2,6) (call 1) beside communication [3,5)
+  // issued after it (call 2).
   const int64_t ms = 1000000;
   const ShapingCheck c = check_shaping({{0, 1 * ms, LaunchForm::Shaped},
                                         {2 * ms, 4 * ms, LaunchForm::Shaped},
-                                        {2 * ms, 6 * ms, LaunchForm::LeftAlone},
+                                        {2 * ms, 6 * ms, LaunchForm::LeftAlone, 1},
                                         {0, 9 * ms, LaunchForm::Unattributed}},
-                                       {busy(3 * ms, 5 * ms)});
+                                       {busy(3 * ms, 5 * ms, 2)});
   EXPECT_EQ(shaping_check_text(c),
             "shaped kernels beside communication: 50.0 % (1 of 2); computation beside communication that the policy "
-            "can shape, shaped: 50.0 % of its time (1.000 of 2.000 ms); 1 kernels unattributed (a size noted for two "
-            "kinds, or never)");
+            "can shape, shaped: 50.0 % of its time (1.000 of 2.000 ms); of the time left alone, 100.0 % beside "
+            "collectives issued after the kernel (not yet issued at its launch); 1 kernels unattributed (a size "
+            "noted for two kinds, or never)");
 }
 
 }  // namespace

@@ -10,6 +10,11 @@
 //                      shape, the share in shaped ones (how much of that overlap the rule reached);
 //                      the rest of the time beside communication is in kernels the policy cannot
 //                      shape (one block per SM, like cuBLAS's GEMMs; already at the target), counted apart
+//   missed, issued later  of that shapeable time left alone, the time beside only collectives issued
+//                      after the kernel (by the order of the calls): the rule decides at launch from
+//                      what the program has issued, so it cannot see these coming; the rest of the
+//                      time left alone ran beside a collective issued before the kernel, which the
+//                      rule judged complete or ordered before it (an ordering the device did not keep)
 //
 // Each launch under the policy is one of three kinds: shaped, left alone by the rule (no collective
 // outstanding beside it, though the policy would shape it), or one the policy cannot shape. A
@@ -50,6 +55,7 @@ struct KernelRun {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
   LaunchForm form = LaunchForm::Unattributed;
+  uint32_t issued = 0;  // its launch's place in the process's order of calls (Activity::issued); 0 unknown
 };
 
 struct ShapingCheck {
@@ -61,12 +67,17 @@ struct ShapingCheck {
   int64_t beside_ns = 0;
   int64_t beside_shapeable_ns = 0;
   int64_t beside_shaped_ns = 0;
+  // Of beside_shapeable_ns - beside_shaped_ns (left alone), the time beside only communication issued
+  // after the kernel; communication or a kernel of unknown order counts as issued before.
+  int64_t left_alone_beside_later_ns = 0;
   uint64_t unattributed = 0;  // kernels whose kind their size does not tell (left out of every figure)
 
   // shaped_beside / shaped; none without a shaped kernel.
   std::optional<double> shaped_beside_share() const;
   // beside_shaped_ns / beside_shapeable_ns; none without shapeable computation beside communication.
   std::optional<double> beside_shaped_share() const;
+  // left_alone_beside_later_ns / (beside_shapeable_ns - beside_shaped_ns); none when nothing was left alone.
+  std::optional<double> left_alone_later_share() const;
 };
 
 // `kernels`: the computation kernels of one device; `communication`: that device's communication

@@ -18,6 +18,8 @@ inline nlohmann::json shaping_check_json(const ShapingCheck& c) {
           {"beside_communication_shapeable_ns", c.beside_shapeable_ns},
           {"beside_communication_shaped_ns", c.beside_shaped_ns},
           {"beside_shaped_share", share(c.beside_shaped_share())},
+          {"left_alone_beside_later_ns", c.left_alone_beside_later_ns},
+          {"left_alone_later_share", share(c.left_alone_later_share())},
           {"unattributed_kernels", c.unattributed}};
 }
 
@@ -30,6 +32,7 @@ inline ShapingCheck shaping_check_from_json(const nlohmann::json& j) {
   c.beside_ns = j.at("beside_communication_ns").get<int64_t>();
   c.beside_shapeable_ns = j.at("beside_communication_shapeable_ns").get<int64_t>();
   c.beside_shaped_ns = j.at("beside_communication_shaped_ns").get<int64_t>();
+  c.left_alone_beside_later_ns = j.at("left_alone_beside_later_ns").get<int64_t>();
   c.unattributed = j.at("unattributed_kernels").get<uint64_t>();
   return c;
 }
